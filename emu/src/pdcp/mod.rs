@@ -1,1 +1,8 @@
-//! placeholder
+//! PDCP: sequence numbering and leg selection on the transmit side, duplicate removal and
+//! t-Reordering on the receive side (TS 38.323), plus the offline `pdcp-replay` driver.
+//!
+//! Everything here is clock-free: functions take `now` and report deadlines.
+
+pub mod count;
+pub mod hist;
+pub mod rx;
