@@ -6,3 +6,4 @@
 pub mod count;
 pub mod hist;
 pub mod rx;
+pub mod tx;
