@@ -22,7 +22,9 @@ impl SnSpace {
         if SN_BITS_ALLOWED.contains(&bits) {
             Ok(SnSpace { bits })
         } else {
-            Err(format!("PDCP SN length must be 12, 16 or 18 bits, got {bits}"))
+            Err(format!(
+                "PDCP SN length must be 12, 16 or 18 bits, got {bits}"
+            ))
         }
     }
 
@@ -102,7 +104,10 @@ mod tests {
     #[test]
     fn sizes() {
         let s = SnSpace::new(12).unwrap();
-        assert_eq!((s.modulus(), s.window(), s.max_hfn()), (4096, 2048, (1 << 20) - 1));
+        assert_eq!(
+            (s.modulus(), s.window(), s.max_hfn()),
+            (4096, 2048, (1 << 20) - 1)
+        );
         let s = SnSpace::new(18).unwrap();
         assert_eq!((s.modulus(), s.window()), (262_144, 131_072));
         assert_eq!(s.sn(262_145), 1);

@@ -29,7 +29,11 @@ impl WaitHistogram {
 
     /// Lower and upper bounds of bucket `k` in nanoseconds (upper is exclusive).
     pub fn bucket_bounds(k: usize) -> (Nanos, Nanos) {
-        let lo = if k == 0 { 0 } else { (1u64 << (k - 1)) * NS_PER_US };
+        let lo = if k == 0 {
+            0
+        } else {
+            (1u64 << (k - 1)) * NS_PER_US
+        };
         (lo, (1u64 << k) * NS_PER_US)
     }
 
@@ -115,7 +119,10 @@ mod tests {
         assert_eq!(h.mean_ns(), Some(10.0 * NS_PER_MS as f64));
         assert!(h.percentile_ns(50.0).unwrap() < NS_PER_US);
         let p99 = h.percentile_ns(99.0).unwrap();
-        assert!((65_536 * NS_PER_US..131_072 * NS_PER_US).contains(&p99), "{p99}");
+        assert!(
+            (65_536 * NS_PER_US..131_072 * NS_PER_US).contains(&p99),
+            "{p99}"
+        );
         assert_eq!(h.percentile_ns(100.0), Some(131_072 * NS_PER_US));
     }
 

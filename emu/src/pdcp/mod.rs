@@ -5,5 +5,6 @@
 
 pub mod count;
 pub mod hist;
+pub mod replay;
 pub mod rx;
 pub mod tx;

@@ -57,7 +57,12 @@ pub enum RxEvent<T> {
     /// Hand `item` (COUNT `count`) to the upper layer at instant `at`.
     Deliver { at: Nanos, count: u32, item: T },
     /// `item`, received with SN `sn`, was dropped at `at`.
-    Discard { at: Nanos, sn: u32, reason: DiscardReason, item: T },
+    Discard {
+        at: Nanos,
+        sn: u32,
+        reason: DiscardReason,
+        item: T,
+    },
 }
 
 /// Per-entity statistics.
@@ -218,7 +223,12 @@ impl<T: Copy> PdcpRx<T> {
 
         // Step 3: store.
         let pending = !self.cfg.out_of_order;
-        self.ring[idx] = Some(Slot { count, arrived: now, item, pending });
+        self.ring[idx] = Some(Slot {
+            count,
+            arrived: now,
+            item,
+            pending,
+        });
         self.stored += 1;
         if c >= self.rx_next {
             self.rx_next = c + 1;
@@ -311,20 +321,39 @@ impl<T: Copy> PdcpRx<T> {
         }
     }
 
-    fn deliver(&mut self, at: Nanos, count: u32, arrived: Nanos, item: T, out: &mut impl FnMut(RxEvent<T>)) {
+    fn deliver(
+        &mut self,
+        at: Nanos,
+        count: u32,
+        arrived: Nanos,
+        item: T,
+        out: &mut impl FnMut(RxEvent<T>),
+    ) {
         self.counters.delivered += 1;
         self.counters.wait.record(at.saturating_sub(arrived));
         out(RxEvent::Deliver { at, count, item });
     }
 
-    fn discard(&mut self, at: Nanos, sn: u32, reason: DiscardReason, item: T, out: &mut impl FnMut(RxEvent<T>)) {
+    fn discard(
+        &mut self,
+        at: Nanos,
+        sn: u32,
+        reason: DiscardReason,
+        item: T,
+        out: &mut impl FnMut(RxEvent<T>),
+    ) {
         let c = &mut self.counters;
         match reason {
             DiscardReason::Late => c.discarded_late += 1,
             DiscardReason::Duplicate => c.discarded_duplicate += 1,
             DiscardReason::Hfn => c.discarded_hfn += 1,
         }
-        out(RxEvent::Discard { at, sn, reason, item });
+        out(RxEvent::Discard {
+            at,
+            sn,
+            reason,
+            item,
+        });
     }
 
     fn index(&self, c: u64) -> usize {
@@ -355,10 +384,12 @@ impl<T: Copy> PdcpRx<T> {
             }
         }
         assert_eq!((stored, held), (self.stored, self.held));
-        if !self.cfg.out_of_order {
-            // In order mode RX_DELIV itself is never stored (it would have been flushed).
-            assert!(self.ring[self.index(self.rx_deliv)].map_or(true, |s| s.count as u64 != self.rx_deliv));
-        }
+        // RX_DELIV itself is never stored: it would have been flushed.
+        let at_deliv = self.ring[self.index(self.rx_deliv)];
+        assert!(
+            at_deliv.is_none_or(|s| s.count as u64 != self.rx_deliv),
+            "RX_DELIV stored"
+        );
     }
 
     /// Full ring scan: no slot holds a COUNT outside [RX_DELIV, RX_NEXT) (tests only).
@@ -369,7 +400,6 @@ impl<T: Copy> PdcpRx<T> {
         assert_eq!(live, self.stored, "stale slot left in the ring");
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -392,7 +422,12 @@ mod tests {
     }
 
     fn cfg(sn_bits: u8, t_ms: Option<u64>, initial_count: u32) -> RxConfig {
-        RxConfig { sn_bits, t_reordering: t_ms.map(|t| t * MS), out_of_order: false, initial_count }
+        RxConfig {
+            sn_bits,
+            t_reordering: t_ms.map(|t| t * MS),
+            out_of_order: false,
+            initial_count,
+        }
     }
 
     /// Feeds `(sn, ms)` arrivals, then fires the remaining timers. The item is the SN, so
@@ -407,7 +442,12 @@ mod tests {
                     assert_eq!(count % modulus, item, "delivered the wrong SDU");
                     Ev::D(at, count)
                 }
-                RxEvent::Discard { at, sn, reason, item } => {
+                RxEvent::Discard {
+                    at,
+                    sn,
+                    reason,
+                    item,
+                } => {
                     assert_eq!(sn, item);
                     Ev::X(at, sn, reason)
                 }
@@ -443,7 +483,10 @@ mod tests {
         let (rx, evs) = run(cfg(12, Some(100), 0), &[(1, 0), (0, 150)]);
         assert_eq!(evs, [d(100, 1), x(150, 0, Late)]);
         let c = rx.counters();
-        assert_eq!((c.timer_expiries, c.counts_given_up, c.discarded_late), (1, 1, 1));
+        assert_eq!(
+            (c.timer_expiries, c.counts_given_up, c.discarded_late),
+            (1, 1, 1)
+        );
     }
 
     #[test]
@@ -492,7 +535,10 @@ mod tests {
 
     #[test]
     fn scenario_09_sn_wrap_in_order() {
-        let (_, evs) = run(cfg(12, Some(100), 4094), &[(4094, 0), (4095, 1), (0, 2), (1, 3)]);
+        let (_, evs) = run(
+            cfg(12, Some(100), 4094),
+            &[(4094, 0), (4095, 1), (0, 2), (1, 3)],
+        );
         assert_eq!(evs, [d(0, 4094), d(1, 4095), d(2, 4096), d(3, 4097)]);
     }
 
@@ -517,7 +563,10 @@ mod tests {
             assert_eq!(evs, want, "t-Reordering {t:?}");
             assert_eq!(rx.counters().discarded_hfn, 1);
         }
-        let ooo = RxConfig { out_of_order: true, ..cfg(12, Some(100), 0) };
+        let ooo = RxConfig {
+            out_of_order: true,
+            ..cfg(12, Some(100), 0)
+        };
         assert_eq!(run(ooo, &[(2048, 0), (0, 1)]).1, want);
     }
 
@@ -540,7 +589,10 @@ mod tests {
     fn scenario_15_out_of_order() {
         let want = [d(0, 2), d(5, 0), d(10, 1), x(12, 1, Late)];
         for t in [Some(100), None] {
-            let c = RxConfig { out_of_order: true, ..cfg(12, t, 0) };
+            let c = RxConfig {
+                out_of_order: true,
+                ..cfg(12, t, 0)
+            };
             let (rx, evs) = run(c, &[(2, 0), (0, 5), (1, 10), (1, 12)]);
             assert_eq!(evs, want, "t-Reordering {t:?}");
             assert_eq!(rx.state(), (3, 3, 3));
@@ -596,8 +648,19 @@ mod tests {
     #[test]
     fn last_count_of_the_space_does_not_wrap() {
         let init = u32::MAX - 1;
-        let (rx, evs) = run(cfg(16, Some(10), init), &[(65535, 0), (65534, 1), (0, 2), (65535, 3)]);
-        assert_eq!(evs, [d(1, u32::MAX - 1), d(1, u32::MAX), x(2, 0, Hfn), x(3, 65535, Late)]);
+        let (rx, evs) = run(
+            cfg(16, Some(10), init),
+            &[(65535, 0), (65534, 1), (0, 2), (65535, 3)],
+        );
+        assert_eq!(
+            evs,
+            [
+                d(1, u32::MAX - 1),
+                d(1, u32::MAX),
+                x(2, 0, Hfn),
+                x(3, 65535, Late)
+            ]
+        );
         assert_eq!(rx.state_wide(), (1 << 32, 1 << 32, 1 << 32));
         assert_eq!(rx.state(), (u32::MAX, u32::MAX, u32::MAX));
     }
@@ -685,7 +748,7 @@ mod tests {
                                 assert_eq!(count % modulus, item);
                                 assert!(delivered.insert(count), "COUNT {count} delivered twice");
                                 if !ooo {
-                                    assert!(last.map_or(true, |l| count > l), "not increasing");
+                                    assert!(last.is_none_or(|l| count > l), "not increasing");
                                     if no_expiry {
                                         // Without an expiry nothing may be skipped.
                                         assert_eq!(count as u64, expect, "gap without expiry");

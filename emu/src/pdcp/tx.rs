@@ -102,7 +102,10 @@ impl SplitPattern {
             return Err("split batch must be at least 1".into());
         }
         if ratio.is_empty() || ratio.len() > MAX_LEGS {
-            return Err(format!("split ratio needs 1 to {MAX_LEGS} weights, got {}", ratio.len()));
+            return Err(format!(
+                "split ratio needs 1 to {MAX_LEGS} weights, got {}",
+                ratio.len()
+            ));
         }
         if let Some(w) = ratio.iter().find(|w| !w.is_finite() || **w < 0.0) {
             return Err(format!("split weight {w} is not a finite number >= 0"));
@@ -131,10 +134,18 @@ impl SplitPattern {
         }
         // Float error could in principle overshoot; trim from the largest share.
         while shares.iter().sum::<u32>() > batch {
-            let i = (0..shares.len()).max_by_key(|&i| (shares[i], usize::MAX - i)).unwrap();
+            let i = (0..shares.len())
+                .max_by_key(|&i| (shares[i], usize::MAX - i))
+                .unwrap();
             shares[i] -= 1;
         }
-        Ok(SplitPattern { batch, ratio: ratio.to_vec(), shares, pos: 0, sent_in_pos: 0 })
+        Ok(SplitPattern {
+            batch,
+            ratio: ratio.to_vec(),
+            shares,
+            pos: 0,
+            sent_in_pos: 0,
+        })
     }
 
     pub fn batch(&self) -> u32 {
@@ -179,7 +190,10 @@ pub enum TxMode {
     /// Single connectivity on one leg.
     Single { leg: usize },
     /// Batch split; `pattern` position i maps to `legs[i]`.
-    Split { legs: Vec<usize>, pattern: SplitPattern },
+    Split {
+        legs: Vec<usize>,
+        pattern: SplitPattern,
+    },
     /// Every PDU on every leg.
     Duplicate { legs: Vec<usize> },
 }
@@ -257,7 +271,11 @@ impl PdcpTx {
             return Err("set_split on a bearer that is not split".into());
         };
         if ratio.len() != legs.len() {
-            return Err(format!("split has {} legs but {} weights were given", legs.len(), ratio.len()));
+            return Err(format!(
+                "split has {} legs but {} weights were given",
+                legs.len(),
+                ratio.len()
+            ));
         }
         *pattern = SplitPattern::new(batch, ratio)?;
         Ok(())
@@ -285,6 +303,7 @@ impl PdcpTx {
 
     /// Like `try_next`; panics once the COUNT space is used up (2^32 PDUs on a bearer,
     /// hours at any rate the emulator runs).
+    #[allow(clippy::should_implement_trait)] // not an iterator: it never ends normally
     pub fn next(&mut self) -> (u32, u32, LegSet) {
         self.try_next().expect("PDCP COUNT space exhausted")
     }
@@ -296,7 +315,15 @@ mod tests {
 
     fn split(legs: &[usize], batch: u32, ratio: &[f64]) -> PdcpTx {
         let pattern = SplitPattern::new(batch, ratio).unwrap();
-        PdcpTx::new(TxMode::Split { legs: legs.to_vec(), pattern }, 16, 0).unwrap()
+        PdcpTx::new(
+            TxMode::Split {
+                legs: legs.to_vec(),
+                pattern,
+            },
+            16,
+            0,
+        )
+        .unwrap()
     }
 
     /// Leg of each of the next `n` PDUs (single-leg modes).
@@ -326,7 +353,10 @@ mod tests {
     fn batch_100_at_9_to_1_is_90_then_10() {
         let mut tx = split(&[0, 1], 100, &[9.0, 1.0]);
         let v = legs_of(&mut tx, 300);
-        assert_eq!(runs(&v), [(0, 90), (1, 10), (0, 90), (1, 10), (0, 90), (1, 10)]);
+        assert_eq!(
+            runs(&v),
+            [(0, 90), (1, 10), (0, 90), (1, 10), (0, 90), (1, 10)]
+        );
         assert_eq!(tx.counters().per_leg, [270, 30]);
         assert_eq!(tx.counters().pdus, 300);
     }
@@ -365,7 +395,13 @@ mod tests {
         let p = SplitPattern::new(1, &[1.0, 1.0]).unwrap();
         assert_eq!(p.shares(), [1, 0]);
         for batch in [1, 2, 3, 7, 10, 50, 99, 100, 150, 500] {
-            for ratio in [&[1.0, 1.0][..], &[9.0, 1.0], &[0.1, 0.2, 0.7], &[1.0, 0.0, 3.0], &[1e-9, 1.0]] {
+            for ratio in [
+                &[1.0, 1.0][..],
+                &[9.0, 1.0],
+                &[0.1, 0.2, 0.7],
+                &[1.0, 0.0, 3.0],
+                &[1e-9, 1.0],
+            ] {
                 let p = SplitPattern::new(batch, ratio).unwrap();
                 assert_eq!(p.shares().iter().sum::<u32>(), batch, "{batch} {ratio:?}");
                 for (s, w) in p.shares().iter().zip(ratio) {
@@ -390,9 +426,15 @@ mod tests {
         assert!(SplitPattern::new(10, &[-1.0, 2.0]).is_err());
         assert!(SplitPattern::new(10, &[f64::NAN, 2.0]).is_err());
         let p = SplitPattern::new(10, &[1.0, 1.0]).unwrap();
-        let three = TxMode::Split { legs: vec![0, 1, 2], pattern: p.clone() };
+        let three = TxMode::Split {
+            legs: vec![0, 1, 2],
+            pattern: p.clone(),
+        };
         assert!(PdcpTx::new(three, 16, 0).is_err());
-        let twice = TxMode::Split { legs: vec![1, 1], pattern: p };
+        let twice = TxMode::Split {
+            legs: vec![1, 1],
+            pattern: p,
+        };
         assert!(PdcpTx::new(twice, 16, 0).is_err());
         assert!(PdcpTx::new(TxMode::Duplicate { legs: vec![] }, 16, 0).is_err());
         assert!(PdcpTx::new(TxMode::Single { leg: 32 }, 16, 0).is_err());
@@ -431,7 +473,10 @@ mod tests {
 
         let mut tx = PdcpTx::new(TxMode::Single { leg: 0 }, 18, u32::MAX - 1).unwrap();
         assert_eq!(tx.try_next().map(|p| p.0), Some(u32::MAX - 1));
-        assert_eq!(tx.try_next().map(|p| (p.0, p.1)), Some((u32::MAX, (1 << 18) - 1)));
+        assert_eq!(
+            tx.try_next().map(|p| (p.0, p.1)),
+            Some((u32::MAX, (1 << 18) - 1))
+        );
         assert_eq!(tx.try_next(), None);
         assert_eq!(tx.try_next(), None);
         assert_eq!(tx.counters().pdus, 2);
@@ -471,7 +516,7 @@ mod tests {
             want2.extend(want.iter().copied());
             // Merge adjacent runs of the same leg (single-leg patterns form one long run).
             let expanded: Vec<usize> =
-                want2.iter().flat_map(|&(l, n)| std::iter::repeat(l).take(n)).collect();
+                want2.iter().flat_map(|&(l, n)| std::iter::repeat_n(l, n)).collect();
             assert_eq!(runs(&v), runs(&expanded));
             for (l, &n) in shares.iter().enumerate() {
                 assert_eq!(tx.counters().per_leg[l], 2 * n as u64);
