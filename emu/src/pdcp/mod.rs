@@ -8,3 +8,9 @@ pub mod hist;
 pub mod replay;
 pub mod rx;
 pub mod tx;
+
+pub use count::SnSpace;
+pub use hist::WaitHistogram;
+pub use replay::{run_replay, ReplayOptions};
+pub use rx::{DiscardReason, PdcpRx, RxConfig, RxCounters, RxEvent};
+pub use tx::{LegSet, PdcpTx, SplitPattern, TxCounters, TxMode};
