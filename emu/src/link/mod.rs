@@ -1,1 +1,12 @@
-//! placeholder
+//! Link emulation stages: what one direction of one radio leg does to packets.
+//!
+//! Stage order follows the reference testbed (two stacked netem qdiscs):
+//! rate stage (serialization + drop-tail queue) -> loss -> delay stage (jitter + limit).
+//! Every stage is pure: methods take `now`, stages report their next deadline, and
+//! departures carry their exact instants so late polling changes nothing.
+
+pub mod queue;
+pub mod trace;
+
+pub use queue::DropTail;
+pub use trace::{load_csv, load_mahimahi, RateTrace, OPPORTUNITY_BYTES};
