@@ -6,7 +6,9 @@
 //! departures carry their exact instants so late polling changes nothing.
 
 pub mod queue;
+pub mod rate;
 pub mod trace;
 
 pub use queue::DropTail;
+pub use rate::{RateSpec, RateStage};
 pub use trace::{load_csv, load_mahimahi, RateTrace, OPPORTUNITY_BYTES};

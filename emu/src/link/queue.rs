@@ -25,7 +25,12 @@ pub struct DropTail {
 impl DropTail {
     pub fn new(limit_packets: Option<u32>, limit_bytes: Option<u64>) -> Self {
         let cap = limit_packets.map_or(DEFAULT_CAPACITY, |l| (l as usize).min(MAX_PREALLOC));
-        DropTail { limit_packets, limit_bytes, q: VecDeque::with_capacity(cap), bytes: 0 }
+        DropTail {
+            limit_packets,
+            limit_bytes,
+            q: VecDeque::with_capacity(cap),
+            bytes: 0,
+        }
     }
 
     /// Appends `p`, or gives it back if either limit would be exceeded (tail drop).

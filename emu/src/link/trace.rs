@@ -48,9 +48,10 @@ impl RateTrace {
             RateTrace::Opportunities { times_ms, .. } => {
                 (times_ms.len() as u64 * OPPORTUNITY_BYTES * 8) as f64
             }
-            RateTrace::Steps { steps } => {
-                steps.iter().map(|&(dur, bps)| dur as f64 * bps as f64 / 1e9).sum()
-            }
+            RateTrace::Steps { steps } => steps
+                .iter()
+                .map(|&(dur, bps)| dur as f64 * bps as f64 / 1e9)
+                .sum(),
         };
         bits * 1e9 / d as f64
     }
@@ -73,21 +74,29 @@ pub fn parse_mahimahi(text: &str) -> anyhow::Result<RateTrace> {
         if s.is_empty() {
             continue;
         }
-        let t: u64 = s
-            .parse()
-            .with_context(|| format!("line {}: {s:?} is not a non-negative integer of ms", i + 1))?;
+        let t: u64 = s.parse().with_context(|| {
+            format!("line {}: {s:?} is not a non-negative integer of ms", i + 1)
+        })?;
         if let Some(&prev) = times_ms.last() {
             if t < prev {
-                bail!("line {}: timestamp {t} ms goes back in time (previous {prev} ms)", i + 1);
+                bail!(
+                    "line {}: timestamp {t} ms goes back in time (previous {prev} ms)",
+                    i + 1
+                );
             }
         }
         times_ms.push(t);
     }
-    let Some(&period_ms) = times_ms.last() else { bail!("empty trace: no timestamps") };
+    let Some(&period_ms) = times_ms.last() else {
+        bail!("empty trace: no timestamps")
+    };
     if period_ms == 0 {
         bail!("trace must last a nonzero time (its last timestamp is its loop period, here 0)");
     }
-    Ok(RateTrace::Opportunities { times_ms, period_ms })
+    Ok(RateTrace::Opportunities {
+        times_ms,
+        period_ms,
+    })
 }
 
 /// Loads a UCC-style CSV: a header row naming the columns, then one row per `row_ms` whose
@@ -108,17 +117,30 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
         bail!("row duration must be > 0 ms");
     }
     let field = |s: &str| s.trim().trim_matches('"').trim().to_string();
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let Some((hline, header)) = lines.next() else { bail!("empty file: no header row") };
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let Some((hline, header)) = lines.next() else {
+        bail!("empty file: no header row")
+    };
     let header = header.trim_start_matches('\u{feff}');
     let names: Vec<String> = header.split(',').map(field).collect();
     let Some(col) = names.iter().position(|n| n == column) else {
-        bail!("line {}: no column named {column:?} in header (have: {})", hline + 1, names.join(", "));
+        bail!(
+            "line {}: no column named {column:?} in header (have: {})",
+            hline + 1,
+            names.join(", ")
+        );
     };
     let mut steps = Vec::new();
     for (i, line) in lines {
         let raw = line.split(',').nth(col).with_context(|| {
-            format!("line {}: row has no field for column {column:?} (index {})", i + 1, col + 1)
+            format!(
+                "line {}: row has no field for column {column:?} (index {})",
+                i + 1,
+                col + 1
+            )
         })?;
         let v = field(raw);
         let kbps: f64 = v
@@ -126,7 +148,10 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
             .ok()
             .filter(|x: &f64| x.is_finite() && *x >= 0.0)
             .with_context(|| {
-                format!("line {}, column {column:?}: {v:?} is not a non-negative kbit/s value", i + 1)
+                format!(
+                    "line {}, column {column:?}: {v:?} is not a non-negative kbit/s value",
+                    i + 1
+                )
             })?;
         steps.push((row_ms * NS_PER_MS, (kbps * 1000.0).round() as u64));
     }
@@ -137,7 +162,7 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The shared trace folder (override with `DCEMU_TRACES`). Tests that need a shared
@@ -156,7 +181,13 @@ mod tests {
     #[test]
     fn mahimahi_parses_repeats_and_period() {
         let t = parse_mahimahi("0\n0\n3\n\n7\n").unwrap();
-        assert_eq!(t, RateTrace::Opportunities { times_ms: vec![0, 0, 3, 7], period_ms: 7 });
+        assert_eq!(
+            t,
+            RateTrace::Opportunities {
+                times_ms: vec![0, 0, 3, 7],
+                period_ms: 7
+            }
+        );
         assert_eq!(t.duration(), 7 * NS_PER_MS);
     }
 
@@ -174,9 +205,17 @@ mod tests {
 
     #[test]
     fn shared_mahimahi_trace_loads() {
-        let Some(p) = shared("mahimahi/ATT-LTE-driving-2016.down") else { return };
+        let Some(p) = shared("mahimahi/ATT-LTE-driving-2016.down") else {
+            return;
+        };
         let t = load_mahimahi(p).unwrap();
-        let RateTrace::Opportunities { times_ms, period_ms } = &t else { panic!() };
+        let RateTrace::Opportunities {
+            times_ms,
+            period_ms,
+        } = &t
+        else {
+            panic!()
+        };
         assert_eq!(times_ms.len(), 45604);
         assert_eq!(*period_ms, 120002);
         let mean = t.mean_bps();
@@ -188,35 +227,64 @@ mod tests {
         let text = "a,DL_bitrate,c\n1,13577,x\n2,\"0\",y\n3,1.5,z\n";
         let t = parse_csv(text, "DL_bitrate", 1000).unwrap();
         let s = 1000 * NS_PER_MS;
-        assert_eq!(t, RateTrace::Steps { steps: vec![(s, 13_577_000), (s, 0), (s, 1500)] });
+        assert_eq!(
+            t,
+            RateTrace::Steps {
+                steps: vec![(s, 13_577_000), (s, 0), (s, 1500)]
+            }
+        );
         let t = parse_csv(text, "DL_bitrate", 250).unwrap();
         assert_eq!(t.duration(), 750 * NS_PER_MS);
     }
 
     #[test]
     fn csv_errors_are_clear() {
-        let e = format!("{:#}", parse_csv("a,b\n1,2\n", "DL_bitrate", 1000).unwrap_err());
-        assert!(e.contains("line 1") && e.contains("DL_bitrate") && e.contains("a, b"), "{e}");
-        let e = format!("{:#}", parse_csv("a,DL\n1,2\n2,-\n", "DL", 1000).unwrap_err());
-        assert!(e.contains("line 3") && e.contains("\"DL\"") && e.contains("\"-\""), "{e}");
+        let e = format!(
+            "{:#}",
+            parse_csv("a,b\n1,2\n", "DL_bitrate", 1000).unwrap_err()
+        );
+        assert!(
+            e.contains("line 1") && e.contains("DL_bitrate") && e.contains("a, b"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            parse_csv("a,DL\n1,2\n2,-\n", "DL", 1000).unwrap_err()
+        );
+        assert!(
+            e.contains("line 3") && e.contains("\"DL\"") && e.contains("\"-\""),
+            "{e}"
+        );
         let e = format!("{:#}", parse_csv("a,DL\n1\n", "DL", 1000).unwrap_err());
         assert!(e.contains("line 2") && e.contains("no field"), "{e}");
         assert!(format!("{:#}", parse_csv("a,DL\n", "DL", 1000).unwrap_err()).contains("empty"));
         assert!(format!("{:#}", parse_csv("", "DL", 1000).unwrap_err()).contains("empty"));
-        let e = format!("{:#}", load_csv("/nonexistent/t.csv", "DL", 1000).unwrap_err());
+        let e = format!(
+            "{:#}",
+            load_csv("/nonexistent/t.csv", "DL", 1000).unwrap_err()
+        );
         assert!(e.contains("/nonexistent/t.csv"), "{e}");
     }
 
     #[test]
     fn shared_csv_traces_load() {
-        let Some(p) = shared("raca4g/4G_A_2018.01.27_13.58.29.csv") else { return };
+        let Some(p) = shared("raca4g/4G_A_2018.01.27_13.58.29.csv") else {
+            return;
+        };
         let t = load_csv(p, "DL_bitrate", 1000).unwrap();
-        let RateTrace::Steps { steps } = &t else { panic!() };
+        let RateTrace::Steps { steps } = &t else {
+            panic!()
+        };
         assert_eq!(steps.len(), 856);
         assert_eq!(steps[0], (1000 * NS_PER_MS, 13_577_000));
         assert_eq!(steps[2], (1000 * NS_PER_MS, 10_109_000));
-        for f in ["Download_Driving_B_2019.12.16_14.23.32", "Download_Static_B_2020.02.13_13.57.29"] {
-            let Some(p) = shared(&format!("raca5g/{f}.csv")) else { return };
+        for f in [
+            "Download_Driving_B_2019.12.16_14.23.32",
+            "Download_Static_B_2020.02.13_13.57.29",
+        ] {
+            let Some(p) = shared(&format!("raca5g/{f}.csv")) else {
+                return;
+            };
             let t = load_csv(p, "DL_bitrate", 1000).unwrap();
             assert!(t.mean_bps() > 0.0);
         }
