@@ -5,10 +5,14 @@
 //! Every stage is pure: methods take `now`, stages report their next deadline, and
 //! departures carry their exact instants so late polling changes nothing.
 
+pub mod delay;
+pub mod loss;
 pub mod queue;
 pub mod rate;
 pub mod trace;
 
+pub use delay::{DelayDist, DelayStage};
+pub use loss::{Loss, LossModel};
 pub use queue::DropTail;
 pub use rate::{RateSpec, RateStage};
 pub use trace::{load_csv, load_mahimahi, RateTrace, OPPORTUNITY_BYTES};
