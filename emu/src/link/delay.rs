@@ -81,7 +81,8 @@ impl DelayDist {
             | DelayDist::Pareto { mean_ms, std_ms }
             | DelayDist::ParetoNormal { mean_ms, std_ms } => (mean_ms, std_ms),
             DelayDist::Uniform { min_ms, max_ms } => {
-                if !(min_ms <= max_ms) {
+                // Written to also reject NaN.
+                if min_ms.partial_cmp(&max_ms).is_none_or(|o| o.is_gt()) {
                     bail!("uniform delay: min {min_ms} ms must be <= max {max_ms} ms");
                 }
                 (min_ms, max_ms - min_ms)
@@ -189,7 +190,9 @@ impl DelayStage {
     /// Emits, in send order, every packet whose send time is `<= now`, with that time.
     pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
         self.release(now);
-        while let Some((t, p)) = self.ready.pop_front() {
+        // Only up to `now`: an earlier `enqueue` may have released later departures.
+        while let Some(&(t, p)) = self.ready.front().filter(|r| r.0 <= now) {
+            self.ready.pop_front();
             out(t, p);
         }
     }

@@ -285,7 +285,9 @@ impl RateStage {
     /// Emits, in order, every packet whose departure is `<= now`, with its departure instant.
     pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
         self.advance(now);
-        while let Some((t, p)) = self.ready.pop_front() {
+        // Only up to `now`: an earlier `enqueue` may have released later departures.
+        while let Some(&(t, p)) = self.ready.front().filter(|r| r.0 <= now) {
+            self.ready.pop_front();
             out(t, p);
         }
     }
