@@ -1,0 +1,928 @@
+//! The rate stage: a drop-tail queue in front of a server that serializes packets like a
+//! real link (netem `rate ... limit N`, mahimahi `mm-link`).
+//!
+//! # Exactness
+//! Service is counted in integer *work units* of bit·1e9, so a server at `bps` bit/s does
+//! exactly `bps` units per nanosecond and a packet of `len` bytes needs `len·8e9` units.
+//! A departure happens at the first whole nanosecond by which the work is done (ceil); the
+//! little extra service in that last nanosecond is *carried* to the next packet if it starts
+//! right then (back to back). Hence, while the queue stays busy, the k-th departure is at
+//! exactly the first nanosecond at which the cumulative capacity covers the cumulative
+//! bytes: the stage is exact to the byte over any horizon, at any rate, with no drift.
+//!
+//! Piecewise-constant rates (step traces, [`RateStage::set_spec`]) stay exact because the
+//! head's remaining work is reduced by exactly `rate × elapsed` at every rate boundary.
+//!
+//! # Timing model
+//! The head starts service at max(its arrival, previous departure). A packet counts in the
+//! depth (and against the limits) until it departs, the one in service included — netem's
+//! `rate` + `limit` semantics. `enqueue` first advances the server to `now`, so the limit
+//! check sees the exact depth at `now` even when `poll` was last called long ago; packets
+//! that departed meanwhile wait in an output buffer for the next `poll`, which emits them
+//! with their exact departure instants.
+//!
+//! # Traces
+//! `start_offset` is the clock instant at which the trace's time 0 falls; before it the
+//! trace offers no capacity. At the end of a non-looping trace, a step trace holds its last
+//! rate forever and an opportunity trace stops serving (queued packets then wait forever and
+//! `next_deadline` is `None`). A rate of 0 serves nothing until the next step.
+//!
+//! Opportunity traces follow mahimahi: each opportunity may carry [`OPPORTUNITY_BYTES`] to
+//! the packets queued at that instant; a packet larger than the remaining credit keeps what
+//! it got and completes at a later opportunity (bytes carry over within a busy period); the
+//! unused part of an opportunity is lost once no packet is waiting for it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::queue::DropTail;
+use super::trace::{RateTrace, OPPORTUNITY_BYTES};
+use crate::core::packet::Pkt;
+use crate::core::time::{Nanos, NS_PER_MS};
+
+/// Work units per byte (bit·1e9 per byte).
+const UNITS_PER_BYTE: u128 = 8 * 1_000_000_000;
+/// Work one mahimahi opportunity provides.
+const OPPORTUNITY_UNITS: u128 = OPPORTUNITY_BYTES as u128 * UNITS_PER_BYTE;
+
+/// What drives the server.
+#[derive(Debug, Clone)]
+pub enum RateSpec {
+    /// No serialization: a packet departs at its arrival instant.
+    Unlimited,
+    /// Constant rate in bit/s (0 = nothing is ever served).
+    Fixed { bps: u64 },
+    /// Trace-driven; see the module docs for `looping` and `start_offset`.
+    Trace {
+        trace: Arc<RateTrace>,
+        looping: bool,
+        start_offset: Nanos,
+    },
+}
+
+/// The server's schedule, prepared from a [`RateSpec`] (allocation happens only here).
+#[derive(Debug)]
+enum Sched {
+    Unlimited,
+    Fixed(u64),
+    /// `segs[i] = (end of step i relative to origin, bit/s)`; `total` = one pass.
+    Steps {
+        segs: Vec<(Nanos, u64)>,
+        total: Nanos,
+        looping: bool,
+        origin: Nanos,
+    },
+    /// Opportunity `k` is at `origin + ms(k)·1e6` (see [`Sched::opp_ms`]).
+    Opps {
+        trace: Arc<RateTrace>,
+        looping: bool,
+        origin: Nanos,
+    },
+}
+
+impl Sched {
+    fn new(spec: RateSpec) -> Self {
+        match spec {
+            RateSpec::Unlimited => Sched::Unlimited,
+            RateSpec::Fixed { bps } => Sched::Fixed(bps),
+            RateSpec::Trace {
+                trace,
+                looping,
+                start_offset,
+            } => match &*trace {
+                RateTrace::Steps { steps } => {
+                    let mut end: Nanos = 0;
+                    let segs = steps
+                        .iter()
+                        .map(|&(d, bps)| {
+                            end = end.saturating_add(d);
+                            (end, bps)
+                        })
+                        .collect();
+                    Sched::Steps {
+                        segs,
+                        total: end,
+                        looping,
+                        origin: start_offset,
+                    }
+                }
+                RateTrace::Opportunities { .. } => Sched::Opps {
+                    trace,
+                    looping,
+                    origin: start_offset,
+                },
+            },
+        }
+    }
+
+    /// Rate in force at `t` and the instant it may change (`None` = never).
+    /// Only meaningful for `Fixed` and `Steps`.
+    fn fluid_at(&self, t: Nanos) -> (u64, Option<Nanos>) {
+        match self {
+            Sched::Fixed(bps) => (*bps, None),
+            Sched::Steps {
+                segs,
+                total,
+                looping,
+                origin,
+            } => {
+                if t < *origin {
+                    return (0, Some(*origin));
+                }
+                let last = segs.last().map_or(0, |s| s.1);
+                if *total == 0 {
+                    return (last, None);
+                }
+                let tau = t - origin;
+                let (base, w) = if *looping {
+                    (t - tau % total, tau % total)
+                } else if tau >= *total {
+                    return (last, None); // non-looping: hold the last rate
+                } else {
+                    (*origin, tau)
+                };
+                // First step whose end is after `w` (zero-length steps are skipped).
+                let i = segs.partition_point(|s| s.0 <= w);
+                let (end, bps) = segs[i];
+                (bps, Some(base.saturating_add(end)))
+            }
+            Sched::Unlimited | Sched::Opps { .. } => unreachable!("not a fluid schedule"),
+        }
+    }
+
+    /// Opportunity trace contents: (times, period, looping, origin).
+    fn opps(&self) -> (&[u64], u64, bool, Nanos) {
+        match self {
+            Sched::Opps {
+                trace,
+                looping,
+                origin,
+            } => match &**trace {
+                RateTrace::Opportunities {
+                    times_ms,
+                    period_ms,
+                } => {
+                    // A zero period cannot loop (it would be infinitely fast).
+                    (times_ms, *period_ms, *looping && *period_ms > 0, *origin)
+                }
+                RateTrace::Steps { .. } => unreachable!(),
+            },
+            _ => unreachable!("not an opportunity schedule"),
+        }
+    }
+
+    /// Trace millisecond of opportunity `k`, or `None` past the end of a non-looping trace.
+    fn opp_ms(&self, k: u64) -> Option<u64> {
+        let (times, period, looping, _) = self.opps();
+        let n = times.len() as u64;
+        if n == 0 || (!looping && k >= n) {
+            return None;
+        }
+        Some(
+            (k / n)
+                .saturating_mul(period)
+                .saturating_add(times[(k % n) as usize]),
+        )
+    }
+
+    fn opp_time(&self, k: u64) -> Option<Nanos> {
+        let origin = self.opps().3;
+        self.opp_ms(k)
+            .map(|ms| origin.saturating_add(ms.saturating_mul(NS_PER_MS)))
+    }
+
+    /// Index of the first opportunity at or after `t` (may be past the end).
+    fn first_opp_at_or_after(&self, t: Nanos) -> u64 {
+        let (times, period, looping, origin) = self.opps();
+        if t <= origin || times.is_empty() {
+            return 0;
+        }
+        let want_ms = (t - origin).div_ceil(NS_PER_MS);
+        let n = times.len() as u64;
+        if !looping {
+            return times.partition_point(|&x| x < want_ms) as u64;
+        }
+        let lap = want_ms / period;
+        let within = want_ms % period;
+        let mut k = lap * n + times.partition_point(|&x| x < within) as u64;
+        // The previous lap's last entries sit at lap·period too (times end at `period`);
+        // opportunity times are non-decreasing in k, so step back over those.
+        while k > 0 && self.opp_ms(k - 1).is_some_and(|ms| ms >= want_ms) {
+            k -= 1;
+        }
+        k
+    }
+}
+
+/// Outcome of serving the head up to `now`.
+enum Served {
+    /// The head departed at this instant.
+    Departed(Nanos),
+    /// Not done by `now`; the next instant something changes (`None` = stalled forever).
+    Pending(Option<Nanos>),
+}
+
+/// A rate-limited FIFO link; see the module docs for the exact semantics.
+#[derive(Debug)]
+pub struct RateStage {
+    sched: Sched,
+    queue: DropTail,
+    /// Arrival instant of each queued packet, parallel to `queue`.
+    arrivals: VecDeque<Nanos>,
+    /// Departed packets not yet handed out by `poll`, in departure order.
+    ready: VecDeque<(Nanos, Pkt)>,
+    /// Whether the queue head has started service (its `work` is then meaningful).
+    in_service: bool,
+    /// Remaining work of the head, in units.
+    work: u128,
+    /// Instant up to which the head's service is accounted (or the last departure).
+    cursor: Nanos,
+    /// Service done but not used, available to a packet starting at exactly `carry_at`.
+    carry: u128,
+    carry_at: Nanos,
+    /// Next unused opportunity index (opportunity traces only).
+    opp_next: u64,
+    /// When the head next needs attention (departure, rate boundary, opportunity).
+    next_event: Option<Nanos>,
+}
+
+impl RateStage {
+    pub fn new(spec: RateSpec, limit_packets: Option<u32>, limit_bytes: Option<u64>) -> Self {
+        let queue = DropTail::new(limit_packets, limit_bytes);
+        let cap = limit_packets.map_or(128, |l| (l as usize).min(16 * 1024));
+        RateStage {
+            sched: Sched::new(spec),
+            queue,
+            arrivals: VecDeque::with_capacity(cap),
+            ready: VecDeque::with_capacity(64),
+            in_service: false,
+            work: 0,
+            cursor: 0,
+            carry: 0,
+            carry_at: 0,
+            opp_next: 0,
+            next_event: None,
+        }
+    }
+
+    /// Queues `p` arriving at `now`; `Err(p)` = tail drop (a limit would be exceeded).
+    pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> Result<(), Pkt> {
+        self.advance(now);
+        self.queue.push(p)?;
+        self.arrivals.push_back(now);
+        if self.queue.len() == 1 {
+            self.advance(now); // it is the head: start it and learn its next event
+        }
+        Ok(())
+    }
+
+    /// The earliest instant at which `poll` has something to do; `None` = idle (or stalled
+    /// on a zero rate / an exhausted non-looping opportunity trace).
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.ready.front().map(|r| r.0).or(self.next_event)
+    }
+
+    /// Emits, in order, every packet whose departure is `<= now`, with its departure instant.
+    pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
+        self.advance(now);
+        // Only up to `now`: an earlier `enqueue` may have released later departures.
+        while let Some(&(t, p)) = self.ready.front().filter(|r| r.0 <= now) {
+            self.ready.pop_front();
+            out(t, p);
+        }
+    }
+
+    /// Changes the rate at `now`. The packet in service keeps the service it already got;
+    /// the rest of it is served under the new spec. An opportunity trace starts with its
+    /// first opportunity at or after `now`.
+    pub fn set_spec(&mut self, now: Nanos, spec: RateSpec) {
+        self.advance(now);
+        let now = now.max(self.cursor);
+        if self.in_service && self.work > 0 {
+            // Everything up to `now` is processed, so one rate held over [cursor, now].
+            if let Sched::Fixed(_) | Sched::Steps { .. } = self.sched {
+                let (r, _) = self.sched.fluid_at(self.cursor);
+                let done = (now - self.cursor) as u128 * r as u128;
+                self.work = self.work.saturating_sub(done);
+            }
+        }
+        self.cursor = now;
+        self.sched = Sched::new(spec);
+        if let Sched::Opps { .. } = self.sched {
+            self.opp_next = self.sched.first_opp_at_or_after(now);
+        }
+        self.advance(now);
+    }
+
+    /// Packets queued, including the one in service.
+    pub fn depth_packets(&self) -> u32 {
+        self.queue.len() as u32
+    }
+
+    /// Bytes queued, including the packet in service (whole, however much is served).
+    pub fn depth_bytes(&self) -> u64 {
+        self.queue.bytes()
+    }
+
+    /// Serves the queue up to `now`, moving departed packets to `ready`.
+    fn advance(&mut self, now: Nanos) {
+        self.next_event = None;
+        while let Some(&p) = self.queue.front() {
+            if !self.in_service {
+                let start = self.arrivals[0].max(self.cursor);
+                if start > now {
+                    self.next_event = Some(start);
+                    return;
+                }
+                self.start_head(start, p.len);
+            }
+            match self.serve_head(now) {
+                Served::Departed(t) => {
+                    self.queue.pop();
+                    self.arrivals.pop_front();
+                    self.in_service = false;
+                    self.ready.push_back((t, p));
+                }
+                Served::Pending(t) => {
+                    self.next_event = t;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn start_head(&mut self, start: Nanos, len: u32) {
+        self.cursor = start;
+        self.work = len as u128 * UNITS_PER_BYTE;
+        if self.carry_at == start {
+            let used = self.carry.min(self.work);
+            self.work -= used;
+            self.carry -= used;
+        } else {
+            self.carry = 0; // the link idled: unused service is gone
+        }
+        if let Sched::Opps { .. } = self.sched {
+            self.opp_next = self.opp_next.max(self.sched.first_opp_at_or_after(start));
+        }
+        self.in_service = true;
+    }
+
+    /// Serves the head from `cursor` up to at most `now`.
+    fn serve_head(&mut self, now: Nanos) -> Served {
+        loop {
+            if self.work == 0 {
+                return Served::Departed(self.cursor);
+            }
+            match &self.sched {
+                Sched::Unlimited => {
+                    self.work = 0;
+                    return Served::Departed(self.cursor);
+                }
+                Sched::Fixed(_) | Sched::Steps { .. } => {
+                    let (r, until) = self.sched.fluid_at(self.cursor);
+                    let r = r as u128;
+                    let fin = if r == 0 {
+                        None
+                    } else {
+                        let d = self.work.div_ceil(r);
+                        let fin = self.cursor as u128 + d;
+                        (fin <= until.map_or(u64::MAX, |u| u) as u128).then_some((fin, d))
+                    };
+                    if let Some((fin, d)) = fin {
+                        // Finishes within this constant-rate span.
+                        if fin > now as u128 {
+                            return Served::Pending(Some(fin as Nanos));
+                        }
+                        let fin = fin as Nanos;
+                        self.carry = d * r - self.work;
+                        self.carry_at = fin;
+                        self.work = 0;
+                        self.cursor = fin;
+                        return Served::Departed(fin);
+                    }
+                    // Crosses a rate boundary (or the rate is 0): serve up to it.
+                    let Some(u) = until else {
+                        return Served::Pending(None);
+                    };
+                    if u > now {
+                        return Served::Pending(Some(u));
+                    }
+                    self.work -= (u - self.cursor) as u128 * r;
+                    self.cursor = u;
+                }
+                Sched::Opps { .. } => {
+                    let Some(o) = self.sched.opp_time(self.opp_next) else {
+                        return Served::Pending(None);
+                    };
+                    if o > now {
+                        return Served::Pending(Some(o));
+                    }
+                    self.opp_next += 1;
+                    self.cursor = o;
+                    if self.carry_at != o {
+                        self.carry = 0;
+                        self.carry_at = o;
+                    }
+                    self.carry += OPPORTUNITY_UNITS;
+                    let used = self.carry.min(self.work);
+                    self.work -= used;
+                    self.carry -= used;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::time::NS_PER_S;
+
+    fn pkt(id: u32, len: u32) -> Pkt {
+        Pkt::new(id, len, 0)
+    }
+
+    /// Deterministic mixed sizes in 40..=1500.
+    fn mixed_len(i: u32) -> u32 {
+        40 + (i.wrapping_mul(7919) % 1461)
+    }
+
+    /// Queues `n` packets at t=0 (unlimited queue) and polls once at `until`.
+    fn saturated(
+        spec: RateSpec,
+        n: u32,
+        len: impl Fn(u32) -> u32,
+        until: Nanos,
+    ) -> Vec<(Nanos, Pkt)> {
+        let mut s = RateStage::new(spec, None, None);
+        for i in 0..n {
+            s.enqueue(0, pkt(i, len(i))).unwrap();
+        }
+        let mut out = Vec::new();
+        s.poll(until, &mut |t, p| out.push((t, p)));
+        out
+    }
+
+    /// Cumulative capacity (work units) of a piecewise-constant rate:
+    /// `segs[i] = (start instant, bit/s)`, starts increasing, `segs[0].0 == 0`.
+    struct Cap {
+        segs: Vec<(Nanos, u64)>,
+        before: Vec<u128>,
+    }
+
+    impl Cap {
+        fn new(segs: Vec<(Nanos, u64)>) -> Self {
+            let mut before = vec![0u128];
+            for w in segs.windows(2) {
+                let last = *before.last().unwrap();
+                before.push(last + (w[1].0 - w[0].0) as u128 * w[0].1 as u128);
+            }
+            Cap { segs, before }
+        }
+        fn at(&self, t: Nanos) -> u128 {
+            let i = self.segs.partition_point(|s| s.0 <= t) - 1;
+            self.before[i] + (t - self.segs[i].0) as u128 * self.segs[i].1 as u128
+        }
+    }
+
+    /// Every departure of a stage busy since 0 is at exactly the first nanosecond at which
+    /// the cumulative capacity covers the cumulative bytes. Returns the bytes delivered.
+    fn assert_exact(out: &[(Nanos, Pkt)], cap: &Cap) -> u64 {
+        let mut bytes = 0u64;
+        for (k, &(t, p)) in out.iter().enumerate() {
+            bytes += p.len as u64;
+            let need = bytes as u128 * UNITS_PER_BYTE;
+            assert!(cap.at(t) >= need, "departure {k} at {t} is early");
+            assert!(
+                t == 0 || cap.at(t - 1) < need,
+                "departure {k} at {t} is late"
+            );
+            assert_eq!(p.id as usize, k, "FIFO order");
+        }
+        bytes
+    }
+
+    #[test]
+    fn fixed_rates_are_exact_to_the_byte() {
+        // (bit/s, horizon): include rates that do not divide a packet into whole ns.
+        let cases = [
+            (20_000_000, 10 * NS_PER_S),
+            (1_000_000_000, NS_PER_S),
+            (33_330_000, 5 * NS_PER_S),
+            (7_777_777, 10 * NS_PER_S),
+        ];
+        for (bps, horizon) in cases {
+            let ideal = bps as u128 * horizon as u128 / UNITS_PER_BYTE;
+            let cap = Cap::new(vec![(0, bps)]);
+            // MTU packets, then mixed sizes (mean ~770 bytes, so /700 keeps it saturated).
+            for (mtu, n) in [(true, ideal / 1500 + 10), (false, ideal / 700 + 50)] {
+                let len = |i| if mtu { 1500 } else { mixed_len(i) };
+                let out = saturated(RateSpec::Fixed { bps }, n as u32, len, horizon);
+                assert!((out.len() as u128) < n, "not saturated");
+                let bytes = assert_exact(&out, &cap);
+                // Hence over the whole horizon: exactly rate·T/8 within one packet.
+                assert!(
+                    bytes as u128 <= ideal && ideal - (bytes as u128) < 1500,
+                    "{bps}: {bytes} vs {ideal}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_rate_serialization_times() {
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 20_000_000 }, None, None);
+        s.enqueue(0, pkt(0, 1500)).unwrap();
+        s.enqueue(0, pkt(1, 1500)).unwrap();
+        assert_eq!(s.next_deadline(), Some(600_000));
+        // An idle gap: the third starts at its own arrival, not at the previous departure.
+        s.enqueue(5 * NS_PER_MS, pkt(2, 100)).unwrap();
+        let mut out = Vec::new();
+        s.poll(NS_PER_S, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(
+            out,
+            vec![(600_000, 0), (1_200_000, 1), (5 * NS_PER_MS + 40_000, 2)]
+        );
+        assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn set_spec_mid_packet_keeps_served_bits() {
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 10_000_000 }, None, None);
+        s.enqueue(0, pkt(0, 1500)).unwrap(); // 1.2 ms at 10 Mbit/s
+        s.enqueue(0, pkt(1, 1500)).unwrap();
+        // After 0.3 ms, 3000 of 12000 bits are done; 9000 bits at 20 Mbit/s = 0.45 ms.
+        s.set_spec(300_000, RateSpec::Fixed { bps: 20_000_000 });
+        assert_eq!(s.next_deadline(), Some(750_000));
+        // Stopping the link freezes the next packet; resuming continues it.
+        let mut out = Vec::new();
+        s.poll(800_000, &mut |t, p| out.push((t, p.id)));
+        s.set_spec(800_000, RateSpec::Fixed { bps: 0 });
+        assert_eq!(s.next_deadline(), None);
+        s.set_spec(2 * NS_PER_MS, RateSpec::Fixed { bps: 20_000_000 });
+        // Packet 1 got 50 us (1000 bits) before the stop; 11000 bits remain = 0.55 ms.
+        s.poll(NS_PER_S, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(out, vec![(750_000, 0), (2_550_000, 1)]);
+        // Switching to unlimited releases the queue at once.
+        for i in 0..3 {
+            s.enqueue(3 * NS_PER_MS, pkt(10 + i, 1500)).unwrap();
+        }
+        s.set_spec(3 * NS_PER_MS + 1, RateSpec::Unlimited);
+        out.clear();
+        s.poll(3 * NS_PER_MS + 1, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(out, vec![(3_000_001, 10), (3_000_001, 11), (3_000_001, 12)]);
+    }
+
+    #[test]
+    fn many_set_spec_changes_stay_exact() {
+        // Rate changes at pseudo-random instants, mid-packet; the exactness criterion
+        // holds against the integral of the piecewise rate.
+        let horizon = 4 * NS_PER_S;
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 20_000_000 }, None, None);
+        for i in 0..40_000 {
+            s.enqueue(0, pkt(i, mixed_len(i))).unwrap();
+        }
+        let mut segs = vec![(0, 20_000_000u64)];
+        let mut out = Vec::new();
+        let mut t: Nanos = 0;
+        let mut x: u64 = 12345;
+        loop {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            t += 1 + (x >> 33) % (37 * NS_PER_MS);
+            if t >= horizon {
+                break;
+            }
+            let bps = [0, 1_000_000, 20_000_000, 33_330_000, 123_456_789][(x >> 20) as usize % 5];
+            // Poll at some changes but not others: must not matter.
+            if x & 1 == 0 {
+                s.poll(t, &mut |t, p| out.push((t, p)));
+            }
+            s.set_spec(t, RateSpec::Fixed { bps });
+            segs.push((t, bps));
+        }
+        s.poll(horizon, &mut |t, p| out.push((t, p)));
+        let cap = Cap::new(segs);
+        let bytes = assert_exact(&out, &cap);
+        let ideal = cap.at(horizon) / UNITS_PER_BYTE;
+        assert!(bytes as u128 <= ideal && ideal - bytes as u128 <= 1500);
+    }
+
+    fn steps_trace(steps: Vec<(Nanos, u64)>) -> Arc<RateTrace> {
+        Arc::new(RateTrace::Steps { steps })
+    }
+
+    #[test]
+    fn steps_trace_is_exact_with_looping_zero_rates_and_offset() {
+        let ms = NS_PER_MS;
+        let steps = vec![
+            (300 * ms, 8_000_000),
+            (0, 99),
+            (200 * ms, 0),
+            (500 * ms + 7, 16_000_001),
+        ];
+        let trace = steps_trace(steps.clone());
+        let offset = 50 * ms;
+        let horizon = 5 * NS_PER_S;
+        let spec = RateSpec::Trace {
+            trace,
+            looping: true,
+            start_offset: offset,
+        };
+        let out = saturated(spec, 10_000, mixed_len, horizon);
+        // Capacity: nothing before the offset, then the steps repeated.
+        let mut segs = vec![(0, 0)];
+        let mut t = offset;
+        while t < horizon {
+            for &(d, bps) in &steps {
+                if d > 0 {
+                    segs.push((t, bps));
+                    t += d;
+                }
+            }
+        }
+        let cap = Cap::new(segs);
+        let bytes = assert_exact(&out, &cap);
+        assert!(cap.at(horizon) / UNITS_PER_BYTE - bytes as u128 <= 1500);
+        assert!(out[0].0 > offset);
+        // Nothing departs during the zero-rate steps (open interval).
+        for &(t, _) in &out {
+            let w = (t - offset) % (1000 * ms + 7);
+            assert!(
+                !(w > 300 * ms && w < 500 * ms),
+                "departure at {t} during a zero step"
+            );
+        }
+    }
+
+    #[test]
+    fn non_looping_steps_hold_the_last_rate() {
+        let trace = steps_trace(vec![(NS_PER_MS, 12_000_000), (NS_PER_MS, 24_000_000)]);
+        let spec = RateSpec::Trace {
+            trace,
+            looping: false,
+            start_offset: 0,
+        };
+        let out = saturated(spec, 10, |_| 1500, NS_PER_S);
+        let t: Vec<Nanos> = out.iter().map(|o| o.0).collect();
+        // 1 ms per packet, then 0.5 ms per packet, held after the trace ends at 2 ms.
+        assert_eq!(
+            t,
+            vec![
+                1_000_000, 1_500_000, 2_000_000, 2_500_000, 3_000_000, 3_500_000, 4_000_000,
+                4_500_000, 5_000_000, 5_500_000
+            ]
+        );
+    }
+
+    #[test]
+    fn step_boundaries_are_deadlines_only_while_busy() {
+        let trace = steps_trace(vec![(NS_PER_MS, 0), (NS_PER_MS, 12_000_000)]);
+        let mut s = RateStage::new(
+            RateSpec::Trace {
+                trace,
+                looping: true,
+                start_offset: 0,
+            },
+            None,
+            None,
+        );
+        assert_eq!(s.next_deadline(), None);
+        s.enqueue(100, pkt(0, 1500)).unwrap();
+        assert_eq!(s.next_deadline(), Some(NS_PER_MS)); // the zero step ends
+        let mut out = Vec::new();
+        s.poll(NS_PER_MS, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(s.next_deadline(), Some(2 * NS_PER_MS)); // 12000 bits at 12 Mbit/s
+        s.poll(2 * NS_PER_MS, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(out, vec![(2 * NS_PER_MS, 0)]);
+        assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn shared_csv_trace_delivers_its_integral() {
+        let Some(p) = super::super::trace::tests::shared("raca4g/4G_A_2018.01.27_13.58.29.csv")
+        else {
+            return;
+        };
+        let trace = super::super::trace::load_csv(p, "DL_bitrate", 1000).unwrap();
+        let RateTrace::Steps { steps } = &trace else {
+            panic!()
+        };
+        let horizon = 200 * NS_PER_S;
+        let mut segs = Vec::new();
+        let mut t = 0;
+        for &(d, bps) in steps.iter().take(200) {
+            segs.push((t, bps));
+            t += d;
+        }
+        let cap = Cap::new(segs);
+        let n = (cap.at(horizon) / UNITS_PER_BYTE / 700) as u32 + 50;
+        let spec = RateSpec::Trace {
+            trace: Arc::new(trace.clone()),
+            looping: false,
+            start_offset: 0,
+        };
+        let out = saturated(spec, n, mixed_len, horizon);
+        assert!(out.len() < n as usize, "not saturated");
+        let bytes = assert_exact(&out, &cap);
+        assert!(cap.at(horizon) / UNITS_PER_BYTE - bytes as u128 <= 1500);
+        // Per second, bytes delivered match the row's kbit/s within a packet either side.
+        let mut per_s = vec![0i64; 200];
+        for (t, p) in &out {
+            per_s[((t - 1) / NS_PER_S) as usize] += p.len as i64;
+        }
+        for (i, b) in per_s.iter().enumerate() {
+            let want = (steps[i].1 / 8) as i64;
+            assert!((b - want).abs() <= 2 * 1500, "second {i}: {b} vs {want}");
+        }
+    }
+
+    fn opps(times_ms: Vec<u64>) -> Arc<RateTrace> {
+        let period_ms = *times_ms.last().unwrap();
+        Arc::new(RateTrace::Opportunities {
+            times_ms,
+            period_ms,
+        })
+    }
+
+    #[test]
+    fn opportunities_follow_mahimahi() {
+        let spec = |looping| RateSpec::Trace {
+            trace: opps(vec![0, 0, 3, 7]),
+            looping,
+            start_offset: 0,
+        };
+        let ms = |v: &[u64]| v.iter().map(|x| x * NS_PER_MS).collect::<Vec<_>>();
+        // Saturated with MTU packets: one per opportunity, the trace looping with period 7.
+        let out = saturated(spec(true), 12, |_| 1500, NS_PER_S);
+        let t: Vec<Nanos> = out.iter().map(|o| o.0).collect();
+        assert_eq!(t, ms(&[0, 0, 3, 7, 7, 7, 10, 14, 14, 14, 17, 21]));
+        // Small packets share an opportunity; big ones span several (credit carries over).
+        let out = saturated(spec(true), 7, |_| 500, NS_PER_S);
+        assert_eq!(
+            out.iter().map(|o| o.0).collect::<Vec<_>>(),
+            ms(&[0, 0, 0, 0, 0, 0, 3])
+        );
+        let out = saturated(spec(true), 4, |_| 4000, NS_PER_S);
+        // Cumulative credit 1500·j must cover 4000·k: k=1 at j=3, k=2 at j=6, 3 at 8, 4 at 11.
+        assert_eq!(
+            out.iter().map(|o| o.0).collect::<Vec<_>>(),
+            ms(&[3, 7, 14, 17])
+        );
+        // Non-looping: serving stops at the end of the trace.
+        let mut s = RateStage::new(spec(false), None, None);
+        for i in 0..6 {
+            s.enqueue(0, pkt(i, 1500)).unwrap();
+        }
+        let mut out = Vec::new();
+        s.poll(NS_PER_S, &mut |t, _| out.push(t));
+        assert_eq!(out, ms(&[0, 0, 3, 7]));
+        assert_eq!((s.depth_packets(), s.next_deadline()), (2, None));
+    }
+
+    #[test]
+    fn idle_opportunities_are_lost_and_leftover_credit_is_instantaneous() {
+        let trace = opps(vec![0, 0, 3, 7]);
+        let mut s = RateStage::new(
+            RateSpec::Trace {
+                trace,
+                looping: true,
+                start_offset: 0,
+            },
+            None,
+            None,
+        );
+        let mut out = Vec::new();
+        s.enqueue(0, pkt(0, 500)).unwrap(); // first opportunity at 0: 1000 bytes left
+        s.enqueue(0, pkt(1, 500)).unwrap(); // same instant: uses the leftover
+        s.enqueue(0, pkt(2, 2000)).unwrap(); // 500 left + second opportunity at 0
+        s.poll(0, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(out, vec![(0, 0), (0, 1), (0, 2)]);
+        // At 1 ms the leftover is gone; the next opportunity is at 3 ms.
+        s.enqueue(NS_PER_MS, pkt(3, 100)).unwrap();
+        assert_eq!(s.next_deadline(), Some(3 * NS_PER_MS));
+        // Opportunity at 7 and 7 (wrap) pass unused while idle; arriving at 8 waits for 10.
+        s.enqueue(8 * NS_PER_MS, pkt(4, 100)).unwrap();
+        s.poll(NS_PER_S, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(out[3..], [(3 * NS_PER_MS, 3), (10 * NS_PER_MS, 4)]);
+        // An arrival exactly at an opportunity instant uses it.
+        s.enqueue(14 * NS_PER_MS, pkt(5, 1500)).unwrap();
+        s.poll(NS_PER_S, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(out[5], (14 * NS_PER_MS, 5));
+    }
+
+    #[test]
+    fn shared_mahimahi_trace_delivers_one_packet_per_opportunity() {
+        let Some(p) = super::super::trace::tests::shared("mahimahi/ATT-LTE-driving-2016.down")
+        else {
+            return;
+        };
+        let trace = Arc::new(super::super::trace::load_mahimahi(p).unwrap());
+        let RateTrace::Opportunities {
+            times_ms,
+            period_ms,
+        } = &*trace
+        else {
+            panic!()
+        };
+        let offset = 5 * NS_PER_S;
+        let horizon = offset + (period_ms + 10_000) * NS_PER_MS; // past one loop
+                                                                 // Opportunities in [offset, horizon] counted straight from the file, two laps.
+        let count = |lim_ms: u64| -> usize {
+            times_ms.iter().filter(|&&t| t <= lim_ms).count()
+                + times_ms
+                    .iter()
+                    .filter(|&&t| lim_ms >= *period_ms && t <= lim_ms - period_ms)
+                    .count()
+        };
+        let lim = (horizon - offset) / NS_PER_MS;
+        let n = count(lim) as u32 + 100;
+        let spec = RateSpec::Trace {
+            trace: trace.clone(),
+            looping: true,
+            start_offset: offset,
+        };
+        let out = saturated(spec.clone(), n, |_| 1500, horizon);
+        assert_eq!(out.len(), count(lim));
+        assert!(out[0].0 >= offset);
+        // Every window of the first lap: delivered bytes = opportunities · 1500.
+        for w in [
+            (0u64, 1000u64),
+            (10_000, 11_000),
+            (60_000, 70_000),
+            (119_000, 120_001),
+        ] {
+            let got = out
+                .iter()
+                .filter(|o| o.0 > offset + w.0 * NS_PER_MS && o.0 <= offset + w.1 * NS_PER_MS)
+                .count();
+            let want = times_ms.iter().filter(|&&t| t > w.0 && t <= w.1).count();
+            assert_eq!(got, want, "window {w:?}");
+        }
+        // Mixed sizes: the k-th packet leaves at the first opportunity by which the
+        // cumulative credit (1500 per opportunity) covers the cumulative bytes.
+        let laps: Vec<Nanos> = (0..2)
+            .flat_map(|lap| {
+                times_ms
+                    .iter()
+                    .map(move |&t| offset + (lap * period_ms + t) * NS_PER_MS)
+            })
+            .collect();
+        let out = saturated(spec, n, mixed_len, horizon);
+        assert!(out.len() > 40_000);
+        let mut bytes = 0u64;
+        for (t, p) in &out {
+            bytes += p.len as u64;
+            assert_eq!(*t, laps[(bytes.div_ceil(1500) - 1) as usize], "{bytes}");
+        }
+    }
+
+    #[test]
+    fn unlimited_departs_at_arrival() {
+        let mut s = RateStage::new(RateSpec::Unlimited, Some(1), None);
+        for i in 0..5 {
+            s.enqueue(i as Nanos * 10, pkt(i, 9000)).unwrap();
+        }
+        let mut out = Vec::new();
+        s.poll(1000, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(
+            out,
+            (0..5).map(|i| (i as Nanos * 10, i)).collect::<Vec<_>>()
+        );
+        assert_eq!(s.depth_packets(), 0);
+    }
+
+    #[test]
+    fn limits_count_the_packet_in_service() {
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 12_000_000 }, Some(3), None); // 1 ms per MTU
+        for i in 0..3 {
+            s.enqueue(0, pkt(i, 1500)).unwrap();
+        }
+        assert_eq!(s.enqueue(0, pkt(3, 1500)), Err(pkt(3, 1500)));
+        assert_eq!((s.depth_packets(), s.depth_bytes()), (3, 4500));
+        // Just before the head departs it still counts; at its departure it frees a slot,
+        // even though nobody polled in between.
+        assert!(s.enqueue(NS_PER_MS - 1, pkt(4, 1500)).is_err());
+        s.enqueue(NS_PER_MS, pkt(5, 1500)).unwrap();
+        assert_eq!(s.depth_packets(), 3);
+        let mut out = Vec::new();
+        s.poll(10 * NS_PER_MS, &mut |t, p| out.push((t, p.id)));
+        assert_eq!(
+            out,
+            vec![
+                (NS_PER_MS, 0),
+                (2 * NS_PER_MS, 1),
+                (3 * NS_PER_MS, 2),
+                (4 * NS_PER_MS, 5)
+            ]
+        );
+
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 12_000_000 }, None, Some(3000));
+        s.enqueue(0, pkt(0, 1500)).unwrap();
+        s.enqueue(0, pkt(1, 1000)).unwrap();
+        assert!(s.enqueue(0, pkt(2, 501)).is_err());
+        s.enqueue(0, pkt(3, 500)).unwrap();
+        assert_eq!(s.depth_bytes(), 3000);
+    }
+}
