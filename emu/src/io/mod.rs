@@ -1,1 +1,18 @@
-//! placeholder
+//! OS-facing I/O of the real-time runtime (Linux only).
+//!
+//! - [`clock`]: the monotonic [`Clock`] (`now()` in ns since start) and timespec conversion.
+//! - [`timer`]: the [`Waiter`], which sleeps until a deadline with minimal lateness while
+//!   waking on fd readiness (design and measurements in `TIMER.md`).
+//! - [`tun`]: L3 TUN devices created in the root namespace and moved into a named network
+//!   namespace, addressed point-to-point.
+//! - [`signals`]: SIGINT/SIGTERM as a pollable signalfd.
+
+pub mod clock;
+pub mod signals;
+pub mod timer;
+pub mod tun;
+
+pub use clock::Clock;
+pub use signals::Signals;
+pub use timer::{Waiter, DEFAULT_SPIN_US};
+pub use tun::{preflight, Tun, TunConfig};

@@ -1,0 +1,71 @@
+//! Measures wake-up lateness of the Waiter back-ends (see src/io/TIMER.md).
+//!
+//! usage: timer-probe [SAMPLES (default 20000)] [FILTER (substring of the label)]
+//! Each configuration runs SAMPLES sleeps of random 50..2000 us in a fresh thread and is
+//! bounded to 120 s of wall time.
+
+use dcemu::io::timer::{probe, pwait2_available, Backend, ProbeSpec};
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let samples: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(20_000);
+    let filter = args.next().unwrap_or_default();
+
+    let mut specs = Vec::new();
+    let mut add = |label: &str, backend, slack: Option<u64>, fifo: bool, spin_us| {
+        specs.push(ProbeSpec {
+            label: label.to_string(),
+            backend,
+            slack_ns: slack,
+            fifo_prio: fifo.then_some(10),
+            spin_us,
+            samples,
+            min_us: 50,
+            max_us: 2000,
+            max_seconds: 120.0,
+        })
+    };
+    use Backend::*;
+    add("epoll-ms", EpollMs, None, false, 0);
+    add("timerfd", Timerfd, None, false, 0);
+    add("pwait2", Pwait2, None, false, 0);
+    add("epoll-ms slack1", EpollMs, Some(1), false, 0);
+    add("timerfd slack1", Timerfd, Some(1), false, 0);
+    add("pwait2 slack1", Pwait2, Some(1), false, 0);
+    add("epoll-ms fifo", EpollMs, None, true, 0);
+    add("timerfd fifo", Timerfd, None, true, 0);
+    add("pwait2 fifo", Pwait2, None, true, 0);
+    add("timerfd slack1 spin20", Timerfd, Some(1), false, 20);
+    add("timerfd slack1 spin50", Timerfd, Some(1), false, 50);
+    add("pwait2 slack1 spin20", Pwait2, Some(1), false, 20);
+    add("pwait2 slack1 spin50", Pwait2, Some(1), false, 50);
+    add("timerfd slack1 spin100", Timerfd, Some(1), false, 100);
+    add("pwait2 slack1 spin100", Pwait2, Some(1), false, 100);
+    add("pwait2 fifo spin20", Pwait2, None, true, 20);
+    add("pwait2 fifo spin50", Pwait2, None, true, 50);
+
+    println!("pwait2 available: {}", pwait2_available());
+    println!("| config | samples | p50 us | p99 us | p99.9 us | max us | mean us | CPU s/s | fifo |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for s in specs.iter().filter(|s| s.label.contains(&filter)) {
+        if s.backend == Pwait2 && !pwait2_available() {
+            println!("| {} | - | n/a (epoll_pwait2 unavailable) |", s.label);
+            continue;
+        }
+        let r = probe(s)?;
+        let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {} |",
+            r.label,
+            r.samples,
+            us(r.p50_ns),
+            us(r.p99_ns),
+            us(r.p999_ns),
+            us(r.max_ns),
+            us(r.mean_ns),
+            r.cpu_per_s,
+            if r.fifo { "yes" } else { "no" }
+        );
+    }
+    Ok(())
+}
