@@ -1,1 +1,1121 @@
-//! placeholder
+//! The scenario file (TOML): what it may say, its defaults (the reference testbed's), and
+//! validation that names the offending field and the allowed range before anything starts.
+//!
+//! Parsing is two steps: serde reads the file into the `*File` structs (unknown fields and
+//! wrong types are rejected with their path), then `validate` checks ranges and cross
+//! references and produces the `Scenario` the engine is built from.
+
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::core::time::{from_ms, Nanos};
+use crate::link::{self, DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
+
+/// An invalid scenario: `field` is the path inside the file, `msg` says what is allowed.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {msg}")]
+pub struct FieldError {
+    pub field: String,
+    pub msg: String,
+}
+
+fn bad<T>(field: impl Into<String>, msg: impl Into<String>) -> Result<T> {
+    Err(FieldError { field: field.into(), msg: msg.into() }.into())
+}
+
+// ---------------------------------------------------------------------------------------
+// The file as written.
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Seed for every random stage (delay jitter, loss); runs with the same seed and the
+    /// same arrivals make the same decisions.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub topology: TopologyFile,
+    #[serde(default)]
+    pub pdcp: PdcpFile,
+    #[serde(default)]
+    pub split: SplitFile,
+    #[serde(default)]
+    pub stats: StatsFile,
+    #[serde(default = "d_legs")]
+    pub legs: Vec<LegFile>,
+    #[serde(default)]
+    pub bearers: Vec<BearerFile>,
+    /// Bearer for packets no rule matches (default: the first bearer).
+    #[serde(default)]
+    pub default_bearer: Option<String>,
+    #[serde(default)]
+    pub schedule: Vec<ChangeFile>,
+}
+
+fn d_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    #[serde(default = "d_server_ns")]
+    pub server_netns: String,
+    #[serde(default = "d_client_ns")]
+    pub client_netns: String,
+    #[serde(default = "d_server_addr")]
+    pub server_addr: Ipv4Addr,
+    #[serde(default = "d_client_addr")]
+    pub client_addr: Ipv4Addr,
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    #[serde(default = "d_server_tun")]
+    pub server_tun: String,
+    #[serde(default = "d_client_tun")]
+    pub client_tun: String,
+}
+
+fn d_server_ns() -> String {
+    "dclab-server".into()
+}
+fn d_client_ns() -> String {
+    "dclab-client".into()
+}
+fn d_server_addr() -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, 1)
+}
+fn d_client_addr() -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, 2)
+}
+fn d_mtu() -> u32 {
+    1500
+}
+fn d_server_tun() -> String {
+    "dcemu-s".into()
+}
+fn d_client_tun() -> String {
+    "dcemu-c".into()
+}
+
+impl Default for TopologyFile {
+    fn default() -> Self {
+        TopologyFile {
+            server_netns: d_server_ns(),
+            client_netns: d_client_ns(),
+            server_addr: d_server_addr(),
+            client_addr: d_client_addr(),
+            mtu: d_mtu(),
+            server_tun: d_server_tun(),
+            client_tun: d_client_tun(),
+        }
+    }
+}
+
+/// A duration in ms, or the string "inf".
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum MsOrInf {
+    Ms(f64),
+    Word(InfWord),
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum InfWord {
+    Inf,
+    Infinity,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdcpFile {
+    #[serde(default = "d_sn_bits")]
+    pub sn_bits: u8,
+    #[serde(default = "d_header")]
+    pub header_bytes: u32,
+    #[serde(default = "d_t_reord")]
+    pub t_reordering_ms: MsOrInf,
+    #[serde(default = "d_true")]
+    pub reordering: bool,
+    #[serde(default)]
+    pub out_of_order: bool,
+    #[serde(default)]
+    pub initial_count: u32,
+}
+
+fn d_sn_bits() -> u8 {
+    16
+}
+fn d_header() -> u32 {
+    2
+}
+fn d_t_reord() -> MsOrInf {
+    MsOrInf::Ms(200.0)
+}
+fn d_true() -> bool {
+    true
+}
+
+impl Default for PdcpFile {
+    fn default() -> Self {
+        PdcpFile {
+            sn_bits: d_sn_bits(),
+            header_bytes: d_header(),
+            t_reordering_ms: d_t_reord(),
+            reordering: true,
+            out_of_order: false,
+            initial_count: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitFile {
+    #[serde(default = "d_batch")]
+    pub batch: u32,
+    /// Share per leg; default: equal shares over the bearer's legs.
+    #[serde(default)]
+    pub ratio: Option<Vec<f64>>,
+}
+
+fn d_batch() -> u32 {
+    100
+}
+impl Default for SplitFile {
+    fn default() -> Self {
+        SplitFile { batch: d_batch(), ratio: None }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsFile {
+    #[serde(default = "d_interval")]
+    pub interval_ms: f64,
+    /// JSON-lines output; "-" is standard output.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// pcap of what the client receives.
+    #[serde(default)]
+    pub pcap: Option<PathBuf>,
+}
+
+fn d_interval() -> f64 {
+    100.0
+}
+
+impl Default for StatsFile {
+    fn default() -> Self {
+        StatsFile { interval_ms: d_interval(), path: None, pcap: None }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LegFile {
+    pub name: String,
+    #[serde(default)]
+    pub downlink: DirectionFile,
+    #[serde(default)]
+    pub uplink: Option<DirectionFile>,
+}
+
+fn d_legs() -> Vec<LegFile> {
+    let uplink = DirectionFile { queue_packets: Some(10_000), ..DirectionFile::default() };
+    vec![
+        LegFile { name: "leg1".into(), downlink: DirectionFile::default(), uplink: Some(uplink) },
+        LegFile { name: "leg2".into(), downlink: DirectionFile::default(), uplink: None },
+    ]
+}
+
+/// A rate: bit/s as a number, a string with a unit ("20mbit", "1.5 Gbit/s"), or "unlimited".
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum RateValue {
+    Bps(f64),
+    Text(String),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceFile {
+    pub path: PathBuf,
+    /// "mahimahi" or "csv"; default from the extension (.csv is csv, anything else mahimahi).
+    #[serde(default)]
+    pub format: Option<String>,
+    /// CSV column with kbit/s values.
+    #[serde(default = "d_column")]
+    pub column: String,
+    /// CSV row duration.
+    #[serde(default = "d_row_ms")]
+    pub row_ms: u64,
+    #[serde(default = "d_true")]
+    pub looping: bool,
+}
+
+fn d_column() -> String {
+    "DL_bitrate".into()
+}
+fn d_row_ms() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "distribution", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum DelayFile {
+    Constant { ms: f64 },
+    Normal { mean_ms: f64, std_ms: f64 },
+    Uniform { min_ms: f64, max_ms: f64 },
+    Pareto { mean_ms: f64, std_ms: f64 },
+    ParetoNormal { mean_ms: f64, std_ms: f64 },
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum LossFile {
+    None,
+    Bernoulli {
+        percent: f64,
+    },
+    GilbertElliott {
+        /// Good to bad transition probability per packet.
+        p_percent: f64,
+        /// Bad to good transition probability per packet.
+        r_percent: f64,
+        #[serde(default)]
+        loss_good_percent: f64,
+        #[serde(default = "d_hundred")]
+        loss_bad_percent: f64,
+    },
+}
+
+fn d_hundred() -> f64 {
+    100.0
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionFile {
+    #[serde(default = "d_rate")]
+    pub rate: RateValue,
+    /// A bandwidth trace instead of a fixed rate.
+    #[serde(default)]
+    pub trace: Option<TraceFile>,
+    /// Rate-stage queue limit in packets (the reference: 100 downlink, 10000 uplink).
+    #[serde(default = "d_queue")]
+    pub queue_packets: Option<u32>,
+    #[serde(default)]
+    pub queue_bytes: Option<u64>,
+    #[serde(default = "d_delay")]
+    pub delay: DelayFile,
+    /// Delay-stage limit in packets (netem's `limit`).
+    #[serde(default = "d_delay_limit")]
+    pub delay_limit: Option<u32>,
+    #[serde(default = "d_true")]
+    pub jitter_reorders: bool,
+    #[serde(default = "d_loss")]
+    pub loss: LossFile,
+}
+
+fn d_rate() -> RateValue {
+    RateValue::Text("20mbit".into())
+}
+fn d_queue() -> Option<u32> {
+    Some(100)
+}
+fn d_delay() -> DelayFile {
+    DelayFile::Normal { mean_ms: 10.0, std_ms: 1.0 }
+}
+fn d_delay_limit() -> Option<u32> {
+    Some(10_000)
+}
+fn d_loss() -> LossFile {
+    LossFile::None
+}
+
+impl Default for DirectionFile {
+    fn default() -> Self {
+        DirectionFile {
+            rate: d_rate(),
+            trace: None,
+            queue_packets: d_queue(),
+            queue_bytes: None,
+            delay: d_delay(),
+            delay_limit: d_delay_limit(),
+            jitter_reorders: true,
+            loss: d_loss(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BearerMode {
+    /// Split over the bearer's legs by the split pattern.
+    Dc,
+    /// Pinned to one leg.
+    Sc,
+    /// Every packet on every leg of the bearer.
+    Dup,
+}
+
+/// A port or an inclusive range "lo-hi".
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum PortValue {
+    One(u16),
+    Range(String),
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MatchFile {
+    /// "tcp", "udp", "icmp" or an IP protocol number.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default)]
+    pub server_port: Option<PortValue>,
+    #[serde(default)]
+    pub client_port: Option<PortValue>,
+    /// Address or CIDR prefix.
+    #[serde(default)]
+    pub server_addr: Option<String>,
+    #[serde(default)]
+    pub client_addr: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BearerFile {
+    pub name: String,
+    pub mode: BearerMode,
+    /// Downlink legs by name (one for `sc`); default: all legs.
+    #[serde(default)]
+    pub legs: Option<Vec<String>>,
+    /// Leg whose uplink carries this bearer's uplink; default: the first leg with an uplink.
+    #[serde(default)]
+    pub uplink_leg: Option<String>,
+    /// A packet belongs to the bearer if any rule matches (all given fields must match).
+    #[serde(default, rename = "match")]
+    pub rules: Vec<MatchFile>,
+    /// Overrides the global split for this bearer.
+    #[serde(default)]
+    pub split: Option<SplitFile>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DirectionName {
+    #[default]
+    Downlink,
+    Uplink,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeFile {
+    pub at_ms: f64,
+    /// Leg to change (with `direction`), for rate/trace/delay/loss.
+    #[serde(default)]
+    pub leg: Option<String>,
+    #[serde(default)]
+    pub direction: DirectionName,
+    #[serde(default)]
+    pub rate: Option<RateValue>,
+    #[serde(default)]
+    pub trace: Option<TraceFile>,
+    #[serde(default)]
+    pub delay: Option<DelayFile>,
+    #[serde(default)]
+    pub loss: Option<LossFile>,
+    /// New split (batch and/or ratio) for `bearer`, or every split bearer.
+    #[serde(default)]
+    pub split: Option<SplitChangeFile>,
+    #[serde(default)]
+    pub bearer: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitChangeFile {
+    #[serde(default)]
+    pub batch: Option<u32>,
+    #[serde(default)]
+    pub ratio: Option<Vec<f64>>,
+}
+
+// ---------------------------------------------------------------------------------------
+// The validated scenario the engine is built from.
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub seed: u64,
+    pub topology: TopologyFile,
+    pub pdcp: Pdcp,
+    pub stats_interval: Nanos,
+    pub stats_path: Option<PathBuf>,
+    pub pcap_path: Option<PathBuf>,
+    pub legs: Vec<Leg>,
+    pub bearers: Vec<Bearer>,
+    pub default_bearer: usize,
+    /// Sorted by time.
+    pub schedule: Vec<Change>,
+    /// The file as parsed with defaults filled in, for `dcemu check` and run records.
+    pub file: ScenarioFile,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pdcp {
+    pub sn_bits: u8,
+    pub header_bytes: u32,
+    /// None: infinity.
+    pub t_reordering: Option<Nanos>,
+    pub reordering: bool,
+    pub out_of_order: bool,
+    pub initial_count: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Leg {
+    pub name: String,
+    pub downlink: LinkSpec,
+    pub uplink: Option<LinkSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Split {
+    pub batch: u32,
+    pub ratio: Vec<f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Bearer {
+    pub name: String,
+    pub mode: BearerMode,
+    /// Indices into `Scenario::legs`.
+    pub legs: Vec<usize>,
+    /// Index of the leg whose uplink carries this bearer; None: uplink not emulated
+    /// (packets pass straight through).
+    pub uplink_leg: Option<usize>,
+    pub rules: Vec<Rule>,
+    pub split: Split,
+}
+
+/// A classifier rule; None fields match anything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rule {
+    pub protocol: Option<u8>,
+    pub server_ports: Option<(u16, u16)>,
+    pub client_ports: Option<(u16, u16)>,
+    pub server_net: Option<(u32, u32)>, // (address, mask)
+    pub client_net: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub at: Nanos,
+    pub what: ChangeKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum ChangeKind {
+    Rate { leg: usize, uplink: bool, rate: RateSpec },
+    Delay { leg: usize, uplink: bool, delay: DelayDist },
+    Loss { leg: usize, uplink: bool, loss: LossModel },
+    Split { bearer: Option<usize>, batch: Option<u32>, ratio: Option<Vec<f64>> },
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading and validation.
+
+/// Reads, parses and validates a scenario file. Relative trace paths are resolved against
+/// the file's directory.
+pub fn load(path: &Path) -> Result<Scenario> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    parse(&text, base).with_context(|| format!("invalid scenario {}", path.display()))
+}
+
+/// Parses and validates scenario text; `base` resolves relative trace paths.
+pub fn parse(text: &str, base: &Path) -> Result<Scenario> {
+    let de = toml::Deserializer::new(text);
+    let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.message().to_string();
+        let field = if path == "." { "scenario".to_string() } else { path };
+        anyhow::Error::from(FieldError { field, msg })
+    })?;
+    validate(file, base)
+}
+
+pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
+    let t = &file.topology;
+    check_ns_name("topology.server_netns", &t.server_netns)?;
+    check_ns_name("topology.client_netns", &t.client_netns)?;
+    if t.server_netns == t.client_netns {
+        bad("topology.client_netns", "must differ from topology.server_netns")?;
+    }
+    check_bench_addr("topology.server_addr", t.server_addr)?;
+    check_bench_addr("topology.client_addr", t.client_addr)?;
+    if t.server_addr == t.client_addr {
+        bad("topology.client_addr", "must differ from topology.server_addr")?;
+    }
+    in_range("topology.mtu", t.mtu as f64, 576.0, 9000.0)?;
+    check_ifname("topology.server_tun", &t.server_tun)?;
+    check_ifname("topology.client_tun", &t.client_tun)?;
+    if t.server_tun == t.client_tun {
+        bad("topology.client_tun", "must differ from topology.server_tun")?;
+    }
+
+    let p = &file.pdcp;
+    if ![12u8, 16, 18].contains(&p.sn_bits) {
+        bad("pdcp.sn_bits", format!("must be 12, 16 or 18 (got {})", p.sn_bits))?;
+    }
+    in_range("pdcp.header_bytes", p.header_bytes as f64, 0.0, 64.0)?;
+    let t_reordering = match p.t_reordering_ms {
+        MsOrInf::Word(_) => None,
+        MsOrInf::Ms(ms) => {
+            in_range("pdcp.t_reordering_ms", ms, 0.0, 3_600_000.0)?;
+            Some(from_ms(ms))
+        }
+    };
+    if p.out_of_order && !p.reordering {
+        bad("pdcp.out_of_order", "needs pdcp.reordering = true (bypass already delivers in arrival order)")?;
+    }
+    let pdcp = Pdcp {
+        sn_bits: p.sn_bits,
+        header_bytes: p.header_bytes,
+        t_reordering,
+        reordering: p.reordering,
+        out_of_order: p.out_of_order,
+        initial_count: p.initial_count,
+    };
+
+    in_range("stats.interval_ms", file.stats.interval_ms, 1.0, 3_600_000.0)?;
+
+    if file.legs.is_empty() || file.legs.len() > 8 {
+        bad("legs", format!("must list 1 to 8 legs (got {})", file.legs.len()))?;
+    }
+    let mut names = HashSet::new();
+    let mut legs = Vec::new();
+    for (i, l) in file.legs.iter().enumerate() {
+        let f = format!("legs[{i}]");
+        if l.name.is_empty() || !names.insert(l.name.clone()) {
+            bad(format!("{f}.name"), format!("must be a unique non-empty name (got {:?})", l.name))?;
+        }
+        let downlink = direction_spec(&format!("{f}.downlink"), &l.downlink, base)?;
+        let uplink = match &l.uplink {
+            Some(u) => Some(direction_spec(&format!("{f}.uplink"), u, base)?),
+            None => None,
+        };
+        legs.push(Leg { name: l.name.clone(), downlink, uplink });
+    }
+    let leg_index = |field: &str, name: &str| -> Result<usize> {
+        match legs.iter().position(|l| l.name == name) {
+            Some(i) => Ok(i),
+            None => {
+                let known: Vec<_> = legs.iter().map(|l| l.name.as_str()).collect();
+                bad(field, format!("no leg named {name:?} (legs: {})", known.join(", ")))
+            }
+        }
+    };
+    let first_uplink = legs.iter().position(|l| l.uplink.is_some());
+
+    in_range("split.batch", file.split.batch as f64, 1.0, 1_000_000.0)?;
+    let mut bearers = Vec::new();
+    let bearer_files = if file.bearers.is_empty() {
+        vec![BearerFile {
+            name: "dc".into(),
+            mode: BearerMode::Dc,
+            legs: None,
+            uplink_leg: None,
+            rules: vec![],
+            split: None,
+        }]
+    } else {
+        file.bearers.clone()
+    };
+    let mut bnames = HashSet::new();
+    for (i, b) in bearer_files.iter().enumerate() {
+        let f = format!("bearers[{i}]");
+        if b.name.is_empty() || !bnames.insert(b.name.clone()) {
+            bad(format!("{f}.name"), format!("must be a unique non-empty name (got {:?})", b.name))?;
+        }
+        let leg_ids: Vec<usize> = match &b.legs {
+            None => (0..legs.len()).collect(),
+            Some(names) => {
+                let mut v = Vec::new();
+                for (j, n) in names.iter().enumerate() {
+                    let id = leg_index(&format!("{f}.legs[{j}]"), n)?;
+                    if v.contains(&id) {
+                        bad(format!("{f}.legs[{j}]"), format!("leg {n:?} listed twice"))?;
+                    }
+                    v.push(id);
+                }
+                v
+            }
+        };
+        match b.mode {
+            BearerMode::Sc if leg_ids.len() != 1 => {
+                bad(format!("{f}.legs"), format!("an sc bearer takes exactly 1 leg (got {})", leg_ids.len()))?
+            }
+            BearerMode::Dc | BearerMode::Dup if leg_ids.is_empty() => {
+                bad(format!("{f}.legs"), "must list at least 1 leg")?
+            }
+            _ => {}
+        }
+        // Only DC bearers split; the others ignore the global split.
+        let split = match (&b.split, b.mode) {
+            (Some(s), _) => split_spec(&format!("{f}.split"), s, leg_ids.len())?,
+            (None, BearerMode::Dc) => split_spec("split", &file.split, leg_ids.len())?,
+            (None, _) => Split { batch: file.split.batch, ratio: vec![1.0; leg_ids.len()] },
+        };
+        let uplink_leg = match &b.uplink_leg {
+            None => first_uplink,
+            Some(n) => {
+                let id = leg_index(&format!("{f}.uplink_leg"), n)?;
+                if legs[id].uplink.is_none() {
+                    bad(format!("{f}.uplink_leg"), format!("leg {n:?} has no uplink"))?;
+                }
+                Some(id)
+            }
+        };
+        let mut rules = Vec::new();
+        for (j, r) in b.rules.iter().enumerate() {
+            rules.push(rule_spec(&format!("{f}.match[{j}]"), r)?);
+        }
+        bearers.push(Bearer { name: b.name.clone(), mode: b.mode, legs: leg_ids, uplink_leg, rules, split });
+    }
+    let default_bearer = match &file.default_bearer {
+        None => 0,
+        Some(n) => match bearers.iter().position(|b| &b.name == n) {
+            Some(i) => i,
+            None => bad("default_bearer", format!("no bearer named {n:?}"))?,
+        },
+    };
+
+    let mut schedule = Vec::new();
+    for (i, c) in file.schedule.iter().enumerate() {
+        let f = format!("schedule[{i}]");
+        in_range(&format!("{f}.at_ms"), c.at_ms, 0.0, 1e9)?;
+        let at = from_ms(c.at_ms);
+        let link_change = c.rate.is_some() || c.trace.is_some() || c.delay.is_some() || c.loss.is_some();
+        if !link_change && c.split.is_none() {
+            bad(&f, "changes nothing: give rate, trace, delay, loss or split")?;
+        }
+        if link_change {
+            let Some(name) = &c.leg else {
+                return bad(format!("{f}.leg"), "required to change rate, trace, delay or loss");
+            };
+            let leg = leg_index(&format!("{f}.leg"), name)?;
+            let uplink = c.direction == DirectionName::Uplink;
+            if uplink && legs[leg].uplink.is_none() {
+                bad(format!("{f}.direction"), format!("leg {name:?} has no uplink"))?;
+            }
+            if c.rate.is_some() && c.trace.is_some() {
+                bad(format!("{f}.trace"), "give rate or trace, not both")?;
+            }
+            if let Some(r) = &c.rate {
+                schedule.push(Change { at, what: ChangeKind::Rate { leg, uplink, rate: rate_spec(&format!("{f}.rate"), r)? } });
+            }
+            if let Some(t) = &c.trace {
+                schedule.push(Change { at, what: ChangeKind::Rate { leg, uplink, rate: trace_spec(&format!("{f}.trace"), t, base)? } });
+            }
+            if let Some(d) = &c.delay {
+                schedule.push(Change { at, what: ChangeKind::Delay { leg, uplink, delay: delay_spec(&format!("{f}.delay"), d)? } });
+            }
+            if let Some(l) = &c.loss {
+                schedule.push(Change { at, what: ChangeKind::Loss { leg, uplink, loss: loss_spec(&format!("{f}.loss"), l)? } });
+            }
+        }
+        if let Some(s) = &c.split {
+            let bearer = match &c.bearer {
+                None => None,
+                Some(n) => match bearers.iter().position(|b| &b.name == n) {
+                    Some(i) => Some(i),
+                    None => bad(format!("{f}.bearer"), format!("no bearer named {n:?}"))?,
+                },
+            };
+            if let Some(b) = s.batch {
+                in_range(&format!("{f}.split.batch"), b as f64, 1.0, 1_000_000.0)?;
+            }
+            if let Some(r) = &s.ratio {
+                let targets: Vec<&Bearer> = match bearer {
+                    Some(i) => vec![&bearers[i]],
+                    None => bearers.iter().filter(|b| b.mode == BearerMode::Dc).collect(),
+                };
+                for b in targets {
+                    check_ratio(&format!("{f}.split.ratio"), r, b.legs.len())?;
+                }
+            }
+            schedule.push(Change { at, what: ChangeKind::Split { bearer, batch: s.batch, ratio: s.ratio.clone() } });
+        }
+    }
+    schedule.sort_by_key(|c| c.at);
+
+    Ok(Scenario {
+        seed: file.seed,
+        topology: file.topology.clone(),
+        pdcp,
+        stats_interval: from_ms(file.stats.interval_ms),
+        stats_path: file.stats.path.clone(),
+        pcap_path: file.stats.pcap.clone(),
+        legs,
+        bearers,
+        default_bearer,
+        schedule,
+        file,
+    })
+}
+
+fn in_range(field: &str, v: f64, lo: f64, hi: f64) -> Result<()> {
+    if !(v.is_finite() && v >= lo && v <= hi) {
+        bad(field, format!("must be between {lo} and {hi} (got {v})"))?;
+    }
+    Ok(())
+}
+
+fn check_ns_name(field: &str, s: &str) -> Result<()> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && !s.starts_with('.');
+    if !ok {
+        bad(field, format!("must be a network namespace name of 1-64 letters, digits, '-', '_' or '.' (got {s:?})"))?;
+    }
+    Ok(())
+}
+
+fn check_ifname(field: &str, s: &str) -> Result<()> {
+    let ok = !s.is_empty() && s.len() <= 15 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        bad(field, format!("must be an interface name of 1-15 letters, digits, '-' or '_' (got {s:?})"))?;
+    }
+    Ok(())
+}
+
+/// Emulated hosts live in the benchmarking range only (RFC 2544), so nothing can leak.
+fn check_bench_addr(field: &str, a: Ipv4Addr) -> Result<()> {
+    let o = a.octets();
+    if !(o[0] == 198 && (o[1] == 18 || o[1] == 19)) {
+        bad(field, format!("must be in 198.18.0.0/15 (got {a})"))?;
+    }
+    Ok(())
+}
+
+/// Parses "20mbit", "1.5 Gbit/s", "500kbit", "unlimited" or a number of bit/s.
+pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
+    let (num, mult) = match v {
+        RateValue::Bps(b) => (*b, 1.0),
+        RateValue::Text(s) => {
+            let t = s.trim().to_ascii_lowercase().replace(' ', "");
+            if t == "unlimited" || t == "inf" {
+                return Ok(None);
+            }
+            let t = t.strip_suffix("/s").or_else(|| t.strip_suffix("ps")).unwrap_or(&t).to_string();
+            let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+            let (n, unit) = t.split_at(split);
+            let mult = match unit {
+                "" | "bit" | "b" => 1.0,
+                "kbit" | "k" | "kb" => 1e3,
+                "mbit" | "m" | "mb" => 1e6,
+                "gbit" | "g" | "gb" => 1e9,
+                _ => return Err(format!("unknown unit {unit:?} in {s:?}; use bit, kbit, mbit or gbit (per second)")),
+            };
+            let n: f64 = n.parse().map_err(|_| format!("cannot read a number in {s:?}"))?;
+            (n, mult)
+        }
+    };
+    let bps = num * mult;
+    if !(bps.is_finite() && bps >= 1000.0 && bps <= 1e12) {
+        return Err(format!("must be between 1kbit and 1000gbit per second, or \"unlimited\" (got {bps} bit/s)"));
+    }
+    Ok(Some(bps.round() as u64))
+}
+
+fn rate_spec(field: &str, v: &RateValue) -> Result<RateSpec> {
+    match parse_rate(v) {
+        Ok(Some(bps)) => Ok(RateSpec::Fixed { bps }),
+        Ok(None) => Ok(RateSpec::Unlimited),
+        Err(m) => bad(field, m),
+    }
+}
+
+fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
+    let path = if t.path.is_absolute() { t.path.clone() } else { base.join(&t.path) };
+    let format = match t.format.as_deref() {
+        Some(f) => f.to_string(),
+        None if path.extension().is_some_and(|e| e == "csv") => "csv".into(),
+        None => "mahimahi".into(),
+    };
+    if t.row_ms == 0 {
+        bad(format!("{field}.row_ms"), "must be at least 1")?;
+    }
+    let trace: RateTrace = match format.as_str() {
+        "mahimahi" => link::load_mahimahi(&path),
+        "csv" => link::load_csv(&path, &t.column, t.row_ms),
+        other => return bad(format!("{field}.format"), format!("must be \"mahimahi\" or \"csv\" (got {other:?})")),
+    }
+    .map_err(|e| FieldError { field: format!("{field}.path"), msg: format!("{e:#}") })?;
+    // Trace time 0 is the start of forwarding; a scheduled change moves it to the change.
+    Ok(RateSpec::Trace { trace: Arc::new(trace), looping: t.looping, start_offset: 0 })
+}
+
+fn delay_spec(field: &str, d: &DelayFile) -> Result<DelayDist> {
+    let lim = 100_000.0; // ms
+    Ok(match *d {
+        DelayFile::Constant { ms } => {
+            in_range(&format!("{field}.ms"), ms, 0.0, lim)?;
+            DelayDist::Constant { ms }
+        }
+        DelayFile::Normal { mean_ms, std_ms } => {
+            in_range(&format!("{field}.mean_ms"), mean_ms, 0.0, lim)?;
+            in_range(&format!("{field}.std_ms"), std_ms, 0.0, lim)?;
+            DelayDist::Normal { mean_ms, std_ms }
+        }
+        DelayFile::Uniform { min_ms, max_ms } => {
+            in_range(&format!("{field}.min_ms"), min_ms, 0.0, lim)?;
+            in_range(&format!("{field}.max_ms"), max_ms, min_ms, lim)?;
+            DelayDist::Uniform { min_ms, max_ms }
+        }
+        DelayFile::Pareto { mean_ms, std_ms } => {
+            in_range(&format!("{field}.mean_ms"), mean_ms, 0.0, lim)?;
+            in_range(&format!("{field}.std_ms"), std_ms, 0.0, lim)?;
+            DelayDist::Pareto { mean_ms, std_ms }
+        }
+        DelayFile::ParetoNormal { mean_ms, std_ms } => {
+            in_range(&format!("{field}.mean_ms"), mean_ms, 0.0, lim)?;
+            in_range(&format!("{field}.std_ms"), std_ms, 0.0, lim)?;
+            DelayDist::ParetoNormal { mean_ms, std_ms }
+        }
+    })
+}
+
+fn loss_spec(field: &str, l: &LossFile) -> Result<LossModel> {
+    let pct = |name: &str, v: f64| -> Result<f64> {
+        in_range(&format!("{field}.{name}"), v, 0.0, 100.0)?;
+        Ok(v / 100.0)
+    };
+    Ok(match *l {
+        LossFile::None => LossModel::None,
+        LossFile::Bernoulli { percent } => LossModel::Bernoulli { p: pct("percent", percent)? },
+        LossFile::GilbertElliott { p_percent, r_percent, loss_good_percent, loss_bad_percent } => {
+            LossModel::GilbertElliott {
+                p: pct("p_percent", p_percent)?,
+                r: pct("r_percent", r_percent)?,
+                loss_good: pct("loss_good_percent", loss_good_percent)?,
+                loss_bad: pct("loss_bad_percent", loss_bad_percent)?,
+            }
+        }
+    })
+}
+
+fn direction_spec(field: &str, d: &DirectionFile, base: &Path) -> Result<LinkSpec> {
+    let rate = match &d.trace {
+        Some(t) => trace_spec(&format!("{field}.trace"), t, base)?,
+        None => rate_spec(&format!("{field}.rate"), &d.rate)?,
+    };
+    if let Some(q) = d.queue_packets {
+        in_range(&format!("{field}.queue_packets"), q as f64, 1.0, 10_000_000.0)?;
+    }
+    if let Some(q) = d.queue_bytes {
+        in_range(&format!("{field}.queue_bytes"), q as f64, 1500.0, 1e11)?;
+    }
+    if let Some(q) = d.delay_limit {
+        in_range(&format!("{field}.delay_limit"), q as f64, 1.0, 10_000_000.0)?;
+    }
+    Ok(LinkSpec {
+        rate,
+        queue_packets: d.queue_packets,
+        queue_bytes: d.queue_bytes,
+        delay: delay_spec(&format!("{field}.delay"), &d.delay)?,
+        delay_limit: d.delay_limit,
+        jitter_reorders: d.jitter_reorders,
+        loss: loss_spec(&format!("{field}.loss"), &d.loss)?,
+    })
+}
+
+fn check_ratio(field: &str, r: &[f64], legs: usize) -> Result<()> {
+    if r.len() != legs {
+        bad(field, format!("needs one share per leg of the bearer ({legs}), got {}", r.len()))?;
+    }
+    for (i, v) in r.iter().enumerate() {
+        in_range(&format!("{field}[{i}]"), *v, 0.0, 1e6)?;
+    }
+    if r.iter().sum::<f64>() <= 0.0 {
+        bad(field, "at least one share must be above 0")?;
+    }
+    Ok(())
+}
+
+/// The split of a bearer with `legs` legs: one share per leg.
+fn split_spec(field: &str, s: &SplitFile, legs: usize) -> Result<Split> {
+    in_range(&format!("{field}.batch"), s.batch as f64, 1.0, 1_000_000.0)?;
+    let ratio = s.ratio.clone().unwrap_or_else(|| vec![1.0; legs]);
+    check_ratio(&format!("{field}.ratio"), &ratio, legs)?;
+    Ok(Split { batch: s.batch, ratio })
+}
+
+fn port_range(field: &str, p: &PortValue) -> Result<(u16, u16)> {
+    match p {
+        PortValue::One(v) => Ok((*v, *v)),
+        PortValue::Range(s) => {
+            let parsed = s.split_once('-').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+            match parsed {
+                Some((a, b)) if a <= b => Ok((a, b)),
+                _ => bad(field, format!("must be a port 0-65535 or a range \"lo-hi\" (got {s:?})")),
+            }
+        }
+    }
+}
+
+fn net(field: &str, s: &str) -> Result<(u32, u32)> {
+    let (a, len) = match s.split_once('/') {
+        Some((a, l)) => (a, l.parse::<u32>().ok().filter(|l| *l <= 32)),
+        None => (s, Some(32)),
+    };
+    match (a.parse::<Ipv4Addr>(), len) {
+        (Ok(addr), Some(len)) => {
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+            Ok((u32::from(addr) & mask, mask))
+        }
+        _ => bad(field, format!("must be an IPv4 address or prefix like 198.18.0.0/15 (got {s:?})")),
+    }
+}
+
+fn rule_spec(field: &str, m: &MatchFile) -> Result<Rule> {
+    let protocol = match m.protocol.as_deref() {
+        None => None,
+        Some("tcp") => Some(6),
+        Some("udp") => Some(17),
+        Some("icmp") => Some(1),
+        Some(other) => match other.parse::<u8>() {
+            Ok(n) => Some(n),
+            Err(_) => bad(format!("{field}.protocol"), format!("must be tcp, udp, icmp or 0-255 (got {other:?})"))?,
+        },
+    };
+    Ok(Rule {
+        protocol,
+        server_ports: m.server_port.as_ref().map(|p| port_range(&format!("{field}.server_port"), p)).transpose()?,
+        client_ports: m.client_port.as_ref().map(|p| port_range(&format!("{field}.client_port"), p)).transpose()?,
+        server_net: m.server_addr.as_deref().map(|s| net(&format!("{field}.server_addr"), s)).transpose()?,
+        client_net: m.client_addr.as_deref().map(|s| net(&format!("{field}.client_addr"), s)).transpose()?,
+    })
+}
+
+/// The built-in default scenario (the reference testbed) as TOML text.
+pub fn default_toml() -> String {
+    let file: ScenarioFile = toml::from_str("").expect("empty scenario parses");
+    toml::to_string_pretty(&file).expect("serializable")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        format!("{:#}", parse(text, Path::new(".")).unwrap_err())
+    }
+
+    #[test]
+    fn empty_file_is_the_reference_testbed() {
+        let s = parse("", Path::new(".")).unwrap();
+        assert_eq!(s.legs.len(), 2);
+        assert!(matches!(s.legs[0].downlink.rate, RateSpec::Fixed { bps: 20_000_000 }));
+        assert_eq!(s.legs[0].downlink.queue_packets, Some(100));
+        assert_eq!(s.legs[0].downlink.delay_limit, Some(10_000));
+        assert!(matches!(s.legs[0].downlink.delay, DelayDist::Normal { mean_ms, std_ms } if mean_ms == 10.0 && std_ms == 1.0));
+        assert!(s.legs[0].uplink.is_some() && s.legs[1].uplink.is_none());
+        assert_eq!(s.legs[0].uplink.as_ref().unwrap().queue_packets, Some(10_000));
+        assert_eq!(s.pdcp.sn_bits, 16);
+        assert_eq!(s.pdcp.header_bytes, 2);
+        assert_eq!(s.pdcp.t_reordering, Some(200 * crate::core::time::NS_PER_MS));
+        assert_eq!(s.bearers.len(), 1);
+        assert_eq!(s.bearers[0].legs, vec![0, 1]);
+        assert_eq!(s.bearers[0].uplink_leg, Some(0));
+        assert_eq!(s.bearers[0].split.batch, 100);
+        assert_eq!(s.stats_interval, 100 * crate::core::time::NS_PER_MS);
+    }
+
+    #[test]
+    fn default_toml_round_trips() {
+        let text = default_toml();
+        let s = parse(&text, Path::new(".")).unwrap();
+        assert_eq!(s.legs.len(), 2);
+    }
+
+    #[test]
+    fn rates_parse_with_units() {
+        let r = |s: &str| parse_rate(&RateValue::Text(s.into()));
+        assert_eq!(r("20mbit"), Ok(Some(20_000_000)));
+        assert_eq!(r("1.5 Gbit/s"), Ok(Some(1_500_000_000)));
+        assert_eq!(r("500kbit"), Ok(Some(500_000)));
+        assert_eq!(r("unlimited"), Ok(None));
+        assert_eq!(parse_rate(&RateValue::Bps(33_330_000.0)), Ok(Some(33_330_000)));
+        assert!(r("20 furlongs").unwrap_err().contains("unknown unit"));
+        assert!(r("0mbit").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_field_and_range() {
+        assert!(err("[pdcp]\nsn_bits = 15").contains("pdcp.sn_bits: must be 12, 16 or 18 (got 15)"));
+        assert!(err("[[legs]]\nname='a'\n[legs.downlink]\nqueue_packets = 0").contains("legs[0].downlink.queue_packets: must be between 1"));
+        assert!(err("[[legs]]\nname='a'\n[legs.downlink]\nrate = 'fast'").contains("legs[0].downlink.rate"));
+        assert!(err("[topology]\nserver_addr = '10.0.0.1'").contains("topology.server_addr: must be in 198.18.0.0/15"));
+        assert!(err("[pdcp]\nsn_bits = 'x'").contains("pdcp.sn_bits"));
+        assert!(err("[pdcp]\nbogus = 1").contains("unknown field `bogus`"));
+        assert!(err("[split]\nratio = [1, 1, 1]").contains("split.ratio: needs one share per leg of the bearer (2), got 3"));
+        assert!(err("[[legs]]\nname='a'\n[legs.downlink.loss]\nmodel='bernoulli'\npercent=120").contains("legs[0].downlink.loss.percent: must be between 0 and 100"));
+        assert!(err("[[bearers]]\nname='x'\nmode='sc'\nlegs=['leg1','leg2']").contains("bearers[0].legs: an sc bearer takes exactly 1 leg"));
+        assert!(err("[[bearers]]\nname='x'\nmode='sc'\nlegs=['leg9']").contains("bearers[0].legs[0]: no leg named \"leg9\""));
+        assert!(err("[[schedule]]\nat_ms = 10").contains("schedule[0]: changes nothing"));
+        assert!(err("[[legs]]\nname='a'\n[legs.downlink.trace]\npath='/nonexistent.csv'").contains("legs[0].downlink.trace.path"));
+    }
+
+    #[test]
+    fn bearers_rules_and_schedule() {
+        let s = parse(
+            r#"
+            [[bearers]]
+            name = "dc"
+            mode = "dc"
+            match = [{ protocol = "udp", server_port = 4433 }]
+            [[bearers]]
+            name = "sc1"
+            mode = "sc"
+            legs = ["leg1"]
+            match = [{ server_port = "8000-8001", client_addr = "198.18.0.0/15" }]
+            [[schedule]]
+            at_ms = 2000
+            leg = "leg2"
+            rate = "5mbit"
+            [[schedule]]
+            at_ms = 1000
+            split = { ratio = [9, 1] }
+            "#,
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(s.bearers[0].rules[0].protocol, Some(17));
+        assert_eq!(s.bearers[0].rules[0].server_ports, Some((4433, 4433)));
+        assert_eq!(s.bearers[1].rules[0].server_ports, Some((8000, 8001)));
+        assert_eq!(s.bearers[1].rules[0].client_net, Some((0xC612_0000, 0xFFFE_0000)));
+        assert_eq!(s.schedule.len(), 2);
+        assert_eq!(s.schedule[0].at, crate::core::time::NS_PER_S);
+        assert!(matches!(s.schedule[1].what, ChangeKind::Rate { leg: 1, uplink: false, rate: RateSpec::Fixed { bps: 5_000_000 } }));
+    }
+
+    #[test]
+    fn infinite_t_reordering() {
+        let s = parse("[pdcp]\nt_reordering_ms = 'inf'", Path::new(".")).unwrap();
+        assert_eq!(s.pdcp.t_reordering, None);
+    }
+}

@@ -6,8 +6,12 @@
 //! - [`tun`]: L3 TUN devices created in the root namespace and moved into a named network
 //!   namespace, addressed point-to-point.
 //! - [`signals`]: SIGINT/SIGTERM as a pollable signalfd.
+//! - [`pcap`]: capture of what the client receives.
+//! - [`runtime`]: the real-time driver of the engine.
 
 pub mod clock;
+pub mod pcap;
+pub mod runtime;
 pub mod signals;
 pub mod timer;
 pub mod tun;

@@ -4,13 +4,11 @@
 //! Everything here is clock-free: functions take `now` and report deadlines.
 
 pub mod count;
-pub mod hist;
 pub mod replay;
 pub mod rx;
 pub mod tx;
 
 pub use count::SnSpace;
-pub use hist::WaitHistogram;
 pub use replay::{run_replay, ReplayOptions};
 pub use rx::{DiscardReason, PdcpRx, RxConfig, RxCounters, RxEvent};
 pub use tx::{LegSet, PdcpTx, SplitPattern, TxCounters, TxMode};

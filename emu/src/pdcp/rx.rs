@@ -7,7 +7,7 @@
 //! ring of W = 2^(L-1) slots created up front.
 
 use super::count::SnSpace;
-use super::hist::WaitHistogram;
+use crate::stats::Histogram;
 use crate::core::time::Nanos;
 use serde::Serialize;
 
@@ -81,7 +81,7 @@ pub struct RxCounters {
     /// Most SDUs held in the buffer at once.
     pub buffer_high_water: u32,
     /// Time each delivered SDU spent in the buffer (0 for out-of-order delivery).
-    pub wait: WaitHistogram,
+    pub wait: Histogram,
 }
 
 /// One buffered PDU. `count` tells a live entry from a stale one sharing the ring index.
@@ -471,10 +471,10 @@ mod tests {
         assert_eq!(evs, [d(5, 0), d(5, 1)]);
         let c = rx.counters();
         assert_eq!((c.timer_starts, c.timer_stops, c.timer_expiries), (1, 1, 0));
-        // COUNT 1 waited 5 ms ([4096, 8192) us), COUNT 0 not at all.
-        assert_eq!(c.wait.buckets_us_log2[0], 1);
-        assert_eq!(c.wait.buckets_us_log2[13], 1);
-        assert_eq!(c.wait.sum_ns, 5 * MS);
+        // COUNT 1 waited 5 ms, COUNT 0 not at all.
+        assert_eq!(c.wait.count(), 2);
+        assert_eq!(c.wait.quantile(0.5), 0);
+        assert_eq!(c.wait.max(), 5 * MS);
         assert_eq!(rx.state(), (2, 2, 2));
     }
 
@@ -641,7 +641,7 @@ mod tests {
         let (rx, _) = run(cfg(12, Some(100), 0), &[(1, 0)]);
         let w = &rx.counters().wait;
         assert_eq!(w.count(), 1);
-        assert_eq!(w.sum_ns, 100 * MS);
+        assert_eq!(w.max(), 100 * MS);
         assert_eq!(rx.counters().buffer_high_water, 1);
     }
 

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""`make bench`: dcemu side by side with the kernel path (the same two namespaces joined
+by a plain veth pair). Writes bench/results.json and the table in README.md.
+
+Everything runs inside namespaces this script creates, on 198.18.0.0/15, and every
+traffic generator runs for a bounded time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from dclab.emulator import Emulator, require_root, topology_toml  # noqa: E402
+from dclab.netns import Namespaces, sh  # noqa: E402
+
+SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
+TCP_SECONDS = 8
+UDP_SECONDS = 4
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", flush=True)
+
+
+@contextmanager
+def veth(ns: Namespaces):
+    """The kernel path: a veth pair between the namespaces, MTU 1500."""
+    a, b = f"dclab-{ns.tag}a", f"dclab-{ns.tag}b"
+    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+    try:
+        sh("ip", "link", "set", a, "netns", ns.server)
+        sh("ip", "link", "set", b, "netns", ns.client)
+        for n, dev, addr, peer in ((ns.server, a, SERVER, CLIENT), (ns.client, b, CLIENT, SERVER)):
+            sh("ip", "-n", n, "addr", "add", f"{addr}/32", "peer", f"{peer}/32", "dev", dev)
+            sh("ip", "-n", n, "link", "set", dev, "up")
+        yield
+    finally:
+        sh("ip", "-n", ns.server, "link", "del", a, check=False)
+        sh("ip", "link", "del", a, check=False)
+
+
+@contextmanager
+def iperf_server(ns: Namespaces):
+    p = subprocess.Popen(ns.exec(ns.server, "iperf3", "-s", "-B", SERVER), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    try:
+        yield
+    finally:
+        p.kill()
+        p.wait()
+
+
+def iperf(ns: Namespaces, *args: str, seconds: int) -> dict:
+    out = subprocess.run(
+        ns.exec(ns.client, "iperf3", "-c", SERVER, "-J", "-t", str(seconds), *args),
+        capture_output=True, text=True, timeout=seconds + 30,
+    )
+    data = json.loads(out.stdout or "{}")
+    if "error" in data:
+        raise RuntimeError(f"iperf3 {' '.join(args)}: {data['error']}")
+    return data
+
+
+def tcp_gbps(ns: Namespaces) -> float:
+    d = iperf(ns, "-R", seconds=TCP_SECONDS)
+    return d["end"]["sum_received"]["bits_per_second"] / 1e9
+
+
+def udp_rate(ns: Namespaces, bitrate: str, length: int) -> dict:
+    """UDP from server to client; receiver-side per-interval packets and bytes."""
+    d = iperf(ns, "-R", "-u", "-b", bitrate, "-l", str(length), "-i", "0.5", seconds=UDP_SECONDS)
+    return d
+
+
+def udp_kpps(ns: Namespaces) -> float:
+    d = udp_rate(ns, "0", 64)
+    s = d["end"]["sum"]
+    received = s["packets"] - s["lost_packets"]
+    return received / s["seconds"] / 1e3
+
+
+def rtts_ms(ns: Namespaces, count: int = 300) -> list[float]:
+    out = subprocess.run(
+        ns.exec(ns.client, "ping", "-c", str(count), "-i", "0.01", "-s", "56", SERVER),
+        capture_output=True, text=True, timeout=60,
+    ).stdout
+    return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]
+
+
+def pct(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def rate_error(ns: Namespaces, configured_bps: float, length: int) -> dict:
+    """Offers 20% more than the leg's rate; the client's iperf3 counts what arrives per
+    half second. Bytes on the leg = payload + 28 (IP/UDP) + 2 (PDCP) per datagram."""
+    d = udp_rate(ns, str(int(configured_bps * 1.2)), length)
+    intervals = d["intervals"][2:-1]  # skip start-up and the last partial interval
+    bits = sum(i["sum"]["bytes"] * 8 + i["sum"]["packets"] * 30 * 8 for i in intervals)
+    secs = sum(i["sum"]["seconds"] for i in intervals)
+    measured = bits / secs
+    return {"configured_mbps": configured_bps / 1e6, "measured_mbps": measured / 1e6,
+            "error_pct": (measured - configured_bps) / configured_bps * 100}
+
+
+def scenario(ns: Namespaces, legs: list[tuple[str, str]], delay_ms: float = 0.0, ratio: str = "[1, 1]",
+             batch: int = 100, queue: str = "queue_packets = 10000") -> str:
+    text = topology_toml(ns.server, ns.client, ns.tag)
+    text += f"[split]\nbatch = {batch}\nratio = {ratio}\n"
+    for i, (name, rate) in enumerate(legs):
+        text += (f'[[legs]]\nname = "{name}"\n[legs.downlink]\nrate = "{rate}"\n{queue}\n'
+                 f'delay = {{ distribution = "constant", ms = {delay_ms} }}\n')
+        if i == 0:
+            text += (f'[legs.uplink]\nrate = "unlimited"\nqueue_packets = 10000\n'
+                     f'delay = {{ distribution = "constant", ms = {delay_ms} }}\n')
+    return text
+
+
+def main() -> int:
+    require_root()
+    results: dict = {}
+    tmp = Path(tempfile.mkdtemp(prefix="dclab-bench-"))
+
+    log("kernel path: veth pair")
+    with Namespaces() as ns, veth(ns), iperf_server(ns):
+        results["kernel_veth_tcp_gbps"] = tcp_gbps(ns)
+        results["kernel_veth_udp_kpps"] = udp_kpps(ns)
+        base = rtts_ms(ns)
+    log(f"  TCP {results['kernel_veth_tcp_gbps']:.2f} Gbit/s, UDP {results['kernel_veth_udp_kpps']:.0f} kpps, "
+        f"RTT p50 {pct(base, .5) * 1e3:.0f} us")
+
+    log("dcemu, two unlimited legs, no delay")
+    with Namespaces() as ns:
+        sc = scenario(ns, [("leg1", "unlimited"), ("leg2", "unlimited")], queue="")
+        with Emulator(sc, tmp / "unlimited-rtt") as emu:
+            rtt = rtts_ms(ns)
+        with Emulator(sc, tmp / "unlimited-tcp") as emu, iperf_server(ns):
+            results["tcp_gbps_unlimited"] = tcp_gbps(ns)
+        tcp_summary = emu.summary()
+        with Emulator(sc, tmp / "unlimited-udp") as emu, iperf_server(ns):
+            results["udp_kpps_unlimited"] = udp_kpps(ns)
+    results["added_rtt_us_p50"] = (pct(rtt, .5) - pct(base, .5)) * 1e3
+    results["added_rtt_us_p99"] = (pct(rtt, .99) - pct(base, .99)) * 1e3
+    rt = tcp_summary["runtime"]
+    fwd_bytes = sum(leg["downlink"]["bytes_out"] + (leg.get("uplink") or {}).get("bytes_out", 0) for leg in tcp_summary["legs"])
+    results["cpu_s_per_gb"] = (rt["cpu_user_s"] + rt["cpu_sys_s"]) / (fwd_bytes / 1e9)
+    results["lateness_us_p50_max_rate"] = rt["lateness"]["p50_us"]
+    results["lateness_us_p99_max_rate"] = rt["lateness"]["p99_us"]
+    log(f"  TCP {results['tcp_gbps_unlimited']:.2f} Gbit/s, UDP {results['udp_kpps_unlimited']:.0f} kpps, "
+        f"added RTT p50 {results['added_rtt_us_p50']:.0f} us")
+
+    log("dcemu, two unlimited legs, 10 ms each way")
+    with Namespaces() as ns:
+        sc = scenario(ns, [("leg1", "unlimited"), ("leg2", "unlimited")], delay_ms=10.0, queue="")
+        with Emulator(sc, tmp / "delay-tcp") as emu, iperf_server(ns):
+            results["tcp_gbps_unlimited_20ms_rtt"] = tcp_gbps(ns)
+
+    log("dcemu, default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms): lateness at 40 Mbit/s aggregate")
+    with Namespaces() as ns:
+        with Emulator(topology_toml(ns.server, ns.client, ns.tag), tmp / "default") as emu, iperf_server(ns):
+            results["tcp_mbps_default_scenario"] = tcp_gbps(ns) * 1e3
+        lat = emu.summary()["runtime"]["lateness"]
+        results["lateness_us_p50"] = lat["p50_us"]
+        results["lateness_us_p99"] = lat["p99_us"]
+
+    log("rate error: one 20 Mbit/s leg, then one 1 Gbit/s leg")
+    for key, rate, bps, length in (("20mbit", "20mbit", 20e6, 1200), ("1gbit", "1gbit", 1e9, 1400)):
+        with Namespaces() as ns:
+            text = topology_toml(ns.server, ns.client, ns.tag) + (
+                f'[[legs]]\nname = "leg1"\n[legs.downlink]\nrate = "{rate}"\nqueue_packets = 1000\n'
+                'delay = { distribution = "constant", ms = 0 }\n'
+                '[legs.uplink]\nrate = "unlimited"\ndelay = { distribution = "constant", ms = 0 }\n'
+                '[[bearers]]\nname = "sc"\nmode = "sc"\nlegs = ["leg1"]\n')
+            with Emulator(text, tmp / f"rate-{key}") as emu, iperf_server(ns):
+                r = rate_error(ns, bps, length)
+            s = emu.summary()
+            r["leg_queue_drops"] = s["legs"][0]["downlink"]["dropped_queue_packets"]
+            r["saturated"] = r["leg_queue_drops"] > 0
+            results[f"rate_{key}"] = r
+            results[f"rate_error_pct_{key}"] = r["error_pct"]
+            log(f"  {rate}: measured {r['measured_mbps']:.3f} Mbit/s ({r['error_pct']:+.3f}%), saturated={r['saturated']}")
+
+    results["measured_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    results["kernel"] = sh("uname", "-r").stdout.strip()
+    results["cpus"] = int(sh("nproc").stdout.strip())
+    out = ROOT / "bench" / "results.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    table = render_table(results)
+    print(table)
+    update_readme(table)
+    log(f"wrote {out} and the README table")
+    return 0
+
+
+def render_table(r: dict) -> str:
+    rows = [
+        ("TCP goodput, unlimited legs, MTU 1500", f"{r['tcp_gbps_unlimited']:.2f} Gbit/s", f"{r['kernel_veth_tcp_gbps']:.2f} Gbit/s", ">= 1 Gbit/s"),
+        ("TCP goodput, unlimited legs, 10 ms each way", f"{r['tcp_gbps_unlimited_20ms_rtt']:.2f} Gbit/s", "-", "> 0.3 Gbit/s (mahimahi with delay)"),
+        ("UDP packets/s (64-byte payload), unlimited legs", f"{r['udp_kpps_unlimited']:.0f} kpps", f"{r['kernel_veth_udp_kpps']:.0f} kpps", "-"),
+        ("RTT added at zero delay, p50 / p99", f"{r['added_rtt_us_p50']:.0f} / {r['added_rtt_us_p99']:.0f} us", "0", "p50 <= 100 us"),
+        ("Departure lateness at 40 Mbit/s aggregate, p50 / p99", f"{r['lateness_us_p50']:.1f} / {r['lateness_us_p99']:.1f} us", "-", "p99 <= 200 us"),
+        ("Departure lateness at the highest rate, p50 / p99", f"{r['lateness_us_p50_max_rate']:.1f} / {r['lateness_us_p99_max_rate']:.1f} us", "-", "-"),
+        ("Rate error at 20 Mbit/s", f"{r['rate_error_pct_20mbit']:+.3f} %", "-", "<= 1 %"),
+        ("Rate error at 1 Gbit/s", f"{r['rate_error_pct_1gbit']:+.3f} %" + ("" if r["rate_1gbit"]["saturated"] else " (sender could not saturate)"), "-", "<= 1 %"),
+        ("CPU seconds per GB forwarded", f"{r['cpu_s_per_gb']:.2f} s", "-", "-"),
+    ]
+    lines = ["| measure | dcemu | kernel veth | target |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    lines.append(f"\nMeasured {r['measured_at']} on {r['cpus']} cores, kernel {r['kernel']}, by `make bench`.")
+    return "\n".join(lines)
+
+
+def update_readme(table: str) -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start in text and end in text:
+        a, b = text.index(start) + len(start), text.index(end)
+        readme.write_text(text[:a] + "\n" + table + "\n" + text[b:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

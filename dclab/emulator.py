@@ -1,0 +1,93 @@
+"""Starting and stopping dcemu on a scenario, and reading its stats."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DCEMU = ROOT / "emu" / "target" / "release" / "dcemu"
+
+
+def topology_toml(server_ns: str, client_ns: str, tag: str) -> str:
+    """The [topology] section for a run's namespaces; TUN names carry the run tag."""
+    return (
+        "[topology]\n"
+        f'server_netns = "{server_ns}"\n'
+        f'client_netns = "{client_ns}"\n'
+        f'server_tun = "dcemu-{tag}s"\n'
+        f'client_tun = "dcemu-{tag}c"\n'
+    )
+
+
+class Emulator:
+    """dcemu as a context manager: started and ready on enter, stopped with SIGTERM (its
+    summary written, its devices removed) on exit."""
+
+    def __init__(self, scenario_text: str, workdir: Path, extra_args: tuple[str, ...] = ()):
+        self.workdir = workdir
+        self.scenario = workdir / "scenario.toml"
+        self.stats = workdir / "dcemu-stats.jsonl"
+        self.log = workdir / "dcemu.log"
+        self.scenario_text = scenario_text
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> "Emulator":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.scenario.write_text(self.scenario_text)
+        ready = self.workdir / "dcemu.ready"
+        ready.unlink(missing_ok=True)
+        log = open(self.log, "wb")
+        self.proc = subprocess.Popen(
+            [str(DCEMU), "run", str(self.scenario), "--stats", str(self.stats), "--ready-file", str(ready), *self.extra_args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 10
+        while not ready.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"dcemu failed to start: {self.log.read_text().strip()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("dcemu not ready after 10 s")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def records(self) -> list[dict]:
+        if not self.stats.exists():
+            return []
+        out = []
+        for line in self.stats.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass  # a line cut by a crash
+        return out
+
+    def summary(self) -> dict | None:
+        recs = [r for r in self.records() if r.get("type") == "summary"]
+        return recs[-1] if recs else None
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise SystemExit("dclab must run as root (sudo): it creates network namespaces and TUN devices")
+    if not DCEMU.exists():
+        raise SystemExit(f"{DCEMU} is missing: run `make build` first")

@@ -1,0 +1,476 @@
+//! The emulator core: classifier, PDCP transmit, the legs, PDCP receive, scheduled
+//! changes and stats, driven by an outside clock.
+//!
+//! The driver calls `ingress` for each packet it reads and `advance(now)`; the engine
+//! processes every event due by `now` in time order, each at its own instant (so a late
+//! driver changes when packets are written, never what the emulated network did), and
+//! queues packets to write in `outputs`. `next_deadline` says when to call again.
+
+use std::collections::VecDeque;
+
+use super::classifier::{Classifier, Dir};
+use super::packet::{Pkt, PktId};
+use super::pool::PacketPool;
+use super::time::{Nanos, NS_PER_MS};
+use crate::config::{BearerMode, ChangeKind, Scenario};
+use crate::link::{LinkDirection, RateSpec};
+use crate::pdcp::{PdcpRx, PdcpTx, RxConfig, RxEvent, SplitPattern, TxMode};
+use crate::stats::{BearerRecord, DirRecord, EngineCounters, Histogram, LegRecord, Record};
+
+/// A packet ready to be written: to the client (`Down`) or to the server (`Up`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub dir: Dir,
+    pub id: PktId,
+    /// The instant the emulated network delivers it.
+    pub at: Nanos,
+}
+
+struct LegState {
+    name: String,
+    down: LinkDirection,
+    up: Option<LinkDirection>,
+    prev_down_bytes: u64,
+    prev_up_bytes: u64,
+}
+
+struct BearerState {
+    name: String,
+    mode: BearerMode,
+    legs: Vec<usize>,
+    tx: PdcpTx,
+    /// None: reordering off, PDUs bypass the receiver.
+    rx: Option<PdcpRx<Pkt>>,
+    sn_mask: u32,
+    uplink_leg: Option<usize>,
+    delivered_bytes: u64,
+    delivered_packets: u64,
+    prev_delivered_bytes: u64,
+    uplink_bytes: u64,
+    uplink_packets: u64,
+}
+
+/// Components that have deadlines, in tie-break order: at the same instant a reordering
+/// timer fires before anything arrives (pdcp-reordering.md).
+#[derive(Clone, Copy, Debug)]
+enum Due {
+    Rx(usize),
+    Change,
+    Down(usize),
+    Up(usize),
+    Stats,
+}
+
+pub struct Engine {
+    pool: PacketPool,
+    classifier: Classifier,
+    legs: Vec<LegState>,
+    bearers: Vec<BearerState>,
+    schedule: Vec<(Nanos, ChangeKind)>,
+    next_change: usize,
+    header_bytes: u32,
+    stats_interval: Nanos,
+    next_stats: Nanos,
+    last_stats: Nanos,
+    outputs: VecDeque<Output>,
+    records: Vec<Record>,
+    counters: EngineCounters,
+}
+
+/// Packets the pool may hold at most; far beyond any sane queue configuration.
+const MAX_BUFFERS: usize = 1 << 20;
+
+impl Engine {
+    /// Builds the engine; `slot_size` must hold the largest packet the driver reads.
+    pub fn new(s: &Scenario, slot_size: usize) -> anyhow::Result<Engine> {
+        let legs = s
+            .legs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LegState {
+                name: l.name.clone(),
+                down: LinkDirection::new(&l.downlink, seed(s.seed, i, 0)),
+                up: l.uplink.as_ref().map(|u| LinkDirection::new(u, seed(s.seed, i, 1))),
+                prev_down_bytes: 0,
+                prev_up_bytes: 0,
+            })
+            .collect();
+        let mut bearers = Vec::new();
+        for b in &s.bearers {
+            let mode = match b.mode {
+                BearerMode::Sc => TxMode::Single { leg: b.legs[0] },
+                BearerMode::Dup => TxMode::Duplicate { legs: b.legs.clone() },
+                BearerMode::Dc => TxMode::Split {
+                    legs: b.legs.clone(),
+                    pattern: SplitPattern::new(b.split.batch, &b.split.ratio)
+                        .map_err(|e| anyhow::anyhow!("bearer {}: {e}", b.name))?,
+                },
+            };
+            let rx = s.pdcp.reordering.then(|| {
+                PdcpRx::new(RxConfig {
+                    sn_bits: s.pdcp.sn_bits,
+                    t_reordering: s.pdcp.t_reordering,
+                    out_of_order: s.pdcp.out_of_order,
+                    initial_count: s.pdcp.initial_count,
+                })
+            });
+            bearers.push(BearerState {
+                name: b.name.clone(),
+                mode: b.mode,
+                legs: b.legs.clone(),
+                tx: PdcpTx::new(mode, s.pdcp.sn_bits, s.pdcp.initial_count)
+                    .map_err(|e| anyhow::anyhow!("bearer {}: {e}", b.name))?,
+                rx,
+                sn_mask: (1u32 << s.pdcp.sn_bits) - 1,
+                uplink_leg: b.uplink_leg,
+                delivered_bytes: 0,
+                delivered_packets: 0,
+                prev_delivered_bytes: 0,
+                uplink_bytes: 0,
+                uplink_packets: 0,
+            });
+        }
+        let rules: Vec<_> = s.bearers.iter().map(|b| b.rules.clone()).collect();
+        Ok(Engine {
+            pool: PacketPool::new(slot_size, 4096, MAX_BUFFERS),
+            classifier: Classifier::new(&rules, s.default_bearer),
+            legs,
+            bearers,
+            schedule: s.schedule.iter().map(|c| (c.at, c.what.clone())).collect(),
+            next_change: 0,
+            header_bytes: s.pdcp.header_bytes,
+            stats_interval: s.stats_interval,
+            next_stats: s.stats_interval,
+            last_stats: 0,
+            outputs: VecDeque::with_capacity(4096),
+            records: Vec::new(),
+            counters: EngineCounters::default(),
+        })
+    }
+
+    /// Buffer pool: the driver reads a packet into `pool_mut().slot_mut(id)` of an id from
+    /// `alloc_buffer`, then hands it over with `ingress`.
+    pub fn pool(&self) -> &PacketPool {
+        &self.pool
+    }
+
+    pub fn pool_mut(&mut self) -> &mut PacketPool {
+        &mut self.pool
+    }
+
+    /// A free buffer, or None (counted) when every buffer is in use.
+    pub fn alloc_buffer(&mut self) -> Option<PktId> {
+        let id = self.pool.alloc();
+        if id.is_none() {
+            self.counters.dropped_no_buffer += 1;
+        }
+        id
+    }
+
+    /// A packet of `len` bytes in buffer `id` arrived at `now` travelling `dir`.
+    pub fn ingress(&mut self, now: Nanos, dir: Dir, id: PktId, len: usize) {
+        self.advance(now);
+        self.pool.set_len(id, len);
+        let b = self.classifier.classify(self.pool.get(id), dir);
+        let pkt = Pkt { id, len: len as u32, born: now, count: 0, bearer: b as u16 };
+        match dir {
+            Dir::Down => {
+                self.counters.packets_in_down += 1;
+                self.send_down(now, pkt);
+            }
+            Dir::Up => {
+                self.counters.packets_in_up += 1;
+                self.send_up(now, pkt);
+            }
+        }
+    }
+
+    fn send_down(&mut self, now: Nanos, mut pkt: Pkt) {
+        let bearer = &mut self.bearers[pkt.bearer as usize];
+        let (count, _sn, legs) = bearer.tx.next();
+        pkt.count = count;
+        pkt.len += self.header_bytes;
+        let mut first = true;
+        for leg in legs.iter() {
+            let mut p = pkt;
+            if !first {
+                match self.pool.clone_packet(pkt.id) {
+                    Some(id) => p.id = id,
+                    None => {
+                        self.counters.dropped_no_buffer += 1;
+                        continue;
+                    }
+                }
+            }
+            first = false;
+            if !self.legs[leg].down.enqueue(now, p) {
+                self.pool.free(p.id);
+            }
+        }
+        if first {
+            // No leg took it (cannot happen with a validated scenario); do not leak it.
+            self.pool.free(pkt.id);
+        }
+    }
+
+    fn send_up(&mut self, now: Nanos, pkt: Pkt) {
+        let bearer = &mut self.bearers[pkt.bearer as usize];
+        bearer.uplink_bytes += pkt.len as u64;
+        bearer.uplink_packets += 1;
+        match bearer.uplink_leg.and_then(|l| self.legs[l].up.as_mut()) {
+            Some(up) => {
+                if !up.enqueue(now, pkt) {
+                    self.pool.free(pkt.id);
+                }
+            }
+            None => {
+                self.counters.uplink_unshaped += 1;
+                self.counters.packets_out_up += 1;
+                self.outputs.push_back(Output { dir: Dir::Up, id: pkt.id, at: now });
+            }
+        }
+    }
+
+    /// The earliest pending event, with its component.
+    fn earliest(&self) -> Option<(Nanos, Due)> {
+        let mut best: Option<(Nanos, Due)> = None;
+        let mut consider = |t: Option<Nanos>, d: Due| {
+            if let Some(t) = t {
+                if best.map_or(true, |(b, _)| t < b) {
+                    best = Some((t, d));
+                }
+            }
+        };
+        for (i, b) in self.bearers.iter().enumerate() {
+            consider(b.rx.as_ref().and_then(|rx| rx.next_deadline()), Due::Rx(i));
+        }
+        consider(self.schedule.get(self.next_change).map(|c| c.0), Due::Change);
+        for (i, l) in self.legs.iter().enumerate() {
+            consider(l.down.next_deadline(), Due::Down(i));
+        }
+        for (i, l) in self.legs.iter().enumerate() {
+            consider(l.up.as_ref().and_then(|u| u.next_deadline()), Due::Up(i));
+        }
+        consider(Some(self.next_stats), Due::Stats);
+        best
+    }
+
+    /// When the engine next needs `advance` (a stats boundary at the latest).
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.earliest().map(|(t, _)| t)
+    }
+
+    /// Processes every event due at or before `now`, in time order.
+    pub fn advance(&mut self, now: Nanos) {
+        while let Some((t, due)) = self.earliest() {
+            if t > now {
+                break;
+            }
+            self.step(t, due);
+        }
+    }
+
+    fn step(&mut self, t: Nanos, due: Due) {
+        let Engine { legs, bearers, pool, outputs, counters, header_bytes, .. } = self;
+        let hdr = *header_bytes;
+        match due {
+            Due::Rx(b) => {
+                let BearerState { rx, delivered_bytes, delivered_packets, .. } = &mut bearers[b];
+                if let Some(rx) = rx.as_mut() {
+                    rx.poll(t, &mut |ev| on_rx_event(ev, pool, outputs, counters, delivered_bytes, delivered_packets, hdr));
+                }
+            }
+            Due::Down(l) => {
+                legs[l].down.poll(t, &mut |at, pkt| {
+                    let BearerState { rx, delivered_bytes, delivered_packets, sn_mask, .. } =
+                        &mut bearers[pkt.bearer as usize];
+                    match rx.as_mut() {
+                        Some(rx) => {
+                            let sn = pkt.count & *sn_mask;
+                            rx.receive(at, sn, pkt, &mut |ev| {
+                                on_rx_event(ev, pool, outputs, counters, delivered_bytes, delivered_packets, hdr)
+                            });
+                        }
+                        None => {
+                            *delivered_bytes += (pkt.len - hdr) as u64;
+                            *delivered_packets += 1;
+                            counters.packets_out_down += 1;
+                            outputs.push_back(Output { dir: Dir::Down, id: pkt.id, at });
+                        }
+                    }
+                });
+            }
+            Due::Up(l) => {
+                if let Some(up) = legs[l].up.as_mut() {
+                    up.poll(t, &mut |at, pkt| {
+                        counters.packets_out_up += 1;
+                        outputs.push_back(Output { dir: Dir::Up, id: pkt.id, at });
+                    });
+                }
+            }
+            Due::Change => {
+                let what = self.schedule[self.next_change].1.clone();
+                self.next_change += 1;
+                self.apply(t, what);
+            }
+            Due::Stats => {
+                let rec = self.record("interval", t);
+                self.records.push(rec);
+                self.last_stats = t;
+                self.next_stats = t + self.stats_interval;
+            }
+        }
+    }
+
+    fn apply(&mut self, now: Nanos, what: ChangeKind) {
+        match what {
+            ChangeKind::Rate { leg, uplink, mut rate } => {
+                // A trace switched on mid-run starts from its beginning.
+                if let RateSpec::Trace { start_offset, .. } = &mut rate {
+                    *start_offset = now;
+                }
+                self.direction(leg, uplink).set_rate(now, rate)
+            }
+            ChangeKind::Delay { leg, uplink, delay } => self.direction(leg, uplink).set_delay(now, delay),
+            ChangeKind::Loss { leg, uplink, loss } => self.direction(leg, uplink).set_loss(now, loss),
+            ChangeKind::Split { bearer, batch, ratio } => {
+                for (i, b) in self.bearers.iter_mut().enumerate() {
+                    if bearer.map_or(b.mode == BearerMode::Dc, |x| x == i) {
+                        if let TxMode::Split { pattern, .. } = b.tx.mode() {
+                            let batch = batch.unwrap_or(pattern.batch());
+                            let ratio = ratio.clone().unwrap_or_else(|| pattern.ratio().to_vec());
+                            // Validated with the scenario, so this cannot fail.
+                            let _ = b.tx.set_split(batch, &ratio);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn direction(&mut self, leg: usize, uplink: bool) -> &mut LinkDirection {
+        let l = &mut self.legs[leg];
+        if uplink {
+            l.up.as_mut().expect("validated: leg has an uplink")
+        } else {
+            &mut l.down
+        }
+    }
+
+    /// Packets to write, in delivery order. The driver writes each and then calls
+    /// `release(id)`.
+    pub fn outputs(&mut self) -> &mut VecDeque<Output> {
+        &mut self.outputs
+    }
+
+    pub fn release(&mut self, id: PktId) {
+        self.pool.free(id);
+    }
+
+    /// Stats records produced so far (drained by the caller).
+    pub fn take_records(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.records)
+    }
+
+    /// The final record, covering the time since the last interval record.
+    pub fn summary(&mut self, now: Nanos) -> Record {
+        self.advance(now);
+        self.record("summary", now)
+    }
+
+    fn record(&mut self, kind: &'static str, t: Nanos) -> Record {
+        let dt = t.saturating_sub(self.last_stats);
+        let mbps = |bytes: u64| if dt == 0 { 0.0 } else { bytes as f64 * 8.0 / dt as f64 * 1e3 };
+        let legs = self
+            .legs
+            .iter_mut()
+            .map(|l| {
+                let down_bytes = l.down.counters().bytes_out;
+                let downlink = dir_record(&l.down, mbps(down_bytes - l.prev_down_bytes));
+                l.prev_down_bytes = down_bytes;
+                let uplink = l.up.as_ref().map(|u| {
+                    let b = u.counters().bytes_out;
+                    let r = dir_record(u, mbps(b - l.prev_up_bytes));
+                    l.prev_up_bytes = b;
+                    r
+                });
+                LegRecord { name: l.name.clone(), downlink, uplink }
+            })
+            .collect();
+        let leg_names: Vec<String> = self.legs.iter().map(|l| l.name.clone()).collect();
+        let bearers = self
+            .bearers
+            .iter_mut()
+            .map(|b| {
+                let r = BearerRecord {
+                    name: b.name.clone(),
+                    mode: format!("{:?}", b.mode).to_lowercase(),
+                    tx_pdus: b.legs.iter().map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l])).collect(),
+                    rx: b.rx.as_ref().map(|rx| rx.counters().clone()),
+                    reorder_buffer: b.rx.as_ref().map_or(0, |rx| rx.occupancy()),
+                    delivered_bytes: b.delivered_bytes,
+                    delivered_packets: b.delivered_packets,
+                    delivered_mbps: mbps(b.delivered_bytes - b.prev_delivered_bytes),
+                    uplink_bytes: b.uplink_bytes,
+                    uplink_packets: b.uplink_packets,
+                };
+                b.prev_delivered_bytes = b.delivered_bytes;
+                r
+            })
+            .collect();
+        let mut engine = self.counters.clone();
+        engine.buffers_in_use = self.pool.in_use() as u64;
+        Record {
+            kind,
+            t_ms: t as f64 / NS_PER_MS as f64,
+            dt_ms: dt as f64 / NS_PER_MS as f64,
+            legs,
+            bearers,
+            engine,
+            runtime: None,
+        }
+    }
+
+    pub fn counters(&self) -> &EngineCounters {
+        &self.counters
+    }
+
+    /// Wait-time histogram of one bearer's receiver (None in bypass).
+    pub fn rx_wait(&self, bearer: usize) -> Option<&Histogram> {
+        self.bearers[bearer].rx.as_ref().map(|rx| &rx.counters().wait)
+    }
+}
+
+fn seed(base: u64, leg: usize, dir: u64) -> u64 {
+    base.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((leg as u64) << 8 | dir)
+}
+
+fn dir_record(d: &LinkDirection, out_mbps: f64) -> DirRecord {
+    DirRecord {
+        counters: d.counters().clone(),
+        queue_packets: d.queue_packets(),
+        queue_bytes: d.queue_bytes(),
+        in_flight: d.in_flight(),
+        out_mbps,
+    }
+}
+
+fn on_rx_event(
+    ev: RxEvent<Pkt>,
+    pool: &mut PacketPool,
+    outputs: &mut VecDeque<Output>,
+    counters: &mut EngineCounters,
+    delivered_bytes: &mut u64,
+    delivered_packets: &mut u64,
+    hdr: u32,
+) {
+    match ev {
+        RxEvent::Deliver { at, item, .. } => {
+            *delivered_bytes += (item.len - hdr) as u64;
+            *delivered_packets += 1;
+            counters.packets_out_down += 1;
+            outputs.push_back(Output { dir: Dir::Down, id: item.id, at });
+        }
+        RxEvent::Discard { item, .. } => pool.free(item.id),
+    }
+}

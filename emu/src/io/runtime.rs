@@ -1,0 +1,254 @@
+//! The real-time driver: creates the TUN devices, then loops reading packets, advancing
+//! the engine to the monotonic clock, writing what it delivers, and sleeping until the
+//! engine's next deadline. Ends on SIGINT/SIGTERM or after `duration`, writing a final
+//! summary; the TUN devices go away with their `Drop`.
+
+use std::fs::File;
+use std::io::{BufWriter, ErrorKind, Write};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use super::clock::Clock;
+use super::pcap::PcapWriter;
+use super::signals::Signals;
+use super::timer::Waiter;
+use super::tun::{preflight, Tun, TunConfig};
+use crate::config::Scenario;
+use crate::core::classifier::Dir;
+use crate::core::engine::Engine;
+use crate::core::time::Nanos;
+use crate::stats::{Histogram, Record, RuntimeRecord};
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Stop after this long (None: until a signal).
+    pub duration: Option<Duration>,
+    /// Stats JSON lines; None or "-" is standard output.
+    pub stats_path: Option<PathBuf>,
+    pub pcap_path: Option<PathBuf>,
+    /// Written (with our PID) once the devices are up and forwarding starts.
+    pub ready_file: Option<PathBuf>,
+    /// Busy-wait this long before each deadline instead of sleeping (0: never).
+    pub spin_us: u32,
+    /// Run with SCHED_FIFO priority (cuts timer tails; takes CPU from the endpoints first).
+    pub realtime: bool,
+}
+
+const TOK_SERVER: u64 = 1;
+const TOK_CLIENT: u64 = 2;
+const TOK_SIGNAL: u64 = 3;
+/// Packets read from one device before looking at the other and the clock, so neither
+/// direction starves and deadlines are not missed by much under load.
+const READ_BURST: usize = 64;
+
+struct Counters {
+    lateness: Histogram,
+    reads: u64,
+    writes: u64,
+    write_errors: u64,
+    malformed: u64,
+    wakeups: u64,
+}
+
+/// Runs the scenario until a signal or the duration ends; returns the summary record.
+pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
+    preflight()?;
+    // Before anything else, so a signal during setup still ends in a clean exit.
+    let signals = Signals::new().context("installing signal handlers")?;
+    let t = &s.topology;
+    let server = Tun::create(&TunConfig {
+        name: t.server_tun.clone(),
+        netns: t.server_netns.clone(),
+        mtu: t.mtu,
+        local: t.server_addr,
+        peer: t.client_addr,
+        routes: vec![],
+    })
+    .context("setting up the server side")?;
+    let client = Tun::create(&TunConfig {
+        name: t.client_tun.clone(),
+        netns: t.client_netns.clone(),
+        mtu: t.mtu,
+        local: t.client_addr,
+        peer: t.server_addr,
+        routes: vec![],
+    })
+    .context("setting up the client side")?;
+
+    let mut waiter = Waiter::new(opts.spin_us)?;
+    waiter.add_fd(server.fd(), TOK_SERVER)?;
+    waiter.add_fd(client.fd(), TOK_CLIENT)?;
+    waiter.add_fd(signals.fd(), TOK_SIGNAL)?;
+    if opts.realtime {
+        super::timer::set_sched_fifo(10).context("--realtime: cannot get SCHED_FIFO")?;
+    }
+
+    let stats_path = opts.stats_path.clone().or_else(|| s.stats_path.clone());
+    let mut stats: Box<dyn Write> = match &stats_path {
+        Some(p) if p.as_os_str() != "-" => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("cannot create stats file {}", p.display()))?,
+        )),
+        _ => Box::new(BufWriter::new(std::io::stdout())),
+    };
+    let pcap_path = opts.pcap_path.clone().or_else(|| s.pcap_path.clone());
+    let mut pcap = match &pcap_path {
+        Some(p) => Some(PcapWriter::create(p, t.mtu + 64).with_context(|| format!("cannot create pcap {}", p.display()))?),
+        None => None,
+    };
+
+    let slot = t.mtu as usize + 64;
+    let mut engine = Engine::new(s, slot)?;
+    let clock = Clock::new();
+    let unix_at_start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+    let end = opts.duration.map(|d| d.as_nanos() as Nanos);
+    if let Some(p) = &opts.ready_file {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .with_context(|| format!("cannot write ready file {}", p.display()))?;
+    }
+    eprintln!(
+        "dcemu: forwarding {} ({}) <-> {} ({}), {} legs, {} bearers",
+        t.server_netns,
+        t.server_addr,
+        t.client_netns,
+        t.client_addr,
+        s.legs.len(),
+        s.bearers.len()
+    );
+
+    let mut c = Counters { lateness: Histogram::default(), reads: 0, writes: 0, write_errors: 0, malformed: 0, wakeups: 0 };
+    let mut ready = Vec::with_capacity(4);
+    let mut stop_signal = None;
+    loop {
+        let now = clock.now();
+        engine.advance(now);
+        flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, unix_at_start, &mut c);
+        for rec in engine.take_records() {
+            write_record(&mut stats, rec, &c)?;
+        }
+        if let Some(sig) = signals.take() {
+            stop_signal = Some(sig);
+            break;
+        }
+        if end.is_some_and(|e| now >= e) {
+            break;
+        }
+        let deadline = match (engine.next_deadline(), end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        ready.clear();
+        waiter.wait(&clock, deadline, &mut ready)?;
+        c.wakeups += 1;
+        for &tok in &ready {
+            match tok {
+                TOK_SERVER => read_burst(&mut engine, &server, Dir::Down, &clock, &mut c),
+                TOK_CLIENT => read_burst(&mut engine, &client, Dir::Up, &clock, &mut c),
+                _ => {}
+            }
+        }
+    }
+    let now = clock.now();
+    let mut summary = engine.summary(now);
+    flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, unix_at_start, &mut c);
+    for rec in engine.take_records() {
+        write_record(&mut stats, rec, &c)?;
+    }
+    summary.runtime = Some(runtime_record(&c));
+    serde_json::to_writer(&mut stats, &summary)?;
+    stats.write_all(b"\n")?;
+    stats.flush()?;
+    if let Some(p) = pcap.as_mut() {
+        p.flush()?;
+    }
+    if let Some(sig) = stop_signal {
+        eprintln!("dcemu: stopped by signal {sig}, devices removed");
+    }
+    Ok(summary)
+}
+
+fn read_burst(engine: &mut Engine, tun: &Tun, dir: Dir, clock: &Clock, c: &mut Counters) {
+    for _ in 0..READ_BURST {
+        let Some(id) = engine.alloc_buffer() else {
+            // Every buffer in use: drain the device anyway so the kernel does not stall,
+            // counting the loss (dropped_no_buffer).
+            let mut scratch = [0u8; 65536];
+            if tun.read(&mut scratch).is_err() {
+                return;
+            }
+            continue;
+        };
+        match tun.read(engine.pool_mut().slot_mut(id)) {
+            Ok(n) if n >= 20 && matches!(engine.pool_mut().slot_mut(id)[0] >> 4, 4 | 6) => {
+                c.reads += 1;
+                engine.ingress(clock.now(), dir, id, n);
+            }
+            Ok(_) => {
+                c.reads += 1;
+                c.malformed += 1;
+                engine.release(id);
+            }
+            Err(e) => {
+                engine.release(id);
+                if e.kind() != ErrorKind::WouldBlock && e.kind() != ErrorKind::Interrupted {
+                    eprintln!("dcemu: read from {}: {e}", tun.name());
+                }
+                return;
+            }
+        }
+    }
+}
+
+fn flush_outputs(
+    engine: &mut Engine,
+    server: &Tun,
+    client: &Tun,
+    clock: &Clock,
+    pcap: &mut Option<PcapWriter>,
+    unix_at_start: u64,
+    c: &mut Counters,
+) {
+    while let Some(o) = engine.outputs().pop_front() {
+        let tun = match o.dir {
+            Dir::Down => client,
+            Dir::Up => server,
+        };
+        let pkt = engine.pool().get(o.id);
+        match tun.write(pkt) {
+            Ok(_) => c.writes += 1,
+            Err(_) => c.write_errors += 1,
+        }
+        let now = clock.now();
+        c.lateness.record(now.saturating_sub(o.at));
+        if o.dir == Dir::Down {
+            if let Some(p) = pcap.as_mut() {
+                let _ = p.write(unix_at_start + now, pkt);
+            }
+        }
+        engine.release(o.id);
+    }
+}
+
+fn runtime_record(c: &Counters) -> RuntimeRecord {
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).ok();
+    let secs = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+    RuntimeRecord {
+        lateness: c.lateness.summary_us(),
+        tun_read_packets: c.reads,
+        tun_write_packets: c.writes,
+        tun_write_errors: c.write_errors,
+        malformed: c.malformed,
+        cpu_user_s: ru.map_or(0.0, |r| secs(r.user_time())),
+        cpu_sys_s: ru.map_or(0.0, |r| secs(r.system_time())),
+        wakeups: c.wakeups,
+    }
+}
+
+fn write_record(out: &mut dyn Write, mut rec: Record, c: &Counters) -> Result<()> {
+    rec.runtime = Some(runtime_record(c));
+    serde_json::to_writer(&mut *out, &rec)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}

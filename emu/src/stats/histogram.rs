@@ -1,0 +1,164 @@
+//! A fixed-size latency histogram (log-linear buckets, 8 per octave, about 12% wide), so
+//! recording on the hot path is a few instructions and never allocates.
+
+use serde::Serialize;
+
+const SUB: u32 = 8; // linear sub-buckets per power of two
+const LINEAR: u64 = 2 * SUB as u64; // values below this get one bucket each
+const BUCKETS: usize = (LINEAR as usize) + (64 - 4) * SUB as usize;
+
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Box<[u64; BUCKETS]>,
+    count: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { counts: Box::new([0; BUCKETS]), count: 0, sum: 0, max: 0 }
+    }
+}
+
+fn index(v: u64) -> usize {
+    if v < LINEAR {
+        return v as usize;
+    }
+    let octave = 63 - v.leading_zeros(); // >= 4
+    let sub = (v >> (octave - 3)) & (SUB as u64 - 1);
+    LINEAR as usize + (octave as usize - 4) * SUB as usize + sub as usize
+}
+
+/// Smallest value that falls in bucket `i`.
+fn lower(i: usize) -> u64 {
+    if i < LINEAR as usize {
+        return i as u64;
+    }
+    let k = i - LINEAR as usize;
+    let octave = (k / SUB as usize) as u32 + 4;
+    let sub = (k % SUB as usize) as u64;
+    (1u64 << octave) + (sub << (octave - 3))
+}
+
+impl Histogram {
+    pub fn record(&mut self, v: u64) {
+        self.counts[index(v)] += 1;
+        self.count += 1;
+        self.sum += v as u128;
+        self.max = self.max.max(v);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Value at quantile `q` (0..=1): the middle of the bucket holding it, capped at max.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (lo, hi) = (lower(i), lower(i + 1));
+                return ((lo + hi - 1) / 2).min(self.max);
+            }
+        }
+        self.max
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+    }
+
+    /// Summary in microseconds, for a histogram of nanosecond values.
+    pub fn summary_us(&self) -> HistSummary {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        HistSummary {
+            count: self.count,
+            mean_us: self.mean() / 1000.0,
+            p50_us: us(self.quantile(0.5)),
+            p90_us: us(self.quantile(0.9)),
+            p99_us: us(self.quantile(0.99)),
+            p999_us: us(self.quantile(0.999)),
+            max_us: us(self.max),
+            buckets: self
+                .counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| (us(lower(i)), *c))
+                .collect(),
+        }
+    }
+}
+
+/// A histogram is written out as its summary.
+impl Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.summary_us().serialize(s)
+    }
+}
+
+/// What the stats records carry for a histogram. `buckets` lists (lower bound in us,
+/// count) for non-empty buckets.
+#[derive(Clone, Debug, Serialize)]
+pub struct HistSummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub buckets: Vec<(f64, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_ordered() {
+        for i in 0..BUCKETS - 1 {
+            assert!(lower(i) < lower(i + 1));
+            assert_eq!(index(lower(i)), i);
+            assert_eq!(index(lower(i + 1) - 1), i);
+        }
+    }
+
+    #[test]
+    fn quantiles_within_bucket_width() {
+        let mut h = Histogram::default();
+        for v in 1..=100_000u64 {
+            h.record(v * 10);
+        }
+        for q in [0.5, 0.9, 0.99] {
+            let exact = q * 1_000_000.0;
+            let got = h.quantile(q) as f64;
+            assert!((got - exact).abs() / exact < 0.07, "q={q} got {got} exact {exact}");
+        }
+        assert_eq!(h.max(), 1_000_000);
+        assert!((h.mean() - 500_005.0).abs() < 1.0);
+    }
+}

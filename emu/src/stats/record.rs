@@ -1,0 +1,97 @@
+//! One JSON line per stats interval, and a final summary with the same shape.
+//!
+//! Counters are cumulative since start (so a lost line loses nothing); gauges (queue
+//! depths, buffer occupancy) are instantaneous; `*_mbps` fields are rates over the
+//! interval that ends at `t_ms`.
+
+use serde::Serialize;
+
+use super::histogram::HistSummary;
+use crate::link::LinkCounters;
+use crate::pdcp::RxCounters;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Record {
+    /// "interval" or "summary".
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// End of the interval, ms since dcemu started forwarding.
+    pub t_ms: f64,
+    /// Length of the interval.
+    pub dt_ms: f64,
+    pub legs: Vec<LegRecord>,
+    pub bearers: Vec<BearerRecord>,
+    pub engine: EngineCounters,
+    /// Filled in by the real-time runtime (absent in virtual time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeRecord>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LegRecord {
+    pub name: String,
+    pub downlink: DirRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uplink: Option<DirRecord>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DirRecord {
+    #[serde(flatten)]
+    pub counters: LinkCounters,
+    /// Packets and bytes waiting in the rate stage (including the one being sent).
+    pub queue_packets: u32,
+    pub queue_bytes: u64,
+    /// Packets in the delay stage.
+    pub in_flight: u32,
+    /// Bytes out of the leg over the interval (PDCP header included on downlink), Mbit/s.
+    pub out_mbps: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BearerRecord {
+    pub name: String,
+    pub mode: String,
+    /// PDUs sent per downlink leg of the bearer, by leg name.
+    pub tx_pdus: Vec<(String, u64)>,
+    /// PDCP receiver counters (absent when reordering is off: PDUs bypass the receiver).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx: Option<RxCounters>,
+    pub reorder_buffer: u32,
+    /// IP bytes and packets handed to the client.
+    pub delivered_bytes: u64,
+    pub delivered_packets: u64,
+    pub delivered_mbps: f64,
+    pub uplink_bytes: u64,
+    pub uplink_packets: u64,
+}
+
+/// Things the engine itself counts.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EngineCounters {
+    pub packets_in_down: u64,
+    pub packets_in_up: u64,
+    /// Arrivals dropped because every packet buffer was in use (should stay 0).
+    pub dropped_no_buffer: u64,
+    /// Packets delivered to the client and to the server.
+    pub packets_out_down: u64,
+    pub packets_out_up: u64,
+    /// Uplink packets of bearers whose uplink is not emulated (forwarded at once).
+    pub uplink_unshaped: u64,
+    pub buffers_in_use: u64,
+}
+
+/// Real-time runtime figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuntimeRecord {
+    /// Actual write time minus scheduled departure, for every packet written.
+    pub lateness: HistSummary,
+    pub tun_read_packets: u64,
+    pub tun_write_packets: u64,
+    pub tun_write_errors: u64,
+    /// Packets read but not IPv4/IPv6 (dropped).
+    pub malformed: u64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub wakeups: u64,
+}

@@ -1,0 +1,281 @@
+//! The whole core in virtual time: classifier -> PDCP tx -> legs -> PDCP rx, with
+//! scheduled changes and stats, driven by a fake clock.
+
+use std::path::Path;
+
+use dcemu::config::parse;
+use dcemu::core::classifier::Dir;
+use dcemu::core::engine::{Engine, Output};
+use dcemu::core::time::{Nanos, NS_PER_MS, NS_PER_US};
+
+fn udp(sport: u16, dport: u16, seq: u32, total: usize, down: bool) -> Vec<u8> {
+    let (src, dst) = if down { ([198, 18, 0, 1], [198, 18, 0, 2]) } else { ([198, 18, 0, 2], [198, 18, 0, 1]) };
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[9] = 17;
+    p[12..16].copy_from_slice(&src);
+    p[16..20].copy_from_slice(&dst);
+    p[20..22].copy_from_slice(&sport.to_be_bytes());
+    p[22..24].copy_from_slice(&dport.to_be_bytes());
+    p[28..32].copy_from_slice(&seq.to_be_bytes());
+    p
+}
+
+/// Drives the engine like the runtime: packets arrive at given instants, the clock jumps
+/// from deadline to deadline. Returns what was written: (dir, at, seq, bytes).
+struct Harness {
+    e: Engine,
+    now: Nanos,
+    written: Vec<(Dir, Nanos, u32, usize)>,
+}
+
+impl Harness {
+    fn new(text: &str) -> Harness {
+        let s = parse(text, Path::new(".")).unwrap();
+        Harness { e: Engine::new(&s, 2048).unwrap(), now: 0, written: vec![] }
+    }
+
+    fn inject(&mut self, at: Nanos, dir: Dir, pkt: &[u8]) {
+        self.run_until(at);
+        let id = self.e.alloc_buffer().unwrap();
+        self.e.pool_mut().slot_mut(id)[..pkt.len()].copy_from_slice(pkt);
+        self.e.ingress(at, dir, id, pkt.len());
+        self.drain();
+    }
+
+    fn run_until(&mut self, t: Nanos) {
+        while let Some(d) = self.e.next_deadline() {
+            if d > t {
+                break;
+            }
+            self.now = d;
+            self.e.advance(d);
+            self.drain();
+        }
+        self.now = t;
+        self.e.advance(t);
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        while let Some(Output { dir, id, at }) = self.e.outputs().pop_front() {
+            let b = self.e.pool().get(id);
+            let seq = u32::from_be_bytes(b[28..32].try_into().unwrap());
+            self.written.push((dir, at, seq, b.len()));
+            self.e.release(id);
+        }
+    }
+}
+
+const TWO_LEGS: &str = r#"
+[split]
+batch = 10
+ratio = [1, 1]
+[[legs]]
+name = "a"
+[legs.downlink]
+rate = "10mbit"
+queue_packets = 1000
+delay = { distribution = "constant", ms = 5 }
+[legs.uplink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 3 }
+[[legs]]
+name = "b"
+[legs.downlink]
+rate = "10mbit"
+queue_packets = 1000
+delay = { distribution = "constant", ms = 20 }
+"#;
+
+#[test]
+fn split_over_unequal_delays_arrives_in_order_with_exact_timing() {
+    let mut h = Harness::new(TWO_LEGS);
+    // 100 packets of 1000 bytes, one every 0.5 ms (16 Mbit/s, below the 20 of both legs).
+    for i in 0..100u32 {
+        h.inject(i as Nanos * 500 * NS_PER_US, Dir::Down, &udp(4433, 5000, i, 1000, true));
+    }
+    h.run_until(200 * NS_PER_MS);
+    let seqs: Vec<u32> = h.written.iter().map(|w| w.2).collect();
+    assert_eq!(seqs, (0..100).collect::<Vec<_>>(), "PDCP restores order");
+    // Packet 0 goes to leg a: 1002 bytes at 10 Mbit/s = 801.6 us, then 5 ms.
+    assert_eq!(h.written[0].1, 801_600 + 5 * NS_PER_MS);
+    // Packet 5 is the first on leg b (batch 10 at 1:1 is 5 + 5): sent at 2.5 ms, 20 ms delay.
+    let t5 = 2_500_000 + 801_600 + 20 * NS_PER_MS;
+    assert_eq!(h.written[5].1, t5);
+    // Packets 0..=4 queue on leg a (0.8016 ms each, arriving every 0.5 ms) and wait for
+    // nothing in the receiver.
+    assert_eq!(h.written[4].1, 5 * 801_600 + 5 * NS_PER_MS);
+    // Packet 10 (leg a, there at 6.3 ms) waits in the reorder buffer for packet 9 (leg b:
+    // queued behind 5..8, out of the rate stage at 2.5 + 5 x 0.8016 ms, then 20 ms).
+    let t9 = 2_500_000 + 5 * 801_600 + 20 * NS_PER_MS;
+    assert_eq!((h.written[9].1, h.written[10].1), (t9, t9));
+    let rec = h.e.summary(h.now);
+    assert_eq!(rec.bearers[0].tx_pdus, vec![("a".to_string(), 50), ("b".to_string(), 50)]);
+    let rx = rec.bearers[0].rx.as_ref().unwrap();
+    assert_eq!((rx.delivered, rx.counts_given_up, rx.timer_expiries), (100, 0, 0));
+    assert_eq!(rec.bearers[0].delivered_bytes, 100 * 1000);
+    assert_eq!(rec.legs[0].downlink.counters.bytes_out, 50 * 1002, "the leg charges the PDCP header");
+}
+
+#[test]
+fn uplink_uses_its_own_leg_and_delay() {
+    let mut h = Harness::new(TWO_LEGS);
+    h.inject(NS_PER_MS, Dir::Up, &udp(5000, 4433, 7, 100, false));
+    h.run_until(10 * NS_PER_MS);
+    assert_eq!(h.written, vec![(Dir::Up, 4 * NS_PER_MS, 7, 100)]);
+}
+
+#[test]
+fn duplication_delivers_each_packet_once_and_loads_both_legs() {
+    let text = format!("{TWO_LEGS}\n[[bearers]]\nname = \"dup\"\nmode = \"dup\"\n");
+    let mut h = Harness::new(&text);
+    for i in 0..50u32 {
+        h.inject(i as Nanos * NS_PER_MS, Dir::Down, &udp(4433, 5000, i, 500, true));
+    }
+    h.run_until(300 * NS_PER_MS);
+    let seqs: Vec<u32> = h.written.iter().map(|w| w.2).collect();
+    assert_eq!(seqs, (0..50).collect::<Vec<_>>());
+    // Every packet arrives first over the 5 ms leg.
+    assert!(h.written.iter().enumerate().all(|(i, w)| w.1 < (i as Nanos + 6) * NS_PER_MS));
+    let rec = h.e.summary(h.now);
+    assert_eq!(rec.legs[0].downlink.counters.packets_out, 50);
+    assert_eq!(rec.legs[1].downlink.counters.packets_out, 50);
+    // The second copies arrive after their COUNT was delivered: below RX_DELIV, so "late".
+    let rx = rec.bearers[0].rx.as_ref().unwrap();
+    assert_eq!((rx.discarded_late, rx.discarded_duplicate, rx.delivered), (50, 0, 50));
+    assert_eq!(rec.engine.buffers_in_use, 0, "every buffer returned");
+}
+
+#[test]
+fn bearers_classify_and_sc_pins_to_one_leg() {
+    let text = format!(
+        "{TWO_LEGS}
+[[bearers]]
+name = \"dc\"
+mode = \"dc\"
+match = [{{ server_port = 4433 }}]
+[[bearers]]
+name = \"sc2\"
+mode = \"sc\"
+legs = [\"b\"]
+match = [{{ server_port = 9000 }}]
+"
+    );
+    let mut h = Harness::new(&text);
+    for i in 0..20u32 {
+        h.inject(i as Nanos * NS_PER_MS, Dir::Down, &udp(9000, 5000, i, 500, true));
+    }
+    h.run_until(100 * NS_PER_MS);
+    let rec = h.e.summary(h.now);
+    assert_eq!(rec.bearers[1].delivered_packets, 20);
+    assert_eq!(rec.bearers[0].delivered_packets, 0);
+    assert_eq!(rec.legs[0].downlink.counters.packets_in, 0);
+    assert_eq!(rec.legs[1].downlink.counters.packets_in, 20);
+}
+
+#[test]
+fn scheduled_rate_change_and_split_change_take_effect() {
+    let text = format!(
+        "{TWO_LEGS}
+[[schedule]]
+at_ms = 50
+split = {{ ratio = [1, 0] }}
+[[schedule]]
+at_ms = 50
+leg = \"a\"
+rate = \"1mbit\"
+"
+    );
+    let mut h = Harness::new(&text);
+    for i in 0..40u32 {
+        h.inject(i as Nanos * 2 * NS_PER_MS, Dir::Down, &udp(4433, 5000, i, 998, true));
+    }
+    h.run_until(2000 * NS_PER_MS);
+    let rec = h.e.summary(h.now);
+    // 25 packets before 50 ms (batches of 5 + 5: 15 on a, 10 on b), the 15 after all on a.
+    let (a, b) = (rec.bearers[0].tx_pdus[0].1, rec.bearers[0].tx_pdus[1].1);
+    assert_eq!((a, b), (30, 10), "after the change nothing goes to leg b");
+    // At 1 Mbit/s a 1000-byte PDU takes 8 ms: the 15 packets from 50 ms on leave the rate
+    // stage back to back, the last at 50 + 15 x 8 = 170 ms, and arrive 5 ms later.
+    assert_eq!(h.written.last().unwrap().1, 175 * NS_PER_MS);
+}
+
+#[test]
+fn stats_records_come_every_interval() {
+    let text = format!("{TWO_LEGS}\n[stats]\ninterval_ms = 10\n");
+    let mut h = Harness::new(&text);
+    h.run_until(100 * NS_PER_MS);
+    let recs = h.e.take_records();
+    assert_eq!(recs.len(), 10);
+    assert_eq!(recs[0].t_ms, 10.0);
+    assert_eq!(recs[9].t_ms, 100.0);
+    assert!(recs.iter().all(|r| r.kind == "interval" && r.dt_ms == 10.0));
+}
+
+#[test]
+fn queue_limit_drops_are_counted_and_buffers_freed() {
+    let text = r#"
+[[legs]]
+name = "a"
+[legs.downlink]
+rate = "1mbit"
+queue_packets = 5
+delay = { distribution = "constant", ms = 0 }
+"#;
+    let mut h = Harness::new(text);
+    for i in 0..20u32 {
+        h.inject(0, Dir::Down, &udp(4433, 5000, i, 1000, true));
+    }
+    h.run_until(1000 * NS_PER_MS);
+    let rec = h.e.summary(h.now);
+    assert_eq!(rec.legs[0].downlink.counters.dropped_queue_packets, 15);
+    assert_eq!(h.written.len(), 5);
+    assert_eq!(rec.engine.buffers_in_use, 0);
+}
+
+#[test]
+fn csv_trace_from_the_shipped_data_drives_the_leg() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let csv = root.join("data/traces/raca4g/4G_A_2018.01.27_13.58.29.csv");
+    let text = format!(
+        r#"
+[[legs]]
+name = "a"
+[legs.downlink]
+trace = {{ path = "{}" }}
+queue_packets = 1000
+delay = {{ distribution = "constant", ms = 0 }}
+"#,
+        csv.display()
+    );
+    let s = parse(&text, &root).unwrap();
+    let mut e = Engine::new(&s, 2048).unwrap();
+    // Offer 1000-byte packets every 0.2 ms (40 Mbit/s, above the trace) for 5 s.
+    let mut t = 0;
+    while t < 5 * 1000 * NS_PER_MS {
+        e.advance(t);
+        while let Some(o) = e.outputs().pop_front() {
+            e.release(o.id);
+        }
+        if let Some(id) = e.alloc_buffer() {
+            let p = udp(4433, 5000, 0, 998, true);
+            e.pool_mut().slot_mut(id)[..p.len()].copy_from_slice(&p);
+            e.ingress(t, Dir::Down, id, p.len());
+        }
+        t += 200 * NS_PER_US;
+    }
+    let rec = e.summary(t);
+    // Expected: the sum of the first five rows' kbit/s, in bytes.
+    let rows: Vec<u64> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .take(5)
+        .map(|l| l.split(',').nth(12).unwrap().parse().unwrap())
+        .collect();
+    let expected: u64 = rows.iter().map(|kbps| kbps * 1000 / 8).sum();
+    let got = rec.legs[0].downlink.counters.bytes_out;
+    assert!(expected.abs_diff(got) <= 1000, "trace allows {expected} bytes in 5 s, leg sent {got}");
+}

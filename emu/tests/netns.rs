@@ -1,0 +1,267 @@
+//! dcemu in real network namespaces (root only): rate, RTT, in-order delivery over two
+//! legs, and cleanup after every way a run ends.
+
+mod common;
+
+use std::net::UdpSocket;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Sends `count` UDP datagrams of `payload` bytes from the server namespace to the client
+/// at about `mbps` (paced in 1 ms rounds); each carries its sequence number.
+fn blast(server: &Netns, port: u16, payload: usize, mbps: f64, secs: f64) -> std::thread::JoinHandle<u64> {
+    server.spawn(move || {
+        let s = UdpSocket::bind((SERVER, 0)).unwrap();
+        s.connect((CLIENT, port)).unwrap();
+        let per_ms = mbps * 1e3 / 8.0 / (payload + 30) as f64;
+        let mut buf = vec![0u8; payload];
+        let t0 = Instant::now();
+        let mut sent = 0u64;
+        while t0.elapsed().as_secs_f64() < secs {
+            let due = (t0.elapsed().as_secs_f64() * 1e3 * per_ms) as u64;
+            while sent < due {
+                buf[..8].copy_from_slice(&sent.to_be_bytes());
+                let _ = s.send(&buf);
+                sent += 1;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        sent
+    })
+}
+
+/// Receives in the client namespace until `quiet` passes with nothing; returns
+/// (arrival time, sequence number, bytes) per datagram.
+fn sink(client: &Netns, port: u16, quiet: Duration) -> std::thread::JoinHandle<Vec<(Instant, u64, usize)>> {
+    client.spawn(move || {
+        let s = UdpSocket::bind((CLIENT, port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let mut last = Instant::now();
+        let start = Instant::now();
+        loop {
+            match s.recv(&mut buf) {
+                Ok(n) => {
+                    last = Instant::now();
+                    got.push((last, u64::from_be_bytes(buf[..8].try_into().unwrap()), n));
+                }
+                Err(_) if last.elapsed() > quiet || start.elapsed() > Duration::from_secs(60) => break,
+                Err(_) => {}
+            }
+        }
+        got
+    })
+}
+
+// Reordering off: the overload drops packets after PDCP numbered them, and each gap would
+// hold the receiver for t-Reordering (200 ms), which is PDCP's job, not the rate's.
+const ONE_LEG: &str = r#"
+[pdcp]
+reordering = false
+[[legs]]
+name = "leg1"
+[legs.downlink]
+rate = "20mbit"
+queue_packets = 1000
+delay = { distribution = "constant", ms = 0 }
+[[bearers]]
+name = "dc"
+mode = "sc"
+legs = ["leg1"]
+"#;
+
+#[test]
+fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (s, c) = (Netns::new("s"), Netns::new("c"));
+    let emu = Emu::start(&s, &c, ONE_LEG, &[]);
+    let rx = sink(&c, 9000, Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(100));
+    let sent = blast(&s, 9000, 1200, 24.0, 4.0).join().unwrap();
+    let got = rx.join().unwrap();
+    let records = emu.stop();
+    assert!(got.len() > 5000, "received only {} of {sent}", got.len());
+    // Steady state: skip the first and last half second.
+    let (t0, t1) = (got[0].0 + Duration::from_millis(500), got.last().unwrap().0 - Duration::from_millis(500));
+    let window: Vec<_> = got.iter().filter(|g| g.0 >= t0 && g.0 < t1).collect();
+    let first = window.first().unwrap().0;
+    let last = window.last().unwrap().0;
+    // Bytes on the leg: payload + UDP/IP headers (28) + PDCP header (2); the first
+    // packet's bytes were sent before `first`.
+    let bytes: usize = window.iter().skip(1).map(|g| g.2 + 28 + 2).sum();
+    let mbps = bytes as f64 * 8.0 / (last - first).as_secs_f64() / 1e6;
+    let summary = records.last().unwrap();
+    assert!(
+        (mbps - 20.0).abs() / 20.0 < 0.01,
+        "client measured {mbps:.3} Mbit/s on a 20 Mbit/s leg; sent {sent}, received {}; dcemu: {} {}",
+        got.len(),
+        summary["legs"][0],
+        summary["runtime"]
+    );
+    assert_eq!(summary["type"], "summary");
+    let leg = &summary["legs"][0]["downlink"];
+    assert!(leg["dropped_queue_packets"].as_u64().unwrap() > 0, "the sender must overload the leg");
+    assert_eq!(summary["engine"]["dropped_no_buffer"], 0);
+}
+
+#[test]
+fn rtt_matches_configured_delays() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (s, c) = (Netns::new("s"), Netns::new("c"));
+    let scenario = r#"
+[[legs]]
+name = "leg1"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 10 }
+[legs.uplink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 5 }
+"#;
+    let emu = Emu::start(&s, &c, scenario, &[]);
+    let echo = s.spawn(|| {
+        let sock = UdpSocket::bind((SERVER, 7)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut buf = [0u8; 64];
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            sock.send_to(&buf[..n], from).unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let rtts = c
+        .spawn(|| {
+            let sock = UdpSocket::bind((CLIENT, 0)).unwrap();
+            sock.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+            let mut rtts = Vec::new();
+            let mut buf = [0u8; 64];
+            for i in 0..40u8 {
+                let t = Instant::now();
+                sock.send_to(&[i; 32], (SERVER, 7)).unwrap();
+                if sock.recv(&mut buf).is_ok() {
+                    rtts.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            rtts
+        })
+        .join()
+        .unwrap();
+    echo.join().unwrap();
+    emu.stop();
+    let mut sorted = rtts.clone();
+    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(sorted.len(), 40, "every echo must come back");
+    let median = sorted[20];
+    assert!(sorted[0] >= 15.0, "faster than the configured 15 ms: {:?}", &sorted[..3]);
+    assert!(median < 15.5, "median RTT {median:.3} ms for 15 ms configured");
+}
+
+#[test]
+fn two_legs_with_reordering_deliver_in_order() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for reordering in [true, false] {
+        let (s, c) = (Netns::new("s"), Netns::new("c"));
+        let scenario = format!(
+            r#"
+[pdcp]
+reordering = {reordering}
+[split]
+batch = 10
+ratio = [1, 1]
+[[legs]]
+name = "fast"
+[legs.downlink]
+rate = "50mbit"
+delay = {{ distribution = "constant", ms = 2 }}
+[[legs]]
+name = "slow"
+[legs.downlink]
+rate = "50mbit"
+delay = {{ distribution = "constant", ms = 12 }}
+"#
+        );
+        let emu = Emu::start(&s, &c, &scenario, &[]);
+        let rx = sink(&c, 9001, Duration::from_millis(500));
+        std::thread::sleep(Duration::from_millis(100));
+        let sent = blast(&s, 9001, 1000, 10.0, 1.0).join().unwrap();
+        let got = rx.join().unwrap();
+        let records = emu.stop();
+        assert_eq!(got.len() as u64, sent, "nothing may be lost (reordering={reordering})");
+        let inversions = got.windows(2).filter(|w| w[1].1 < w[0].1).count();
+        let summary = records.last().unwrap();
+        if reordering {
+            assert_eq!(inversions, 0, "PDCP must restore order");
+            let rx = &summary["bearers"][0]["rx"];
+            assert_eq!(rx["delivered"].as_u64().unwrap(), sent);
+        } else {
+            assert!(inversions > 10, "bypass must show the legs' reordering ({inversions} inversions)");
+        }
+        let pdus: Vec<u64> = summary["bearers"][0]["tx_pdus"].as_array().unwrap().iter().map(|p| p[1].as_u64().unwrap()).collect();
+        assert!(pdus[0].abs_diff(pdus[1]) <= 10, "1:1 split in batches of 10: {pdus:?}");
+    }
+}
+
+#[test]
+fn devices_are_removed_after_sigterm_and_after_duration() {
+    if skip_unless_root() {
+        return;
+    }
+    let (s, c) = (Netns::new("s"), Netns::new("c"));
+    let emu = Emu::start(&s, &c, "", &[]);
+    let (st, ct) = (emu.server_tun.clone(), emu.client_tun.clone());
+    assert!(s.links().contains(&st) && c.links().contains(&ct), "devices exist while running");
+    let records = emu.stop();
+    assert_eq!(records.last().unwrap()["type"], "summary");
+    assert!(!s.links().contains(&st) && !c.links().contains(&ct), "devices removed after SIGTERM");
+
+    let emu = Emu::start(&s, &c, "", &["--duration", "0.3"]);
+    let (st, ct) = (emu.server_tun.clone(), emu.client_tun.clone());
+    let mut emu = emu;
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = emu.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "--duration 0.3 did not end the run");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    assert!(!s.links().contains(&st) && !c.links().contains(&ct), "devices removed after --duration");
+    assert_eq!(emu.records().last().unwrap()["type"], "summary");
+}
+
+#[test]
+fn setup_failures_exit_nonzero_with_a_clear_message() {
+    let dir = std::env::temp_dir().join(format!("dcemu-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[pdcp]\nsn_bits = 13\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dcemu")).arg("run").arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pdcp.sn_bits: must be 12, 16 or 18 (got 13)"), "{err}");
+
+    if is_root() {
+        let missing = dir.join("missing.toml");
+        std::fs::write(&missing, "[topology]\nserver_netns = \"dcemu-test-nonexistent\"\nclient_netns = \"dcemu-test-nonexistent2\"\nserver_tun = \"dctmiss0\"\nclient_tun = \"dctmiss1\"\n").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_dcemu")).arg("run").arg(&missing).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("dcemu-test-nonexistent") && err.contains("does not exist"), "{err}");
+        let links = String::from_utf8_lossy(&Command::new("ip").args(["-o", "link"]).output().unwrap().stdout).into_owned();
+        assert!(!links.contains("dctmiss"), "no device left behind after a failed setup");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
