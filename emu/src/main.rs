@@ -44,8 +44,9 @@ enum Cmd {
         /// Busy-wait the last N microseconds before each deadline (costs CPU, cuts lateness).
         #[arg(long, default_value_t = dcemu::io::DEFAULT_SPIN_US)]
         spin_us: u32,
-        /// Run with real-time (SCHED_FIFO) priority: fewest late departures, but dcemu
-        /// then wins every contest for CPU against the endpoints.
+        /// Run with real-time (SCHED_FIFO) priority: shorter timer tails when the CPU is
+        /// contended (emu/src/io/TIMER.md), but dcemu then wins every contest for CPU
+        /// against the endpoints; off by default.
         #[arg(long)]
         realtime: bool,
     },

@@ -108,6 +108,8 @@ fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
     let leg = &summary["legs"][0]["downlink"];
     assert!(leg["dropped_queue_packets"].as_u64().unwrap() > 0, "the sender must overload the leg");
     assert_eq!(summary["engine"]["dropped_no_buffer"], 0);
+    assert_eq!(summary["runtime"]["tun_kernel_drops"], 0, "dcemu must read everything the kernel hands it");
+    assert_eq!(summary["runtime"]["tun_write_errors"], 0);
 }
 
 #[test]

@@ -245,6 +245,18 @@ impl Tun {
     pub fn netns(&self) -> &str {
         &self.netns
     }
+
+    /// Packets the kernel dropped on their way into dcemu (the device's transmit queue
+    /// overflowed because dcemu did not read fast enough). Asks `ip`, so not for the hot
+    /// path; None if that fails.
+    pub fn kernel_tx_dropped(&self) -> Option<u64> {
+        let out = Command::new("ip")
+            .args(["-s", "-j", "-n", &self.netns, "link", "show", "dev", &self.name])
+            .output()
+            .ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        v.get(0)?.get("stats64")?.get("tx")?.get("dropped")?.as_u64()
+    }
 }
 
 impl AsRawFd for Tun {

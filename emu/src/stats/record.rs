@@ -84,8 +84,12 @@ pub struct EngineCounters {
 /// Real-time runtime figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct RuntimeRecord {
-    /// Actual write time minus scheduled departure, for every packet written.
+    /// Actual write time minus scheduled departure, for every packet written (a burst
+    /// released by PDCP at one instant is written one packet after the other).
     pub lateness: HistSummary,
+    /// For each batch of writes, how late the earliest packet due was when the loop got
+    /// to it: the timer's and the loop's precision.
+    pub service_lateness: HistSummary,
     pub tun_read_packets: u64,
     pub tun_write_packets: u64,
     pub tun_write_errors: u64,
@@ -94,4 +98,7 @@ pub struct RuntimeRecord {
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
     pub wakeups: u64,
+    /// Packets the kernel dropped before dcemu could read them (TUN queue overflow);
+    /// summary only.
+    pub tun_kernel_drops: u64,
 }
