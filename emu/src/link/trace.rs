@@ -165,17 +165,11 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
 pub(crate) mod tests {
     use super::*;
 
-    /// The shared trace folder (override with `DCEMU_TRACES`). Tests that need a shared
-    /// file skip with a note when it is absent, so the crate tests run anywhere.
+    /// A trace shipped in the repository's `data/traces/` (always present).
     pub(crate) fn shared(rel: &str) -> Option<String> {
-        let dir = std::env::var("DCEMU_TRACES").unwrap_or_else(|_| "/work/shared/traces".into());
-        let p = format!("{dir}/{rel}");
-        if std::path::Path::new(&p).exists() {
-            Some(p)
-        } else {
-            eprintln!("skipping: shared trace {p} not found");
-            None
-        }
+        let p = format!("{}/../data/traces/{rel}", env!("CARGO_MANIFEST_DIR"));
+        assert!(std::path::Path::new(&p).exists(), "shipped trace {p} is missing");
+        Some(p)
     }
 
     #[test]
