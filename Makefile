@@ -3,7 +3,9 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 EMU := emu/target/release/dcemu
-APT_PACKAGES := iproute2 iperf3 iputils-ping iptables ethtool procps python3 python3-venv ca-certificates
+APT_PACKAGES := iproute2 iperf3 iputils-ping iptables procps curl ngtcp2-client ngtcp2-server python3 python3-venv ca-certificates
+VENV := .venv
+PY := $(VENV)/bin/python
 
 .PHONY: setup build test bench demo clean-net help
 
@@ -13,21 +15,30 @@ help:
 	@echo "make bench  measure dcemu against the kernel path; writes bench/results.json"
 
 # Installs what is missing; does nothing when everything is there.
-setup:
+setup: $(VENV)/.installed
 	@scripts/setup.sh $(APT_PACKAGES)
+
+# The Python environment, rebuilt only when the pinned requirements change.
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@scripts/setup.sh $(APT_PACKAGES)
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
 
 build: setup
 	cd emu && $(CARGO) build --release --locked
 
 test: build
 	cd emu && $(CARGO) test --release --locked
+	$(PY) -m pytest -q tests
 
 bench: build
-	python3 bench/run.py
+	$(PY) bench/run.py
 
 demo: build
-	python3 -m dclab.demo
+	$(VENV)/bin/dclab run throughput
 
 # Removes namespaces, devices and processes a killed run left behind.
-clean-net:
-	python3 -m dclab.netns --clean
+clean-net: setup
+	$(VENV)/bin/dclab clean

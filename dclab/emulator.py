@@ -36,6 +36,7 @@ class Emulator:
         self.scenario_text = scenario_text
         self.extra_args = extra_args
         self.proc: subprocess.Popen[bytes] | None = None
+        self.start_wall: float | None = None  # Unix time of the stats' t_ms = 0
 
     def __enter__(self) -> "Emulator":
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -55,6 +56,12 @@ class Emulator:
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("dcemu not ready after 10 s")
+            time.sleep(0.01)
+        for _ in range(100):  # the file may be seen before its content is written
+            parts = ready.read_text().split()
+            if len(parts) == 2:
+                self.start_wall = int(parts[1]) / 1e9
+                break
             time.sleep(0.01)
         return self
 

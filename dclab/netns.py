@@ -1,17 +1,15 @@
 """Network namespaces that a run creates and always removes.
 
 Every name starts with ``dclab-`` and carries a per-run tag, so two runs never collide and
-``python -m dclab.netns --clean`` can find what a killed run left behind.
+``dclab clean`` can find what a killed run left behind.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 
 PREFIX = "dclab-"
@@ -82,17 +80,3 @@ def clean() -> list[str]:
         sh("ip", "netns", "del", ns, check=False)
         gone.append(ns)
     return gone
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description="dclab namespace helper")
-    ap.add_argument("--clean", action="store_true", help="remove namespaces a killed run left behind")
-    a = ap.parse_args()
-    if a.clean:
-        gone = clean()
-        print(f"removed {len(gone)} namespace(s)" + (": " + ", ".join(gone) if gone else ""))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -38,7 +38,8 @@ enum Cmd {
         /// Write a pcap of what the client receives. Overrides stats.pcap.
         #[arg(long)]
         pcap: Option<PathBuf>,
-        /// Write our PID to this file once forwarding has started.
+        /// Write "PID UNIX_NS" to this file once forwarding has started (UNIX_NS: Unix
+        /// time in ns of emulator time 0, the origin of the stats' t_ms).
         #[arg(long)]
         ready_file: Option<PathBuf>,
         /// Busy-wait the last N microseconds before each deadline (costs CPU, cuts lateness).

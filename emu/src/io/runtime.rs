@@ -105,7 +105,11 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     let unix_at_start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
     let end = opts.duration.map(|d| d.as_nanos() as Nanos);
     if let Some(p) = &opts.ready_file {
-        std::fs::write(p, format!("{}\n", std::process::id()))
+        // PID and the Unix time (ns) of emulator time 0, to line stats up with endpoints;
+        // written whole (rename) so a watcher never reads half of it.
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, format!("{} {}\n", std::process::id(), unix_at_start))
+            .and_then(|_| std::fs::rename(&tmp, p))
             .with_context(|| format!("cannot write ready file {}", p.display()))?;
     }
     eprintln!(

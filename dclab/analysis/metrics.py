@@ -1,0 +1,68 @@
+"""Numbers computed from what a run recorded."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+
+def mean_std(values: list[float]) -> dict:
+    """Mean and sample standard deviation (0 for one value), as the study reports."""
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": statistics.fmean(vals), "std": statistics.stdev(vals) if len(vals) > 1 else 0.0, "n": len(vals)}
+
+
+def jain(values: list[float]) -> float | None:
+    """Jain's fairness index (sum x)^2 / (n sum x^2)."""
+    vals = [v for v in values if v is not None]
+    sq = sum(v * v for v in vals)
+    if not vals or sq == 0:
+        return None
+    return sum(vals) ** 2 / (len(vals) * sq)
+
+
+def leg_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+    """Per downlink leg, (seconds since t0, Mbit/s out over the interval) from dcemu's
+    interval records."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for r in records:
+        if r.get("type") != "interval":
+            continue
+        t = (r["t_ms"] - t0_ms) / 1e3
+        for leg in r["legs"]:
+            series.setdefault(leg["name"], []).append((t, leg["downlink"]["out_mbps"]))
+    return series
+
+
+def bearer_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+    """Per bearer, (seconds since t0, Mbit/s delivered to the client over the interval)."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for r in records:
+        if r.get("type") != "interval":
+            continue
+        t = (r["t_ms"] - t0_ms) / 1e3
+        for b in r["bearers"]:
+            series.setdefault(b["name"], []).append((t, b["delivered_mbps"]))
+    return series
+
+
+def pdcp_summary(records: list[dict], bearer: str = "dc") -> dict:
+    """The final PDCP counters and link totals of one bearer, from the summary record."""
+    summary = next((r for r in reversed(records) if r.get("type") == "summary"), None)
+    if not summary:
+        return {}
+    out: dict = {}
+    for b in summary["bearers"]:
+        if b["name"] == bearer:
+            rx = dict(b.get("rx") or {})
+            wait = rx.pop("wait", None)
+            out = {"tx_pdus": dict(b["tx_pdus"]), "rx": rx, "delivered_bytes": b["delivered_bytes"]}
+            if wait:
+                out["rx_wait_us"] = {k: wait[k] for k in ("count", "mean_us", "p50_us", "p99_us", "max_us")}
+    out["legs"] = {
+        leg["name"]: {k: leg["downlink"][k] for k in ("bytes_out", "packets_out", "dropped_queue_packets", "dropped_loss_packets")}
+        for leg in summary["legs"]
+    }
+    return out

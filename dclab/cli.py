@@ -1,0 +1,291 @@
+"""The `dclab` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import scenario as sc
+from .endpoints import STACKS, get_stack
+
+err = Console(stderr=True)
+
+
+def _sigterm(*_: object) -> None:
+    raise KeyboardInterrupt  # unwinds every context manager: the testbed cleans up
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="dclab")
+def app() -> None:
+    """dclab: real QUIC and TCP stacks over emulated cellular Dual Connectivity.
+
+    Runs need root: they create network namespaces, TUN devices and change host sysctls
+    (restored afterwards; `dclab clean` undoes what a killed run left)."""
+    signal.signal(signal.SIGTERM, _sigterm)
+
+
+# ---------------------------------------------------------------------------------------
+# Scenario options, shared by every command that runs or shows a scenario.
+
+def scenario_options(f):
+    opts = [
+        click.option("--scenario", "scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Start from this scenario file (TOML with the fields of `dclab scenario show`)."),
+        click.option("--batch", type=int, help="PDCP split batch size in packets [default 100]."),
+        click.option("--split", help="Share per leg, e.g. 50:50 or 83:17; 100:0 is single connectivity [default 50:50]."),
+        click.option("--bw", help="Downlink rate per leg in Mbit/s, e.g. 20,20 [default 20,20]."),
+        click.option("--delay", help="Downlink delay per leg in ms, e.g. 10,10 [default 10,10]."),
+        click.option("--delay-cov", type=float, help="Delay jitter as std/mean (normal) [default 0.1]."),
+        click.option("--loss", help="Random loss per downlink leg in percent, e.g. 0.1,0.1 [default 0,0]."),
+        click.option("--duplicate/--no-duplicate", default=None, help="PDCP duplication: every packet on both legs."),
+        click.option("--no-reordering", is_flag=True, default=None, help="Turn PDCP reordering off (arrival order)."),
+        click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
+        click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Bandwidth trace (mahimahi or CSV) on both downlinks instead of --bw."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def scenario_from(kw: dict) -> sc.Scenario:
+    """The effective scenario: defaults, then --scenario, then the options given."""
+    try:
+        base = sc.load(kw.pop("scenario_file")) if kw.get("scenario_file") else sc.Scenario()
+        kw.pop("scenario_file", None)
+        changes: dict = {}
+        if kw.get("batch") is not None:
+            changes["batch"] = kw["batch"]
+        if kw.get("split"):
+            changes["split"] = sc.parse_list("--split", kw["split"], ":")
+        for name in ("bw", "delay", "loss"):
+            if kw.get(name):
+                changes[name] = sc.parse_list(f"--{name}", kw[name])
+        if kw.get("delay_cov") is not None:
+            changes["delay_cov"] = kw["delay_cov"]
+        if kw.get("duplicate") is not None:
+            changes["duplicate"] = kw["duplicate"]
+        if kw.get("no_reordering"):
+            changes["reordering"] = False
+        if kw.get("t_reordering") is not None:
+            t = kw["t_reordering"]
+            if t in ("inf", "infinity"):
+                data = base.model_dump()
+                data["t_reordering"] = None
+                base = sc.Scenario.model_validate(data)
+            else:
+                changes["t_reordering"] = sc.parse_list("--t-reordering", t)[0]
+        if kw.get("trace"):
+            changes["trace"] = Path(kw["trace"]).resolve()
+        # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
+        n = len(changes.get("bw", base.bw))
+        for name in ("split", "delay", "loss"):
+            if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):
+                changes[name] = [getattr(base, name)[0]] * n
+        return sc.build(base, **changes)
+    except sc.ScenarioError as e:
+        raise click.UsageError(str(e)) from None
+
+
+SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*([\d.]+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in SIZE_UNITS:
+        raise click.BadParameter(f"expected a size like 100MB, 1GB or 5000000 (got {text!r})", param_hint="--size")
+    n = int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])
+    if not 1 <= n <= 100 * 10**9:
+        raise click.BadParameter(f"must be between 1 B and 100 GB (got {text!r})", param_hint="--size")
+    return n
+
+
+# ---------------------------------------------------------------------------------------
+
+@app.group()
+def scenario() -> None:
+    """Inspect scenarios."""
+
+
+@scenario.command("show")
+@scenario_options
+@click.option("--dcemu", "as_dcemu", is_flag=True, help="Print the dcemu scenario file this renders to instead.")
+@click.option("--fairness", is_flag=True, help="With --dcemu: the fairness bearers (DC on 4433, SC on 8000 and 9000).")
+def scenario_show(as_dcemu: bool, fairness: bool, **kw) -> None:
+    """Print the effective scenario (defaults, then --scenario, then options)."""
+    s = scenario_from(kw)
+    if as_dcemu:
+        topo = {"server_netns": "dclab-server", "client_netns": "dclab-client"}
+        click.echo(sc.to_dcemu(s, topo, "fairness" if fairness else "throughput"), nl=False)
+    else:
+        click.echo(sc.to_toml(s), nl=False)
+
+
+@app.group()
+def run() -> None:
+    """Run an experiment."""
+
+
+def stack_options(f):
+    f = click.option("--qlog", is_flag=True, help="Write qlog files (QUIC stacks) into the run directory.")(f)
+    f = click.option("--udp-buffer", type=click.Choice(["default", "large"]), default="default", show_default=True,
+                     help="QUIC host configuration: net.core.rmem_default 212992 (default) or 32 MiB (large).")(f)
+    f = click.option("--cc", help="Congestion control (aioquic: reno, cubic; ngtcp2: cubic, reno, bbr, bbr2; "
+                     "tcp: cubic, reno, bbr) [default: reno for aioquic, cubic otherwise].")(f)
+    f = click.option("--stack", type=click.Choice(list(STACKS)), default="aioquic", show_default=True,
+                     help="Transport stack.")(f)
+    return f
+
+
+def root_or_exit() -> None:
+    if os.geteuid() != 0:
+        raise click.ClickException("runs need root (sudo): they create namespaces and TUN devices and set sysctls")
+
+
+@run.command("throughput")
+@scenario_options
+@stack_options
+@click.option("--size", default="100MB", show_default=True, help="Bytes to download (100MB, 1GB, ...).")
+@click.option("--reps", type=click.IntRange(1, 1000), default=1, show_default=True, help="Repetitions.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Run directory [default: runs/throughput-TIME].")
+@click.option("--timeout", type=click.FloatRange(1, 86400), help="Seconds a download may take [default: from size and rate].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results on stdout.")
+def run_throughput_cmd(stack: str, cc: str | None, udp_buffer: str, qlog: bool, size: str, reps: int, out: Path | None,
+                       timeout: float | None, as_json: bool, **kw) -> None:
+    """One client downloads a file through the DC bearer; goodput per repetition, mean
+    and standard deviation, PDCP statistics and a per-leg link-utilization plot."""
+    from .experiments.throughput import ThroughputOptions, run_throughput
+    from .rundir import new_run_dir
+
+    s = scenario_from(kw)
+    nbytes = parse_size(size)
+    st = get_stack(stack)
+    if cc is not None and cc not in st.ccs:
+        raise click.BadParameter(f"{stack} offers {', '.join(st.ccs)} (got {cc!r})", param_hint="--cc")
+    missing = st.missing()
+    if missing:
+        raise click.ClickException(f"{stack} is not ready: " + "; ".join(missing) + " (see `dclab doctor`)")
+    root_or_exit()
+    try:
+        out_dir = new_run_dir(out, "throughput")
+    except FileExistsError as e:
+        raise click.UsageError(str(e)) from None
+    opts = ThroughputOptions(stack=stack, cc=cc, udp_buffer=udp_buffer, size=nbytes, reps=reps, qlog=qlog, timeout_s=timeout)
+    err.print(f"[bold]throughput[/]: {stack} {cc or st.ccs[0]}, {nbytes / 1e6:g} MB x {reps}, "
+              f"bw {s.bw} Mbit/s, split {s.split}, batch {s.batch} -> {out_dir}")
+    done: list[dict] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as progress:
+        task = progress.add_task("repetitions", total=reps)
+
+        def on_rep(rep: int, rec: dict) -> None:
+            done.append(rec)
+            g = rec["goodput_mbps"]
+            progress.console.print(f"  rep {rep}: " + (f"{g:.2f} Mbit/s" if g else f"failed: {rec.get('error')}"))
+            progress.advance(task)
+
+        try:
+            summary = run_throughput(s, opts, out_dir, on_rep, on_wait=lambda: err.print("waiting for another dclab run to finish ..."))
+        except KeyboardInterrupt:
+            err.print(f"[yellow]interrupted[/]: cleaned up; {len(done)} finished repetition(s) kept in {out_dir}")
+            sys.exit(130)
+        except Exception as e:  # noqa: BLE001 - shown to the user, testbed already cleaned up
+            raise click.ClickException(f"{e} (results so far in {out_dir})") from None
+    g = summary["goodput_mbps"]
+    if as_json:
+        click.echo(json.dumps({k: summary[k] for k in ("goodput_mbps", "stack", "cc", "scenario")}
+                              | {"host_config": summary["host_config"], "failed": summary["failed"], "out": str(out_dir)}))
+    else:
+        t = Table(show_header=True)
+        for c in ("stack", "cc", "host config", "goodput mean (Mbit/s)", "std", "runs"):
+            t.add_column(c)
+        t.add_row(summary["stack"], summary["cc"], summary["host_config"],
+                  f"{g['mean']:.2f}" if g["mean"] is not None else "-", f"{g['std']:.2f}" if g["std"] is not None else "-",
+                  f"{reps - summary['failed']}/{reps}")
+        Console().print(t)
+        click.echo(f"goodput: {g['mean']:.2f} Mbit/s" if g["mean"] is not None else "goodput: no successful run")
+        click.echo(f"results: {out_dir}/results.json, plot: {out_dir}/link-utilization.png")
+    if summary["failed"] == reps:
+        sys.exit(1)
+
+
+# ---------------------------------------------------------------------------------------
+
+@app.command()
+def clean() -> None:
+    """Remove what killed runs left: namespaces, processes, TUN devices; restore sysctls."""
+    from .hostconfig import stale_journals, undo_journal
+    from .netns import clean as clean_namespaces
+
+    root_or_exit()
+    actions: list[str] = []
+    for j in stale_journals():
+        actions += undo_journal(j)
+    actions += [f"removed namespace {n}" for n in clean_namespaces()]
+    for line in actions:
+        click.echo(line)
+    click.echo("nothing to clean" if not actions else f"{len(actions)} action(s)")
+
+
+@app.command()
+def doctor() -> None:
+    """Check root, TUN, namespaces, dcemu and every external tool; say how to fix gaps."""
+    from .emulator import DCEMU
+    from .hostconfig import read_sysctl
+
+    checks: list[tuple[str, bool, str]] = []
+    checks.append(("root", os.geteuid() == 0, "run as root (sudo dclab ...)"))
+    checks.append(("/dev/net/tun", Path("/dev/net/tun").exists(), "the kernel needs the TUN driver"))
+    checks.append(("ip (iproute2)", shutil.which("ip") is not None, "apt-get install iproute2"))
+    netns_ok = False
+    if os.geteuid() == 0 and shutil.which("ip"):
+        from .netns import Namespaces
+
+        try:
+            with Namespaces():
+                netns_ok = True
+        except Exception:  # noqa: BLE001
+            netns_ok = False
+    checks.append(("network namespaces", netns_ok, "needs root and a kernel with network namespaces"))
+    checks.append(("iptables (MSS clamp)", shutil.which("iptables") is not None, "apt-get install iptables"))
+    checks.append(("dcemu built", DCEMU.exists(), "make build"))
+    for name in STACKS:
+        try:
+            missing = get_stack(name).missing()
+        except Exception as e:  # noqa: BLE001
+            missing = [str(e)]
+        checks.append((f"stack {name}", not missing, "; ".join(missing)))
+    try:
+        avail = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+        ok = all(c in avail for c in ("reno", "cubic", "bbr"))
+        checks.append((f"TCP congestion control ({' '.join(avail)})", ok, "the kernel lacks reno, cubic or bbr"))
+    except RuntimeError as e:
+        checks.append(("TCP congestion control", False, str(e)))
+    t = Table(show_header=True)
+    t.add_column("check")
+    t.add_column("status")
+    t.add_column("how to fix")
+    for name, ok, fix in checks:
+        t.add_row(name, "[green]ok[/]" if ok else "[red]missing[/]", "" if ok else fix)
+    Console().print(t)
+    if not all(ok for _, ok, _ in checks):
+        sys.exit(1)
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

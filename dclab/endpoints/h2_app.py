@@ -1,0 +1,124 @@
+"""A minimal ASGI app for generated bodies, and a one-process Hypercorn launcher for it.
+
+``GET /<n>`` (or ``HEAD``) answers 200 with exactly n bytes (zeros), sent in chunks of
+``CHUNK`` bytes taken from one preallocated buffer, so a multi-GB body never sits in
+memory. Anything else is a 404.
+
+Run it with ``python -m dclab.endpoints.h2_app --bind ADDR:PORT --certfile C --keyfile K``:
+one process (no Hypercorn worker processes to leave behind), TLS 1.3 only, ALPN ``h2``
+only (so a client that ends up on HTTP/1.1 fails instead of silently measuring another
+protocol), no access log, warnings only, and a short graceful shutdown on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import ssl
+import sys
+
+CHUNK = 64 * 1024
+_ZEROS = bytes(CHUNK)
+_PATH = re.compile(r"/(\d{1,15})")
+
+
+async def _lifespan(receive, send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _plain(send, status: int, text: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": text, "more_body": False})
+
+
+async def app(scope, receive, send) -> None:
+    """ASGI 3 application: ``GET /<n>`` streams n bytes, anything else is a 404."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    if scope["type"] != "http":
+        return
+    m = _PATH.fullmatch(scope.get("path", ""))
+    if m is None:
+        await _plain(send, 404, b"not found: use GET /<bytes>\n")
+        return
+    if scope.get("method") not in ("GET", "HEAD"):
+        await _plain(send, 405, b"method not allowed\n")
+        return
+    n = int(m.group(1))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/octet-stream"),
+                (b"content-length", str(n).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    if scope["method"] == "HEAD":
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    left = n
+    while left > CHUNK:
+        await send({"type": "http.response.body", "body": _ZEROS, "more_body": True})
+        left -= CHUNK
+    await send({"type": "http.response.body", "body": _ZEROS[:left], "more_body": False})
+
+
+def _config(bind: str, certfile: str, keyfile: str, log_level: str):
+    from hypercorn.config import Config
+
+    class _Tls13Config(Config):
+        def create_ssl_context(self) -> ssl.SSLContext | None:
+            context = super().create_ssl_context()
+            if context is not None:
+                context.minimum_version = ssl.TLSVersion.TLSv1_3
+            return context
+
+    config = _Tls13Config()
+    config.bind = [bind]
+    config.certfile = certfile
+    config.keyfile = keyfile
+    config.alpn_protocols = ["h2"]
+    config.accesslog = None
+    config.errorlog = "-"
+    config.loglevel = log_level.upper()
+    config.graceful_timeout = 1.0
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="dclab HTTP/2 (TLS 1.3) server for generated bodies")
+    ap.add_argument("--bind", required=True, help="ADDR:PORT")
+    ap.add_argument("--certfile", required=True)
+    ap.add_argument("--keyfile", required=True)
+    ap.add_argument("--log-level", default="warning")
+    a = ap.parse_args(argv)
+
+    from hypercorn.asyncio import serve
+
+    config = _config(a.bind, a.certfile, a.keyfile, a.log_level)
+    try:
+        asyncio.run(serve(app, config))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

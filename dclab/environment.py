@@ -1,0 +1,37 @@
+"""What a run records about where it ran: kernel, host settings, versions, git commit."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from . import __version__
+from .emulator import DCEMU
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _out(*cmd: str) -> str:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=10, cwd=ROOT)
+        return (p.stdout or p.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def environment(stacks: list, settings: dict[str, str]) -> dict:
+    commit = _out("git", "rev-parse", "HEAD")
+    dirty = bool(_out("git", "status", "--porcelain", "--untracked-files=no"))
+    return {
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpus": _out("nproc"),
+        "python": sys.version.split()[0],
+        "dclab": __version__,
+        "git_commit": commit + ("-dirty" if dirty and commit else ""),
+        "dcemu": _out(str(DCEMU), "--version"),
+        "stacks": {s.name: s.version() for s in stacks},
+        "host_settings": settings,
+    }

@@ -1,0 +1,93 @@
+"""The throughput experiment: one client downloads a file through the DC bearer; per
+repetition a fresh testbed, the goodput, timings, PDCP summary, dcemu's stats and a
+link-utilization plot of the first seconds, all kept in the run directory."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..analysis.metrics import leg_series, mean_std, pdcp_summary
+from ..analysis.plots import link_utilization
+from ..endpoints import get_stack
+from ..environment import environment
+from ..hostconfig import host_config_for
+from ..rundir import write_atomic, write_json
+from ..scenario import DC_PORT, Scenario, to_toml
+from ..testbed import Testbed
+
+
+@dataclass(frozen=True)
+class ThroughputOptions:
+    stack: str = "aioquic"
+    cc: str | None = None  # None: the stack's default
+    udp_buffer: str = "default"  # QUIC host configuration: "default" or "large"
+    size: int = 100_000_000
+    reps: int = 1
+    qlog: bool = False
+    timeout_s: float | None = None  # None: derived from size and capacity
+
+
+def default_timeout(s: Scenario, size: int) -> float:
+    """Generous: ten times the transfer at the aggregate capacity (at least 2 Mbit/s
+    assumed for traces), plus a minute."""
+    capacity = 2.0 if s.trace else max(sum(s.bw), 0.1)
+    return size * 8 / (capacity * 1e6) * 10 + 60
+
+
+def run_throughput(s: Scenario, o: ThroughputOptions, out: Path,
+                   on_rep: Callable[[int, dict], None] | None = None,
+                   on_wait: Callable[[], None] | None = None) -> dict:
+    """Runs ``o.reps`` repetitions into ``out``; returns the summary (also results.json).
+    Each repetition's result is on disk as soon as it ends."""
+    stack = get_stack(o.stack)
+    cc = o.cc or stack.ccs[0]
+    host = host_config_for(stack.transport, o.udp_buffer)
+    timeout = o.timeout_s or default_timeout(s, o.size)
+    write_atomic(out / "scenario.toml", to_toml(s))
+    write_json(out / "options.json", {**asdict(o), "cc": cc, "host_config": host.name, "timeout_s": timeout})
+    runs: list[dict] = []
+    summary: dict = {}
+    for rep in range(1, o.reps + 1):
+        rep_dir = out / f"rep-{rep:02d}"
+        tcp_ccs = (cc,) if stack.transport == "tcp" else ()
+        with Testbed(s, host, rep_dir, "throughput", tcp_ccs=tcp_ccs, on_wait=on_wait) as tb:
+            tb.start_server(stack, DC_PORT, cc, qlog=o.qlog)
+            if rep == 1:
+                write_json(out / "environment.json", environment([stack], tb.settings))
+            result = tb.download(stack, DC_PORT, o.size, cc, timeout, qlog=o.qlog)
+            emu = tb.emulator
+        records = emu.records() if emu else []
+        shutil.rmtree(rep_dir / "certs", ignore_errors=True)  # private key; nothing to keep
+        rec = {"rep": rep, **result.to_dict(), "pdcp": pdcp_summary(records)}
+        if emu and emu.start_wall and result.request_wall:
+            t0_ms = (result.request_wall - emu.start_wall) * 1e3
+            caps = [None] * s.legs if s.trace else list(s.bw)
+            title = f"{stack.name} {cc}, {o.size / 1e6:g} MB, batch {s.batch}, split {':'.join(f'{x:g}' for x in s.split)}"
+            link_utilization(leg_series(records, t0_ms), caps, rep_dir / "link-utilization.png", title)
+        write_json(rep_dir / "result.json", rec)
+        runs.append(rec)
+        summary = summarize(s, o, stack.name, cc, host.name, runs)
+        write_json(out / "results.json", summary)
+        if rep == 1 and (rep_dir / "link-utilization.png").exists():
+            shutil.copy(rep_dir / "link-utilization.png", out / "link-utilization.png")
+        if on_rep:
+            on_rep(rep, rec)
+    return summary
+
+
+def summarize(s: Scenario, o: ThroughputOptions, stack: str, cc: str, host: str, runs: list[dict]) -> dict:
+    goodputs = [r["goodput_mbps"] for r in runs if r["ok"]]
+    ms = mean_std(goodputs)
+    return {
+        "goodput_mbps": {"mean": ms["mean"], "std": ms["std"], "runs": [r["goodput_mbps"] for r in runs]},
+        "stack": stack,
+        "cc": cc,
+        "host_config": host,
+        "size": o.size,
+        "reps": len(runs),
+        "failed": sum(1 for r in runs if not r["ok"]),
+        "scenario": s.model_dump(mode="json"),
+    }

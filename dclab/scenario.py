@@ -1,0 +1,200 @@
+"""The experiment scenario: the swept parameters of testbed-reference.md with its
+defaults, validated, and rendered as the dcemu scenario file.
+
+Per-leg values are lists with one entry per downlink leg (two by default). A scenario can
+start from a TOML file with the same field names and be overridden by CLI options.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# Ports of the reference study: the DC bearer, SC on leg 1, SC on leg 2.
+DC_PORT, SC1_PORT, SC2_PORT = 4433, 8000, 9000
+
+PosMbps = Annotated[float, Field(gt=0, le=100_000)]
+DelayMs = Annotated[float, Field(ge=0, le=10_000)]
+LossPct = Annotated[float, Field(ge=0, le=100)]
+Share = Annotated[float, Field(ge=0, le=100)]
+
+
+class ScenarioError(ValueError):
+    """An invalid scenario value; the message names the option and the allowed range."""
+
+
+class Scenario(BaseModel):
+    """What one run emulates. Defaults: the reference testbed."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    batch: Annotated[int, Field(ge=1, le=100_000, description="PDCP split batch size, packets")] = 100
+    split: Annotated[list[Share], Field(min_length=2, max_length=8, description="share per leg (percent or any ratio)")] = [50.0, 50.0]
+    bw: Annotated[list[PosMbps], Field(min_length=2, max_length=8, description="downlink rate per leg, Mbit/s")] = [20.0, 20.0]
+    delay: Annotated[list[DelayMs], Field(min_length=2, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
+    delay_cov: Annotated[float, Field(ge=0, le=1, description="delay std / mean (normal jitter)")] = 0.1
+    loss: Annotated[list[LossPct], Field(min_length=2, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
+    duplicate: bool = False
+    reordering: bool = True
+    t_reordering: Annotated[float | None, Field(ge=0, le=60_000, description="ms; None is infinity")] = 200.0
+    trace: Path | None = None
+    uplink_bw: PosMbps = 20.0
+    uplink_delay: DelayMs = 10.0
+    queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 100
+    uplink_queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    delay_limit: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    sn_bits: Literal[12, 16, 18] = 16
+    header_bytes: Annotated[int, Field(ge=0, le=64)] = 2
+    mtu: Annotated[int, Field(ge=1280, le=9000)] = 1500
+    stats_interval_ms: Annotated[float, Field(ge=1, le=10_000)] = 10.0
+    seed: Annotated[int, Field(ge=0)] = 1
+
+    @model_validator(mode="after")
+    def _legs_agree(self) -> "Scenario":
+        n = len(self.bw)
+        for name in ("split", "delay", "loss"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name}: needs one value per leg ({n}, as --bw gives), got {len(getattr(self, name))}")
+        if sum(self.split) <= 0:
+            raise ValueError("split: at least one share must be above 0")
+        if self.trace is not None and not Path(self.trace).is_file():
+            raise ValueError(f"trace: no such file {self.trace}")
+        return self
+
+    @property
+    def legs(self) -> int:
+        return len(self.bw)
+
+    def delay_std(self, leg: int) -> float:
+        return self.delay[leg] * self.delay_cov
+
+
+def build(base: Scenario | None = None, **changes: object) -> Scenario:
+    """A validated scenario from ``base`` (default: the reference) with ``changes``
+    applied; raises ScenarioError naming the field and its allowed range."""
+    data = (base or Scenario()).model_dump()
+    data.update({k: v for k, v in changes.items() if v is not None})
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(describe(e)) from None
+
+
+# Allowed ranges, for messages ("> 0" marks an open lower bound).
+RANGES: dict[str, tuple[object, object]] = {
+    "batch": (1, 100_000), "split": (0, 100), "bw": ("> 0", 100_000), "delay": (0, 10_000),
+    "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "uplink_bw": ("> 0", 100_000),
+    "uplink_delay": (0, 10_000), "queue_packets": (1, 1_000_000), "uplink_queue_packets": (1, 1_000_000),
+    "delay_limit": (1, 1_000_000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
+}
+
+
+def describe(e: ValidationError) -> str:
+    """One line per problem: the field (as its CLI option) and what is allowed."""
+    lines = []
+    for err in e.errors():
+        loc = [str(p) for p in err["loc"]]
+        msg = err["msg"].removeprefix("Value error, ")
+        field = loc[0] if loc else ""
+        if not field and ":" in msg:  # a cross-field check names its field first
+            field, msg = (x.strip() for x in msg.split(":", 1))
+        option = "--" + (field or "scenario").replace("_", "-")
+        leg = f" (leg {int(loc[1]) + 1})" if len(loc) > 1 and loc[1].isdigit() else ""
+        if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and field in RANGES:
+            lo, hi = RANGES[field]
+            lo_text = f"above {str(lo)[2:]}" if isinstance(lo, str) else f"at least {lo}"
+            msg = f"must be {lo_text} and at most {hi} (got {err.get('input')})"
+        lines.append(f"{option}{leg}: {msg}")
+    return "; ".join(lines)
+
+
+def load(path: Path) -> Scenario:
+    """A scenario file: TOML with Scenario's field names (missing ones keep defaults)."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ScenarioError(f"--scenario: cannot read {path}: {e}") from None
+    if data.get("t_reordering") in ("inf", "infinity"):
+        data["t_reordering"] = None
+    if isinstance(data.get("trace"), str) and not Path(data["trace"]).is_absolute():
+        data["trace"] = str((Path(path).parent / data["trace"]).resolve())
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(f"{path}: {describe(e)}") from None
+
+
+def to_toml(s: Scenario) -> str:
+    d = s.model_dump(mode="json")
+    if d["t_reordering"] is None:
+        d["t_reordering"] = "inf"
+    d = {k: v for k, v in d.items() if v is not None}
+    return tomli_w.dumps(d)
+
+
+def parse_list(option: str, text: str, sep: str = ",") -> list[float]:
+    """"20,20" or "50:50" to floats, naming the option on error."""
+    try:
+        return [float(x) for x in text.split(sep)]
+    except ValueError:
+        raise ScenarioError(f"{option}: expected numbers separated by '{sep}' (got {text!r})") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering for dcemu.
+
+def _leg(name: str, rate_or_trace: dict, queue: int, delay_ms: float, std_ms: float, limit: int, loss_pct: float) -> dict:
+    d: dict = {"name": name}
+    direction = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit}
+    if std_ms > 0:
+        direction["delay"] = {"distribution": "normal", "mean_ms": delay_ms, "std_ms": std_ms}
+    else:
+        direction["delay"] = {"distribution": "constant", "ms": delay_ms}
+    if loss_pct > 0:
+        direction["loss"] = {"model": "bernoulli", "percent": loss_pct}
+    d["downlink"] = direction
+    return d
+
+
+def to_dcemu(s: Scenario, topology: dict, bearers: Literal["throughput", "fairness"] = "throughput") -> str:
+    """The dcemu scenario file. ``topology`` is the [topology] table (namespaces, devices).
+
+    Throughput: one DC bearer (everything; the server listens on 4433). Fairness: the DC
+    bearer on port 4433, SC bearers on 8000 (leg 1) and 9000 (leg 2)."""
+    legs = []
+    for i in range(s.legs):
+        rate = {"trace": {"path": str(Path(s.trace).resolve())}} if s.trace else {"rate": f"{s.bw[i]}mbit"}
+        leg = _leg(f"leg{i + 1}", rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i])
+        if i == 0:
+            up = _leg("", {"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
+                      s.uplink_delay * s.delay_cov, s.delay_limit, 0.0)["downlink"]
+            leg["uplink"] = up
+        legs.append(leg)
+    mode = "dup" if s.duplicate else "dc"
+    dc: dict = {"name": "dc", "mode": mode, "match": [{"server_port": DC_PORT}]}
+    bearer_list = [dc]
+    if bearers == "fairness":
+        bearer_list += [
+            {"name": "sc1", "mode": "sc", "legs": ["leg1"], "match": [{"server_port": SC1_PORT}]},
+            {"name": "sc2", "mode": "sc", "legs": ["leg2"], "match": [{"server_port": SC2_PORT}]},
+        ]
+    doc = {
+        "seed": s.seed,
+        "default_bearer": "dc",
+        "topology": {**topology, "mtu": s.mtu},
+        "pdcp": {
+            "sn_bits": s.sn_bits,
+            "header_bytes": s.header_bytes,
+            "t_reordering_ms": "inf" if s.t_reordering is None else s.t_reordering,
+            "reordering": s.reordering,
+        },
+        "split": {"batch": s.batch, "ratio": list(s.split)},
+        "stats": {"interval_ms": s.stats_interval_ms},
+        "legs": legs,
+        "bearers": bearer_list,
+    }
+    return tomli_w.dumps(doc)

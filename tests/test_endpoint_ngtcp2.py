@@ -1,0 +1,174 @@
+"""ngtcp2 (gtlsserver/gtlsclient) over a plain veth pair: every cc, byte counts past the
+default 20M dyn length, short bodies, qlog, refused and timed-out downloads."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SERVER, start_in
+from dclab.endpoints.base import DownloadSpec, ServerSpec
+from dclab.endpoints.ngtcp2_stack import Ngtcp2Stack
+from dclab.netns import kill_in
+
+STACK = Ngtcp2Stack()
+PORT = 4433
+MB = 1_000_000
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(bool(STACK.missing()), reason="; ".join(STACK.missing()) or "ok"),
+]
+
+
+def listening(ns: str, port: int) -> bool:
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "ss", "-H", "-lun", f"sport = :{port}"], capture_output=True, text=True, timeout=5
+    ).stdout
+    return bool(out.strip())
+
+
+def wait_listening(ns: str, port: int, proc: subprocess.Popen, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode} before listening")
+        if listening(ns, port):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on udp/{port} in {ns} after {timeout_s} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate, then kill; bounded."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=3)
+
+
+@pytest.fixture
+def servers(veth_pair, tmp_path):
+    """Starts gtlsserver in ns.server (refusing to share a port with a leftover server);
+    stops every started server afterwards and checks none survived."""
+    started: list[subprocess.Popen] = []
+    logs = []
+
+    def start(spec: ServerSpec, cmd: list[str] | None = None) -> subprocess.Popen:
+        assert not listening(veth_pair.server, spec.port), "a leftover server holds the port"
+        cmd = cmd or STACK.server_command(spec)
+        log = open(tmp_path / f"server-{len(started)}.log", "wb")
+        logs.append(log)
+        proc = start_in(veth_pair.server, cmd, log)
+        started.append(proc)
+        wait_listening(veth_pair.server, spec.port, proc)
+        return proc
+
+    yield start
+    for proc in started:
+        stop(proc)
+    for log in logs:
+        log.close()
+    assert all(p.poll() is not None for p in started)
+    kill_in(veth_pair.server)  # belt and braces: nothing may outlive the test
+    assert subprocess.run(["ip", "netns", "pids", veth_pair.server], capture_output=True, text=True).stdout == ""
+
+
+def server_spec(tmp_path: Path, certs, cc: str = "cubic", qlog: bool = False) -> ServerSpec:
+    return ServerSpec(port=PORT, cc=cc, workdir=tmp_path / "srv", certs=certs, address=SERVER, qlog=qlog)
+
+
+def download(ns, tmp_path, certs, size: int, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT, qlog=False):
+    spec = DownloadSpec(
+        address=SERVER, port=port, size=size, cc=cc, workdir=tmp_path / "cli", certs=certs, timeout_s=timeout_s, qlog=qlog
+    )
+    return STACK.download(spec, ["ip", "netns", "exec", ns.client])
+
+
+def check_ok(r, size: int) -> None:
+    assert r.ok, r.error
+    assert r.bytes == size
+    assert r.request_wall is not None and abs(r.request_wall - time.time()) < 60
+    assert r.handshake_s is not None and r.first_byte_s is not None and r.last_byte_s is not None
+    assert 0 <= r.request_s < r.handshake_s <= r.first_byte_s <= r.last_byte_s
+    assert r.goodput_mbps is not None and r.goodput_mbps > 1.0
+
+
+def test_ccs_are_what_this_build_accepts():
+    out = subprocess.run(["gtlsserver", "--help"], capture_output=True, text=True).stdout + subprocess.run(
+        ["gtlsclient", "--help"], capture_output=True, text=True
+    ).stdout
+    for cc in STACK.ccs:
+        assert cc in out
+    assert STACK.ccs[0] == "cubic"
+    assert STACK.version().startswith("ngtcp2 0.12")
+
+
+@pytest.mark.parametrize("cc", STACK.ccs)
+def test_download_5mb_every_cc(veth_pair, servers, certs, tmp_path, cc):
+    spec = server_spec(tmp_path, certs, cc)
+    cmd = STACK.server_command(spec)
+    assert f"--cc={cc}" in cmd
+    proc = servers(spec, cmd)
+    # The running server really carries the cc (ip netns exec execs gtlsserver in place).
+    argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+    assert argv[0].endswith(b"gtlsserver") and f"--cc={cc}".encode() in argv
+    r = download(veth_pair, tmp_path, certs, 5 * MB, cc=cc)
+    check_ok(r, 5 * MB)
+    print(f"ngtcp2 {cc}: 5 MB at {r.goodput_mbps:.0f} Mbit/s")
+    # Nothing of the body is left behind in the client's workdir.
+    assert not any(p.is_file() for p in (tmp_path / "cli").rglob("*"))
+
+
+def test_larger_than_default_dyn_length(veth_pair, servers, certs, tmp_path):
+    servers(server_spec(tmp_path, certs))
+    r = download(veth_pair, tmp_path, certs, 30 * MB)
+    check_ok(r, 30 * MB)
+
+
+def test_short_body_is_not_ok(veth_pair, servers, certs, tmp_path):
+    """A server left at the default --max-dyn-length (20M) answers a short body with exit 0."""
+    spec = server_spec(tmp_path, certs)
+    cmd = [a for a in STACK.server_command(spec) if not a.startswith("--max-dyn-length")]
+    servers(spec, cmd)
+    r = download(veth_pair, tmp_path, certs, 30 * MB)
+    assert not r.ok and r.bytes != 30 * MB and "bytes" in r.error
+
+
+def test_qlog_on_request(veth_pair, servers, certs, tmp_path):
+    spec = server_spec(tmp_path, certs, qlog=True)
+    assert any(a.startswith("--qlog-dir=") for a in STACK.server_command(spec))
+    servers(spec)
+    r = download(veth_pair, tmp_path, certs, 1 * MB, qlog=True)
+    check_ok(r, 1 * MB)
+    assert list((tmp_path / "cli" / "qlog-client").iterdir())
+    assert list((tmp_path / "srv" / "qlog-server").iterdir())
+
+
+def test_refused_returns_quickly(veth_pair, certs, tmp_path):
+    t0 = time.monotonic()
+    r = download(veth_pair, tmp_path, certs, 1 * MB, timeout_s=2.0, port=PORT + 1)
+    assert time.monotonic() - t0 < 4.0
+    assert not r.ok and r.bytes == 0 and r.error
+
+
+def test_timeout_returns_quickly(veth_pair, servers, certs, tmp_path):
+    servers(server_spec(tmp_path, certs))
+    t0 = time.monotonic()
+    r = download(veth_pair, tmp_path, certs, 50_000 * MB, timeout_s=1.5)
+    assert time.monotonic() - t0 < 4.0
+    assert not r.ok and 0 < r.bytes < 50_000 * MB
+    assert "timed out" in r.error
+
+
+def test_unknown_cc_does_not_raise(veth_pair, certs, tmp_path):
+    r = download(veth_pair, tmp_path, certs, 1000, cc="vegas", timeout_s=2.0)
+    assert not r.ok and "vegas" in r.error
+    with pytest.raises(ValueError):
+        STACK.server_command(server_spec(tmp_path, certs, cc="vegas"))

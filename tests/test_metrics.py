@@ -1,0 +1,52 @@
+"""Metric computations on hand-made inputs with known answers."""
+
+from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, pdcp_summary
+from dclab.cli import parse_size
+from dclab.endpoints.base import DownloadResult
+
+
+def test_goodput_is_bytes_over_last_byte_minus_request():
+    r = DownloadResult(ok=True, bytes=100_000_000, request_s=0.0, first_byte_s=0.1, last_byte_s=20.0)
+    assert r.goodput_mbps == 40.0
+    assert DownloadResult(ok=False, bytes=5).goodput_mbps is None
+
+
+def test_mean_and_sample_std():
+    assert mean_std([10.0, 20.0, 30.0]) == {"mean": 20.0, "std": 10.0, "n": 3}
+    assert mean_std([5.0]) == {"mean": 5.0, "std": 0.0, "n": 1}
+    assert mean_std([])["mean"] is None
+
+
+def test_jain():
+    assert jain([10, 10, 10]) == 1.0
+    assert abs(jain([30, 0, 0]) - 1 / 3) < 1e-12
+    assert abs(jain([20, 10, 10]) - (40**2) / (3 * 600)) < 1e-12
+
+
+def test_series_are_aligned_to_the_request():
+    recs = [
+        {"type": "interval", "t_ms": 1000.0, "legs": [{"name": "leg1", "downlink": {"out_mbps": 5.0}}],
+         "bearers": [{"name": "dc", "delivered_mbps": 4.0}]},
+        {"type": "interval", "t_ms": 1010.0, "legs": [{"name": "leg1", "downlink": {"out_mbps": 7.0}}],
+         "bearers": [{"name": "dc", "delivered_mbps": 6.0}]},
+        {"type": "summary", "t_ms": 1012.0, "legs": [], "bearers": []},
+    ]
+    assert leg_series(recs, t0_ms=1000.0) == {"leg1": [(0.0, 5.0), (0.01, 7.0)]}
+    assert bearer_series(recs, t0_ms=990.0)["dc"] == [(0.01, 4.0), (0.02, 6.0)]
+
+
+def test_pdcp_summary_picks_the_bearer():
+    recs = [{"type": "summary", "legs": [{"name": "leg1", "downlink": {"bytes_out": 3, "packets_out": 1, "dropped_queue_packets": 0,
+                                                                      "dropped_loss_packets": 0}}],
+             "bearers": [{"name": "dc", "tx_pdus": [["leg1", 1]], "rx": {"delivered": 1, "wait": {"count": 1, "mean_us": 2.0,
+                          "p50_us": 2.0, "p99_us": 2.0, "max_us": 2.0, "buckets": []}}, "delivered_bytes": 1}]}]
+    p = pdcp_summary(recs)
+    assert p["tx_pdus"] == {"leg1": 1} and p["rx"] == {"delivered": 1} and p["rx_wait_us"]["count"] == 1
+    assert p["legs"]["leg1"]["bytes_out"] == 3
+
+
+def test_sizes():
+    assert parse_size("100MB") == 100_000_000
+    assert parse_size("1GB") == 10**9
+    assert parse_size("2MiB") == 2 * 2**20
+    assert parse_size("5000") == 5000

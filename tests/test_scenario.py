@@ -1,0 +1,94 @@
+"""Scenario model: reference defaults, validation messages, rendering that dcemu accepts."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+
+from dclab import scenario as sc
+from dclab.cli import app
+from dclab.emulator import DCEMU
+
+
+def test_defaults_are_the_reference_testbed():
+    s = sc.Scenario()
+    assert (s.batch, s.split, s.bw, s.delay, s.delay_cov, s.loss) == (100, [50, 50], [20, 20], [10, 10], 0.1, [0, 0])
+    assert (s.queue_packets, s.uplink_queue_packets, s.delay_limit, s.t_reordering, s.sn_bits) == (100, 10000, 10000, 200, 16)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch", "0"], "--batch: must be at least 1 and at most 100000 (got 0)"),
+        (["--loss", "0,120"], "--loss (leg 2): must be at least 0 and at most 100 (got 120.0)"),
+        (["--bw", "0,20"], "--bw (leg 1): must be above 0 and at most 100000"),
+        (["--delay", "1,2,3"], "--delay: needs one value per leg (2, as --bw gives), got 3"),
+        (["--split", "a:b"], "--split: expected numbers separated by ':'"),
+        (["--split", "0:0"], "--split: at least one share must be above 0"),
+        (["--delay-cov", "2"], "--delay-cov: must be at least 0 and at most 1 (got 2.0)"),
+        (["--t-reordering", "-1"], "--t-reordering: must be at least 0 and at most 60000"),
+    ],
+)
+def test_invalid_values_are_refused_naming_option_and_range(args, message):
+    r = CliRunner().invoke(app, ["scenario", "show", *args])
+    assert r.exit_code == 2
+    assert message in r.output
+
+
+def test_options_override_a_scenario_file(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('batch = 50\nbw = [30, 10]\nsplit = [75, 25]\nt_reordering = "inf"\n')
+    r = CliRunner().invoke(app, ["scenario", "show", "--scenario", str(f), "--batch", "10"])
+    assert r.exit_code == 0, r.output
+    d = tomllib.loads(r.output)
+    assert (d["batch"], d["bw"], d["split"], d["t_reordering"]) == (10, [30, 10], [75, 25], "inf")
+
+
+def test_bad_scenario_file_names_the_file_and_field(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text("batch = -5\n")
+    r = CliRunner().invoke(app, ["scenario", "show", "--scenario", str(f)])
+    assert r.exit_code == 2 and "--batch: must be at least 1" in r.output and "s.toml" in r.output
+
+
+def test_three_legs_resize_the_default_lists():
+    r = CliRunner().invoke(app, ["scenario", "show", "--bw", "10,20,30"])
+    d = tomllib.loads(r.output)
+    assert d["split"] == [50, 50, 50] and d["delay"] == [10, 10, 10]
+
+
+@pytest.mark.parametrize("kind", ["throughput", "fairness"])
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"duplicate": True, "loss": [1.0, 0.5]}, {"reordering": False, "t_reordering": None, "delay_cov": 0.0},
+     {"bw": [33.33, 6.67], "split": [83, 17], "batch": 2}],
+)
+def test_rendering_is_accepted_by_dcemu(tmp_path, kind, changes):
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    s = sc.build(**changes)
+    text = sc.to_dcemu(s, {"server_netns": "dclab-a", "client_netns": "dclab-b"}, kind)
+    f = tmp_path / "d.toml"
+    f.write_text(text)
+    p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    d = tomllib.loads(p.stdout)
+    assert d["split"]["batch"] == s.batch and d["split"]["ratio"] == s.split
+    assert d["legs"][0]["downlink"]["rate"] == f"{s.bw[0]}mbit"
+    assert d["legs"][0]["uplink"]["queue_packets"] == 10000 and "uplink" not in d["legs"][1]
+    modes = [b["mode"] for b in d["bearers"]]
+    assert modes[0] == ("dup" if s.duplicate else "dc")
+    assert len(modes) == (3 if kind == "fairness" else 1)
+
+
+def test_trace_renders_on_both_downlinks(tmp_path):
+    from pathlib import Path
+
+    trace = Path(__file__).resolve().parent.parent / "data/traces/raca4g/4G_A_2018.01.27_13.58.29.csv"
+    s = sc.build(trace=trace)
+    d = tomllib.loads(sc.to_dcemu(s, {}, "throughput"))
+    assert all(leg["downlink"]["trace"]["path"] == str(trace) for leg in d["legs"])
+    assert all("rate" not in leg["downlink"] for leg in d["legs"])

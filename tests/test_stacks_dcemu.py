@@ -1,0 +1,58 @@
+"""Every stack, with every congestion controller it offers, downloads through dcemu's
+default DC scenario; and the directions the study found show up in short runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dclab.endpoints import STACKS, get_stack
+from dclab.hostconfig import host_config_for
+from dclab.scenario import DC_PORT, Scenario
+from dclab.testbed import Testbed
+
+pytestmark = pytest.mark.root
+
+CASES = [(name, cc) for name in STACKS for cc in get_stack(name).ccs]
+
+
+@pytest.mark.parametrize("stack_name, cc", CASES)
+def test_short_download_through_dcemu(tmp_path, stack_name, cc):
+    stack = get_stack(stack_name)
+    size = 2_000_000
+    host = host_config_for(stack.transport, "default")
+    with Testbed(Scenario(), host, tmp_path, tcp_ccs=(cc,) if stack.transport == "tcp" else ()) as tb:
+        tb.start_server(stack, DC_PORT, cc)
+        r = tb.download(stack, DC_PORT, size, cc, timeout_s=60)
+        records = tb.emulator.records()
+    assert r.ok and r.bytes == size, r.error
+    # Two 20 Mbit/s legs: faster than one leg alone is possible, beyond 40 is not.
+    assert 1 < r.goodput_mbps < 40.5
+    summary = records[-1]
+    dc = summary["bearers"][0]
+    assert dc["delivered_bytes"] >= size, "the body crossed the DC bearer"
+    assert all(n > 0 for _, n in dc["tx_pdus"]), "both legs carried the download"
+
+
+def throughput(*args: str) -> float:
+    p = subprocess.run([sys.executable, "-m", "dclab.cli", "run", "throughput", "--json", *args],
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["goodput_mbps"]["mean"]
+
+
+@pytest.mark.slow
+def test_directions_of_the_study(tmp_path):
+    """Short versions of the checks a user makes (full runs: see the README)."""
+    common = ["--stack", "tcp", "--size", "30MB", "--reps", "2"]
+    sc = throughput(*common, "--split", "100:0", "--out", str(tmp_path / "sc"))
+    dc = throughput(*common, "--out", str(tmp_path / "dc"))
+    assert sc < 21 and dc > sc * 1.2
+    b500 = throughput(*common, "--batch", "500", "--out", str(tmp_path / "b500"))
+    assert b500 < dc
+    even = throughput(*common, "--bw", "33.33,6.67", "--split", "50:50", "--out", str(tmp_path / "even"))
+    match = throughput(*common, "--bw", "33.33,6.67", "--split", "83:17", "--out", str(tmp_path / "match"))
+    assert match > even * 1.3

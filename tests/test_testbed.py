@@ -1,0 +1,137 @@
+"""The testbed leaves nothing behind: namespaces, TUN devices, processes and sysctls are
+back as they were after success, an error, a crashed client, SIGINT and SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dclab.endpoints import get_stack
+from dclab.hostconfig import HOST_CONFIGS, STATE_DIR, read_sysctl
+from dclab.scenario import DC_PORT, Scenario
+from dclab.testbed import Testbed
+
+pytestmark = pytest.mark.root
+
+WATCHED = ("net.core.rmem_default", "net.core.rmem_max", "net.ipv4.tcp_allowed_congestion_control")
+
+
+def host_state() -> dict:
+    return {k: read_sysctl(k) for k in WATCHED}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie of ours counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def assert_clean(tag: str, pids: list[int], before: dict) -> None:
+    assert tag not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"dcemu-{tag}" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert [p for p in pids if alive(p)] == [], "processes left running"
+    assert host_state() == before, "sysctls not restored"
+    assert not (STATE_DIR / f"run-{tag}.json").exists(), "journal left behind"
+
+
+def test_success_leaves_nothing(tmp_path):
+    before = host_state()
+    stack = get_stack("tcp")
+    with Testbed(Scenario(), HOST_CONFIGS["tcp"], tmp_path, tcp_ccs=("cubic",)) as tb:
+        assert read_sysctl("net.core.rmem_max") == "33554432"
+        assert read_sysctl("net.ipv4.tcp_rmem", tb.ns.client) == "4096 131072 6291456"
+        assert "cubic" in read_sysctl("net.ipv4.tcp_allowed_congestion_control")
+        tb.start_server(stack, DC_PORT, "cubic")
+        r = tb.download(stack, DC_PORT, 1_000_000, "cubic", 60)
+        assert r.ok and r.bytes == 1_000_000, r.error
+        tag, pids = tb.ns.tag, list(tb.journal.data["pids"])
+        assert len(pids) == 2  # dcemu and the server
+    assert_clean(tag, pids, before)
+    stats = (tmp_path / "dcemu-stats.jsonl").read_text().splitlines()
+    assert '"type":"summary"' in stats[-1], "dcemu wrote its summary"
+
+
+def test_mss_is_clamped_to_1280(tmp_path):
+    stack = get_stack("tcp")
+    with Testbed(Scenario(), HOST_CONFIGS["tcp"], tmp_path, tcp_ccs=("cubic",)) as tb:
+        tb.start_server(stack, DC_PORT, "cubic")
+        big = subprocess.Popen(["ip", "netns", "exec", tb.ns.client, "curl", "-sk", "--http2", "-o", "/dev/null",
+                                f"https://198.18.0.1:{DC_PORT}/20000000"])
+        try:
+            mss = ""
+            for _ in range(100):
+                mss = subprocess.run(["ip", "netns", "exec", tb.ns.server, "ss", "-tin", "state", "established"],
+                                     capture_output=True, text=True).stdout
+                if "mss:" in mss:
+                    break
+                time.sleep(0.05)
+            # ss shows the sending MSS: 1280 less TCP options (12 bytes of timestamps).
+            m = re.search(r"\bmss:(\d+)", mss)
+            assert m and 1260 <= int(m.group(1)) <= 1280, mss
+        finally:
+            big.kill()
+            big.wait()
+
+
+def test_error_inside_the_run_leaves_nothing(tmp_path):
+    before = host_state()
+    with pytest.raises(RuntimeError, match="boom"):
+        with Testbed(Scenario(), HOST_CONFIGS["quic-large"], tmp_path) as tb:
+            assert read_sysctl("net.core.rmem_default") == "33554432"
+            tag, pids = tb.ns.tag, list(tb.journal.data["pids"])
+            raise RuntimeError("boom")
+    assert_clean(tag, pids, before)
+
+
+def test_crashed_client_leaves_nothing(tmp_path):
+    """The client is killed mid-transfer (its time limit runs out): the download reports
+    failure, and the testbed still cleans up."""
+    before = host_state()
+    stack = get_stack("tcp")
+    with Testbed(Scenario(), HOST_CONFIGS["tcp"], tmp_path, tcp_ccs=("cubic",)) as tb:
+        tb.start_server(stack, DC_PORT, "cubic")
+        r = tb.download(stack, DC_PORT, 500_000_000, "cubic", timeout_s=1.5)
+        assert not r.ok and r.error
+        tag, pids = tb.ns.tag, list(tb.journal.data["pids"])
+    assert_clean(tag, pids, before)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_cli_run_cleans_up_and_keeps_its_record(tmp_path, sig):
+    before = host_state()
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "run", "throughput", "--stack", "tcp", "--size", "500MB",
+                          "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = out / "rep-01" / "dcemu.ready"
+    t0 = time.monotonic()
+    while not ready.exists():
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() - t0 < 30, "run did not start"
+        time.sleep(0.05)
+    pid_dcemu = int(ready.read_text().split()[0])
+    journals = list(STATE_DIR.glob("run-*.json"))
+    assert journals
+    time.sleep(1.0)
+    p.send_signal(sig)
+    _, stderr = p.communicate(timeout=30)
+    assert p.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert not alive(pid_dcemu)
+    assert host_state() == before
+    assert not [j for j in journals if j.exists()]
+    assert subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 1
+    assert (out / "options.json").exists() and (out / "environment.json").exists()
+    assert '"type":"summary"' in (out / "rep-01" / "dcemu-stats.jsonl").read_text().splitlines()[-1]
