@@ -224,15 +224,17 @@ def run_throughput_cmd(stack: str, cc: str | None, udp_buffer: str, qlog: bool, 
 
 @app.command()
 def clean() -> None:
-    """Remove what killed runs left: namespaces, processes, TUN devices; restore sysctls."""
-    from .hostconfig import stale_journals, undo_journal
+    """Remove what killed runs left: namespaces, processes, TUN devices; restore sysctls.
+
+    Runs that are still going are left alone."""
+    from .hostconfig import live_namespaces, stale_journals, undo_journal
     from .netns import clean as clean_namespaces
 
     root_or_exit()
     actions: list[str] = []
     for j in stale_journals():
         actions += undo_journal(j)
-    actions += [f"removed namespace {n}" for n in clean_namespaces()]
+    actions += [f"removed namespace {n}" for n in clean_namespaces(keep=live_namespaces())]
     for line in actions:
         click.echo(line)
     click.echo("nothing to clean" if not actions else f"{len(actions)} action(s)")

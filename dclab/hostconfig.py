@@ -129,6 +129,19 @@ def undo_journal(path: Path) -> list[str]:
     return done
 
 
+def live_namespaces() -> set[str]:
+    """Namespaces of runs that are still alive (never to be cleaned)."""
+    live = set()
+    for p in STATE_DIR.glob("run-*.json"):
+        if p in stale_journals():
+            continue
+        try:
+            live.update(json.loads(p.read_text()).get("namespaces", []))
+        except (OSError, json.JSONDecodeError):
+            pass
+    return live
+
+
 def stale_journals() -> list[Path]:
     """Journals whose run is no longer alive."""
     out = []

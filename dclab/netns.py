@@ -72,10 +72,13 @@ def leftovers() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]
 
 
-def clean() -> list[str]:
-    """Removes every dclab namespace (and the processes and devices in it)."""
+def clean(keep: set[str] = frozenset()) -> list[str]:
+    """Removes every dclab namespace but those in ``keep`` (the processes and devices in
+    them go too)."""
     gone = []
     for ns in leftovers():
+        if ns in keep:
+            continue
         kill_in(ns)
         sh("ip", "netns", "del", ns, check=False)
         gone.append(ns)

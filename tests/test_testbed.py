@@ -135,3 +135,31 @@ def test_interrupted_cli_run_cleans_up_and_keeps_its_record(tmp_path, sig):
     assert subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 1
     assert (out / "options.json").exists() and (out / "environment.json").exists()
     assert '"type":"summary"' in (out / "rep-01" / "dcemu-stats.jsonl").read_text().splitlines()[-1]
+
+
+def test_clean_undoes_a_killed_run(tmp_path):
+    """SIGKILL gives the run no chance to clean up; `dclab clean` must, from its journal."""
+    before = host_state()
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "run", "throughput", "--stack", "aioquic",
+                          "--udp-buffer", "large", "--size", "500MB", "--out", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ready = out / "rep-01" / "dcemu.ready"
+    t0 = time.monotonic()
+    while not (ready.exists() and (out / "environment.json").exists()):
+        assert p.poll() is None and time.monotonic() - t0 < 30, "run did not start"
+        time.sleep(0.05)
+    pid_dcemu = int(ready.read_text().split()[0])
+    p.kill()
+    p.wait()
+    assert alive(pid_dcemu) and read_sysctl("net.core.rmem_default") == "33554432", "the killed run left its state"
+    r = subprocess.run([sys.executable, "-m", "dclab.cli", "clean"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "restored net.core.rmem_default" in r.stdout and "removed namespace" in r.stdout
+    t0 = time.monotonic()
+    while alive(pid_dcemu) and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    assert not alive(pid_dcemu)
+    assert host_state() == before
+    assert "dclab-" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert subprocess.run(["pgrep", "-f", "h3_server"], capture_output=True).returncode == 1
