@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 EMU := emu/target/release/dcemu
-APT_PACKAGES := iproute2 iperf3 iputils-ping iptables procps curl ngtcp2-client ngtcp2-server python3 python3-venv ca-certificates
+APT_PACKAGES := iproute2 iperf3 iputils-ping iptables procps curl ngtcp2-client ngtcp2-server python3 python3-venv ca-certificates chromium
 VENV := .venv
 PY := $(VENV)/bin/python
 

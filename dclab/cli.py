@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -18,7 +17,7 @@ from rich.table import Table
 from . import scenario as sc
 from .endpoints import STACKS, get_stack
 
-err = Console(stderr=True)
+from .cli_options import err, parse_size, root_or_exit, scenario_from, scenario_options  # noqa: F401
 
 
 def _sigterm(*_: object) -> None:
@@ -33,82 +32,6 @@ def app() -> None:
     Runs need root: they create network namespaces, TUN devices and change host sysctls
     (restored afterwards; `dclab clean` undoes what a killed run left)."""
     signal.signal(signal.SIGTERM, _sigterm)
-
-
-# ---------------------------------------------------------------------------------------
-# Scenario options, shared by every command that runs or shows a scenario.
-
-def scenario_options(f):
-    opts = [
-        click.option("--scenario", "scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Start from this scenario file (TOML with the fields of `dclab scenario show`)."),
-        click.option("--batch", type=int, help="PDCP split batch size in packets [default 100]."),
-        click.option("--split", help="Share per leg, e.g. 50:50 or 83:17; 100:0 is single connectivity [default 50:50]."),
-        click.option("--bw", help="Downlink rate per leg in Mbit/s, e.g. 20,20 [default 20,20]."),
-        click.option("--delay", help="Downlink delay per leg in ms, e.g. 10,10 [default 10,10]."),
-        click.option("--delay-cov", type=float, help="Delay jitter as std/mean (normal) [default 0.1]."),
-        click.option("--loss", help="Random loss per downlink leg in percent, e.g. 0.1,0.1 [default 0,0]."),
-        click.option("--duplicate/--no-duplicate", default=None, help="PDCP duplication: every packet on both legs."),
-        click.option("--no-reordering", is_flag=True, default=None, help="Turn PDCP reordering off (arrival order)."),
-        click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
-        click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Bandwidth trace (mahimahi or CSV) on both downlinks instead of --bw."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-def scenario_from(kw: dict) -> sc.Scenario:
-    """The effective scenario: defaults, then --scenario, then the options given."""
-    try:
-        base = sc.load(kw.pop("scenario_file")) if kw.get("scenario_file") else sc.Scenario()
-        kw.pop("scenario_file", None)
-        changes: dict = {}
-        if kw.get("batch") is not None:
-            changes["batch"] = kw["batch"]
-        if kw.get("split"):
-            changes["split"] = sc.parse_list("--split", kw["split"], ":")
-        for name in ("bw", "delay", "loss"):
-            if kw.get(name):
-                changes[name] = sc.parse_list(f"--{name}", kw[name])
-        if kw.get("delay_cov") is not None:
-            changes["delay_cov"] = kw["delay_cov"]
-        if kw.get("duplicate") is not None:
-            changes["duplicate"] = kw["duplicate"]
-        if kw.get("no_reordering"):
-            changes["reordering"] = False
-        if kw.get("t_reordering") is not None:
-            t = kw["t_reordering"]
-            if t in ("inf", "infinity"):
-                data = base.model_dump()
-                data["t_reordering"] = None
-                base = sc.Scenario.model_validate(data)
-            else:
-                changes["t_reordering"] = sc.parse_list("--t-reordering", t)[0]
-        if kw.get("trace"):
-            changes["trace"] = Path(kw["trace"]).resolve()
-        # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
-        n = len(changes.get("bw", base.bw))
-        for name in ("split", "delay", "loss"):
-            if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):
-                changes[name] = [getattr(base, name)[0]] * n
-        return sc.build(base, **changes)
-    except sc.ScenarioError as e:
-        raise click.UsageError(str(e)) from None
-
-
-SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-
-def parse_size(text: str) -> int:
-    m = re.fullmatch(r"\s*([\d.]+)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in SIZE_UNITS:
-        raise click.BadParameter(f"expected a size like 100MB, 1GB or 5000000 (got {text!r})", param_hint="--size")
-    n = int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])
-    if not 1 <= n <= 100 * 10**9:
-        raise click.BadParameter(f"must be between 1 B and 100 GB (got {text!r})", param_hint="--size")
-    return n
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,11 +69,6 @@ def stack_options(f):
     f = click.option("--stack", type=click.Choice(list(STACKS)), default="aioquic", show_default=True,
                      help="Transport stack.")(f)
     return f
-
-
-def root_or_exit() -> None:
-    if os.geteuid() != 0:
-        raise click.ClickException("runs need root (sudo): they create namespaces and TUN devices and set sysctls")
 
 
 @run.command("throughput")
@@ -220,6 +138,81 @@ def run_throughput_cmd(stack: str, cc: str | None, udp_buffer: str, qlog: bool, 
         sys.exit(1)
 
 
+@run.command("fairness")
+@scenario_options
+@click.option("--stack", type=click.Choice(list(STACKS)), default="aioquic", show_default=True,
+              help="Transport stack of every flow.")
+@click.option("--stacks", help="Per flow, e.g. dc=aioquic,sc1=tcp,sc2=tcp (flows not named use --stack).")
+@click.option("--cc", help="Congestion control of every flow [default: each stack's default].")
+@click.option("--udp-buffer", type=click.Choice(["default", "large"]), default="default", show_default=True,
+              help="QUIC host configuration (see `run throughput --help`).")
+@click.option("--size", default="1GB", show_default=True, help="Bytes each client asks for.")
+@click.option("--duration", type=click.FloatRange(1, 86400), default=180, show_default=True,
+              help="Seconds measured from the start of the three clients.")
+@click.option("--reps", type=click.IntRange(1, 1000), default=1, show_default=True, help="Repetitions.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Run directory [default: runs/fairness-TIME].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results on stdout.")
+def run_fairness_cmd(stack: str, stacks: str | None, cc: str | None, udp_buffer: str, size: str, duration: float,
+                     reps: int, out: Path | None, as_json: bool, **kw) -> None:
+    """Three flows at once: DC (port 4433, both legs), SC on leg 1 (8000), SC on leg 2
+    (9000). Each flow's mean throughput over the window and Jain's fairness index."""
+    from .experiments.fairness import FLOWS, FairnessOptions, flow_ccs, parse_stacks, run_fairness
+    from .rundir import new_run_dir
+
+    s = scenario_from(kw)
+    try:
+        per_flow = parse_stacks(stack, stacks)
+        opts = FairnessOptions(stacks=per_flow, cc=cc, udp_buffer=udp_buffer, size=parse_size(size),
+                               duration_s=duration, reps=reps)
+        flow_ccs(opts)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    for name in set(per_flow.values()):
+        missing = get_stack(name).missing()
+        if missing:
+            raise click.ClickException(f"{name} is not ready: " + "; ".join(missing))
+    root_or_exit()
+    try:
+        out_dir = new_run_dir(out, "fairness")
+    except FileExistsError as e:
+        raise click.UsageError(str(e)) from None
+    err.print(f"[bold]fairness[/]: {opts.stack_label()}, {duration:g} s x {reps} -> {out_dir}")
+    done: list[dict] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as progress:
+        task = progress.add_task("repetitions", total=reps)
+
+        def on_rep(rep: int, rec: dict) -> None:
+            done.append(rec)
+            flows = ", ".join(f"{f} {rec['flows'][f]['mean_mbps'] or 0:.2f}" for f in FLOWS)
+            progress.console.print(f"  rep {rep}: {flows} Mbit/s, JFI {rec['jfi'] or 0:.3f}")
+            progress.advance(task)
+
+        try:
+            summary = run_fairness(s, opts, out_dir, on_rep, on_wait=lambda: err.print("waiting for another dclab run ..."))
+        except KeyboardInterrupt:
+            err.print(f"[yellow]interrupted[/]: cleaned up; {len(done)} finished repetition(s) kept in {out_dir}")
+            sys.exit(130)
+        except Exception as e:  # noqa: BLE001
+            raise click.ClickException(f"{e} (results so far in {out_dir})") from None
+    if as_json:
+        click.echo(json.dumps({"flows": summary["flows"], "jfi": summary["jfi"], "host_config": summary["host_config"],
+                               "cc": summary["cc"], "scenario": summary["scenario"], "out": str(out_dir)}))
+    else:
+        t = Table(show_header=True)
+        for c in ("flow", "stack", "mean (Mbit/s)", "std"):
+            t.add_column(c)
+        for f, v in summary["flows"].items():
+            t.add_row(f, v["stack"], f"{v['mean_mbps']:.2f}" if v["mean_mbps"] is not None else "-",
+                      f"{v['std_mbps']:.2f}" if v["std_mbps"] is not None else "-")
+        Console().print(t)
+        j = summary["jfi"]
+        click.echo(f"JFI: {j['mean']:.3f} (std {j['std']:.3f})" if j["mean"] is not None else "JFI: no successful run")
+        click.echo(f"results: {out_dir}/results.json, plot: {out_dir}/flows.png")
+    if summary["failed"] == reps:
+        sys.exit(1)
+
+
 # ---------------------------------------------------------------------------------------
 
 @app.command()
@@ -283,6 +276,13 @@ def doctor() -> None:
     Console().print(t)
     if not all(ok for _, ok, _ in checks):
         sys.exit(1)
+
+
+from . import cli_campaign, report_cli  # noqa: E402
+
+cli_campaign.register(app)
+for command in (report_cli.plot, report_cli.report, report_cli.results):
+    app.add_command(command)
 
 
 def main() -> None:  # pragma: no cover

@@ -133,7 +133,7 @@ def test_interrupted_cli_run_cleans_up_and_keeps_its_record(tmp_path, sig):
     assert host_state() == before
     assert not [j for j in journals if j.exists()]
     assert subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 1
-    assert (out / "options.json").exists() and (out / "environment.json").exists()
+    assert (out / "options.json").exists() and (out / "rep-01" / "environment.json").exists()
     assert '"type":"summary"' in (out / "rep-01" / "dcemu-stats.jsonl").read_text().splitlines()[-1]
 
 
@@ -146,7 +146,7 @@ def test_clean_undoes_a_killed_run(tmp_path):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ready = out / "rep-01" / "dcemu.ready"
     t0 = time.monotonic()
-    while not (ready.exists() and (out / "environment.json").exists()):
+    while not (ready.exists() and (out / "rep-01" / "environment.json").exists()):
         assert p.poll() is None and time.monotonic() - t0 < 30, "run did not start"
         time.sleep(0.05)
     pid_dcemu = int(ready.read_text().split()[0])

@@ -10,21 +10,21 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def link_utilization(series: dict[str, list[tuple[float, float]]], capacity_mbps: list[float | None], path: Path,
-                     title: str, window_s: float = 3.0) -> Path:
-    """Per-leg downlink throughput over the first ``window_s`` seconds after the request,
-    with each leg's configured capacity dashed (none for trace-driven legs)."""
+def time_series(series: dict[str, list[tuple[float, float]]], path: Path, title: str, window_s: float, ylabel: str,
+                capacity_mbps: list[float | None] | None = None) -> Path:
+    """One line per series over [0, window_s] seconds; optional dashed capacity lines
+    (same order as the sorted series names)."""
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    for i, (leg, pts) in enumerate(sorted(series.items())):
+    for i, (name, pts) in enumerate(sorted(series.items())):
         pts = [(t, v) for t, v in pts if 0 <= t <= window_s]
-        line, = ax.plot([t for t, _ in pts], [v for _, v in pts], label=leg, linewidth=1.2)
-        cap = capacity_mbps[i] if i < len(capacity_mbps) else None
+        line, = ax.plot([t for t, _ in pts], [v for _, v in pts], label=name, linewidth=1.2)
+        cap = capacity_mbps[i] if capacity_mbps and i < len(capacity_mbps) else None
         if cap:
             ax.axhline(cap, color=line.get_color(), linestyle="--", linewidth=0.8)
     ax.set_xlim(0, window_s)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("time since request (s)")
-    ax.set_ylabel("leg throughput (Mbit/s)")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
@@ -33,3 +33,15 @@ def link_utilization(series: dict[str, list[tuple[float, float]]], capacity_mbps
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def link_utilization(series: dict[str, list[tuple[float, float]]], capacity_mbps: list[float | None], path: Path,
+                     title: str, window_s: float = 3.0) -> Path:
+    """Per-leg downlink throughput over the first ``window_s`` seconds after the request,
+    each leg's configured capacity dashed (none for trace-driven legs)."""
+    return time_series(series, path, title, window_s, "leg throughput (Mbit/s)", capacity_mbps)
+
+
+def flow_throughput(series: dict[str, list[tuple[float, float]]], path: Path, title: str, window_s: float) -> Path:
+    """Per-flow (bearer) throughput delivered to the client over the measured window."""
+    return time_series(series, path, title, window_s, "flow throughput (Mbit/s)")

@@ -37,42 +37,53 @@ def default_timeout(s: Scenario, size: int) -> float:
     return size * 8 / (capacity * 1e6) * 10 + 60
 
 
+def throughput_rep(s: Scenario, o: ThroughputOptions, rep_dir: Path, on_wait: Callable[[], None] | None = None) -> dict:
+    """One repetition in a fresh testbed; returns (and writes as result.json) its record:
+    the download's result, PDCP summary, environment and `t0_ms` (dcemu time of the
+    request)."""
+    stack = get_stack(o.stack)
+    cc = o.cc or stack.ccs[0]
+    host = host_config_for(stack.transport, o.udp_buffer)
+    timeout = o.timeout_s or default_timeout(s, o.size)
+    tcp_ccs = (cc,) if stack.transport == "tcp" else ()
+    with Testbed(s, host, rep_dir, "throughput", tcp_ccs=tcp_ccs, on_wait=on_wait) as tb:
+        tb.start_server(stack, DC_PORT, cc, qlog=o.qlog)
+        env = environment([stack], tb.settings)
+        write_json(rep_dir / "environment.json", env)  # on disk before the download starts
+        result = tb.download(stack, DC_PORT, o.size, cc, timeout, qlog=o.qlog)
+        emu = tb.emulator
+    records = emu.records() if emu else []
+    shutil.rmtree(rep_dir / "certs", ignore_errors=True)  # a private key; nothing to keep
+    rec = {**result.to_dict(), "stack": stack.name, "cc": cc, "host_config": host.name, "size": o.size,
+           "pdcp": pdcp_summary(records), "environment": env, "t0_ms": None}
+    if emu and emu.start_wall and result.request_wall:
+        rec["t0_ms"] = (result.request_wall - emu.start_wall) * 1e3
+        caps = [None] * s.legs if s.trace else list(s.bw)
+        title = f"{stack.name} {cc}, {o.size / 1e6:g} MB, batch {s.batch}, split {':'.join(f'{x:g}' for x in s.split)}"
+        link_utilization(leg_series(records, rec["t0_ms"]), caps, rep_dir / "link-utilization.png", title)
+    write_json(rep_dir / "result.json", rec)
+    return rec
+
+
 def run_throughput(s: Scenario, o: ThroughputOptions, out: Path,
                    on_rep: Callable[[int, dict], None] | None = None,
                    on_wait: Callable[[], None] | None = None) -> dict:
     """Runs ``o.reps`` repetitions into ``out``; returns the summary (also results.json).
     Each repetition's result is on disk as soon as it ends."""
-    stack = get_stack(o.stack)
-    cc = o.cc or stack.ccs[0]
-    host = host_config_for(stack.transport, o.udp_buffer)
-    timeout = o.timeout_s or default_timeout(s, o.size)
     write_atomic(out / "scenario.toml", to_toml(s))
-    write_json(out / "options.json", {**asdict(o), "cc": cc, "host_config": host.name, "timeout_s": timeout})
+    write_json(out / "options.json", asdict(o))
     runs: list[dict] = []
     summary: dict = {}
     for rep in range(1, o.reps + 1):
         rep_dir = out / f"rep-{rep:02d}"
-        tcp_ccs = (cc,) if stack.transport == "tcp" else ()
-        with Testbed(s, host, rep_dir, "throughput", tcp_ccs=tcp_ccs, on_wait=on_wait) as tb:
-            tb.start_server(stack, DC_PORT, cc, qlog=o.qlog)
-            if rep == 1:
-                write_json(out / "environment.json", environment([stack], tb.settings))
-            result = tb.download(stack, DC_PORT, o.size, cc, timeout, qlog=o.qlog)
-            emu = tb.emulator
-        records = emu.records() if emu else []
-        shutil.rmtree(rep_dir / "certs", ignore_errors=True)  # private key; nothing to keep
-        rec = {"rep": rep, **result.to_dict(), "pdcp": pdcp_summary(records)}
-        if emu and emu.start_wall and result.request_wall:
-            t0_ms = (result.request_wall - emu.start_wall) * 1e3
-            caps = [None] * s.legs if s.trace else list(s.bw)
-            title = f"{stack.name} {cc}, {o.size / 1e6:g} MB, batch {s.batch}, split {':'.join(f'{x:g}' for x in s.split)}"
-            link_utilization(leg_series(records, t0_ms), caps, rep_dir / "link-utilization.png", title)
-        write_json(rep_dir / "result.json", rec)
+        rec = {"rep": rep, **throughput_rep(s, o, rep_dir, on_wait)}
+        if rep == 1:
+            write_json(out / "environment.json", rec["environment"])
+            if (rep_dir / "link-utilization.png").exists():
+                shutil.copy(rep_dir / "link-utilization.png", out / "link-utilization.png")
         runs.append(rec)
-        summary = summarize(s, o, stack.name, cc, host.name, runs)
+        summary = summarize(s, o, rec["stack"], rec["cc"], rec["host_config"], runs)
         write_json(out / "results.json", summary)
-        if rep == 1 and (rep_dir / "link-utilization.png").exists():
-            shutil.copy(rep_dir / "link-utilization.png", out / "link-utilization.png")
         if on_rep:
             on_rep(rep, rec)
     return summary

@@ -260,7 +260,11 @@ fn runtime_record(c: &Counters) -> RuntimeRecord {
 }
 
 fn write_record(out: &mut dyn Write, mut rec: Record, c: &Counters) -> Result<()> {
-    rec.runtime = Some(runtime_record(c));
+    let mut rt = runtime_record(c);
+    // Interval lines stay small: the bucket lists go in the summary only.
+    rt.lateness.buckets.clear();
+    rt.service_lateness.buckets.clear();
+    rec.runtime = Some(rt);
     serde_json::to_writer(&mut *out, &rec)?;
     out.write_all(b"\n")?;
     out.flush()?;

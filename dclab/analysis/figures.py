@@ -1,0 +1,326 @@
+"""Figures of a campaign, from store rows and run directories (matplotlib, PNG files).
+
+- ``throughput_vs_param``: mean goodput against the swept parameter, one line per series;
+- ``fairness_bars``: DC, SC leg 1 and SC leg 2 mean throughput per parameter value, with
+  Jain's index above each group;
+- ``flows_over_time``: per-flow (bearer) throughput over time of one fairness run;
+- ``link_usage``: per-leg downlink throughput of one run (``plots.link_utilization``).
+
+Every function writes a figure even when there is nothing to show (it then says why), so
+a report of a half-finished or failed campaign still builds. The numbers behind the sweep
+figures come from ``throughput_table`` and ``fairness_table``, which the report prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
+from .plots import link_utilization  # noqa: E402
+
+DPI = 120
+
+# Axis labels of the swept parameters (keys: param or sweep names, '_' read as '-').
+PARAM_LABELS = {
+    "batch": "DC batch size (packets)",
+    "split": "split: share on leg 1 (%)",
+    "bw-ratio": "bandwidth ratio leg 1 : leg 2",
+    "delay-ratio": "delay ratio leg 1 : leg 2",
+    "loss": "random loss per downlink leg (%)",
+    "size": "file size (MB)",
+}
+
+BEARER_LABELS = {"dc": "DC (both legs)", "sc1": "SC leg 1", "sc2": "SC leg 2"}
+FLOWS = [("dc", "dc_mbps", "DC"), ("sc1", "sc1_mbps", "SC1"), ("sc2", "sc2_mbps", "SC2")]
+
+
+# ---------------------------------------------------------------------------------------
+# Grouping and the numbers behind the figures
+
+def _param_key(rows: list[dict]) -> str:
+    """The known parameter a sweep varies, from its param or sweep name ('' if unknown)."""
+    for name in [r.get("param") or "" for r in rows[:1]] + [r.get("sweep") or "" for r in rows[:1]]:
+        key = name.replace("_", "-").lower()
+        for known in sorted(PARAM_LABELS, key=len, reverse=True):
+            if key == known or key.startswith(known + "-"):
+                return known
+    return ""
+
+
+def param_label(rows: list[dict]) -> str:
+    """The x-axis label of a sweep: the sweep's own label (``dclab.sweep``), else a known
+    parameter with its unit, else the param name."""
+    try:
+        from ..sweep import SWEEPS
+    except ImportError:  # pragma: no cover - figures work without the sweep definitions
+        SWEEPS = {}
+    for name in [(rows[0].get("sweep") or ""), (rows[0].get("param") or "")] if rows else []:
+        if name in SWEEPS:
+            return SWEEPS[name].label
+    key = _param_key(rows)
+    if key:
+        return PARAM_LABELS[key]
+    return (rows[0].get("param") or rows[0].get("sweep") or "value") if rows else "value"
+
+
+def _x_scale(rows: list[dict]) -> float:
+    """File sizes may be stored in bytes; the axis is in MB."""
+    if _param_key(rows) == "size":
+        nums = [r["value_num"] for r in rows if r.get("value_num") is not None]
+        if nums and max(nums) >= 1e5:
+            return 1e-6
+    return 1.0
+
+
+def series_of(rows: list[dict]) -> dict[str, str]:
+    """Series label per run key: the host configuration when all rows share one stack and
+    congestion control, else 'stack cc host_config'."""
+    combos = {(r.get("stack"), r.get("cc")) for r in rows}
+    if len(combos) <= 1:
+        return {r["run_key"]: r.get("host_config") or "-" for r in rows}
+    return {r["run_key"]: f"{r.get('stack')} {r.get('cc')} {r.get('host_config')}" for r in rows}
+
+
+def values_of(rows: list[dict]) -> list[tuple[float | None, str]]:
+    """Distinct (value_num, value) pairs, sorted by number (non-numeric last, by text)."""
+    seen = {(r.get("value_num"), r.get("value") or "") for r in rows}
+    return sorted(seen, key=lambda v: (v[0] is None, v[0] if v[0] is not None else 0.0, v[1]))
+
+
+def _finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def throughput_table(rows: list[dict]) -> list[dict]:
+    """Per parameter value and series: goodput mean, std and n over successful runs, and
+    the number of failed runs. Sorted by value, then series."""
+    labels = series_of(rows)
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r.get("value_num"), r.get("value") or "", labels[r["run_key"]]), []).append(r)
+    out = []
+    for (num, text, series), rs in groups.items():
+        ok = [r for r in rs if r.get("ok") and _finite(r.get("goodput_mbps"))]
+        ms = mean_std([r["goodput_mbps"] for r in ok])
+        out.append({"value_num": num, "value": text, "series": series, "mean": ms["mean"], "std": ms["std"],
+                    "n": ms["n"], "failed": len(rs) - len(ok)})
+    out.sort(key=lambda d: (d["value_num"] is None, d["value_num"] if d["value_num"] is not None else 0.0, d["value"],
+                            d["series"]))
+    return out
+
+
+def _row_jfi(r: dict) -> float | None:
+    if _finite(r.get("jfi")):
+        return r["jfi"]
+    return jain([r.get(c) for _, c, _ in FLOWS if _finite(r.get(c))])
+
+
+def fairness_table(rows: list[dict]) -> list[dict]:
+    """Per parameter value and series: mean and std of the DC, SC1 and SC2 throughput, the
+    mean of the runs' Jain's index, n successful and failed runs."""
+    labels = series_of(rows)
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r.get("value_num"), r.get("value") or "", labels[r["run_key"]]), []).append(r)
+    out = []
+    for (num, text, series), rs in groups.items():
+        ok = [r for r in rs if r.get("ok")]
+        d = {"value_num": num, "value": text, "series": series, "n": len(ok), "failed": len(rs) - len(ok)}
+        for name, col, _ in FLOWS:
+            ms = mean_std([r.get(col) for r in ok])
+            d[name] = {"mean": ms["mean"], "std": ms["std"]}
+        d["jfi"] = mean_std([_row_jfi(r) for r in ok])["mean"]
+        out.append(d)
+    out.sort(key=lambda d: (d["value_num"] is None, d["value_num"] if d["value_num"] is not None else 0.0, d["value"],
+                            d["series"]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Figures
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def empty_figure(path: Path, title: str | None, message: str = "no successful runs") -> Path:
+    """A figure that says why there is nothing to plot."""
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=14, color="0.35", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _default_title(rows: list[dict], what: str) -> str:
+    if not rows:
+        return what
+    sweeps = sorted({r.get("sweep") or "" for r in rows})
+    return f"{what}: {', '.join(s for s in sweeps if s) or 'runs'}"
+
+
+def throughput_vs_param(rows: list[dict], path: Path, title: str | None = None) -> Path:
+    """Mean goodput (std error bars, successful runs only) against the swept value, one
+    line per series (host configuration, or stack, cc and host configuration)."""
+    rows = [r for r in rows if r.get("experiment", "throughput") == "throughput"]
+    title = title or _default_title(rows, "throughput")
+    table = [d for d in throughput_table(rows) if d["mean"] is not None]
+    if not table:
+        return empty_figure(path, title)
+    numeric = all(d["value_num"] is not None for d in table)
+    scale = _x_scale(rows)
+    cats = values_of(rows)
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for series in sorted({d["series"] for d in table}):
+        pts = [d for d in table if d["series"] == series]
+        if numeric:
+            xs = [d["value_num"] * scale for d in pts]
+        else:
+            xs = [cats.index((d["value_num"], d["value"])) for d in pts]
+        ax.errorbar(xs, [d["mean"] for d in pts], yerr=[d["std"] for d in pts], marker="o", markersize=4,
+                    capsize=3, linewidth=1.3, label=series)
+    if not numeric:
+        ax.set_xticks(range(len(cats)), [c[1] for c in cats], rotation=30 if len(cats) > 8 else 0)
+    ax.set_xlabel(param_label(rows))
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def fairness_bars(rows: list[dict], path: Path, title: str | None = None) -> Path:
+    """Grouped bars per swept value: DC, SC1 and SC2 mean throughput (std error bars) with
+    the mean Jain's index above each group; one panel per series."""
+    rows = [r for r in rows if r.get("experiment", "fairness") == "fairness"]
+    title = title or _default_title(rows, "fairness")
+    table = [d for d in fairness_table(rows) if d["n"] > 0]
+    if not table:
+        return empty_figure(path, title)
+    series = sorted({d["series"] for d in table})
+    cats = values_of([r for r in rows if r.get("ok")])
+    width = 0.26
+    fig, axes = plt.subplots(len(series), 1, figsize=(max(8, 0.75 * len(cats) + 3), 3.3 * len(series) + 0.6),
+                             squeeze=False, sharey=True)
+    colors = ["tab:blue", "tab:orange", "tab:green"]
+    top = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for d in table for f, _, _ in FLOWS) or 1.0
+    for ax, s in zip(axes[:, 0], series):
+        pts = {(d["value_num"], d["value"]): d for d in table if d["series"] == s}
+        for j, (flow, _, label) in enumerate(FLOWS):
+            xs, ys, es = [], [], []
+            for i, c in enumerate(cats):
+                d = pts.get(c)
+                if d and d[flow]["mean"] is not None:
+                    xs.append(i + (j - 1) * width)
+                    ys.append(d[flow]["mean"])
+                    es.append(d[flow]["std"])
+            ax.bar(xs, ys, width, yerr=es, capsize=2, label=label, color=colors[j], error_kw={"linewidth": 0.8})
+        for i, c in enumerate(cats):
+            d = pts.get(c)
+            if d and d["jfi"] is not None:
+                h = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for f, _, _ in FLOWS)
+                ax.text(i, h + 0.03 * top, f"JFI {d['jfi']:.2f}", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(cats)), [c[1] or "-" for c in cats], rotation=30 if len(cats) > 10 else 0)
+        ax.set_ylim(0, top * 1.2)
+        ax.set_ylabel("throughput (Mbit/s)")
+        ax.set_title(s, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="upper right", ncol=3)
+    axes[-1, 0].set_xlabel(param_label(rows))
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def read_stats(run_dir: Path) -> list[dict]:
+    """The dcemu records of a run (``dcemu-stats.jsonl``); a torn last line is skipped."""
+    p = Path(run_dir) / "dcemu-stats.jsonl"
+    records = []
+    try:
+        with open(p) as f:
+            for line in f:
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except OSError:
+        return []
+    return records
+
+
+def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float, float]]:
+    """Means over bins of ``bin_s`` seconds, placed at each bin's centre."""
+    bins: dict[int, list[float]] = {}
+    for t, v in pts:
+        bins.setdefault(math.floor(t / bin_s), []).append(v)
+    return [((k + 0.5) * bin_s, sum(vs) / len(vs)) for k, vs in sorted(bins.items())]
+
+
+def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | None = None,
+                    title: str | None = None, bin_s: float | None = None) -> Path:
+    """Per-flow (bearer) delivered throughput over time of one run, from ``t0_ms`` (the
+    start of the measured window) for ``window_s`` seconds. Long windows are shown as
+    means over ``bin_s`` bins (default: about 200 bins)."""
+    title = title or f"per-flow throughput: {Path(run_dir).name}"
+    series = bearer_series(read_stats(run_dir), t0_ms or 0.0)
+    if window_s:
+        series = {k: [(t, v) for t, v in pts if 0 <= t <= window_s] for k, pts in series.items()}
+    else:
+        series = {k: [(t, v) for t, v in pts if t >= 0] for k, pts in series.items()}
+    series = {k: pts for k, pts in series.items() if pts}
+    if not series:
+        return empty_figure(path, title, "no dcemu statistics for this run")
+    span = window_s or max(t for pts in series.values() for t, _ in pts)
+    if bin_s is None and span > 20:
+        bin_s = max(0.1, round(span / 200, 1))
+    if bin_s:
+        series = {k: _rebin(pts, bin_s) for k, pts in series.items()}
+    order = [b for b in BEARER_LABELS if b in series] + sorted(b for b in series if b not in BEARER_LABELS)
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for b in order:
+        pts = series[b]
+        ax.plot([t for t, _ in pts], [v for _, v in pts], linewidth=1.1, label=BEARER_LABELS.get(b, b))
+    peak = max((v for pts in series.values() for _, v in pts), default=0.0) or 1.0
+    ax.set_xlim(0, span)
+    ax.set_ylim(0, peak * 1.25)  # room for the legend above the lines
+    ax.set_xlabel("time since start (s)" + (f", {bin_s:g} s means" if bin_s else ""))
+    ax.set_ylabel("flow throughput (Mbit/s)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper right", ncol=len(order))
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path: Path,
+               title: str | None = None, window_s: float = 3.0) -> Path:
+    """Per-leg downlink throughput over the first ``window_s`` seconds after the request,
+    capacities dashed (``plots.link_utilization``)."""
+    title = title or f"link utilization: {Path(run_dir).name}"
+    series = leg_series(read_stats(run_dir), t0_ms or 0.0)
+    if not any(0 <= t <= window_s for pts in series.values() for t, _ in pts):
+        return empty_figure(path, title, "no dcemu statistics for this run")
+    return link_utilization(series, list(capacities), Path(path), title, window_s)
+
+
+def capacities_of(scenario: dict) -> list[float | None]:
+    """Configured downlink rate per leg of a stored scenario (None for trace-driven legs)."""
+    bw = list(scenario.get("bw") or [])
+    return [None] * len(bw) if scenario.get("trace") else [float(x) for x in bw]

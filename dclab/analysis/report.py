@@ -1,0 +1,275 @@
+"""The HTML report of a store: one self-contained page (inline CSS, no JavaScript,
+relative image links) with, per (experiment, sweep), its figure and the table behind it,
+time series of a few runs, the environment the runs ran in, and a count of the runs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..store import Store
+from . import figures
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1100px; padding: 0 1em; color: #222; background: #fff; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.3em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { font-size: 1.1em; margin-top: 1.6em; }
+.meta { color: #555; font-size: 0.9em; }
+nav ul { columns: 2; font-size: 0.9em; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
+figcaption { font-size: 0.85em; color: #555; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+th { background: #f2f2f2; }
+td.text, th.text { text-align: left; }
+tr.failed td { color: #a00; }
+.summary td { text-align: left; }
+code { font-size: 0.9em; }
+td code { font-size: 1.1em; }
+"""
+
+def slug(text: str) -> str:
+    """A file-name and anchor friendly form of ``text``."""
+    s = re.sub(r"[^A-Za-z0-9.]+", "-", str(text)).strip("-.").lower()
+    return s or "none"
+
+
+def _e(x: object) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def resolve_run_dir(run_dir: str, base: Path) -> Path | None:
+    """Where a run's raw data is on this machine: as stored, relative to the store's
+    directory, or (for shards merged from elsewhere) the part from ``runs/`` on under it."""
+    if not run_dir:
+        return None
+    p = Path(run_dir)
+    candidates = [p] if p.is_absolute() else [base / p, p]
+    parts = p.parts
+    if "runs" in parts:
+        candidates.append(base.joinpath(*parts[parts.index("runs"):]))
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
+    order = {"throughput": 0, "fairness": 1}
+    keys = sorted({(r["experiment"], r.get("sweep") or "") for r in rows}, key=lambda k: (order.get(k[0], 9), k))
+    return [(e, s, [r for r in rows if r["experiment"] == e and (r.get("sweep") or "") == s]) for e, s in keys]
+
+
+def _chosen_runs(rows: list[dict]) -> list[dict]:
+    """The runs whose time series the report shows: of the first series, the first
+    successful repetition at the first and at the last value of the sweep."""
+    labels = figures.series_of(rows)
+    ok = [r for r in rows if r.get("ok")]
+    if not ok:
+        return []
+    first_series = sorted({labels[r["run_key"]] for r in ok})[0]
+    ok = [r for r in ok if labels[r["run_key"]] == first_series]
+    values = figures.values_of(ok)
+    chosen = []
+    for v in dict.fromkeys([values[0], values[-1]]):
+        at = sorted((r for r in ok if (r.get("value_num"), r.get("value") or "") == v), key=lambda r: r["rep"])
+        if at:
+            chosen.append(at[0])
+    return chosen
+
+
+def run_caption(r: dict, series: str | None = None) -> str:
+    what = f"{r.get('param') or r.get('sweep') or 'value'} = {r.get('value') or '-'}"
+    return (f"{r['experiment']} {r.get('sweep') or ''}, {what}, {series or r.get('host_config')}, rep {r['rep']} "
+            f"(run {r['run_key'][:12]})")
+
+
+def run_figure(r: dict, base: Path, path: Path, title: str | None = None) -> Path:
+    """The time-series figure of one run: link usage (throughput) or flows over time
+    (fairness). Says so in the figure when the run's raw data is not on this machine."""
+    title = title or run_caption(r)
+    d = resolve_run_dir(r.get("run_dir") or "", base)
+    if d is None:
+        return figures.empty_figure(path, title, "raw data of this run not found")
+    m = r.get("metrics") or {}
+    t0 = m.get("t0_ms") or 0.0
+    if r["experiment"] == "fairness":
+        return figures.flows_over_time(d, t0, path, window_s=m.get("window_s") or r.get("duration_s"), title=title)
+    return figures.link_usage(d, t0, figures.capacities_of(r.get("scenario") or {}), path, title=title)
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, key + " / "))
+        else:
+            out[key] = v if isinstance(v, str) else json.dumps(v)
+    return out
+
+
+def _img(name: str, alt: str, cls: str, caption: str) -> str:
+    return (f'<figure class="{cls}"><img src="{_e(name)}" alt="{_e(alt)}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>\n")
+
+
+def _throughput_table(rows: list[dict]) -> str:
+    t = ['<table class="data throughput"><tr><th class="text">value</th><th class="text">series</th>'
+         "<th>goodput mean (Mbit/s)</th><th>std</th><th>n</th><th>failed</th></tr>"]
+    for d in figures.throughput_table(rows):
+        cls = ' class="failed"' if d["n"] == 0 else ""
+        t.append(f'<tr{cls}><td class="text">{_e(d["value"] or "-")}</td><td class="text">{_e(d["series"])}</td>'
+                 f"<td>{_num(d['mean'])}</td><td>{_num(d['std'])}</td><td>{d['n']}</td><td>{d['failed']}</td></tr>")
+    t.append("</table>\n")
+    return "".join(t)
+
+
+def _fairness_table(rows: list[dict]) -> str:
+    t = ['<table class="data fairness"><tr><th class="text">value</th><th class="text">series</th>'
+         "<th>DC mean (Mbit/s)</th><th>DC std</th><th>SC1 mean</th><th>SC1 std</th><th>SC2 mean</th><th>SC2 std</th>"
+         "<th>JFI</th><th>n</th><th>failed</th></tr>"]
+    for d in figures.fairness_table(rows):
+        cls = ' class="failed"' if d["n"] == 0 else ""
+        cells = "".join(f"<td>{_num(d[f]['mean'])}</td><td>{_num(d[f]['std'])}</td>" for f, _, _ in figures.FLOWS)
+        t.append(f'<tr{cls}><td class="text">{_e(d["value"] or "-")}</td><td class="text">{_e(d["series"])}</td>'
+                 f"{cells}<td>{_num(d['jfi'], 3)}</td><td>{d['n']}</td><td>{d['failed']}</td></tr>")
+    t.append("</table>\n")
+    return "".join(t)
+
+
+def _environment(rows: list[dict]) -> str:
+    counts: dict[str, Counter] = {}
+    for r in rows:
+        for k, v in _flatten(r.get("environment") or {}).items():
+            counts.setdefault(k, Counter())[v] += 1
+    if not counts:
+        return "<p>No environment recorded.</p>\n"
+    t = ['<table class="environment"><tr><th class="text">field</th><th class="text">value</th><th>runs</th></tr>']
+    for k in sorted(counts):
+        for v, n in sorted(counts[k].items(), key=lambda kv: (-kv[1], kv[0])):
+            t.append(f'<tr><td class="text">{_e(k)}</td><td class="text"><code>{_e(v)}</code></td><td>{n}</td></tr>')
+    t.append("</table>\n")
+    return "".join(t)
+
+
+def _runs_summary(rows: list[dict]) -> str:
+    ok = sum(1 for r in rows if r.get("ok"))
+    machines = Counter(r.get("machine") or "?" for r in rows)
+    started = min((r.get("started_at") or "" for r in rows), default="")
+    finished = max((r.get("finished_at") or "" for r in rows), default="")
+    out = ['<table class="summary">',
+           f"<tr><th class=\"text\">runs</th><td>{len(rows)}</td></tr>",
+           f"<tr><th class=\"text\">successful</th><td>{ok}</td></tr>",
+           f"<tr><th class=\"text\">failed</th><td>{len(rows) - ok}</td></tr>",
+           f"<tr><th class=\"text\">first start</th><td>{_e(started)}</td></tr>",
+           f"<tr><th class=\"text\">last finish</th><td>{_e(finished)}</td></tr>",
+           "</table>\n",
+           '<h3>Machines</h3>\n<table class="machines"><tr><th class="text">machine</th><th>runs</th><th>failed</th></tr>']
+    for m, n in sorted(machines.items()):
+        nf = sum(1 for r in rows if (r.get("machine") or "?") == m and not r.get("ok"))
+        out.append(f'<tr><td class="text">{_e(m)}</td><td>{n}</td><td>{nf}</td></tr>')
+    out.append("</table>\n")
+    failed = [r for r in rows if not r.get("ok")]
+    if failed:
+        out.append(f"<h3>Failed runs ({len(failed)})</h3>\n"
+                   '<table class="failures"><tr><th class="text">experiment</th><th class="text">sweep</th>'
+                   '<th class="text">value</th><th class="text">stack</th><th class="text">host config</th><th>rep</th>'
+                   '<th class="text">machine</th><th class="text">error</th></tr>')
+        for r in failed[:200]:
+            out.append(f'<tr><td class="text">{_e(r["experiment"])}</td><td class="text">{_e(r.get("sweep"))}</td>'
+                       f'<td class="text">{_e(r.get("value"))}</td><td class="text">{_e(r.get("stack"))} {_e(r.get("cc"))}</td>'
+                       f'<td class="text">{_e(r.get("host_config"))}</td><td>{r["rep"]}</td>'
+                       f'<td class="text">{_e(r.get("machine"))}</td><td class="text">{_e(r.get("error") or "")}</td></tr>')
+        out.append("</table>\n")
+        if len(failed) > 200:
+            out.append(f"<p>... and {len(failed) - 200} more (query the store for all).</p>\n")
+    return "".join(out)
+
+
+def sweep_figure(experiment: str, rows: list[dict], path: Path, title: str | None = None) -> Path:
+    """The figure of one sweep: lines for throughput, grouped bars for fairness."""
+    if experiment == "fairness":
+        return figures.fairness_bars(rows, path, title)
+    return figures.throughput_vs_param(rows, path, title)
+
+
+def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
+    """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path."""
+    store = store if isinstance(store, Store) else Store(Path(store))
+    base = store.path.resolve().parent
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = store.rows()
+    groups = sweep_groups(rows)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    ok = sum(1 for r in rows if r.get("ok"))
+
+    body: list[str] = []
+    toc: list[str] = []
+    series_body: list[str] = []
+    for experiment, sweep, rs in groups:
+        name = f"{experiment}-{slug(sweep or 'runs')}"
+        heading = f"{experiment}: {sweep or 'runs without a sweep'}"
+        toc.append(f'<li><a href="#{name}">{_e(heading)}</a></li>')
+        params = sorted({r.get("param") or "" for r in rs} - {""})
+        nok = sum(1 for r in rs if r.get("ok"))
+        body.append(f'<h2 id="{name}">{_e(heading)}</h2>\n'
+                    f'<p class="meta">parameter: {_e(", ".join(params) or "-")}; {len(rs)} runs, '
+                    f"{len(rs) - nok} failed</p>\n")
+        fig = sweep_figure(experiment, rs, out_dir / f"{name}.png", heading)
+        kind = "fairness bars with Jain's index" if experiment == "fairness" else "goodput against the parameter"
+        body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", f"{heading}: {kind} (mean, std over repetitions)"))
+        body.append(_fairness_table(rs) if experiment == "fairness" else _throughput_table(rs))
+
+        labels = figures.series_of(rs)
+        for r in _chosen_runs(rs):
+            kind = "flows" if experiment == "fairness" else "links"
+            fname = f"{kind}-{name}-{slug(r.get('value') or 'none')}-{slug(labels[r['run_key']])}-rep{r['rep']}.png"
+            cap = run_caption(r, labels[r["run_key"]])
+            run_figure(r, base, out_dir / fname, cap)
+            what = "per-flow throughput over time" if kind == "flows" else "per-leg link utilization"
+            series_body.append(_img(fname, cap, f"fig-{kind}", f"{what}: {cap}"))
+
+    parts = [
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+        f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+        f"<h1>{_e(title)}</h1>\n",
+        f'<p class="meta">store <code>{_e(store.path)}</code>; {len(rows)} runs, {ok} successful, '
+        f"{len(rows) - ok} failed; generated {_e(now)}</p>\n",
+    ]
+    if not rows:
+        parts.append("<p>The store holds no runs.</p>\n")
+    else:
+        parts.append('<nav><h2>Contents</h2>\n<ul>' + "".join(toc)
+                     + '<li><a href="#time-series">time series of selected runs</a></li>'
+                       '<li><a href="#environment">environment</a></li><li><a href="#runs">runs and machines</a></li>'
+                       "</ul></nav>\n")
+        parts += body
+        parts.append('<h2 id="time-series">Time series of selected runs</h2>\n'
+                     '<p class="meta">Per sweep, the first successful repetition at its first and last value '
+                     "(first series): link utilization for throughput runs, per-flow throughput for fairness runs.</p>\n")
+        parts += series_body or ["<p>No successful runs.</p>\n"]
+        parts.append('<h2 id="environment">Environment</h2>\n'
+                     '<p class="meta">Distinct values over all runs, with how many runs recorded each.</p>\n')
+        parts.append(_environment(rows))
+        parts.append('<h2 id="runs">Runs and machines</h2>\n')
+        parts.append(_runs_summary(rows))
+    parts.append("</body>\n</html>\n")
+    index = out_dir / "index.html"
+    tmp = index.with_suffix(".html.tmp")
+    tmp.write_text("".join(parts), encoding="utf-8")
+    tmp.replace(index)
+    return index

@@ -1,0 +1,152 @@
+"""The `dclab plot`, `dclab report` and `dclab results` commands: figures, the HTML
+report and store maintenance (merging shards, CSV export). Registered in `dclab.cli`."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import click
+
+from .store import Store, campaign_dir
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def open_store(campaign: str | None, store_path: Path | None) -> Store:
+    """The store of a campaign (or the one given), which must exist and hold runs."""
+    if store_path is None:
+        if not campaign:
+            raise click.UsageError("give a CAMPAIGN or --store PATH")
+        store_path = campaign_dir(campaign) / "store.sqlite"
+    if not store_path.is_file():
+        hint = "" if campaign is None else f" (has campaign {campaign!r} run yet? or give --store PATH)"
+        raise click.ClickException(f"no result store at {store_path}{hint}")
+    try:
+        store = Store(store_path)
+        n = len(store.keys())
+    except sqlite3.DatabaseError as e:
+        raise click.ClickException(f"{store_path} is not a dclab result store: {e}") from None
+    if n == 0:
+        raise click.ClickException(f"the result store {store_path} holds no runs")
+    return store
+
+
+def default_out(campaign: str | None, store: Store, sub: str) -> Path:
+    return (campaign_dir(campaign) if campaign else store.path.parent) / sub
+
+
+store_option = click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
+                            help="Result store (SQLite) to read [default: the campaign's store.sqlite].")
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("campaign", required=False)
+@store_option
+@click.option("--experiment", type=click.Choice(["throughput", "fairness"]), help="Only this experiment's sweeps.")
+@click.option("--sweep", help="Only this sweep (e.g. batch, split, bw-ratio, loss-dup).")
+@click.option("--run", "run_key", help="Instead of sweeps: the time-series figure of one run (run key or a unique prefix).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for the PNG files [default: the campaign's plots/ directory].")
+def plot(campaign: str | None, store_path: Path | None, experiment: str | None, sweep: str | None,
+         run_key: str | None, out: Path | None) -> None:
+    """Draw the figures of CAMPAIGN's result store.
+
+    Per (experiment, sweep): goodput against the swept parameter for throughput, bars of
+    each flow's throughput with Jain's index for fairness. With --run, the time series of
+    one run instead: per-leg link utilization (throughput) or per-flow throughput over
+    time (fairness). Prints the files written."""
+    from .analysis.report import run_caption, run_figure, slug, sweep_figure, sweep_groups
+
+    store = open_store(campaign, store_path)
+    out = out or default_out(campaign, store, "plots")
+    base = store.path.resolve().parent
+    if run_key:
+        rows = store.rows("substr(run_key, 1, ?) = ?", (len(run_key), run_key))
+        if not rows:
+            raise click.ClickException(f"no run with key {run_key!r} in {store.path}")
+        if len(rows) > 1 and not any(r["run_key"] == run_key for r in rows):
+            raise click.ClickException(f"{run_key!r} matches {len(rows)} runs; give more of the key")
+        r = next((r for r in rows if r["run_key"] == run_key), rows[0])
+        kind = "flows" if r["experiment"] == "fairness" else "links"
+        path = run_figure(r, base, out / f"run-{r['run_key'][:12]}-{kind}.png", run_caption(r))
+        click.echo(str(path))
+        return
+    where, params = ["1"], []
+    if experiment:
+        where.append("experiment = ?")
+        params.append(experiment)
+    if sweep is not None:
+        where.append("sweep = ?")
+        params.append(sweep)
+    rows = store.rows(" AND ".join(where), tuple(params))
+    if not rows:
+        what = ", ".join(f"{k} {v!r}" for k, v in (("experiment", experiment), ("sweep", sweep)) if v is not None)
+        raise click.ClickException(f"no runs with {what} in {store.path}")
+    for exp, sw, rs in sweep_groups(rows):
+        name = f"{exp}-{slug(sw or 'runs')}"
+        click.echo(str(sweep_figure(exp, rs, out / f"{name}.png", f"{exp}: {sw or 'runs without a sweep'}")))
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("campaign", required=False)
+@store_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Report directory [default: the campaign's report/ directory].")
+@click.option("--title", help="Page title [default: 'dclab campaign CAMPAIGN'].")
+def report(campaign: str | None, store_path: Path | None, out: Path | None, title: str | None) -> None:
+    """Build the HTML report of CAMPAIGN: index.html and its PNG figures.
+
+    Per (experiment, sweep) a figure and the table behind it (mean, std, n; Jain's index
+    for fairness), time series of the first and last value of each sweep, the environment
+    the runs recorded (kernel, host settings, versions, commit) and the runs per machine.
+    The page is plain HTML with relative image links: copy the directory anywhere."""
+    from .analysis.report import build_report
+
+    store = open_store(campaign, store_path)
+    out = out or default_out(campaign, store, "report")
+    title = title or (f"dclab campaign {campaign}" if campaign else f"dclab results {store.path.name}")
+    index = build_report(store, out, title)
+    click.echo(str(index))
+
+
+@click.group(context_settings=CONTEXT)
+def results() -> None:
+    """Maintain result stores: merge campaign shards, export CSV."""
+
+
+@results.command("merge")
+@click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("srcs", metavar="SRC...", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def results_merge(dest: Path, srcs: tuple[Path, ...]) -> None:
+    """Merge the stores SRC... (e.g. shards from several machines) into DEST, creating it.
+
+    Runs are matched by run key: a run DEST already has is kept as it is. Prints how many
+    runs each SRC added."""
+    try:
+        target = Store(dest)
+        for src in srcs:
+            if dest.exists() and src.resolve() == dest.resolve():
+                raise click.ClickException(f"{src} is the destination itself")
+            n = target.merge(src)
+            click.echo(f"{src}: {n} run(s) added")
+        click.echo(f"{dest}: {len(target.keys())} run(s)")
+    except sqlite3.DatabaseError as e:
+        raise click.ClickException(f"cannot merge: {e}") from None
+
+
+@results.command("export")
+@click.argument("store_path", metavar="STORE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--csv", "csv_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="CSV file to write (JSON columns as JSON text).")
+@click.option("--where", default="1", show_default=True,
+              help="SQL condition on the runs table, e.g. \"experiment = 'fairness' AND ok\".")
+def results_export(store_path: Path, csv_out: Path, where: str) -> None:
+    """Export the runs of STORE as CSV, one row per run with every column."""
+    try:
+        n = Store(store_path).export_csv(csv_out, where)
+    except sqlite3.DatabaseError as e:
+        csv_out.unlink(missing_ok=True)
+        raise click.ClickException(f"cannot export: {e}") from None
+    click.echo(f"{n} run(s) written to {csv_out}")

@@ -1,0 +1,101 @@
+"""One-factor sweeps around the default configuration (testbed-reference.md): each sweep
+maps a value to scenario changes (and for `size`, the download size).
+
+`--param NAME` uses the reference values; `--param NAME=2,10,50` a list;
+`--param NAME=1:5:0.5` an inclusive range lo:hi:step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .scenario import Scenario, ScenarioError, build
+
+
+def frange(lo: float, hi: float, step: float) -> list[float]:
+    """lo, lo+step, ..., hi inclusive (rounded to hide float noise)."""
+    if step <= 0 or hi < lo:
+        raise ScenarioError(f"a range needs lo <= hi and step > 0 (got {lo}:{hi}:{step})")
+    n = int(round((hi - lo) / step))
+    if n > 10_000:
+        raise ScenarioError(f"range {lo}:{hi}:{step} has more than 10000 values")
+    return [round(lo + i * step, 10) for i in range(n + 1) if lo + i * step <= hi + step * 1e-9]
+
+
+def _ratio_split(total: float, r: float) -> list[float]:
+    """Two legs in ratio r:1 that sum to ``total`` (5:1 of 40 is 33.33 / 6.67)."""
+    return [round(total * r / (r + 1), 2), round(total / (r + 1), 2)]
+
+
+@dataclass(frozen=True)
+class SweepDef:
+    name: str
+    label: str  # axis label
+    defaults: list[float]
+    apply: Callable[[float], dict]  # value -> scenario changes; "size" (bytes) for the download
+    experiments: tuple[str, ...] = ("throughput", "fairness")
+
+
+SWEEPS: dict[str, SweepDef] = {
+    d.name: d
+    for d in [
+        SweepDef("size", "file size (MB)", [10] + list(range(100, 1001, 100)), lambda v: {"size": int(v * 1e6)},
+                 experiments=("throughput",)),
+        SweepDef("batch", "DC batch size (packets)", [2, 10] + list(range(50, 501, 50)), lambda v: {"batch": int(v)}),
+        SweepDef("split", "share on leg 1 (%)", frange(0, 100, 10), lambda v: {"split": [v, 100 - v]}),
+        SweepDef("bw-ratio", "bandwidth ratio leg 1 : leg 2 (sum 40 Mbit/s)", frange(1, 5, 0.5),
+                 lambda v: {"bw": _ratio_split(40, v)}),
+        SweepDef("bw-ratio-matched", "bandwidth ratio, split matched", frange(1, 5, 0.5),
+                 lambda v: {"bw": _ratio_split(40, v), "split": _ratio_split(100, v)}),
+        SweepDef("delay-ratio-low", "delay ratio leg 1 : leg 2 (sum 20 ms)", frange(1, 5, 0.5),
+                 lambda v: {"delay": _ratio_split(20, v)}),
+        SweepDef("delay-ratio-high", "delay ratio leg 1 : leg 2 (sum 200 ms)", frange(1, 5, 0.5),
+                 lambda v: {"delay": _ratio_split(200, v)}),
+        SweepDef("loss", "random loss per leg (%)", frange(0, 0.2, 0.01), lambda v: {"loss": [v, v]}),
+        SweepDef("loss-dup", "random loss per leg with duplication (%)", frange(0, 5, 0.2),
+                 lambda v: {"loss": [v, v], "duplicate": True}),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of a sweep."""
+
+    sweep: str
+    value: float
+    scenario: Scenario
+    size: int | None  # None: the experiment's default size
+
+
+def parse_param(spec: str) -> tuple[str, list[float]]:
+    """'batch=2,10,50', 'bw-ratio=1:5:0.5' or 'loss' (reference values)."""
+    name, _, values = spec.partition("=")
+    name = name.strip()
+    if name not in SWEEPS:
+        raise ScenarioError(f"--param: unknown parameter {name!r}; one of {', '.join(SWEEPS)}")
+    if not values.strip():
+        return name, list(SWEEPS[name].defaults)
+    try:
+        if ":" in values:
+            lo, hi, step = (float(x) for x in values.split(":"))
+            return name, frange(lo, hi, step)
+        return name, [float(x) for x in values.split(",")]
+    except ValueError:
+        raise ScenarioError(f"--param {name}: expected a list like 2,10,50 or a range lo:hi:step (got {values!r})") from None
+
+
+def expand(name: str, values: list[float], base: Scenario) -> list[Point]:
+    """The sweep's configurations, each validated (an invalid value names the sweep)."""
+    d = SWEEPS[name]
+    points = []
+    for v in values:
+        changes = d.apply(v)
+        size = changes.pop("size", None)
+        try:
+            s = build(base, **changes)
+        except ScenarioError as e:
+            raise ScenarioError(f"--param {name}={v:g}: {e}") from None
+        points.append(Point(name, v, s, size))
+    return points

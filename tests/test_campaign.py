@@ -1,0 +1,102 @@
+"""Sweep expansion, campaign files and planning, sharding (pure, no root)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dclab import campaign as cp
+from dclab.scenario import ScenarioError, Scenario
+from dclab.store import Store
+from dclab.sweep import SWEEPS, expand, frange, parse_param
+
+
+def test_ranges_are_inclusive_and_clean():
+    assert frange(1, 5, 0.5) == [1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5]
+    assert frange(0, 0.2, 0.01)[-1] == 0.2 and len(frange(0, 0.2, 0.01)) == 21
+    with pytest.raises(ScenarioError):
+        frange(5, 1, 1)
+
+
+def test_reference_sweeps_match_the_study():
+    assert SWEEPS["batch"].defaults == [2, 10, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500]
+    assert SWEEPS["split"].defaults == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert SWEEPS["size"].defaults == [10, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]
+    assert len(SWEEPS["loss-dup"].defaults) == 26 and SWEEPS["loss-dup"].defaults[-1] == 5
+
+
+def test_parse_param_forms():
+    assert parse_param("batch=2,10,50") == ("batch", [2, 10, 50])
+    assert parse_param("bw-ratio=1:2:0.5") == ("bw-ratio", [1, 1.5, 2])
+    assert parse_param("loss")[1] == SWEEPS["loss"].defaults
+    with pytest.raises(ScenarioError, match="unknown parameter 'nope'"):
+        parse_param("nope=1")
+    with pytest.raises(ScenarioError, match="expected a list"):
+        parse_param("batch=a,b")
+
+
+def test_expansion_applies_the_factor_only():
+    base = Scenario()
+    pts = {p.value: p for p in expand("bw-ratio-matched", [1, 5], base)}
+    assert pts[5].scenario.bw == [33.33, 6.67] and pts[5].scenario.split == [83.33, 16.67]
+    assert pts[1].scenario.bw == [20, 20] and pts[1].scenario.batch == 100
+    d = expand("delay-ratio-high", [4], base)[0].scenario
+    assert d.delay == [160, 40] and d.bw == [20, 20]
+    ld = expand("loss-dup", [1.2], base)[0].scenario
+    assert ld.loss == [1.2, 1.2] and ld.duplicate
+    assert expand("size", [200], base)[0].size == 200_000_000
+    with pytest.raises(ScenarioError, match="--param batch=0"):
+        expand("batch", [0], base)
+
+
+def test_paper_campaign_is_the_whole_matrix():
+    c = cp.load("paper")
+    runs = cp.plan(c)
+    keys = [r.key for r in runs]
+    assert len(keys) == len(set(keys))
+    configs = {(r.config.stack, r.config.cc, r.config.udp_buffer) for r in runs}
+    assert configs == {("aioquic", "reno", "default"), ("aioquic", "reno", "large"), ("tcp", "cubic", "default"),
+                       ("ngtcp2", "reno", "default"), ("ngtcp2", "reno", "large"), ("ngtcp2", "cubic", "default"),
+                       ("ngtcp2", "cubic", "large")}
+    sweeps = {(r.experiment, r.sweep) for r in runs}
+    for name in SWEEPS:
+        assert ("throughput", name) in sweeps
+        assert ("fairness", name) in sweeps or name == "size"
+    assert {r.rep for r in runs} == set(range(1, 11))
+    traced = [r for r in runs if r.scenario.trace]
+    assert traced and {r.sweep for r in traced} == {"batch", "split", "delay-ratio-low", "delay-ratio-high", "loss", "loss-dup"}
+    # Fairness runs dominate: 180 s each plus setup.
+    assert sum(r.estimate_s for r in runs) > 80 * 3600
+
+
+def test_shards_partition_the_plan():
+    runs = cp.plan(cp.load("smoke"))
+    parts = [cp.shard(runs, f"{i}/3") for i in (1, 2, 3)]
+    assert sorted(r.key for p in parts for r in p) == sorted(r.key for r in runs)
+    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1
+    with pytest.raises(ScenarioError, match="--shard"):
+        cp.shard(runs, "4/3")
+
+
+def test_pending_skips_stored_runs(tmp_path):
+    from dclab.store import RunRecord
+
+    c = cp.load("smoke")
+    store = Store(tmp_path / "s.sqlite")
+    runs, todo = cp.pending(c, store, None, None)
+    assert len(todo) == len(runs)
+    r0 = runs[0]
+    store.add(RunRecord(run_key=r0.key, experiment=r0.experiment, stack="tcp", cc="cubic", host_config="tcp", rep=1,
+                        ok=True, scenario={}, metrics={"elapsed_s": 20.0, "estimate_s": 10.0}, environment={},
+                        run_dir="x", machine="m", started_at="t", finished_at="t"))
+    _, todo = cp.pending(c, store, None, None)
+    assert len(todo) == len(runs) - 1 and r0.key not in {r.key for r in todo}
+    assert cp.calibration(store) == {r0.experiment: 2.0}
+
+
+def test_bad_campaign_files_are_named(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["nope"]\n')
+    with pytest.raises(ScenarioError, match="unknown sweep 'nope'"):
+        cp.load(str(f))
+    with pytest.raises(ScenarioError, match="no campaign 'missing'"):
+        cp.load("missing")

@@ -1,0 +1,74 @@
+"""A real campaign: killed after its first run and started again, it loses nothing and
+repeats nothing; then the store feeds a report."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dclab.store import Store
+
+pytestmark = pytest.mark.root
+
+CAMPAIGN = """
+description = "test"
+reps = 1
+[throughput]
+size = "3MB"
+[fairness]
+size = "1GB"
+duration = 4
+[[group]]
+experiments = ["throughput"]
+configs = [{ stack = "tcp", cc = "cubic" }]
+sweeps = [{ name = "batch", values = [10, 50, 100] }]
+[[group]]
+experiments = ["fairness"]
+configs = [{ stack = "tcp", cc = "cubic" }]
+sweeps = [{ name = "batch", values = [100] }]
+"""
+
+
+def dclab(*args: str, env: dict, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dclab.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=600, **kw)
+
+
+def test_kill_and_resume_loses_and_repeats_nothing(tmp_path):
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path / "results")}
+    f = tmp_path / "resume.toml"
+    f.write_text(CAMPAIGN)
+    store_path = tmp_path / "results" / "resume" / "store.sqlite"
+    log = open(tmp_path / "campaign.log", "w")
+    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "campaign", "run", str(f)], env=env,
+                         stdout=log, stderr=subprocess.STDOUT)
+    t0 = time.monotonic()
+    while not (store_path.exists() and len(Store(store_path).keys()) >= 1):
+        assert p.poll() is None, (tmp_path / "campaign.log").read_text()
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.1)
+    p.send_signal(signal.SIGKILL)  # no cleanup at all, mid-way through run 2
+    p.wait()
+    first = Store(store_path).rows()
+    assert len(first) == 1
+    assert dclab("clean", env=env).returncode == 0
+    r = dclab("campaign", "run", str(f), env=env)
+    assert r.returncode == 0, r.stderr
+    rows = Store(store_path).rows()
+    assert len(rows) == 4 and len({x["run_key"] for x in rows}) == 4
+    again = [x for x in rows if x["run_key"] == first[0]["run_key"]][0]
+    assert again["finished_at"] == first[0]["finished_at"], "the stored run was not repeated"
+    assert all(x["ok"] for x in rows)
+    fair = [x for x in rows if x["experiment"] == "fairness"][0]
+    assert 0.33 <= fair["jfi"] <= 1 and fair["dc_mbps"] > 0 and fair["sc1_mbps"] > 0 and fair["sc2_mbps"] > 0
+    thr = sorted((x for x in rows if x["experiment"] == "throughput"), key=lambda x: x["value_num"])
+    assert [x["value_num"] for x in thr] == [10, 50, 100] and all(x["goodput_mbps"] > 1 for x in thr)
+    r = dclab("campaign", "run", str(f), env=env)
+    assert "0 to do" in r.stderr and len(Store(store_path).rows()) == 4
+    plan = dclab("campaign", "plan", str(f), env=env)
+    assert "4 runs, 4 done, 0 to do" in plan.stdout.replace("\n", " ")

@@ -1,0 +1,394 @@
+"""Figures, the HTML report and the result commands, on synthetic stores (no root)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from dclab.analysis import figures
+from dclab.analysis.report import build_report
+from dclab.report_cli import plot, report, results
+from dclab.store import RunRecord, Store
+
+BATCHES = [2.0, 100.0, 500.0]
+SPLITS = [("30:70", 30.0), ("50:50", 50.0), ("70:30", 70.0)]
+FAIR_STACK = "dc=aioquic,sc1=tcp,sc2=tcp"
+
+
+def write_stats(run_dir: Path, t0_ms: float, seconds: float, interval_ms: float, bearers: list[str], seed: int) -> None:
+    """A synthetic dcemu-stats.jsonl: interval records from t0 - 0.5 s, then a summary."""
+    rnd = random.Random(seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    t = t0_ms - 500.0
+    while t <= t0_ms + seconds * 1e3:
+        legs = [{"name": f"leg{i}", "downlink": {"out_mbps": rnd.uniform(12, 20), "queue_packets": rnd.randint(0, 100)}}
+                for i in (1, 2)]
+        bs = [{"name": b, "delivered_mbps": rnd.uniform(5, 15) * (1.5 if b == "dc" else 1.0)} for b in bearers]
+        lines.append(json.dumps({"type": "interval", "t_ms": t, "legs": legs, "bearers": bs}))
+        t += interval_ms
+    lines.append(json.dumps({"type": "summary", "t_ms": t, "legs": [], "bearers": []}))
+    (run_dir / "dcemu-stats.jsonl").write_text("\n".join(lines) + "\n")
+    (run_dir / "result.json").write_text(json.dumps({"ok": True}))
+
+
+def env(host: str, machine: str) -> dict:
+    rmem = {"quic-default": "212992", "quic-large": "33554432", "tcp": "-"}[host]
+    return {"kernel": "6.1.0-test", "python": "3.11.2", "git_commit": "abc123", "dclab": "0.1.0",
+            "stacks": {"aioquic": "1.2.0"}, "host_settings": {"net.core.rmem_default": rmem}, "machine": machine}
+
+
+def make_store(root: Path) -> Store:
+    """A throughput sweep (batch: 2 host configs x 3 values x 3 reps, one failed run) and a
+    fairness sweep (split: 2 host configs x 3 values x 2 reps), with run directories."""
+    store = Store(root / "store.sqlite")
+    rnd = random.Random(1)
+    common = dict(machine="m1", started_at="2024-05-01T10:00:00", finished_at="2024-05-01T10:00:30", campaign="t")
+    for host in ("quic-default", "quic-large"):
+        for v in BATCHES:
+            for rep in (1, 2, 3):
+                key = f"tp-{host}-{v:g}-{rep}"
+                run_dir = root / "runs" / key
+                ok = not (host == "quic-large" and v == 500.0 and rep == 3)
+                if ok:
+                    write_stats(run_dir, 2000.0, 3.5, 10.0, ["dc"], seed=hash(key) & 0xFFFF)
+                store.add(RunRecord(
+                    run_key=key, experiment="throughput", sweep="batch", param="batch", value=f"{v:g}", value_num=v,
+                    stack="aioquic", cc="reno", host_config=host, rep=rep, ok=ok,
+                    goodput_mbps=round(rnd.uniform(20, 38), 3) if ok else None, error=None if ok else "timeout <&>",
+                    scenario={"bw": [20.0, 20.0], "trace": None, "batch": v}, metrics={"t0_ms": 2000.0},
+                    environment=env(host, "m1"), run_dir=str(run_dir), **common))
+    for host in ("quic-large", "tcp"):
+        for text, v in SPLITS:
+            for rep in (1, 2):
+                key = f"fa-{host}-{v:g}-{rep}"
+                run_dir = root / "runs" / key
+                write_stats(run_dir, 1000.0, 8.0, 50.0, ["dc", "sc1", "sc2"], seed=hash(key) & 0xFFFF)
+                dc, sc1, sc2 = (round(rnd.uniform(5, 20), 3) for _ in range(3))
+                store.add(RunRecord(
+                    run_key=key, experiment="fairness", sweep="split", param="split", value=text, value_num=v,
+                    stack=FAIR_STACK, cc="reno", host_config=host, rep=rep, ok=True, dc_mbps=dc, sc1_mbps=sc1,
+                    sc2_mbps=sc2, jfi=(dc + sc1 + sc2) ** 2 / (3 * (dc * dc + sc1 * sc1 + sc2 * sc2)),
+                    scenario={"bw": [20.0, 20.0], "trace": None}, metrics={"t0_ms": 1000.0, "window_s": 8.0},
+                    environment=env(host, "m2"), run_dir=f"runs/{key}", duration_s=8.0,  # relative to the store
+                    **(common | {"machine": "m2"})))
+    return store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Store:
+    return make_store(tmp_path_factory.mktemp("campaign"))
+
+
+@pytest.fixture(scope="module")
+def built(store, tmp_path_factory) -> Path:
+    return build_report(store, tmp_path_factory.mktemp("report") / "report", "synthetic <campaign>")
+
+
+def assert_png(path: Path, min_bytes: int = 10_000) -> np.ndarray:
+    assert path.is_file(), path
+    assert path.stat().st_size > min_bytes, (path, path.stat().st_size)
+    with Image.open(path) as im:
+        im.verify()
+    img = mpimg.imread(path)
+    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+    assert len(np.unique(img.reshape(-1, img.shape[2])[:, :3], axis=0)) > 10  # not blank
+    return img
+
+
+class Tables(HTMLParser):
+    """Rows of cell texts per table class, and every <img src>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.imgs: list[str] = []
+        self._cls: str | None = None
+        self._row: list[str] | None = None
+        self._cell: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self._cls = a.get("class", "")
+            self.tables.setdefault(self._cls, [])
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = ""
+        elif tag == "img":
+            self.imgs.append(a["src"])
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._row is not None:
+            self._row.append(self._cell or "")
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._cls is not None:
+            self.tables[self._cls].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def parse(index: Path) -> Tables:
+    p = Tables()
+    p.feed(index.read_text())
+    return p
+
+
+# ---------------------------------------------------------------------------------------
+# Figures
+
+def test_throughput_figure(store, tmp_path):
+    rows = store.rows("experiment = 'throughput'")
+    path = figures.throughput_vs_param(rows, tmp_path / "tp.png")
+    assert path == tmp_path / "tp.png"
+    assert_png(path)
+    assert figures.param_label(rows) == "DC batch size (packets)"
+    assert figures.param_label([{"sweep": "x", "param": "split_pct"}]) == "split: share on leg 1 (%)"
+    assert figures.param_label([{"sweep": "", "param": "loss-dup"}]).startswith("random loss per")
+    assert set(figures.series_of(rows).values()) == {"quic-default", "quic-large"}
+
+
+def test_fairness_figure_writes_jfi_above_groups(store, tmp_path, monkeypatch):
+    texts: list[str] = []
+    save = figures._save
+
+    def capture(fig, path):
+        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", capture)
+    rows = store.rows("experiment = 'fairness'")
+    assert_png(figures.fairness_bars(rows, tmp_path / "fa.png", "fairness"))
+    table = figures.fairness_table(rows)
+    assert len(table) == 6  # 3 values x 2 host configs
+    want = sorted(f"JFI {d['jfi']:.2f}" for d in table)
+    assert sorted(texts) == want
+
+
+def test_series_names_stack_and_cc_when_they_differ(store):
+    rows = store.rows("experiment = 'throughput'")
+    rows[0] = rows[0] | {"stack": "ngtcp2", "cc": "cubic"}
+    labels = set(figures.series_of(rows).values())
+    assert "ngtcp2 cubic quic-default" in labels and "aioquic reno quic-large" in labels
+
+
+def test_time_series_figures(store, tmp_path):
+    [fa] = store.rows("run_key = 'fa-tcp-50-1'")
+    run_dir = store.path.parent / fa["run_dir"]
+    assert_png(figures.flows_over_time(run_dir, 1000.0, tmp_path / "flows.png", window_s=8.0))
+    [tp] = store.rows("run_key = 'tp-quic-default-2-1'")
+    assert_png(figures.link_usage(Path(tp["run_dir"]), 2000.0, [20.0, 20.0], tmp_path / "links.png"))
+
+
+def test_figures_without_data_say_so(tmp_path):
+    failed = {"run_key": "x", "experiment": "throughput", "sweep": "loss", "param": "loss", "value": "0.1",
+              "value_num": 0.1, "stack": "aioquic", "cc": "reno", "host_config": "tcp", "rep": 1, "ok": 0,
+              "goodput_mbps": None}
+    for path in (figures.throughput_vs_param([], tmp_path / "a.png"),
+                 figures.throughput_vs_param([failed], tmp_path / "b.png"),
+                 figures.fairness_bars([failed | {"experiment": "fairness"}], tmp_path / "c.png"),
+                 figures.flows_over_time(tmp_path / "missing", 0.0, tmp_path / "d.png"),
+                 figures.link_usage(tmp_path / "missing", 0.0, [20.0, 20.0], tmp_path / "e.png")):
+        assert_png(path, min_bytes=3_000)
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+
+def test_report_has_every_figure_type_and_the_files_exist(built):
+    html = built.read_text()
+    p = parse(built)
+    assert "synthetic &lt;campaign&gt;" in html and "<script" not in html
+    assert "throughput-batch.png" in p.imgs and "fairness-split.png" in p.imgs
+    assert any(s.startswith("links-throughput-batch-") for s in p.imgs)
+    assert any(s.startswith("flows-fairness-split-") for s in p.imgs)
+    for cls in ("fig-sweep fig-throughput", "fig-sweep fig-fairness", "fig-links", "fig-flows"):
+        assert f'class="{cls}"' in html
+    assert len(p.imgs) == 6  # 2 sweep figures, 2 runs (first, last value) per sweep
+    for src in p.imgs:
+        assert not Path(src).is_absolute() and "/" not in src
+        assert_png(built.parent / src)
+
+
+def test_report_tables_hold_the_means(store, built):
+    p = parse(built)
+    tp = {(r[0], r[1]): r[2:] for r in p.tables["data throughput"][1:]}
+    rows = store.rows()
+    for host in ("quic-default", "quic-large"):
+        for v in BATCHES:
+            g = [r["goodput_mbps"] for r in rows if r["experiment"] == "throughput" and r["host_config"] == host
+                 and r["value_num"] == v and r["ok"]]
+            mean, std, n, failed = tp[(f"{v:g}", host)]
+            assert mean == f"{statistics.fmean(g):.2f}" and std == f"{statistics.stdev(g):.2f}"
+            assert int(n) == len(g) and int(failed) == 3 - len(g)
+    assert tp[("500", "quic-large")][2:] == ["2", "1"]
+    fa = {(r[0], r[1]): r[2:] for r in p.tables["data fairness"][1:]}
+    for host in ("quic-large", "tcp"):
+        for text, v in SPLITS:
+            rs = [r for r in rows if r["experiment"] == "fairness" and r["host_config"] == host and r["value_num"] == v]
+            cells = fa[(text, host)]
+            for i, col in enumerate(("dc_mbps", "sc1_mbps", "sc2_mbps")):
+                assert cells[2 * i] == f"{statistics.fmean(r[col] for r in rs):.2f}"
+            assert cells[6] == f"{statistics.fmean(r['jfi'] for r in rs):.3f}"
+            assert cells[7] == "2"
+
+
+def test_report_environment_and_run_counts(built):
+    p = parse(built)
+    env_rows = p.tables["environment"][1:]
+    assert ["kernel", "6.1.0-test", "30"] in env_rows
+    rmem = {r[1]: r[2] for r in env_rows if r[0] == "host_settings / net.core.rmem_default"}
+    assert rmem == {"212992": "9", "33554432": "15", "-": "6"}
+    summary = {r[0]: r[1] for r in p.tables["summary"]}
+    assert summary["runs"] == "30" and summary["successful"] == "29" and summary["failed"] == "1"
+    assert {r[0]: r[1:] for r in p.tables["machines"][1:]} == {"m1": ["18", "1"], "m2": ["12", "0"]}
+    [failure] = p.tables["failures"][1:]
+    assert failure[-1] == "timeout <&>"  # escaped in the page, text again once parsed
+    assert "timeout &lt;&amp;&gt;" in built.read_text()
+
+
+def test_report_of_an_empty_store(tmp_path):
+    index = build_report(Store(tmp_path / "empty.sqlite"), tmp_path / "r", "empty")
+    assert "holds no runs" in index.read_text()
+
+
+# ---------------------------------------------------------------------------------------
+# Commands
+
+def test_report_command(store, tmp_path):
+    out = tmp_path / "rep"
+    r = CliRunner().invoke(report, ["camp", "--store", str(store.path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == str(out / "index.html")
+    assert (out / "index.html").is_file() and (out / "throughput-batch.png").is_file()
+
+
+def test_report_command_defaults_to_the_campaign_dir(store, tmp_path, monkeypatch):
+    import dclab.report_cli as rc
+
+    camp = tmp_path / "results" / "camp"
+    camp.mkdir(parents=True)
+    shutil.copy(store.path, camp / "store.sqlite")
+    monkeypatch.setattr(rc, "campaign_dir", lambda name: tmp_path / "results" / name)
+    r = CliRunner().invoke(report, ["camp"])
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == str(camp / "report" / "index.html")
+    assert "dclab campaign camp" in (camp / "report" / "index.html").read_text()
+
+
+def test_missing_or_empty_store_is_a_clear_error(tmp_path, monkeypatch):
+    import dclab.report_cli as rc
+
+    monkeypatch.setattr(rc, "campaign_dir", lambda name: tmp_path / "results" / name)
+    for cmd in (report, plot):
+        r = CliRunner().invoke(cmd, ["nope"])
+        assert r.exit_code != 0
+        assert f"no result store at {tmp_path / 'results' / 'nope' / 'store.sqlite'}" in r.output
+        assert not (tmp_path / "results" / "nope" / "store.sqlite").exists()  # not created by asking
+    Store(tmp_path / "empty.sqlite")
+    r = CliRunner().invoke(report, ["--store", str(tmp_path / "empty.sqlite")])
+    assert r.exit_code != 0 and "holds no runs" in r.output
+    (tmp_path / "junk.sqlite").write_text("not a database " * 100)
+    r = CliRunner().invoke(report, ["--store", str(tmp_path / "junk.sqlite")])
+    assert r.exit_code != 0 and "not a dclab result store" in r.output
+    r = CliRunner().invoke(report, [])
+    assert r.exit_code == 2 and "give a CAMPAIGN or --store" in r.output
+
+
+def test_plot_command(store, tmp_path):
+    out = tmp_path / "plots"
+    r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert r.output.split() == [str(out / "throughput-batch.png"), str(out / "fairness-split.png")]
+    r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out), "--experiment", "fairness"])
+    assert r.exit_code == 0 and r.output.split() == [str(out / "fairness-split.png")]
+    r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out), "--sweep", "nope"])
+    assert r.exit_code == 1 and "no runs with sweep 'nope'" in r.output
+    r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out), "--run", "fa-tcp-30-1"])
+    assert r.exit_code == 0, r.output
+    [written] = r.output.split()
+    assert written.endswith("-flows.png")
+    assert_png(Path(written))
+    r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out), "--run", "tp-quic-large-2-3"])
+    assert r.exit_code == 0 and r.output.strip().endswith("-links.png")
+    assert_png(Path(r.output.strip()))
+    r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--run", "tp-quic-large-2"])
+    assert r.exit_code == 1 and "matches 3 runs" in r.output
+
+
+def test_results_merge_and_export(store, tmp_path):
+    a, b = Store(tmp_path / "a.sqlite"), Store(tmp_path / "b.sqlite")
+    rows = store.rows()
+    assert a.merge(store.path) == 30
+    with sqlite3.connect(a.path) as db:  # shard a: everything but fairness
+        db.execute("DELETE FROM runs WHERE experiment = 'fairness'")
+    b.merge(store.path)
+    with sqlite3.connect(b.path) as db:  # shard b: fairness and 3 throughput runs a has too
+        db.execute("DELETE FROM runs WHERE experiment = 'throughput' AND NOT (value = '2' AND host_config = 'quic-large')")
+    dest = tmp_path / "merged" / "all.sqlite"
+    r = CliRunner().invoke(results, ["merge", str(dest), str(a.path), str(b.path)])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines() == [f"{a.path}: 18 run(s) added", f"{b.path}: 12 run(s) added", f"{dest}: 30 run(s)"]
+    assert Store(dest).keys() == {x["run_key"] for x in rows}
+    r = CliRunner().invoke(results, ["merge", str(dest), str(tmp_path / "missing.sqlite")])
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+    out = tmp_path / "fair.csv"
+    r = CliRunner().invoke(results, ["export", str(dest), "--csv", str(out), "--where", "experiment = 'fairness'"])
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == f"12 run(s) written to {out}"
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("run_key,campaign,experiment,") and len(lines) == 13
+    r = CliRunner().invoke(results, ["export", str(dest), "--csv", str(out), "--where", "no_such_column = 1"])
+    assert r.exit_code == 1 and "cannot export" in r.output and not out.exists()
+
+
+def test_commands_explain_themselves():
+    for cmd, args in ((plot, []), (report, []), (results, []), (results, ["merge"]), (results, ["export"])):
+        r = CliRunner().invoke(cmd, [*args, "--help"])
+        assert r.exit_code == 0 and "Usage:" in r.output and len(r.output) > 200
+
+
+# ---------------------------------------------------------------------------------------
+# The page in a real browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_page_renders_in_headless_chromium(built, tmp_path):
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"]
+    url = built.resolve().as_uri()
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1200,2000", url], capture_output=True, timeout=120)
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    p = Tables()
+    p.feed(dom)
+    assert p.imgs == parse(built).imgs and len(p.imgs) == 6  # every image is in the rendered DOM
+    assert "Time series of selected runs" in dom and "Environment" in dom
+    for src in p.imgs:
+        assert (built.parent / src).is_file()
+    img = assert_png(shot, min_bytes=20_000)
+    assert img.shape[:2] == (2000, 1200)
+    # The first figure is drawn on the page: matplotlib's default blue is in the screenshot.
+    rgb = (img[:, :, :3] * 255).astype(int)
+    blue = np.all(np.abs(rgb - np.array([31, 119, 180])) <= 12, axis=2)
+    assert blue.sum() > 200, "no figure pixels in the screenshot: images did not load"
