@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+
+from .analysis.metrics import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 DCEMU = ROOT / "emu" / "target" / "release" / "dcemu"
@@ -78,15 +79,7 @@ class Emulator:
                 self.proc.wait()
 
     def records(self) -> list[dict]:
-        if not self.stats.exists():
-            return []
-        out = []
-        for line in self.stats.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass  # a line cut by a crash
-        return out
+        return read_records(self.stats)
 
     def summary(self) -> dict | None:
         recs = [r for r in self.records() if r.get("type") == "summary"]

@@ -13,7 +13,6 @@ figures come from ``throughput_table`` and ``fairness_table``, which the report 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,7 +22,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
+from .metrics import bearer_series, jain, leg_series, mean_std, read_records  # noqa: E402
 from .plots import link_utilization  # noqa: E402
 
 DPI = 120
@@ -99,22 +98,31 @@ def _finite(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def throughput_table(rows: list[dict]) -> list[dict]:
-    """Per parameter value and series: goodput mean, std and n over successful runs, and
-    the number of failed runs. Sorted by value, then series."""
+def _groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """Rows by (value as number, value as text, series label)."""
     labels = series_of(rows)
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r.get("value_num"), r.get("value") or "", labels[r["run_key"]]), []).append(r)
+    return groups
+
+
+def _by_value(table: list[dict]) -> list[dict]:
+    table.sort(key=lambda d: (d["value_num"] is None, d["value_num"] if d["value_num"] is not None else 0.0, d["value"],
+                              d["series"]))
+    return table
+
+
+def throughput_table(rows: list[dict]) -> list[dict]:
+    """Per parameter value and series: goodput mean, std and n over successful runs, and
+    the number of failed runs. Sorted by value, then series."""
     out = []
-    for (num, text, series), rs in groups.items():
+    for (num, text, series), rs in _groups(rows).items():
         ok = [r for r in rs if r.get("ok") and _finite(r.get("goodput_mbps"))]
         ms = mean_std([r["goodput_mbps"] for r in ok])
         out.append({"value_num": num, "value": text, "series": series, "mean": ms["mean"], "std": ms["std"],
                     "n": ms["n"], "failed": len(rs) - len(ok)})
-    out.sort(key=lambda d: (d["value_num"] is None, d["value_num"] if d["value_num"] is not None else 0.0, d["value"],
-                            d["series"]))
-    return out
+    return _by_value(out)
 
 
 def _row_jfi(r: dict) -> float | None:
@@ -126,12 +134,8 @@ def _row_jfi(r: dict) -> float | None:
 def fairness_table(rows: list[dict]) -> list[dict]:
     """Per parameter value and series: mean and std of the DC, SC1 and SC2 throughput, the
     mean of the runs' Jain's index, n successful and failed runs."""
-    labels = series_of(rows)
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r.get("value_num"), r.get("value") or "", labels[r["run_key"]]), []).append(r)
     out = []
-    for (num, text, series), rs in groups.items():
+    for (num, text, series), rs in _groups(rows).items():
         ok = [r for r in rs if r.get("ok")]
         d = {"value_num": num, "value": text, "series": series, "n": len(ok), "failed": len(rs) - len(ok)}
         for name, col, _ in FLOWS:
@@ -139,9 +143,7 @@ def fairness_table(rows: list[dict]) -> list[dict]:
             d[name] = {"mean": ms["mean"], "std": ms["std"]}
         d["jfi"] = mean_std([_row_jfi(r) for r in ok])["mean"]
         out.append(d)
-    out.sort(key=lambda d: (d["value_num"] is None, d["value_num"] if d["value_num"] is not None else 0.0, d["value"],
-                            d["series"]))
-    return out
+    return _by_value(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,18 +253,7 @@ def fairness_bars(rows: list[dict], path: Path, title: str | None = None) -> Pat
 
 def read_stats(run_dir: Path) -> list[dict]:
     """The dcemu records of a run (``dcemu-stats.jsonl``); a torn last line is skipped."""
-    p = Path(run_dir) / "dcemu-stats.jsonl"
-    records = []
-    try:
-        with open(p) as f:
-            for line in f:
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-    except OSError:
-        return []
-    return records
+    return read_records(Path(run_dir) / "dcemu-stats.jsonl")
 
 
 def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float, float]]:

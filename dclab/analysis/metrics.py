@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
+from pathlib import Path
+
+
+def read_records(path: Path) -> list[dict]:
+    """JSON lines of a file (dcemu stats); a line cut by a crash is skipped."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except OSError:
+        return []
+    return out
 
 
 def mean_std(values: list[float]) -> dict:

@@ -40,8 +40,3 @@ def link_utilization(series: dict[str, list[tuple[float, float]]], capacity_mbps
     """Per-leg downlink throughput over the first ``window_s`` seconds after the request,
     each leg's configured capacity dashed (none for trace-driven legs)."""
     return time_series(series, path, title, window_s, "leg throughput (Mbit/s)", capacity_mbps)
-
-
-def flow_throughput(series: dict[str, list[tuple[float, float]]], path: Path, title: str, window_s: float) -> Path:
-    """Per-flow (bearer) throughput delivered to the client over the measured window."""
-    return time_series(series, path, title, window_s, "flow throughput (Mbit/s)")

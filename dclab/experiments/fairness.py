@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..analysis.metrics import bearer_series, jain, mean_std
-from ..analysis.plots import flow_throughput
+from ..analysis.figures import flows_over_time
+from ..analysis.metrics import jain, mean_std
 from ..endpoints import get_stack
 from ..environment import environment
 from ..hostconfig import HOST_CONFIGS, HostConfig, host_config_for
@@ -141,7 +141,7 @@ def fairness_rep(s: Scenario, o: FairnessOptions, rep_dir: Path, on_wait: Callab
     if records:
         title = f"fairness: {o.stack_label()}, batch {s.batch}, split {':'.join(f'{x:g}' for x in s.split)}" \
                 + (", duplication" if s.duplicate else "")
-        flow_throughput(bearer_series(records, t0_ms), rep_dir / "flows.png", title, o.duration_s)
+        flows_over_time(rep_dir, t0_ms, rep_dir / "flows.png", o.duration_s, title)
     write_json(rep_dir / "result.json", rec)
     return rec
 
