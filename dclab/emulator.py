@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable
 
 from .analysis.metrics import read_records
 
@@ -29,13 +30,15 @@ class Emulator:
     """dcemu as a context manager: started and ready on enter, stopped with SIGTERM (its
     summary written, its devices removed) on exit."""
 
-    def __init__(self, scenario_text: str, workdir: Path, extra_args: tuple[str, ...] = ()):
+    def __init__(self, scenario_text: str, workdir: Path, extra_args: tuple[str, ...] = (),
+                 on_spawn: Callable[[int], None] | None = None):
         self.workdir = workdir
         self.scenario = workdir / "scenario.toml"
         self.stats = workdir / "dcemu-stats.jsonl"
         self.log = workdir / "dcemu.log"
         self.scenario_text = scenario_text
         self.extra_args = extra_args
+        self.on_spawn = on_spawn  # told the PID at once, before waiting (a journal records it)
         self.proc: subprocess.Popen[bytes] | None = None
         self.start_wall: float | None = None  # Unix time of the stats' t_ms = 0
 
@@ -50,6 +53,8 @@ class Emulator:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+        if self.on_spawn:
+            self.on_spawn(self.proc.pid)
         deadline = time.monotonic() + 10
         while not ready.exists():
             if self.proc.poll() is not None:

@@ -122,10 +122,9 @@ class Testbed:
             "client_addr": CLIENT_ADDR,
         }
         text = to_dcemu(self.scenario, topology, self.bearers)
-        self.emulator = Emulator(text, self.workdir)
+        self.emulator = Emulator(text, self.workdir, on_spawn=self.journal.add_pid)
         self.emulator.__enter__()
         assert self.emulator.proc
-        self.journal.add_pid(self.emulator.proc.pid)
         if self.emulator.proc.poll() is not None:
             raise TestbedError(f"dcemu exited at start: {self.emulator.log.read_text().strip()}")
 
@@ -150,8 +149,8 @@ class Testbed:
         spec = ServerSpec(port=port, cc=cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR, qlog=qlog)
         log = open(workdir / "server.log", "wb")
         proc = subprocess.Popen(self.ns.exec(self.ns.server, *stack.server_command(spec)), stdout=log, stderr=subprocess.STDOUT)
-        self.servers.append(proc)
         self.journal.add_pid(proc.pid)
+        self.servers.append(proc)
         proto = "u" if stack.transport == "udp" else "t"
         deadline = time.monotonic() + 15
         while True:

@@ -57,6 +57,10 @@ def test_kill_and_resume_loses_and_repeats_nothing(tmp_path):
     first = Store(store_path).rows()
     assert len(first) == 1
     assert dclab("clean", env=env).returncode == 0
+    t0 = time.monotonic()
+    while subprocess.run(["pgrep", "-f", f"dcemu run {tmp_path}"], capture_output=True).returncode == 0:
+        assert time.monotonic() - t0 < 10, "a dcemu of the killed campaign survived `dclab clean`"
+        time.sleep(0.1)
     r = dclab("campaign", "run", str(f), env=env)
     assert r.returncode == 0, r.stderr
     rows = Store(store_path).rows()

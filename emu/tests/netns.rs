@@ -267,3 +267,29 @@ fn setup_failures_exit_nonzero_with_a_clear_message() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn deleting_a_namespace_under_dcemu_ends_it_instead_of_spinning() {
+    if skip_unless_root() {
+        return;
+    }
+    let (s, c) = (Netns::new("s"), Netns::new("c"));
+    let mut emu = Emu::start(&s, &c, "", &[]);
+    // Traffic so the client device has something to report, then the namespace goes.
+    Command::new("ip").args(["netns", "exec", &c.name, "ping", "-c", "2", "-i", "0.2", "-W", "1", SERVER]).output().unwrap();
+    Command::new("ip").args(["netns", "del", &c.name]).status().unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = emu.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "dcemu still running 10 s after its namespace was deleted");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let mut err = String::new();
+    use std::io::Read;
+    emu.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("was the namespace deleted"), "{err}");
+    assert_eq!(emu.records().last().unwrap()["type"], "summary", "the summary is still written");
+}

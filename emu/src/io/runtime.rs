@@ -125,7 +125,8 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     let mut c = Counters { lateness: Histogram::default(), service_lateness: Histogram::default(), reads: 0, writes: 0, write_errors: 0, malformed: 0, wakeups: 0 };
     let mut ready = Vec::with_capacity(4);
     let mut stop_signal = None;
-    loop {
+    let mut fatal = None;
+    'forward: loop {
         let now = clock.now();
         engine.advance(now);
         flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, unix_at_start, &mut c);
@@ -147,10 +148,14 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         waiter.wait(&clock, deadline, &mut ready)?;
         c.wakeups += 1;
         for &tok in &ready {
-            match tok {
+            let read = match tok {
                 TOK_SERVER => read_burst(&mut engine, &server, Dir::Down, &clock, &mut c),
                 TOK_CLIENT => read_burst(&mut engine, &client, Dir::Up, &clock, &mut c),
-                _ => {}
+                _ => Ok(()),
+            };
+            if let Err(e) = read {
+                fatal = Some(e);
+                break 'forward;
             }
         }
     }
@@ -172,17 +177,22 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     if let Some(sig) = stop_signal {
         eprintln!("dcemu: stopped by signal {sig}, devices removed");
     }
-    Ok(summary)
+    match fatal {
+        Some(e) => Err(e.context("forwarding stopped (final summary written)")),
+        None => Ok(summary),
+    }
 }
 
-fn read_burst(engine: &mut Engine, tun: &Tun, dir: Dir, clock: &Clock, c: &mut Counters) {
+/// Reads what one device has (up to a burst). An error other than "nothing to read" means
+/// the device is gone (its namespace was deleted): fatal, or the loop would spin on it.
+fn read_burst(engine: &mut Engine, tun: &Tun, dir: Dir, clock: &Clock, c: &mut Counters) -> Result<()> {
     for _ in 0..READ_BURST {
         let Some(id) = engine.alloc_buffer() else {
             // Every buffer in use: drain the device anyway so the kernel does not stall,
             // counting the loss (dropped_no_buffer).
             let mut scratch = [0u8; 65536];
             if tun.read(&mut scratch).is_err() {
-                return;
+                return Ok(());
             }
             continue;
         };
@@ -198,13 +208,18 @@ fn read_burst(engine: &mut Engine, tun: &Tun, dir: Dir, clock: &Clock, c: &mut C
             }
             Err(e) => {
                 engine.release(id);
-                if e.kind() != ErrorKind::WouldBlock && e.kind() != ErrorKind::Interrupted {
-                    eprintln!("dcemu: read from {}: {e}", tun.name());
+                if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted {
+                    return Ok(());
                 }
-                return;
+                anyhow::bail!(
+                    "device {} in namespace {} failed ({e}); was the namespace deleted?",
+                    tun.name(),
+                    tun.netns()
+                );
             }
         }
     }
+    Ok(())
 }
 
 fn flush_outputs(
