@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dclab.emulator import Emulator, require_root, topology_toml  # noqa: E402
-from dclab.netns import Namespaces, sh  # noqa: E402
+from dclab.netns import Namespaces, sh, veth_link  # noqa: E402
 
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 TCP_SECONDS = 8
@@ -31,23 +30,6 @@ UDP_SECONDS = 4
 
 def log(msg: str) -> None:
     print(f"[bench] {msg}", flush=True)
-
-
-@contextmanager
-def veth(ns: Namespaces):
-    """The kernel path: a veth pair between the namespaces, MTU 1500."""
-    a, b = f"dclab-{ns.tag}a", f"dclab-{ns.tag}b"
-    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-    try:
-        sh("ip", "link", "set", a, "netns", ns.server)
-        sh("ip", "link", "set", b, "netns", ns.client)
-        for n, dev, addr, peer in ((ns.server, a, SERVER, CLIENT), (ns.client, b, CLIENT, SERVER)):
-            sh("ip", "-n", n, "addr", "add", f"{addr}/32", "peer", f"{peer}/32", "dev", dev)
-            sh("ip", "-n", n, "link", "set", dev, "up")
-        yield
-    finally:
-        sh("ip", "-n", ns.server, "link", "del", a, check=False)
-        sh("ip", "link", "del", a, check=False)
 
 
 @contextmanager
@@ -134,7 +116,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="dclab-bench-"))
 
     log("kernel path: veth pair")
-    with Namespaces() as ns, veth(ns), iperf_server(ns):
+    with Namespaces() as ns, veth_link(ns), iperf_server(ns):
         results["kernel_veth_tcp_gbps"] = tcp_gbps(ns)
         results["kernel_veth_udp_kpps"] = udp_kpps(ns)
         base = rtts_ms(ns)

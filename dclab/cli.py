@@ -11,13 +11,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import scenario as sc
 from .endpoints import STACKS, get_stack
 
-from .cli_options import err, parse_size, root_or_exit, scenario_from, scenario_options  # noqa: F401
+from .cli_options import err, parse_size, root_or_exit, run_with_progress, scenario_from, scenario_options  # noqa: F401
 
 
 def _sigterm(*_: object) -> None:
@@ -102,24 +101,10 @@ def run_throughput_cmd(stack: str, cc: str | None, udp_buffer: str, qlog: bool, 
     opts = ThroughputOptions(stack=stack, cc=cc, udp_buffer=udp_buffer, size=nbytes, reps=reps, qlog=qlog, timeout_s=timeout)
     err.print(f"[bold]throughput[/]: {stack} {cc or st.ccs[0]}, {nbytes / 1e6:g} MB x {reps}, "
               f"bw {s.bw} Mbit/s, split {s.split}, batch {s.batch} -> {out_dir}")
-    done: list[dict] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=True) as progress:
-        task = progress.add_task("repetitions", total=reps)
-
-        def on_rep(rep: int, rec: dict) -> None:
-            done.append(rec)
-            g = rec["goodput_mbps"]
-            progress.console.print(f"  rep {rep}: " + (f"{g:.2f} Mbit/s" if g else f"failed: {rec.get('error')}"))
-            progress.advance(task)
-
-        try:
-            summary = run_throughput(s, opts, out_dir, on_rep, on_wait=lambda: err.print("waiting for another dclab run to finish ..."))
-        except KeyboardInterrupt:
-            err.print(f"[yellow]interrupted[/]: cleaned up; {len(done)} finished repetition(s) kept in {out_dir}")
-            sys.exit(130)
-        except Exception as e:  # noqa: BLE001 - shown to the user, testbed already cleaned up
-            raise click.ClickException(f"{e} (results so far in {out_dir})") from None
+    summary = run_with_progress(
+        reps, out_dir,
+        lambda rec: f"{rec['goodput_mbps']:.2f} Mbit/s" if rec["goodput_mbps"] else f"failed: {rec.get('error')}",
+        lambda on_rep, on_wait: run_throughput(s, opts, out_dir, on_rep, on_wait))
     g = summary["goodput_mbps"]
     if as_json:
         click.echo(json.dumps({k: summary[k] for k in ("goodput_mbps", "stack", "cc", "scenario")}
@@ -177,24 +162,11 @@ def run_fairness_cmd(stack: str, stacks: str | None, cc: str | None, udp_buffer:
     except FileExistsError as e:
         raise click.UsageError(str(e)) from None
     err.print(f"[bold]fairness[/]: {opts.stack_label()}, {duration:g} s x {reps} -> {out_dir}")
-    done: list[dict] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=True) as progress:
-        task = progress.add_task("repetitions", total=reps)
-
-        def on_rep(rep: int, rec: dict) -> None:
-            done.append(rec)
-            flows = ", ".join(f"{f} {rec['flows'][f]['mean_mbps'] or 0:.2f}" for f in FLOWS)
-            progress.console.print(f"  rep {rep}: {flows} Mbit/s, JFI {rec['jfi'] or 0:.3f}")
-            progress.advance(task)
-
-        try:
-            summary = run_fairness(s, opts, out_dir, on_rep, on_wait=lambda: err.print("waiting for another dclab run ..."))
-        except KeyboardInterrupt:
-            err.print(f"[yellow]interrupted[/]: cleaned up; {len(done)} finished repetition(s) kept in {out_dir}")
-            sys.exit(130)
-        except Exception as e:  # noqa: BLE001
-            raise click.ClickException(f"{e} (results so far in {out_dir})") from None
+    summary = run_with_progress(
+        reps, out_dir,
+        lambda rec: ", ".join(f"{f} {rec['flows'][f]['mean_mbps'] or 0:.2f}" for f in FLOWS)
+        + f" Mbit/s, JFI {rec['jfi'] or 0:.3f}",
+        lambda on_rep, on_wait: run_fairness(s, opts, out_dir, on_rep, on_wait))
     if as_json:
         click.echo(json.dumps({"flows": summary["flows"], "jfi": summary["jfi"], "host_config": summary["host_config"],
                                "cc": summary["cc"], "scenario": summary["scenario"], "out": str(out_dir)}))

@@ -4,14 +4,40 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
+from typing import Callable
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import scenario as sc
 
 err = Console(stderr=True)
+
+
+def run_with_progress(reps: int, out_dir: Path, describe: Callable[[dict], str],
+                      runner: Callable[[Callable, Callable], dict]) -> dict:
+    """Runs ``runner(on_rep, on_wait)`` under a progress bar, a line per repetition
+    (``describe(record)``); Ctrl-C/SIGTERM exit 130 after the testbed cleaned up."""
+    done: list[dict] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as progress:
+        task = progress.add_task("repetitions", total=reps)
+
+        def on_rep(rep: int, rec: dict) -> None:
+            done.append(rec)
+            progress.console.print(f"  rep {rep}: {describe(rec)}")
+            progress.advance(task)
+
+        try:
+            return runner(on_rep, lambda: err.print("waiting for another dclab run to finish ..."))
+        except KeyboardInterrupt:
+            err.print(f"[yellow]interrupted[/]: cleaned up; {len(done)} finished repetition(s) kept in {out_dir}")
+            sys.exit(130)
+        except Exception as e:  # noqa: BLE001 - shown to the user; the testbed already cleaned up
+            raise click.ClickException(f"{e} (results so far in {out_dir})") from None
 
 
 def root_or_exit() -> None:

@@ -7,6 +7,8 @@ Every name starts with ``dclab-`` and carries a per-run tag, so two runs never c
 from __future__ import annotations
 
 import os
+import time
+from contextlib import contextmanager
 import secrets
 import signal
 import subprocess
@@ -83,3 +85,48 @@ def clean(keep: set[str] = frozenset()) -> list[str]:
         sh("ip", "netns", "del", ns, check=False)
         gone.append(ns)
     return gone
+
+
+def listening(ns: str, port: int, transport: str) -> bool:
+    """Whether something in namespace ``ns`` listens on ``port`` ("udp" or "tcp")."""
+    flag = "-lun" if transport == "udp" else "-ltn"
+    return bool(sh("ip", "netns", "exec", ns, "ss", "-H", flag, f"sport = :{port}", check=False).stdout.strip())
+
+
+def wait_listening(ns: str, port: int, transport: str, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Waits until ``proc`` listens; raises RuntimeError if it exits or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not listening(ns, port, transport):
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening on {transport}/{port}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on {transport}/{port} in {ns} after {timeout_s:g} s")
+        time.sleep(0.05)
+
+
+def stop_process(p: subprocess.Popen, grace_s: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+@contextmanager
+def veth_link(ns: Namespaces, server_addr: str = "198.18.0.1", client_addr: str = "198.18.0.2"):
+    """The kernel path: a veth pair joining the two namespaces (MTU 1500), removed on exit."""
+    a, b = f"dclab-{ns.tag}a", f"dclab-{ns.tag}b"
+    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+    try:
+        sh("ip", "link", "set", a, "netns", ns.server)
+        sh("ip", "link", "set", b, "netns", ns.client)
+        for n, dev, addr, peer in ((ns.server, a, server_addr, client_addr), (ns.client, b, client_addr, server_addr)):
+            sh("ip", "-n", n, "addr", "add", f"{addr}/32", "peer", f"{peer}/32", "dev", dev)
+            sh("ip", "-n", n, "link", "set", dev, "up")
+        yield
+    finally:
+        sh("ip", "-n", ns.server, "link", "del", a, check=False)
+        sh("ip", "link", "del", a, check=False)

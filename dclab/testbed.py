@@ -17,7 +17,7 @@ from .certs import make_certs
 from .emulator import Emulator, require_root
 from .endpoints.base import DownloadResult, DownloadSpec, ServerSpec, Stack
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, write_sysctl
-from .netns import Namespaces, kill_in, sh
+from .netns import Namespaces, kill_in, sh, stop_process, wait_listening
 from .scenario import Scenario, to_dcemu
 
 SERVER_ADDR, CLIENT_ADDR = "198.18.0.1", "198.18.0.2"
@@ -82,7 +82,7 @@ class Testbed:
         """Stops servers and dcemu (its summary is written), removes the namespaces,
         restores the host settings. Safe to call twice."""
         for p in self.servers:
-            stop(p)
+            stop_process(p)
         self.servers.clear()
         if self.emulator:
             self.emulator.stop()
@@ -151,17 +151,15 @@ class Testbed:
         proc = subprocess.Popen(self.ns.exec(self.ns.server, *stack.server_command(spec)), stdout=log, stderr=subprocess.STDOUT)
         self.journal.add_pid(proc.pid)
         self.servers.append(proc)
-        proto = "u" if stack.transport == "udp" else "t"
-        deadline = time.monotonic() + 15
-        while True:
-            if proc.poll() is not None:
-                raise TestbedError(f"{stack.name} server exited ({proc.returncode}): {tail(workdir / 'server.log')}")
-            out = sh("ip", "netns", "exec", self.ns.server, "ss", "-H", f"-ln{proto}", f"sport = :{port}", check=False).stdout
-            if out.strip() and stack.server_ready(spec):
-                return
-            if time.monotonic() > deadline:
-                raise TestbedError(f"{stack.name} server not listening on port {port} after 15 s: {tail(workdir / 'server.log')}")
-            time.sleep(0.05)
+        try:
+            wait_listening(self.ns.server, port, stack.transport, proc, 15)
+            deadline = time.monotonic() + 15
+            while not stack.server_ready(spec):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("not ready after 15 s")
+                time.sleep(0.05)
+        except RuntimeError as e:
+            raise TestbedError(f"{stack.name} server: {e}: {tail(workdir / 'server.log')}") from None
 
     def download(self, stack: Stack, port: int, size: int, cc: str, timeout_s: float, qlog: bool = False,
                  name: str = "client") -> DownloadResult:
@@ -173,16 +171,6 @@ class Testbed:
 
     def stats(self) -> list[dict]:
         return self.emulator.records() if self.emulator else []
-
-
-def stop(p: subprocess.Popen, grace_s: float = 3.0) -> None:
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def tail(path: Path, n: int = 400) -> str:

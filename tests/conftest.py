@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from dclab.netns import Namespaces, sh
+from dclab.netns import Namespaces, veth_link
 
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 
@@ -25,18 +25,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def veth_pair():
     """Two namespaces (server, client) joined by veth, 198.18.0.1 <-> 198.18.0.2."""
-    with Namespaces() as ns:
-        a, b = f"dclab-{ns.tag}a", f"dclab-{ns.tag}b"
-        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-        try:
-            sh("ip", "link", "set", a, "netns", ns.server)
-            sh("ip", "link", "set", b, "netns", ns.client)
-            for n, dev, addr, peer in ((ns.server, a, SERVER, CLIENT), (ns.client, b, CLIENT, SERVER)):
-                sh("ip", "-n", n, "addr", "add", f"{addr}/32", "peer", f"{peer}/32", "dev", dev)
-                sh("ip", "-n", n, "link", "set", dev, "up")
-            yield ns
-        finally:
-            sh("ip", "link", "del", a, check=False)
+    with Namespaces() as ns, veth_link(ns, SERVER, CLIENT):
+        yield ns
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from conftest import SERVER, start_in
 from dclab.endpoints.base import DownloadSpec, ServerSpec
 from dclab.endpoints.ngtcp2_stack import Ngtcp2Stack
+from dclab import netns
 from dclab.netns import kill_in
 
 STACK = Ngtcp2Stack()
@@ -25,32 +26,14 @@ pytestmark = [
 
 
 def listening(ns: str, port: int) -> bool:
-    out = subprocess.run(
-        ["ip", "netns", "exec", ns, "ss", "-H", "-lun", f"sport = :{port}"], capture_output=True, text=True, timeout=5
-    ).stdout
-    return bool(out.strip())
+    return netns.listening(ns, port, "udp")
 
 
-def wait_listening(ns: str, port: int, proc: subprocess.Popen, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited with {proc.returncode} before listening")
-        if listening(ns, port):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on udp/{port} in {ns} after {timeout_s} s")
+def wait_listening(ns: str, port: int, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    netns.wait_listening(ns, port, "udp", proc, timeout_s)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Terminate, then kill; bounded."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=3)
+stop = netns.stop_process
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from conftest import SERVER, start_in
 from dclab.endpoints import h2_app
 from dclab.endpoints.base import DownloadSpec, ServerSpec
 from dclab.endpoints.tcp_stack import TcpStack
+from dclab import netns
 from dclab.netns import kill_in
 
 STACK = TcpStack()
@@ -56,32 +57,14 @@ def cubic_allowed():
 
 
 def listening(ns: str, port: int) -> bool:
-    out = subprocess.run(
-        ["ip", "netns", "exec", ns, "ss", "-H", "-ltn", f"sport = :{port}"], capture_output=True, text=True, timeout=5
-    ).stdout
-    return bool(out.strip())
+    return netns.listening(ns, port, "tcp")
 
 
 def wait_listening(ns: str, port: int, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited with {proc.returncode} before listening")
-        if listening(ns, port):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on tcp/{port} in {ns} after {timeout_s} s")
+    netns.wait_listening(ns, port, "tcp", proc, timeout_s)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Terminate, then kill; bounded."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=4)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=3)
+stop = netns.stop_process
 
 
 @pytest.fixture

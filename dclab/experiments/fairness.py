@@ -17,8 +17,9 @@ from ..analysis.metrics import jain, mean_std
 from ..endpoints import get_stack
 from ..environment import environment
 from ..hostconfig import HOST_CONFIGS, HostConfig, host_config_for
-from ..rundir import write_atomic, write_json
-from ..scenario import DC_PORT, SC1_PORT, SC2_PORT, Scenario, build, to_toml
+from ..rundir import write_json
+from ..scenario import DC_PORT, SC1_PORT, SC2_PORT, Scenario, build
+from .repeat import run_reps
 from ..testbed import Testbed
 
 FLOWS = {"dc": DC_PORT, "sc1": SC1_PORT, "sc2": SC2_PORT}
@@ -148,23 +149,8 @@ def fairness_rep(s: Scenario, o: FairnessOptions, rep_dir: Path, on_wait: Callab
 
 def run_fairness(s: Scenario, o: FairnessOptions, out: Path, on_rep: Callable[[int, dict], None] | None = None,
                  on_wait: Callable[[], None] | None = None) -> dict:
-    write_atomic(out / "scenario.toml", to_toml(s))
-    write_json(out / "options.json", {**o.__dict__})
-    runs: list[dict] = []
-    summary: dict = {}
-    for rep in range(1, o.reps + 1):
-        rep_dir = out / f"rep-{rep:02d}"
-        rec = {"rep": rep, **fairness_rep(s, o, rep_dir, on_wait)}
-        if rep == 1:
-            write_json(out / "environment.json", rec["environment"])
-            if (rep_dir / "flows.png").exists():
-                shutil.copy(rep_dir / "flows.png", out / "flows.png")
-        runs.append(rec)
-        summary = summarize(s, o, runs)
-        write_json(out / "results.json", summary)
-        if on_rep:
-            on_rep(rep, rec)
-    return summary
+    return run_reps(s, dict(o.__dict__), o.reps, out, lambda d: fairness_rep(s, o, d, on_wait),
+                    lambda runs: summarize(s, o, runs), "flows.png", on_rep)
 
 
 def summarize(s: Scenario, o: FairnessOptions, runs: list[dict]) -> dict:

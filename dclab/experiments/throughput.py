@@ -14,8 +14,9 @@ from ..analysis.plots import link_utilization
 from ..endpoints import get_stack
 from ..environment import environment
 from ..hostconfig import host_config_for
-from ..rundir import write_atomic, write_json
-from ..scenario import DC_PORT, Scenario, to_toml
+from ..rundir import write_json
+from ..scenario import DC_PORT, Scenario
+from .repeat import run_reps
 from ..testbed import Testbed
 
 
@@ -70,23 +71,9 @@ def run_throughput(s: Scenario, o: ThroughputOptions, out: Path,
                    on_wait: Callable[[], None] | None = None) -> dict:
     """Runs ``o.reps`` repetitions into ``out``; returns the summary (also results.json).
     Each repetition's result is on disk as soon as it ends."""
-    write_atomic(out / "scenario.toml", to_toml(s))
-    write_json(out / "options.json", asdict(o))
-    runs: list[dict] = []
-    summary: dict = {}
-    for rep in range(1, o.reps + 1):
-        rep_dir = out / f"rep-{rep:02d}"
-        rec = {"rep": rep, **throughput_rep(s, o, rep_dir, on_wait)}
-        if rep == 1:
-            write_json(out / "environment.json", rec["environment"])
-            if (rep_dir / "link-utilization.png").exists():
-                shutil.copy(rep_dir / "link-utilization.png", out / "link-utilization.png")
-        runs.append(rec)
-        summary = summarize(s, o, rec["stack"], rec["cc"], rec["host_config"], runs)
-        write_json(out / "results.json", summary)
-        if on_rep:
-            on_rep(rep, rec)
-    return summary
+    return run_reps(s, asdict(o), o.reps, out, lambda d: throughput_rep(s, o, d, on_wait),
+                    lambda runs: summarize(s, o, runs[0]["stack"], runs[0]["cc"], runs[0]["host_config"], runs),
+                    "link-utilization.png", on_rep)
 
 
 def summarize(s: Scenario, o: ThroughputOptions, stack: str, cc: str, host: str, runs: list[dict]) -> dict:
