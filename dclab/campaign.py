@@ -195,6 +195,7 @@ def calibration(store: Store) -> dict[str, float]:
 
 
 def pending(c: Campaign, store: Store, reps: int | None, shard_spec: str | None) -> tuple[list[PlannedRun], list[PlannedRun]]:
+    """The campaign's runs (this shard's) and those of them not yet in the store."""
     runs = shard(plan(c, reps), shard_spec)
     done = store.keys()
     return runs, [r for r in runs if r.key not in done]

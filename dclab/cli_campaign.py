@@ -20,8 +20,9 @@ def hours(s: float) -> str:
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min"
 
 
-def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedRun], store: Store, full: bool) -> None:
-    cal = cp.calibration(store)
+def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedRun], store: Store | None,
+               full: bool) -> None:
+    cal = cp.calibration(store) if store else {}
     t = Table(title=f"campaign {c.name}: {c.description}", show_header=True)
     for col in ("experiment", "config", "sweep", "values", "reps", "runs", "to do", "estimate"):
         t.add_column(col)
@@ -87,11 +88,17 @@ def campaign_list() -> None:
         click.echo(f"{c.name:10} {len(cp.plan(c)):6} runs  {c.description}")
 
 
-def _load(name: str, reps: int | None, shard: str | None) -> tuple[cp.Campaign, Store, list, list]:
+def _load(name: str, reps: int | None, shard: str | None, create: bool = True) -> tuple[cp.Campaign, Store | None, list, list]:
+    """The campaign, its store (None when planning a campaign that never ran), its runs
+    and those not yet stored."""
     try:
         c = cp.load(name)
-        store = Store(campaign_dir(c.name) / "store.sqlite")
-        runs, todo = cp.pending(c, store, reps, shard)
+        path = campaign_dir(c.name) / "store.sqlite"
+        store = Store(path) if create or path.exists() else None
+        if store:
+            runs, todo = cp.pending(c, store, reps, shard)
+        else:
+            runs = todo = cp.shard(cp.plan(c, reps), shard)
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
     return c, store, runs, todo
@@ -104,7 +111,7 @@ def _load(name: str, reps: int | None, shard: str | None) -> tuple[cp.Campaign, 
 @click.option("--full", is_flag=True, help="List every value of every sweep.")
 def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool) -> None:
     """Print the runs of campaign NAME and an estimate of the real time they take."""
-    c, store, runs, todo = _load(name, reps, shard)
+    c, store, runs, todo = _load(name, reps, shard, create=False)
     print_plan(c, runs, todo, store, full)
 
 

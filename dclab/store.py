@@ -155,13 +155,12 @@ class Store:
 
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(os.environ.get("DCLAB_RESULTS", ROOT / "results"))
 
 
 def campaign_dir(name: str) -> Path:
     """Where a campaign keeps its store (store.sqlite), run directories (runs/) and
-    report (report/)."""
-    return RESULTS / name
+    report (report/): results/NAME, or $DCLAB_RESULTS/NAME."""
+    return Path(os.environ.get("DCLAB_RESULTS", ROOT / "results")) / name
 
 
 def campaign_store(name: str) -> Store:

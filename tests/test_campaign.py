@@ -100,3 +100,18 @@ def test_bad_campaign_files_are_named(tmp_path):
         cp.load(str(f))
     with pytest.raises(ScenarioError, match="no campaign 'missing'"):
         cp.load("missing")
+
+
+def test_sweep_plan_and_errors(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from dclab.cli import app
+
+    monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path))
+    r = CliRunner().invoke(app, ["sweep", "--param", "bw-ratio=1:2:0.5", "--config", "tcp:cubic", "--reps", "2", "--plan"])
+    assert r.exit_code == 0, r.output
+    assert "6 runs, 0 done, 6 to do" in " ".join(r.output.split())
+    r = CliRunner().invoke(app, ["sweep", "--param", "batch=0", "--plan"])
+    assert r.exit_code == 2 and "--param batch=0: --batch: must be at least 1" in r.output
+    r = CliRunner().invoke(app, ["sweep", "--param", "batch=10", "--config", "tcp:vegas", "--plan"])
+    assert r.exit_code == 2 and "tcp offers cubic, reno, bbr (got 'vegas')" in r.output
