@@ -38,3 +38,33 @@ def certs(tmp_path):
 
 def start_in(ns: str, cmd: list[str], log) -> subprocess.Popen:
     return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=log, stderr=subprocess.STDOUT)
+
+
+class ServerPool:
+    """Servers started in a namespace for one test: refuses a port a leftover server holds,
+    waits until each listens, and on close stops them all and checks nothing survived."""
+
+    def __init__(self, ns: str, transport: str, logdir):
+        from dclab import netns
+
+        self.netns, self.ns, self.transport, self.logdir = netns, ns, transport, logdir
+        self.started: list[subprocess.Popen] = []
+        self.logs: list = []
+
+    def start(self, cmd: list[str], port: int) -> subprocess.Popen:
+        assert not self.netns.listening(self.ns, port, self.transport), "a leftover server holds the port"
+        log = open(self.logdir / f"server-{len(self.started)}.log", "wb")
+        self.logs.append(log)
+        proc = start_in(self.ns, cmd, log)
+        self.started.append(proc)
+        self.netns.wait_listening(self.ns, port, self.transport, proc, 10.0)
+        return proc
+
+    def close(self) -> None:
+        for proc in self.started:
+            self.netns.stop_process(proc)
+        for log in self.logs:
+            log.close()
+        assert all(p.poll() is not None for p in self.started)
+        self.netns.kill_in(self.ns)  # belt and braces: nothing may outlive the test
+        assert subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True).stdout == ""

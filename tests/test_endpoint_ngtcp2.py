@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SERVER, start_in
+from conftest import SERVER, ServerPool
 from dclab.endpoints.base import DownloadSpec, ServerSpec
 from dclab.endpoints.ngtcp2_stack import Ngtcp2Stack
-from dclab import netns
-from dclab.netns import kill_in
 
 STACK = Ngtcp2Stack()
 PORT = 4433
@@ -25,42 +23,12 @@ pytestmark = [
 ]
 
 
-def listening(ns: str, port: int) -> bool:
-    return netns.listening(ns, port, "udp")
-
-
-def wait_listening(ns: str, port: int, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    netns.wait_listening(ns, port, "udp", proc, timeout_s)
-
-
-stop = netns.stop_process
-
-
 @pytest.fixture
 def servers(veth_pair, tmp_path):
-    """Starts gtlsserver in ns.server (refusing to share a port with a leftover server);
-    stops every started server afterwards and checks none survived."""
-    started: list[subprocess.Popen] = []
-    logs = []
-
-    def start(spec: ServerSpec, cmd: list[str] | None = None) -> subprocess.Popen:
-        assert not listening(veth_pair.server, spec.port), "a leftover server holds the port"
-        cmd = cmd or STACK.server_command(spec)
-        log = open(tmp_path / f"server-{len(started)}.log", "wb")
-        logs.append(log)
-        proc = start_in(veth_pair.server, cmd, log)
-        started.append(proc)
-        wait_listening(veth_pair.server, spec.port, proc)
-        return proc
-
-    yield start
-    for proc in started:
-        stop(proc)
-    for log in logs:
-        log.close()
-    assert all(p.poll() is not None for p in started)
-    kill_in(veth_pair.server)  # belt and braces: nothing may outlive the test
-    assert subprocess.run(["ip", "netns", "pids", veth_pair.server], capture_output=True, text=True).stdout == ""
+    """Starts gtlsserver in ns.server; stops every started server afterwards."""
+    pool = ServerPool(veth_pair.server, "udp", tmp_path)
+    yield lambda spec, cmd=None: pool.start(cmd or STACK.server_command(spec), spec.port)
+    pool.close()
 
 
 def server_spec(tmp_path: Path, certs, cc: str = "cubic", qlog: bool = False) -> ServerSpec:

@@ -12,12 +12,10 @@ import time
 
 import pytest
 
-from conftest import SERVER, start_in
+from conftest import SERVER, ServerPool
 from dclab.endpoints import h2_app
 from dclab.endpoints.base import DownloadSpec, ServerSpec
 from dclab.endpoints.tcp_stack import TcpStack
-from dclab import netns
-from dclab.netns import kill_in
 
 STACK = TcpStack()
 PORT = 8443
@@ -56,44 +54,20 @@ def cubic_allowed():
         assert sysctl_get(ALLOWED) == original
 
 
-def listening(ns: str, port: int) -> bool:
-    return netns.listening(ns, port, "tcp")
-
-
-def wait_listening(ns: str, port: int, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    netns.wait_listening(ns, port, "tcp", proc, timeout_s)
-
-
-stop = netns.stop_process
-
-
 @pytest.fixture
 def servers(veth_pair, cubic_allowed, tmp_path):
     """Applies server_sysctls in ns.server and starts Hypercorn there; stops every started
-    server afterwards and checks none survived."""
-    started: list[subprocess.Popen] = []
-    logs = []
+    server afterwards."""
+    pool = ServerPool(veth_pair.server, "tcp", tmp_path)
 
     def start(spec: ServerSpec) -> subprocess.Popen:
         for key, value in STACK.server_sysctls(spec.cc).items():
             sysctl_set(key, value, veth_pair.server)
             assert sysctl_get(key, veth_pair.server) == value
-        assert not listening(veth_pair.server, spec.port), "a leftover server holds the port"
-        log = open(tmp_path / f"server-{len(started)}.log", "wb")
-        logs.append(log)
-        proc = start_in(veth_pair.server, STACK.server_command(spec), log)
-        started.append(proc)
-        wait_listening(veth_pair.server, spec.port, proc)
-        return proc
+        return pool.start(STACK.server_command(spec), spec.port)
 
     yield start
-    for proc in started:
-        stop(proc)
-    for log in logs:
-        log.close()
-    assert all(p.poll() is not None for p in started)
-    kill_in(veth_pair.server)
-    assert subprocess.run(["ip", "netns", "pids", veth_pair.server], capture_output=True, text=True).stdout == ""
+    pool.close()
 
 
 def server_spec(tmp_path, certs, cc: str = "cubic") -> ServerSpec:

@@ -38,8 +38,7 @@ from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 
-FLOW_WINDOW = 64 * 1024 * 1024  # never the limit (aioquic doubles it as it fills)
-DEFAULT_DATAGRAM = 1252  # as the server: the study's QUIC datagrams were 1252-1280 bytes
+from .h3_server import DEFAULT_DATAGRAM, FLOW_WINDOW  # one setting for both ends
 CLOSE_WAIT_S = 3.0  # at most this long to close the connection after the download
 
 
