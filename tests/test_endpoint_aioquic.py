@@ -139,9 +139,9 @@ def test_server_refuses_unknown_cc(veth_pair, certs, tmp_path):
 @pytest.mark.root
 def test_client_refuses_unknown_cc(veth_pair, certs, tmp_path):
     t = time.monotonic()
-    r = download(veth_pair, certs, tmp_path, 1000, "vegas", timeout_s=5)
+    r = download(veth_pair, certs, tmp_path, 1000, "vegas", timeout_s=60)
     assert not r.ok and "vegas" in r.error
-    assert time.monotonic() - t < 5
+    assert time.monotonic() - t < 30, "refused at start, not after the timeout"
 
 
 @pytest.mark.root

@@ -105,7 +105,7 @@ def test_qlog_on_request(veth_pair, servers, certs, tmp_path):
 def test_refused_returns_quickly(veth_pair, certs, tmp_path):
     t0 = time.monotonic()
     r = download(veth_pair, tmp_path, certs, 1 * MB, timeout_s=2.0, port=PORT + 1)
-    assert time.monotonic() - t0 < 4.0
+    assert time.monotonic() - t0 < 2.0 + 5
     assert not r.ok and r.bytes == 0 and r.error
 
 
@@ -113,7 +113,7 @@ def test_timeout_returns_quickly(veth_pair, servers, certs, tmp_path):
     servers(server_spec(tmp_path, certs))
     t0 = time.monotonic()
     r = download(veth_pair, tmp_path, certs, 50_000 * MB, timeout_s=1.5)
-    assert time.monotonic() - t0 < 4.0
+    assert time.monotonic() - t0 < 1.5 + 5
     assert not r.ok and 0 < r.bytes < 50_000 * MB
     assert "timed out" in r.error
 

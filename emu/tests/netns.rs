@@ -163,8 +163,12 @@ delay = { distribution = "constant", ms = 5 }
     sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert_eq!(sorted.len(), 40, "every echo must come back");
     let median = sorted[20];
+    // Never faster than configured; the best echo within 0.5 ms shows no systematic
+    // added delay. The median bound is looser: a loaded machine delays single echoes
+    // (precision is measured by `make bench`, not asserted here).
     assert!(sorted[0] >= 15.0, "faster than the configured 15 ms: {:?}", &sorted[..3]);
-    assert!(median < 15.5, "median RTT {median:.3} ms for 15 ms configured");
+    assert!(sorted[0] < 15.5, "best RTT {:.3} ms for 15 ms configured", sorted[0]);
+    assert!(median < 16.0, "median RTT {median:.3} ms for 15 ms configured");
 }
 
 #[test]
