@@ -26,6 +26,7 @@ from dclab.netns import Namespaces, sh, veth_link  # noqa: E402
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 TCP_SECONDS = 8
 UDP_SECONDS = 4
+LATENESS_RUNS = 3
 
 
 def log(msg: str) -> None:
@@ -59,9 +60,9 @@ def tcp_gbps(ns: Namespaces) -> float:
     return d["end"]["sum_received"]["bits_per_second"] / 1e9
 
 
-def udp_rate(ns: Namespaces, bitrate: str, length: int) -> dict:
+def udp_rate(ns: Namespaces, bitrate: str, length: int, *extra: str) -> dict:
     """UDP from server to client; receiver-side per-interval packets and bytes."""
-    d = iperf(ns, "-R", "-u", "-b", bitrate, "-l", str(length), "-i", "0.5", seconds=UDP_SECONDS)
+    d = iperf(ns, "-R", "-u", "-b", bitrate, "-l", str(length), "-i", "0.5", *extra, seconds=UDP_SECONDS)
     return d
 
 
@@ -88,13 +89,22 @@ def pct(values: list[float], q: float) -> float:
 def rate_error(ns: Namespaces, configured_bps: float, length: int) -> dict:
     """Offers 20% more than the leg's rate; the client's iperf3 counts what arrives per
     half second. Bytes on the leg = payload + 28 (IP/UDP) + 2 (PDCP) per datagram."""
-    d = udp_rate(ns, str(int(configured_bps * 1.2)), length)
+    before = udp_rcvbuf_errors(ns)
+    # A 4 MB socket buffer, so a receiver the VM delays briefly does not drop.
+    d = udp_rate(ns, str(int(configured_bps * 1.2)), length, "-w", "4M")
+    socket_drops = udp_rcvbuf_errors(ns) - before
     intervals = d["intervals"][2:-1]  # skip start-up and the last partial interval
     bits = sum(i["sum"]["bytes"] * 8 + i["sum"]["packets"] * 30 * 8 for i in intervals)
     secs = sum(i["sum"]["seconds"] for i in intervals)
     measured = bits / secs
     return {"configured_mbps": configured_bps / 1e6, "measured_mbps": measured / 1e6,
-            "error_pct": (measured - configured_bps) / configured_bps * 100}
+            "error_pct": (measured - configured_bps) / configured_bps * 100, "receiver_socket_drops": socket_drops}
+
+
+def udp_rcvbuf_errors(ns: Namespaces) -> int:
+    """Datagrams the client's kernel dropped for a full socket buffer (Udp RcvbufErrors)."""
+    lines = [ln.split() for ln in sh(*ns.exec(ns.client, "cat", "/proc/net/snmp")).stdout.splitlines() if ln.startswith("Udp:")]
+    return int(lines[1][lines[0].index("RcvbufErrors")])
 
 
 def scenario(ns: Namespaces, legs: list[tuple[str, str]], delay_ms: float = 0.0, ratio: str = "[1, 1]",
@@ -152,19 +162,33 @@ def main() -> int:
         with Emulator(sc, tmp / "delay-tcp") as emu, iperf_server(ns):
             results["tcp_gbps_unlimited_20ms_rtt"] = tcp_gbps(ns)
 
-    log("dcemu, default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms): lateness at 40 Mbit/s aggregate")
+    log(f"dcemu, default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms): lateness at 40 Mbit/s aggregate, {LATENESS_RUNS} runs")
     for suffix, extra in (("", ""), ("_no_reordering", "[pdcp]\nreordering = false\n")):
-        with Namespaces() as ns:
-            text = topology_toml(ns.server, ns.client, ns.tag) + extra
-            with Emulator(text, tmp / f"default{suffix}") as emu, iperf_server(ns):
-                results[f"tcp_mbps_default_scenario{suffix}"] = tcp_gbps(ns) * 1e3
-            rt = emu.summary()["runtime"]
-            results[f"lateness_us_p50{suffix}"] = rt["lateness"]["p50_us"]
-            results[f"lateness_us_p99{suffix}"] = rt["lateness"]["p99_us"]
-            results[f"service_lateness_us_p50{suffix}"] = rt["service_lateness"]["p50_us"]
-            results[f"service_lateness_us_p99{suffix}"] = rt["service_lateness"]["p99_us"]
-        log(f"  reordering {'off' if suffix else 'on'}: lateness p50/p99 {results[f'lateness_us_p50{suffix}']:.0f}/"
-            f"{results[f'lateness_us_p99{suffix}']:.0f} us, service lateness p99 {results[f'service_lateness_us_p99{suffix}']:.0f} us")
+        runs = []
+        for i in range(LATENESS_RUNS):
+            with Namespaces() as ns:
+                text = topology_toml(ns.server, ns.client, ns.tag) + extra
+                with Emulator(text, tmp / f"default{suffix}-{i}") as emu, iperf_server(ns):
+                    mbps = tcp_gbps(ns) * 1e3
+                summary = emu.summary()
+                rt, rx = summary["runtime"], summary["bearers"][0].get("rx") or {}
+                runs.append({"tcp_mbps": mbps, **{f"{k}_us_{q}": rt[k][f"{q}_us"] for k in ("lateness", "service_lateness", "write_cost") for q in ("p50", "p99")},
+                             # A t-Reordering expiry releases everything held at one instant.
+                             "t_reordering_expiries": rx.get("timer_expiries", 0), "reorder_buffer_high_water": rx.get("buffer_high_water", 0)})
+        # A shared VM's scheduling noise moves single-run tails a lot: report the run
+        # with the median p99 and keep every run.
+        runs.sort(key=lambda r: r["lateness_us_p99"])
+        mid = runs[len(runs) // 2]
+        results[f"tcp_mbps_default_scenario{suffix}"] = mid["tcp_mbps"]
+        for k in ("lateness", "service_lateness", "write_cost"):
+            for q in ("p50", "p99"):
+                results[f"{k}_us_{q}{suffix}"] = mid[f"{k}_us_{q}"]
+        results[f"lateness_runs{suffix}"] = runs
+        per_run = ", ".join(f"{r['lateness_us_p99']:.0f}" for r in runs)
+        log(f"  reordering {'off' if suffix else 'on'}: lateness p99 per run {per_run} us; median run p50/p99 "
+            f"{mid['lateness_us_p50']:.0f}/{mid['lateness_us_p99']:.0f} us, timer p99 {mid['service_lateness_us_p99']:.0f} us, "
+            f"write p50/p99 {mid['write_cost_us_p50']:.0f}/{mid['write_cost_us_p99']:.0f} us, "
+            f"t-Reordering expiries {mid['t_reordering_expiries']}, reorder buffer high water {mid['reorder_buffer_high_water']}")
 
     log("rate error: one 20 Mbit/s leg, then one 1 Gbit/s leg")
     for key, rate, bps, length in (("20mbit", "20mbit", 20e6, 1200), ("1gbit", "1gbit", 1e9, 1400)):
@@ -183,7 +207,8 @@ def main() -> int:
             r["saturated"] = r["leg_queue_drops"] > 0
             results[f"rate_{key}"] = r
             results[f"rate_error_pct_{key}"] = r["error_pct"]
-            log(f"  {rate}: measured {r['measured_mbps']:.3f} Mbit/s ({r['error_pct']:+.3f}%), saturated={r['saturated']}")
+            log(f"  {rate}: measured {r['measured_mbps']:.3f} Mbit/s ({r['error_pct']:+.3f}%), saturated={r['saturated']}, "
+                f"receiver socket drops {r['receiver_socket_drops']}")
 
     results["measured_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
     results["kernel"] = sh("uname", "-r").stdout.strip()
@@ -203,9 +228,11 @@ def render_table(r: dict) -> str:
         ("TCP goodput, unlimited legs, 10 ms each way", f"{r['tcp_gbps_unlimited_20ms_rtt']:.2f} Gbit/s", "-", "> 0.3 Gbit/s (mahimahi with delay)"),
         ("UDP packets/s (64-byte payload), unlimited legs", f"{r['udp_kpps_unlimited']:.0f} kpps", f"{r['kernel_veth_udp_kpps']:.0f} kpps", "-"),
         ("RTT added at zero delay, p50 / p99", f"{r['added_rtt_us_p50']:.0f} / {r['added_rtt_us_p99']:.0f} us", "0", "p50 <= 100 us"),
-        ("Departure lateness at 40 Mbit/s aggregate (default scenario), p50 / p99", f"{r['lateness_us_p50']:.1f} / {r['lateness_us_p99']:.1f} us", "-", "p99 <= 200 us"),
+        ("Departure lateness at 40 Mbit/s aggregate (default scenario), p50 / p99 (median of runs with p99 " + ", ".join(f"{x['lateness_us_p99']:.0f}" for x in r["lateness_runs"]) + " us)", f"{r['lateness_us_p50']:.1f} / {r['lateness_us_p99']:.1f} us", "-", "p99 <= 200 us"),
         ("  same, earliest packet of each write batch (timer precision), p50 / p99", f"{r['service_lateness_us_p50']:.1f} / {r['service_lateness_us_p99']:.1f} us", "-", "-"),
-        ("  same with PDCP reordering off (no release bursts), p50 / p99", f"{r['lateness_us_p50_no_reordering']:.1f} / {r['lateness_us_p99_no_reordering']:.1f} us", "-", "-"),
+        ("  time one TUN write takes (runs the client's stack inline), p50 / p99", f"{r['write_cost_us_p50']:.1f} / {r['write_cost_us_p99']:.1f} us", "-", "-"),
+        ("  t-Reordering expiries / most SDUs held at once (median run); an expiry releases them at one instant", f"{r['lateness_runs'][len(r['lateness_runs']) // 2]['t_reordering_expiries']} / {r['lateness_runs'][len(r['lateness_runs']) // 2]['reorder_buffer_high_water']}", "-", "-"),
+        ("  same with PDCP reordering off (no release bursts), p50 / p99 (runs: " + ", ".join(f"{x['lateness_us_p99']:.0f}" for x in r["lateness_runs_no_reordering"]) + " us)", f"{r['lateness_us_p50_no_reordering']:.1f} / {r['lateness_us_p99_no_reordering']:.1f} us", "-", "-"),
         ("Departure lateness at the highest rate (unlimited legs), p50 / p99", f"{r['lateness_us_p50_max_rate']:.1f} / {r['lateness_us_p99_max_rate']:.1f} us", "-", "-"),
         ("Rate error at 20 Mbit/s", f"{r['rate_error_pct_20mbit']:+.3f} %", "-", "<= 1 %"),
         ("Rate error at 1 Gbit/s", f"{r['rate_error_pct_1gbit']:+.3f} %" + ("" if r["rate_1gbit"]["saturated"] else " (sender could not saturate the leg)"), "-", "<= 1 %"),

@@ -110,6 +110,11 @@ fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
     assert_eq!(summary["engine"]["dropped_no_buffer"], 0);
     assert_eq!(summary["runtime"]["tun_kernel_drops"], 0, "dcemu must read everything the kernel hands it");
     assert_eq!(summary["runtime"]["tun_write_errors"], 0);
+    // Every written packet has a departure lateness and a write cost.
+    let writes = summary["runtime"]["tun_write_packets"].as_u64().unwrap();
+    assert!(writes as usize >= got.len());
+    assert_eq!(summary["runtime"]["lateness"]["count"].as_u64(), Some(writes));
+    assert_eq!(summary["runtime"]["write_cost"]["count"].as_u64(), Some(writes));
 }
 
 #[test]

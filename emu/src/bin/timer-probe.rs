@@ -1,15 +1,26 @@
 //! Measures wake-up lateness of the Waiter back-ends (see src/io/TIMER.md).
-//!
-//! usage: timer-probe [SAMPLES (default 20000)] [FILTER (substring of the label)]
-//! Each configuration runs SAMPLES sleeps of random 50..2000 us in a fresh thread and is
-//! bounded to 120 s of wall time.
 
+use clap::Parser;
 use dcemu::io::timer::{probe, pwait2_available, Backend, ProbeSpec};
 
+/// Measures how late each timer configuration wakes (epoll ms timeout, timerfd,
+/// epoll_pwait2; timer slack; SCHED_FIFO; spinning before the deadline) and prints a
+/// Markdown table. Each configuration sleeps SAMPLES times for a random 50..2000 us in a
+/// fresh thread, bounded to 120 s of wall time. Results: src/io/TIMER.md.
+#[derive(Parser)]
+#[command(name = "timer-probe")]
+struct Args {
+    /// Sleeps per configuration.
+    #[arg(default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    samples: u64,
+    /// Only configurations whose label contains this (e.g. "pwait2 slack1").
+    #[arg(default_value = "")]
+    filter: String,
+}
+
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let samples: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(20_000);
-    let filter = args.next().unwrap_or_default();
+    let args = Args::parse();
+    let (samples, filter) = (args.samples as usize, args.filter);
 
     let mut specs = Vec::new();
     let mut add = |label: &str, backend, slack: Option<u64>, fifo: bool, spin_us| {

@@ -84,12 +84,15 @@ pub struct EngineCounters {
 /// Real-time runtime figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct RuntimeRecord {
-    /// Actual write time minus scheduled departure, for every packet written (a burst
-    /// released by PDCP at one instant is written one packet after the other).
+    /// Departure (the write to the TUN device starts) minus scheduled departure, for
+    /// every packet written. A burst released by PDCP at one instant is written one
+    /// packet after the other, so later packets of a burst wait for earlier writes.
     pub lateness: HistSummary,
     /// For each batch of writes, how late the earliest packet due was when the loop got
     /// to it: the timer's and the loop's precision.
     pub service_lateness: HistSummary,
+    /// Duration of each TUN write, which runs the receiving namespace's stack inline.
+    pub write_cost: HistSummary,
     pub tun_read_packets: u64,
     pub tun_write_packets: u64,
     pub tun_write_errors: u64,
