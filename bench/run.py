@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -120,9 +121,29 @@ def scenario(ns: Namespaces, legs: list[tuple[str, str]], delay_ms: float = 0.0,
     return text
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     require_root()
     results: dict = {}
+    # Ctrl-C and SIGTERM unwind every context manager: namespaces, dcemu and iperf3 go.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        return measure(results)
+    except BaseException as e:
+        # Keep what was measured; results.json and the README keep the last full run.
+        partial = ROOT / "bench" / "results.partial.json"
+        partial.write_text(json.dumps(results, indent=2) + "\n")
+        log(f"stopped early; what was measured is in {partial}")
+        if isinstance(e, KeyboardInterrupt):
+            return 130
+        raise
+
+
+def measure(results: dict) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="dclab-bench-"))
 
     log("kernel path: veth pair")
