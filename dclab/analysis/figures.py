@@ -188,14 +188,22 @@ def throughput_vs_param(rows: list[dict], path: Path, title: str | None = None) 
     scale = _x_scale(rows)
     cats = values_of(rows)
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    for series in sorted({d["series"] for d in table}):
+    names = sorted({d["series"] for d in table})
+    if numeric:
+        all_x = [d["value_num"] * scale for d in table]
+        step = (max(all_x) - min(all_x)) * 0.008 or 0.05
+    else:
+        step = 0.06
+    for i, series in enumerate(names):
         pts = [d for d in table if d["series"] == series]
         if numeric:
             xs = [d["value_num"] * scale for d in pts]
         else:
             xs = [cats.index((d["value_num"], d["value"])) for d in pts]
-        ax.errorbar(xs, [d["mean"] for d in pts], yerr=[d["std"] for d in pts], marker="o", markersize=4,
-                    capsize=3, linewidth=1.3, label=series)
+        # Series sharing an x are drawn slightly apart so their error bars stay readable.
+        dx = (i - (len(names) - 1) / 2) * step
+        ax.errorbar([x + dx for x in xs], [d["mean"] for d in pts], yerr=[d["std"] for d in pts], marker="o",
+                    markersize=4, capsize=3, linewidth=1.3, label=series)
     if not numeric:
         ax.set_xticks(range(len(cats)), [c[1] for c in cats], rotation=30 if len(cats) > 8 else 0)
     ax.set_xlabel(param_label(rows))
