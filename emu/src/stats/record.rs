@@ -91,7 +91,8 @@ pub struct RuntimeRecord {
     /// For each batch of writes, how late the earliest packet due was when the loop got
     /// to it: the timer's and the loop's precision.
     pub service_lateness: HistSummary,
-    /// Duration of each TUN write, which runs the receiving namespace's stack inline.
+    /// Duration of each TUN write, which runs the receiving namespace's stack inline
+    /// (with --pcap, also the buffered copy into the capture).
     pub write_cost: HistSummary,
     pub tun_read_packets: u64,
     pub tun_write_packets: u64,
