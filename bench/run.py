@@ -27,7 +27,9 @@ from dclab.netns import Namespaces, sh, veth_link  # noqa: E402
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 TCP_SECONDS = 8
 UDP_SECONDS = 4
-LATENESS_RUNS = 3
+# Tails and rates on a shared VM move with its scheduling noise: these are measured
+# REPEATS times and the median run is shown, with every run kept in results.json.
+REPEATS = 3
 
 
 def log(msg: str) -> None:
@@ -183,10 +185,10 @@ def measure(results: dict) -> int:
         with Emulator(sc, tmp / "delay-tcp") as emu, iperf_server(ns):
             results["tcp_gbps_unlimited_20ms_rtt"] = tcp_gbps(ns)
 
-    log(f"dcemu, default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms): lateness at 40 Mbit/s aggregate, {LATENESS_RUNS} runs")
+    log(f"dcemu, default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms): lateness at 40 Mbit/s aggregate, {REPEATS} runs")
     for suffix, extra in (("", ""), ("_no_reordering", "[pdcp]\nreordering = false\n")):
         runs = []
-        for i in range(LATENESS_RUNS):
+        for i in range(REPEATS):
             with Namespaces() as ns:
                 text = topology_toml(ns.server, ns.client, ns.tag) + extra
                 with Emulator(text, tmp / f"default{suffix}-{i}") as emu, iperf_server(ns):
@@ -213,25 +215,34 @@ def measure(results: dict) -> int:
             f"write p50/p99 {mid['write_cost_us_p50']:.0f}/{mid['write_cost_us_p99']:.0f} us, "
             f"t-Reordering expiries {mid['t_reordering_expiries']}, reorder buffer high water {mid['reorder_buffer_high_water']}")
 
-    log("rate error: one 20 Mbit/s leg, then one 1 Gbit/s leg")
+    log(f"rate error: one 20 Mbit/s leg, then one 1 Gbit/s leg, {REPEATS} runs each")
     for key, rate, bps, length in (("20mbit", "20mbit", 20e6, 1200), ("1gbit", "1gbit", 1e9, 1400)):
-        with Namespaces() as ns:
-            # Reordering off: overload drops numbered PDUs, and each gap would stall the
-            # receiver for t-Reordering; this measures the rate stage alone.
-            text = topology_toml(ns.server, ns.client, ns.tag) + "[pdcp]\nreordering = false\n" + (
-                f'[[legs]]\nname = "leg1"\n[legs.downlink]\nrate = "{rate}"\nqueue_packets = 1000\n'
-                'delay = { distribution = "constant", ms = 0 }\n'
-                '[legs.uplink]\nrate = "unlimited"\ndelay = { distribution = "constant", ms = 0 }\n'
-                '[[bearers]]\nname = "sc"\nmode = "sc"\nlegs = ["leg1"]\n')
-            with Emulator(text, tmp / f"rate-{key}") as emu, iperf_server(ns):
-                r = rate_error(ns, bps, length)
-            s = emu.summary()
-            r["leg_queue_drops"] = s["legs"][0]["downlink"]["dropped_queue_packets"]
-            r["saturated"] = r["leg_queue_drops"] > 0
-            results[f"rate_{key}"] = r
-            results[f"rate_error_pct_{key}"] = r["error_pct"]
-            log(f"  {rate}: measured {r['measured_mbps']:.3f} Mbit/s ({r['error_pct']:+.3f}%), saturated={r['saturated']}, "
-                f"receiver socket drops {r['receiver_socket_drops']}")
+        runs = []
+        for i in range(REPEATS):
+            with Namespaces() as ns:
+                # Reordering off: overload drops numbered PDUs, and each gap would stall the
+                # receiver for t-Reordering; this measures the rate stage alone.
+                text = topology_toml(ns.server, ns.client, ns.tag) + "[pdcp]\nreordering = false\n" + (
+                    f'[[legs]]\nname = "leg1"\n[legs.downlink]\nrate = "{rate}"\nqueue_packets = 1000\n'
+                    'delay = { distribution = "constant", ms = 0 }\n'
+                    '[legs.uplink]\nrate = "unlimited"\ndelay = { distribution = "constant", ms = 0 }\n'
+                    '[[bearers]]\nname = "sc"\nmode = "sc"\nlegs = ["leg1"]\n')
+                with Emulator(text, tmp / f"rate-{key}-{i}") as emu, iperf_server(ns):
+                    r = rate_error(ns, bps, length)
+                s = emu.summary()
+                r["leg_queue_drops"] = s["legs"][0]["downlink"]["dropped_queue_packets"]
+                r["saturated"] = r["leg_queue_drops"] > 0
+                # A dcemu stall longer than the leg's queue lasts (1000 packets) idles the
+                # leg: the packets wait unread in the kernel. Shown so a low run is explained.
+                r["dcemu_max_lateness_ms"] = s["runtime"]["lateness"]["max_us"] / 1e3
+                runs.append(r)
+        runs.sort(key=lambda r: r["measured_mbps"])
+        r = dict(runs[len(runs) // 2], runs=[x["error_pct"] for x in runs])
+        results[f"rate_{key}"] = r
+        results[f"rate_error_pct_{key}"] = r["error_pct"]
+        per_run = ", ".join(f"{x['error_pct']:+.2f}% (longest dcemu stall {x['dcemu_max_lateness_ms']:.1f} ms)" for x in runs)
+        log(f"  {rate}: median run {r['measured_mbps']:.3f} Mbit/s ({r['error_pct']:+.3f}%), saturated={r['saturated']}, "
+            f"receiver socket drops {r['receiver_socket_drops']}; runs {per_run}")
 
     results["measured_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
     results["kernel"] = sh("uname", "-r").stdout.strip()
@@ -257,14 +268,18 @@ def render_table(r: dict) -> str:
         ("  t-Reordering expiries / most SDUs held at once (median run); an expiry releases them at one instant", f"{r['t_reordering_expiries']} / {r['reorder_buffer_high_water']}", "-", "-"),
         ("  same with PDCP reordering off (no release bursts), p50 / p99 (runs: " + ", ".join(f"{x['lateness_us_p99']:.0f}" for x in r["lateness_runs_no_reordering"]) + " us)", f"{r['lateness_us_p50_no_reordering']:.1f} / {r['lateness_us_p99_no_reordering']:.1f} us", "-", "-"),
         ("Departure lateness at the highest rate (unlimited legs), p50 / p99", f"{r['lateness_us_p50_max_rate']:.1f} / {r['lateness_us_p99_max_rate']:.1f} us", "-", "-"),
-        ("Rate error at 20 Mbit/s", f"{r['rate_error_pct_20mbit']:+.3f} %", "-", "<= 1 %"),
-        ("Rate error at 1 Gbit/s", f"{r['rate_error_pct_1gbit']:+.3f} %" + ("" if r["rate_1gbit"]["saturated"] else " (sender could not saturate the leg)"), "-", "<= 1 %"),
+        ("Rate error at 20 Mbit/s (median of runs " + _pcts(r["rate_20mbit"]) + ")", f"{r['rate_error_pct_20mbit']:+.3f} %", "-", "<= 1 %"),
+        ("Rate error at 1 Gbit/s (median of runs " + _pcts(r["rate_1gbit"]) + ")", f"{r['rate_error_pct_1gbit']:+.3f} %" + ("" if r["rate_1gbit"]["saturated"] else " (sender could not saturate the leg)"), "-", "<= 1 %"),
         ("CPU seconds per GB forwarded", f"{r['cpu_s_per_gb']:.2f} s", "-", "-"),
     ]
     lines = ["| measure | dcemu | kernel veth | target |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     lines.append(f"\nMeasured {r['measured_at']} on {r['cpus']} cores, kernel {r['kernel']}, by `make bench`.")
     return "\n".join(lines)
+
+
+def _pcts(rate: dict) -> str:
+    return ", ".join(f"{x:+.2f}" for x in rate.get("runs", [rate["error_pct"]])) + " %"
 
 
 def update_readme(table: str) -> None:
