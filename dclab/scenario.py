@@ -1,21 +1,21 @@
-"""The experiment scenario: the swept parameters of testbed-reference.md with its
-defaults, validated, and rendered as the dcemu scenario file.
+"""The experiment scenario: the links and PDCP of one run, with the swept parameters of
+docs/testbed-reference.md and its defaults, validated. Which bearers and flows cross the
+links is the flow plan's business (``flows.py``); ``testbed/dcemu_config.py`` renders
+both into dcemu's scenario file.
 
-Per-leg values are lists with one entry per downlink leg (two by default). A scenario can
-start from a TOML file with the same field names and be overridden by CLI options.
+Per-leg values are lists with one entry per downlink leg (two by default, one to eight).
+A scenario can start from a TOML file with the same field names and be overridden by CLI
+options.
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-# Ports of the reference study: the DC bearer, SC on leg 1, SC on leg 2.
-DC_PORT, SC1_PORT, SC2_PORT = 4433, 8000, 9000
 
 PosMbps = Annotated[float, Field(gt=0, le=100_000)]
 DelayMs = Annotated[float, Field(ge=0, le=10_000)]
@@ -33,11 +33,11 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     batch: Annotated[int, Field(ge=1, le=100_000, description="PDCP split batch size, packets")] = 100
-    split: Annotated[list[Share], Field(min_length=2, max_length=8, description="share per leg (percent or any ratio)")] = [50.0, 50.0]
-    bw: Annotated[list[PosMbps], Field(min_length=2, max_length=8, description="downlink rate per leg, Mbit/s")] = [20.0, 20.0]
-    delay: Annotated[list[DelayMs], Field(min_length=2, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
+    split: Annotated[list[Share], Field(min_length=1, max_length=8, description="share per leg (percent or any ratio)")] = [50.0, 50.0]
+    bw: Annotated[list[PosMbps], Field(min_length=1, max_length=8, description="downlink rate per leg, Mbit/s")] = [20.0, 20.0]
+    delay: Annotated[list[DelayMs], Field(min_length=1, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
     delay_cov: Annotated[float, Field(ge=0, le=1, description="delay std / mean (normal jitter)")] = 0.1
-    loss: Annotated[list[LossPct], Field(min_length=2, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
+    loss: Annotated[list[LossPct], Field(min_length=1, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
     duplicate: bool = False
     reordering: bool = True
     t_reordering: Annotated[float | None, Field(ge=0, le=60_000, description="ms; None is infinity")] = 200.0
@@ -144,57 +144,8 @@ def parse_list(option: str, text: str, sep: str = ",") -> list[float]:
         raise ScenarioError(f"{option}: expected numbers separated by '{sep}' (got {text!r})") from None
 
 
-# ---------------------------------------------------------------------------------------
-# Rendering for dcemu.
+def capacity_mbps(s: Scenario) -> float:
+    """The downlink capacity summed over the legs (a trace's mean rate on every leg)."""
+    from .traces import trace_mean_mbps  # reads the trace file; only when there is one
 
-def _leg(name: str, rate_or_trace: dict, queue: int, delay_ms: float, std_ms: float, limit: int, loss_pct: float) -> dict:
-    d: dict = {"name": name}
-    direction = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit}
-    if std_ms > 0:
-        direction["delay"] = {"distribution": "normal", "mean_ms": delay_ms, "std_ms": std_ms}
-    else:
-        direction["delay"] = {"distribution": "constant", "ms": delay_ms}
-    if loss_pct > 0:
-        direction["loss"] = {"model": "bernoulli", "percent": loss_pct}
-    d["downlink"] = direction
-    return d
-
-
-def to_dcemu(s: Scenario, topology: dict, bearers: Literal["throughput", "fairness"] = "throughput") -> str:
-    """The dcemu scenario file. ``topology`` is the [topology] table (namespaces, devices).
-
-    Throughput: one DC bearer (everything; the server listens on 4433). Fairness: the DC
-    bearer on port 4433, SC bearers on 8000 (leg 1) and 9000 (leg 2)."""
-    legs = []
-    for i in range(s.legs):
-        rate = {"trace": {"path": str(Path(s.trace).resolve())}} if s.trace else {"rate": f"{s.bw[i]}mbit"}
-        leg = _leg(f"leg{i + 1}", rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i])
-        if i == 0:
-            up = _leg("", {"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
-                      s.uplink_delay * s.delay_cov, s.delay_limit, 0.0)["downlink"]
-            leg["uplink"] = up
-        legs.append(leg)
-    mode = "dup" if s.duplicate else "dc"
-    dc: dict = {"name": "dc", "mode": mode, "match": [{"server_port": DC_PORT}]}
-    bearer_list = [dc]
-    if bearers == "fairness":
-        bearer_list += [
-            {"name": "sc1", "mode": "sc", "legs": ["leg1"], "match": [{"server_port": SC1_PORT}]},
-            {"name": "sc2", "mode": "sc", "legs": ["leg2"], "match": [{"server_port": SC2_PORT}]},
-        ]
-    doc = {
-        "seed": s.seed,
-        "default_bearer": "dc",
-        "topology": {**topology, "mtu": s.mtu},
-        "pdcp": {
-            "sn_bits": s.sn_bits,
-            "header_bytes": s.header_bytes,
-            "t_reordering_ms": "inf" if s.t_reordering is None else s.t_reordering,
-            "reordering": s.reordering,
-        },
-        "split": {"batch": s.batch, "ratio": list(s.split)},
-        "stats": {"interval_ms": s.stats_interval_ms},
-        "legs": legs,
-        "bearers": bearer_list,
-    }
-    return tomli_w.dumps(doc)
+    return trace_mean_mbps(Path(s.trace)) * s.legs if s.trace else sum(s.bw)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from dclab.netns import Namespaces, veth_link
+from dclab.testbed.netns import Namespaces, veth_link
 
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 
@@ -31,7 +31,7 @@ def veth_pair():
 
 @pytest.fixture
 def certs(tmp_path):
-    from dclab.certs import make_certs
+    from dclab.testbed.certs import make_certs
 
     return make_certs(tmp_path / "certs", SERVER)
 
@@ -45,7 +45,7 @@ class ServerPool:
     waits until each listens, and on close stops them all and checks nothing survived."""
 
     def __init__(self, ns: str, transport: str, logdir):
-        from dclab import netns
+        from dclab.testbed import netns
 
         self.netns, self.ns, self.transport, self.logdir = netns, ns, transport, logdir
         self.started: list[subprocess.Popen] = []

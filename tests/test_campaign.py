@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from dclab import campaign as cp
-from dclab.scenario import ScenarioError, Scenario
-from dclab.store import Store
-from dclab.sweep import SWEEPS, expand, frange, parse_param
+from dclab.campaign import plan as cp
+from dclab.campaign.runner import calibration, pending
+from dclab.campaign.store import RunRecord, Store
+from dclab.campaign.sweeps import SWEEPS, expand, frange, parse_param
+from dclab.scenario import Scenario, ScenarioError
+
+# The run keys dclab planned before experiments became plug-ins (measured with the
+# previous release's `campaign.plan`): stores written then must resume, not restart.
+OLD_KEYS = {
+    "smoke": (32, "f847f7c64f6418114a5ee06d25eafa35031f487f80f8a356f2561bcd9f7c8bef"),
+    "paper": (20890, "93dca01893bcd43d3bc6b707225ffbc69d283d6121e58164c0ae2d3a624f04e4"),
+}
 
 
 def test_ranges_are_inclusive_and_clean():
@@ -43,7 +53,8 @@ def test_expansion_applies_the_factor_only():
     assert d.delay == [160, 40] and d.bw == [20, 20]
     ld = expand("loss-dup", [1.2], base)[0].scenario
     assert ld.loss == [1.2, 1.2] and ld.duplicate
-    assert expand("size", [200], base)[0].size == 200_000_000
+    assert expand("size", [200], base)[0].options == {"size": 200_000_000}
+    assert expand("batch", [10], base)[0].options == {}
     with pytest.raises(ScenarioError, match="--param batch=0"):
         expand("batch", [0], base)
 
@@ -68,6 +79,32 @@ def test_paper_campaign_is_the_whole_matrix():
     assert sum(r.estimate_s for r in runs) > 80 * 3600
 
 
+@pytest.mark.parametrize("name", sorted(OLD_KEYS))
+def test_run_keys_are_those_of_earlier_stores(name):
+    keys = [r.key for r in cp.plan(cp.load(name))]
+    n, digest = OLD_KEYS[name]
+    assert len(keys) == n
+    assert hashlib.sha256("\n".join(keys).encode()).hexdigest() == digest
+
+
+def test_options_beyond_the_first_keys_change_the_key():
+    c = cp.load("smoke")
+    base = [r for r in cp.plan(c) if r.experiment == "throughput"][0]
+    c.experiment_options["throughput"] = {**c.experiment_options["throughput"], "timeout": 77}
+    other = [r for r in cp.plan(c) if r.experiment == "throughput"][0]
+    assert other.key != base.key and other.options.timeout == 77
+
+
+def test_campaign_options_are_validated_by_the_experiment(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('[throughput]\nsize = "12XB"\n[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["batch"]\n')
+    with pytest.raises(ScenarioError, match=r"\[throughput\]: size: expected a size"):
+        cp.load(str(f))
+    f.write_text('[fairness]\nwindow = 3\n[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["batch"]\n')
+    with pytest.raises(ScenarioError, match="window: Extra inputs are not permitted"):
+        cp.load(str(f))
+
+
 def test_shards_partition_the_plan():
     runs = cp.plan(cp.load("smoke"))
     parts = [cp.shard(runs, f"{i}/3") for i in (1, 2, 3)]
@@ -78,19 +115,17 @@ def test_shards_partition_the_plan():
 
 
 def test_pending_skips_stored_runs(tmp_path):
-    from dclab.store import RunRecord
-
     c = cp.load("smoke")
     store = Store(tmp_path / "s.sqlite")
-    runs, todo = cp.pending(c, store, None, None)
+    runs, todo = pending(c, store, None, None)
     assert len(todo) == len(runs)
     r0 = runs[0]
     store.add(RunRecord(run_key=r0.key, experiment=r0.experiment, stack="tcp", cc="cubic", host_config="tcp", rep=1,
                         ok=True, scenario={}, metrics={"elapsed_s": 20.0, "estimate_s": 10.0}, environment={},
                         run_dir="x", machine="m", started_at="t", finished_at="t"))
-    _, todo = cp.pending(c, store, None, None)
+    _, todo = pending(c, store, None, None)
     assert len(todo) == len(runs) - 1 and r0.key not in {r.key for r in todo}
-    assert cp.calibration(store) == {r0.experiment: 2.0}
+    assert calibration(store) == {r0.experiment: 2.0}
 
 
 def test_bad_campaign_files_are_named(tmp_path):
@@ -115,3 +150,18 @@ def test_sweep_plan_and_errors(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--param batch=0: --batch: must be at least 1" in r.output
     r = CliRunner().invoke(app, ["sweep", "--param", "batch=10", "--config", "tcp:vegas", "--plan"])
     assert r.exit_code == 2 and "tcp offers cubic, reno, bbr (got 'vegas')" in r.output
+
+
+def test_sweep_sets_experiment_options(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from dclab.cli import app
+
+    monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path))
+    r = CliRunner().invoke(app, ["sweep", "--param", "size=1,2", "--experiment", "throughput", "--experiment", "fairness",
+                                 "--set", "fairness.duration=30", "--config", "tcp", "--reps", "1", "--plan"])
+    assert r.exit_code == 0, r.output
+    # size applies to throughput only (fairness marks its size unsweepable)
+    assert "2 runs, 0 done, 2 to do" in " ".join(r.output.split())
+    r = CliRunner().invoke(app, ["sweep", "--param", "batch=10", "--set", "fairness.window=3", "--plan"])
+    assert r.exit_code == 2 and "fairness has no option 'window'" in r.output

@@ -1,14 +1,14 @@
 """Metric computations on hand-made inputs with known answers."""
 
 from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, pdcp_summary
-from dclab.cli import parse_size
-from dclab.endpoints.base import DownloadResult
+from dclab.endpoints.base import TransferResult
+from dclab.units import parse_size
 
 
 def test_goodput_is_bytes_over_last_byte_minus_request():
-    r = DownloadResult(ok=True, bytes=100_000_000, request_s=0.0, first_byte_s=0.1, last_byte_s=20.0)
+    r = TransferResult(ok=True, bytes=100_000_000, request_s=0.0, first_byte_s=0.1, last_byte_s=20.0)
     assert r.goodput_mbps == 40.0
-    assert DownloadResult(ok=False, bytes=5).goodput_mbps is None
+    assert TransferResult(ok=False, bytes=5).goodput_mbps is None
 
 
 def test_mean_and_sample_std():
@@ -40,7 +40,7 @@ def test_pdcp_summary_picks_the_bearer():
                                                                       "dropped_loss_packets": 0}}],
              "bearers": [{"name": "dc", "tx_pdus": [["leg1", 1]], "rx": {"delivered": 1, "wait": {"count": 1, "mean_us": 2.0,
                           "p50_us": 2.0, "p99_us": 2.0, "max_us": 2.0, "buckets": []}}, "delivered_bytes": 1}]}]
-    p = pdcp_summary(recs)
+    p = pdcp_summary(recs, "dc")
     assert p["tx_pdus"] == {"leg1": 1} and p["rx"] == {"delivered": 1} and p["rx_wait_us"]["count"] == 1
     assert p["legs"]["leg1"]["bytes_out"] == 3
 
@@ -50,3 +50,11 @@ def test_sizes():
     assert parse_size("1GB") == 10**9
     assert parse_size("2MiB") == 2 * 2**20
     assert parse_size("5000") == 5000
+
+
+def test_bad_sizes_name_the_option():
+    import pytest
+
+    for bad in ("10XB", "0", "200GB", ""):
+        with pytest.raises(ValueError, match="--size"):
+            parse_size(bad)

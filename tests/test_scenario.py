@@ -10,7 +10,15 @@ from click.testing import CliRunner
 
 from dclab import scenario as sc
 from dclab.cli import app
-from dclab.emulator import DCEMU
+from dclab.experiments import get_experiment
+from dclab.paths import DCEMU
+from dclab.testbed.dcemu_config import to_dcemu
+
+
+def render(s: sc.Scenario, kind: str = "throughput", topology: dict | None = None) -> str:
+    exp = get_experiment(kind)
+    o = exp.options()
+    return to_dcemu(exp.scenario(s, o), exp.plan(exp.scenario(s, o), o), topology or {})
 
 
 def test_defaults_are_the_reference_testbed():
@@ -70,7 +78,7 @@ def test_rendering_is_accepted_by_dcemu(tmp_path, kind, changes):
     if not DCEMU.exists():
         pytest.skip("dcemu not built")
     s = sc.build(**changes)
-    text = sc.to_dcemu(s, {"server_netns": "dclab-a", "client_netns": "dclab-b"}, kind)
+    text = render(s, kind, {"server_netns": "dclab-a", "client_netns": "dclab-b"})
     f = tmp_path / "d.toml"
     f.write_text(text)
     p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
@@ -89,6 +97,27 @@ def test_trace_renders_on_both_downlinks(tmp_path):
 
     trace = Path(__file__).resolve().parent.parent / "data/traces/raca4g/4G_A_2018.01.27_13.58.29.csv"
     s = sc.build(trace=trace)
-    d = tomllib.loads(sc.to_dcemu(s, {}, "throughput"))
+    d = tomllib.loads(render(s))
     assert all(leg["downlink"]["trace"]["path"] == str(trace) for leg in d["legs"])
     assert all("rate" not in leg["downlink"] for leg in d["legs"])
+
+
+def test_one_leg_to_eight_legs(tmp_path):
+    """A single leg is single connectivity; eight legs are the most; both render for dcemu."""
+    assert sc.build(bw=[20.0], split=[100.0], delay=[10.0], loss=[0.0]).legs == 1
+    r = CliRunner().invoke(app, ["scenario", "show", "--bw", ",".join(["5"] * 9)])
+    assert r.exit_code == 2 and "--bw: List should have at most 8 items" in r.output
+    for n in (1, 8):
+        s = sc.build(bw=[10.0] * n, split=[1.0] * n, delay=[5.0] * n, loss=[0.0] * n)
+        if not DCEMU.exists():
+            pytest.skip("dcemu not built")
+        f = tmp_path / f"legs{n}.toml"
+        f.write_text(render(s))
+        p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert len(tomllib.loads(p.stdout)["legs"]) == n
+
+
+def test_fairness_needs_two_legs():
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--experiment", "fairness", "--bw", "20"])
+    assert r.exit_code == 2 and "fairness needs two legs" in r.output

@@ -1,14 +1,18 @@
-"""Figures of a campaign, from store rows and run directories (matplotlib, PNG files).
+"""Figures and the tables behind them, from stored runs (store rows, or a repetition's
+record of the same shape) and run directories (matplotlib, PNG files). Generic: the
+experiment says which metric and which flows; nothing here knows an experiment.
 
-- ``throughput_vs_param``: mean goodput against the swept parameter, one line per series;
-- ``fairness_bars``: DC, SC leg 1 and SC leg 2 mean throughput per parameter value, with
-  Jain's index above each group;
-- ``flows_over_time``: per-flow (bearer) throughput over time of one fairness run;
+- ``metric_vs_param``: mean of a metric against the swept parameter, one line per series;
+- ``flow_bars``: each flow's mean throughput per parameter value, grouped, with an
+  annotation metric (Jain's index) above each group;
+- ``flows_over_time``: per-flow (bearer) throughput over time of one run;
 - ``link_usage``: per-leg downlink throughput of one run (``plots.link_utilization``).
 
-Every function writes a figure even when there is nothing to show (it then says why), so
-a report of a half-finished or failed campaign still builds. The numbers behind the sweep
-figures come from ``throughput_table`` and ``fairness_table``, which the report prints.
+A row is a dict with ``run_key``, ``stack``, ``cc``, ``host_config``, ``value``,
+``value_num``, ``ok``, ``metrics`` (a dict) and ``flows`` (a list of dicts with ``name``,
+``mean_mbps``, ``goodput_mbps``). Every function writes a figure even when there is
+nothing to show (it then says why), so a report of a half-finished or failed campaign
+still builds.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -26,58 +31,34 @@ from .metrics import bearer_series, jain, leg_series, mean_std, read_records  # 
 from .plots import link_utilization  # noqa: E402
 
 DPI = 120
-
-# Axis labels of the swept parameters (keys: param or sweep names, '_' read as '-').
-PARAM_LABELS = {
-    "batch": "DC batch size (packets)",
-    "split": "split: share on leg 1 (%)",
-    "bw-ratio": "bandwidth ratio leg 1 : leg 2",
-    "delay-ratio": "delay ratio leg 1 : leg 2",
-    "loss": "random loss per downlink leg (%)",
-    "size": "file size (MB)",
-}
-
-BEARER_LABELS = {"dc": "DC (both legs)", "sc1": "SC leg 1", "sc2": "SC leg 2"}
-FLOWS = [("dc", "dc_mbps", "DC"), ("sc1", "sc1_mbps", "SC1"), ("sc2", "sc2_mbps", "SC2")]
+Row = dict[str, Any]
 
 
-# ---------------------------------------------------------------------------------------
-# Grouping and the numbers behind the figures
-
-def _param_key(rows: list[dict]) -> str:
-    """The known parameter a sweep varies, from its param or sweep name ('' if unknown)."""
-    for name in [r.get("param") or "" for r in rows[:1]] + [r.get("sweep") or "" for r in rows[:1]]:
-        key = name.replace("_", "-").lower()
-        for known in sorted(PARAM_LABELS, key=len, reverse=True):
-            if key == known or key.startswith(known + "-"):
-                return known
-    return ""
+def metric_of(r: Row, name: str) -> float | None:
+    v = (r.get("metrics") or {}).get(name)
+    return float(v) if _finite(v) else None
 
 
-def param_label(rows: list[dict]) -> str:
-    """The x-axis label of a sweep: the sweep's own label (``dclab.sweep``), else a known
-    parameter with its unit, else the param name."""
-    try:
-        from ..sweep import SWEEPS
-    except ImportError:  # pragma: no cover - figures work without the sweep definitions
-        SWEEPS = {}
-    for name in [(rows[0].get("sweep") or ""), (rows[0].get("param") or "")] if rows else []:
-        if name in SWEEPS:
-            return SWEEPS[name].label
-    key = _param_key(rows)
-    if key:
-        return PARAM_LABELS[key]
-    return (rows[0].get("param") or rows[0].get("sweep") or "value") if rows else "value"
+def flow_value(r: Row, flow: str) -> float | None:
+    """A flow's throughput in a run: at its bearer when measured there, else its goodput."""
+    for f in r.get("flows") or []:
+        if f.get("name") == flow:
+            v = f.get("mean_mbps") if _finite(f.get("mean_mbps")) else f.get("goodput_mbps")
+            return float(v) if _finite(v) else None
+    return None
 
 
-def _x_scale(rows: list[dict]) -> float:
+def _x_scale(rows: list[Row]) -> float:
     """File sizes may be stored in bytes; the axis is in MB."""
-    if _param_key(rows) == "size":
+    if rows and (rows[0].get("param") or rows[0].get("sweep")) == "size":
         nums = [r["value_num"] for r in rows if r.get("value_num") is not None]
         if nums and max(nums) >= 1e5:
             return 1e-6
     return 1.0
 
+
+# ---------------------------------------------------------------------------------------
+# Grouping and the numbers behind the figures
 
 def series_of(rows: list[dict]) -> dict[str, str]:
     """Series label per run key: the host configuration when all rows share one stack and
@@ -94,7 +75,7 @@ def values_of(rows: list[dict]) -> list[tuple[float | None, str]]:
     return sorted(seen, key=lambda v: (v[0] is None, v[0] if v[0] is not None else 0.0, v[1]))
 
 
-def _finite(x) -> bool:
+def _finite(x: object) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
@@ -113,35 +94,36 @@ def _by_value(table: list[dict]) -> list[dict]:
     return table
 
 
-def throughput_table(rows: list[dict]) -> list[dict]:
-    """Per parameter value and series: goodput mean, std and n over successful runs, and
-    the number of failed runs. Sorted by value, then series."""
+def metric_table(rows: list[Row], metric: str) -> list[dict[str, Any]]:
+    """Per parameter value and series: the metric's mean, std and n over successful runs,
+    and the number of failed runs. Sorted by value, then series."""
     out = []
     for (num, text, series), rs in _groups(rows).items():
-        ok = [r for r in rs if r.get("ok") and _finite(r.get("goodput_mbps"))]
-        ms = mean_std([r["goodput_mbps"] for r in ok])
+        ok = [r for r in rs if r.get("ok") and metric_of(r, metric) is not None]
+        ms = mean_std([metric_of(r, metric) for r in ok])
         out.append({"value_num": num, "value": text, "series": series, "mean": ms["mean"], "std": ms["std"],
                     "n": ms["n"], "failed": len(rs) - len(ok)})
     return _by_value(out)
 
 
-def _row_jfi(r: dict) -> float | None:
-    if _finite(r.get("jfi")):
-        return r["jfi"]
-    return jain([r.get(c) for _, c, _ in FLOWS if _finite(r.get(c))])
+def _row_annotation(r: Row, annotate: str, flows: list[str]) -> float | None:
+    v = metric_of(r, annotate)
+    if v is not None or annotate != "jfi":
+        return v
+    return jain([x for x in (flow_value(r, f) for f in flows) if x is not None])
 
 
-def fairness_table(rows: list[dict]) -> list[dict]:
-    """Per parameter value and series: mean and std of the DC, SC1 and SC2 throughput, the
-    mean of the runs' Jain's index, n successful and failed runs."""
+def flow_table(rows: list[Row], flows: list[str], annotate: str | None = None) -> list[dict[str, Any]]:
+    """Per parameter value and series: mean and std of each flow's throughput, the mean of
+    the runs' ``annotate`` metric, n successful and failed runs."""
     out = []
     for (num, text, series), rs in _groups(rows).items():
         ok = [r for r in rs if r.get("ok")]
-        d = {"value_num": num, "value": text, "series": series, "n": len(ok), "failed": len(rs) - len(ok)}
-        for name, col, _ in FLOWS:
-            ms = mean_std([r.get(col) for r in ok])
+        d: dict[str, Any] = {"value_num": num, "value": text, "series": series, "n": len(ok), "failed": len(rs) - len(ok)}
+        for name in flows:
+            ms = mean_std([flow_value(r, name) for r in ok])
             d[name] = {"mean": ms["mean"], "std": ms["std"]}
-        d["jfi"] = mean_std([_row_jfi(r) for r in ok])["mean"]
+        d[annotate or ""] = mean_std([_row_annotation(r, annotate, flows) for r in ok])["mean"] if annotate else None
         out.append(d)
     return _by_value(out)
 
@@ -176,12 +158,12 @@ def _default_title(rows: list[dict], what: str) -> str:
     return f"{what}: {', '.join(s for s in sweeps if s) or 'runs'}"
 
 
-def throughput_vs_param(rows: list[dict], path: Path, title: str | None = None) -> Path:
-    """Mean goodput (std error bars, successful runs only) against the swept value, one
-    line per series (host configuration, or stack, cc and host configuration)."""
-    rows = [r for r in rows if r.get("experiment", "throughput") == "throughput"]
-    title = title or _default_title(rows, "throughput")
-    table = [d for d in throughput_table(rows) if d["mean"] is not None]
+def metric_vs_param(rows: list[Row], metric: str, ylabel: str, path: Path, title: str | None = None,
+                    xlabel: str = "value") -> Path:
+    """Mean of ``metric`` (std error bars, successful runs only) against the swept value,
+    one line per series (host configuration, or stack, cc and host configuration)."""
+    title = title or _default_title(rows, metric)
+    table = [d for d in metric_table(rows, metric) if d["mean"] is not None]
     if not table:
         return empty_figure(path, title)
     numeric = all(d["value_num"] is not None for d in table)
@@ -206,8 +188,8 @@ def throughput_vs_param(rows: list[dict], path: Path, title: str | None = None) 
                     markersize=4, capsize=3, linewidth=1.3, label=series)
     if not numeric:
         ax.set_xticks(range(len(cats)), [c[1] for c in cats], rotation=30 if len(cats) > 8 else 0)
-    ax.set_xlabel(param_label(rows))
-    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
@@ -216,44 +198,51 @@ def throughput_vs_param(rows: list[dict], path: Path, title: str | None = None) 
     return _save(fig, path)
 
 
-def fairness_bars(rows: list[dict], path: Path, title: str | None = None) -> Path:
-    """Grouped bars per swept value: DC, SC1 and SC2 mean throughput (std error bars) with
-    the mean Jain's index above each group; one panel per series."""
-    rows = [r for r in rows if r.get("experiment", "fairness") == "fairness"]
-    title = title or _default_title(rows, "fairness")
-    table = [d for d in fairness_table(rows) if d["n"] > 0]
+COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray"]
+
+
+def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None = None, xlabel: str = "value",
+              labels: dict[str, str] | None = None, annotate: str | None = None) -> Path:
+    """Grouped bars per swept value: each flow's mean throughput (std error bars), with the
+    mean of the ``annotate`` metric (e.g. Jain's index) above each group; one panel per
+    series."""
+    labels = labels or {}
+    title = title or _default_title(rows, "flows")
+    table = [d for d in flow_table(rows, flows, annotate) if d["n"] > 0]
     if not table:
         return empty_figure(path, title)
     series = sorted({d["series"] for d in table})
     cats = values_of([r for r in rows if r.get("ok")])
-    width = 0.26
+    width = 0.8 / max(len(flows), 1)
     fig, axes = plt.subplots(len(series), 1, figsize=(max(8, 0.75 * len(cats) + 3), 3.3 * len(series) + 0.6),
                              squeeze=False, sharey=True)
-    colors = ["tab:blue", "tab:orange", "tab:green"]
-    top = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for d in table for f, _, _ in FLOWS) or 1.0
+    top = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for d in table for f in flows) or 1.0
     for ax, s in zip(axes[:, 0], series):
         pts = {(d["value_num"], d["value"]): d for d in table if d["series"] == s}
-        for j, (flow, _, label) in enumerate(FLOWS):
+        for j, flow in enumerate(flows):
             xs, ys, es = [], [], []
             for i, c in enumerate(cats):
                 d = pts.get(c)
                 if d and d[flow]["mean"] is not None:
-                    xs.append(i + (j - 1) * width)
+                    xs.append(i + (j - (len(flows) - 1) / 2) * width)
                     ys.append(d[flow]["mean"])
                     es.append(d[flow]["std"])
-            ax.bar(xs, ys, width, yerr=es, capsize=2, label=label, color=colors[j], error_kw={"linewidth": 0.8})
-        for i, c in enumerate(cats):
-            d = pts.get(c)
-            if d and d["jfi"] is not None:
-                h = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for f, _, _ in FLOWS)
-                ax.text(i, h + 0.03 * top, f"JFI {d['jfi']:.2f}", ha="center", va="bottom", fontsize=7)
+            ax.bar(xs, ys, width, yerr=es, capsize=2, label=labels.get(flow, flow), color=COLORS[j % len(COLORS)],
+                   error_kw={"linewidth": 0.8})
+        if annotate:
+            for i, c in enumerate(cats):
+                d = pts.get(c)
+                if d and d[annotate] is not None:
+                    h = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for f in flows)
+                    name = "JFI" if annotate == "jfi" else annotate
+                    ax.text(i, h + 0.03 * top, f"{name} {d[annotate]:.2f}", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(cats)), [c[1] or "-" for c in cats], rotation=30 if len(cats) > 10 else 0)
         ax.set_ylim(0, top * 1.2)
         ax.set_ylabel("throughput (Mbit/s)")
         ax.set_title(s, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=8, loc="upper right", ncol=3)
-    axes[-1, 0].set_xlabel(param_label(rows))
+    axes[0, 0].legend(fontsize=8, loc="upper right", ncol=min(len(flows), 4))
+    axes[-1, 0].set_xlabel(xlabel)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
@@ -273,7 +262,7 @@ def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float
 
 
 def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | None = None,
-                    title: str | None = None, bin_s: float | None = None) -> Path:
+                    title: str | None = None, bin_s: float | None = None, labels: dict[str, str] | None = None) -> Path:
     """Per-flow (bearer) delivered throughput over time of one run, from ``t0_ms`` (the
     start of the measured window) for ``window_s`` seconds. Long windows are shown as
     means over ``bin_s`` bins (default: about 200 bins)."""
@@ -291,11 +280,12 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
         bin_s = max(0.1, round(span / 200, 1))
     if bin_s:
         series = {k: _rebin(pts, bin_s) for k, pts in series.items()}
-    order = [b for b in BEARER_LABELS if b in series] + sorted(b for b in series if b not in BEARER_LABELS)
+    labels = labels or {}
+    order = [b for b in labels if b in series] + sorted(b for b in series if b not in labels)
     fig, ax = plt.subplots(figsize=(8, 3.6))
     for b in order:
         pts = series[b]
-        ax.plot([t for t, _ in pts], [v for _, v in pts], linewidth=1.1, label=BEARER_LABELS.get(b, b))
+        ax.plot([t for t, _ in pts], [v for _, v in pts], linewidth=1.1, label=labels.get(b, b))
     peak = max((v for pts in series.values() for _, v in pts), default=0.0) or 1.0
     ax.set_xlim(0, span)
     ax.set_ylim(0, peak * 1.25)  # room for the legend above the lines

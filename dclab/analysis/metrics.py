@@ -65,7 +65,21 @@ def bearer_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tup
     return series
 
 
-def pdcp_summary(records: list[dict], bearer: str = "dc") -> dict:
+def window_means(records: list[dict], t0_ms: float, window_s: float) -> dict[str, float]:
+    """Each bearer's mean Mbit/s over [t0, t0 + window] from cumulative delivered bytes."""
+    intervals = [r for r in records if r.get("type") in ("interval", "summary")]
+    end_ms = t0_ms + window_s * 1e3
+
+    def delivered_at(t_ms: float) -> tuple[float, dict[str, int]]:
+        best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
+        return best["t_ms"], {b["name"]: b["delivered_bytes"] for b in best["bearers"]}
+
+    (ta, a), (tb, b) = delivered_at(t0_ms), delivered_at(end_ms)
+    span = max(tb - ta, 1e-9) / 1e3
+    return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
+
+
+def pdcp_summary(records: list[dict], bearer: str) -> dict:
     """The final PDCP counters and link totals of one bearer, from the summary record."""
     summary = next((r for r in reversed(records) if r.get("type") == "summary"), None)
     if not summary:

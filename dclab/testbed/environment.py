@@ -5,12 +5,11 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
-from pathlib import Path
+from typing import Any
 
-from . import __version__
-from .emulator import DCEMU
-
-ROOT = Path(__file__).resolve().parent.parent
+from .. import __version__
+from ..endpoints.base import Stack
+from ..paths import DCEMU, ROOT
 
 
 def _out(*cmd: str) -> str:
@@ -21,7 +20,7 @@ def _out(*cmd: str) -> str:
         return ""
 
 
-def environment(stacks: list, settings: dict[str, str]) -> dict:
+def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]:
     commit = _out("git", "rev-parse", "HEAD")
     dirty = bool(_out("git", "status", "--porcelain", "--untracked-files=no"))
     return {

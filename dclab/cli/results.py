@@ -1,5 +1,5 @@
 """The `dclab plot`, `dclab report` and `dclab results` commands: figures, the HTML
-report and store maintenance (merging shards, CSV export). Registered in `dclab.cli`."""
+report and store maintenance (merging shards, CSV export)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from .store import Store, campaign_dir
+from ..campaign.store import Store, campaign_dir
+from ..experiments import experiments
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -43,7 +44,7 @@ store_option = click.option("--store", "store_path", type=click.Path(dir_okay=Fa
 @click.command(context_settings=CONTEXT)
 @click.argument("campaign", required=False)
 @store_option
-@click.option("--experiment", type=click.Choice(["throughput", "fairness"]), help="Only this experiment's sweeps.")
+@click.option("--experiment", type=click.Choice(list(experiments())), help="Only this experiment's sweeps.")
 @click.option("--sweep", help="Only this sweep (e.g. batch, split, bw-ratio, loss-dup).")
 @click.option("--run", "run_key", help="Instead of sweeps: the time-series figure of one run (run key or a unique prefix).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -52,11 +53,12 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
          run_key: str | None, out: Path | None) -> None:
     """Draw the figures of CAMPAIGN's result store.
 
-    Per (experiment, sweep): goodput against the swept parameter for throughput, bars of
-    each flow's throughput with Jain's index for fairness. With --run, the time series of
-    one run instead: per-leg link utilization (throughput) or per-flow throughput over
-    time (fairness). Prints the files written."""
-    from .analysis.report import run_caption, run_figure, slug, sweep_figure, sweep_groups
+    Per (experiment, sweep), the experiment's sweep figure (throughput: goodput against the
+    swept parameter; fairness: bars of each flow's throughput with Jain's index). With
+    --run, the time series of one run instead, as its experiment draws it (throughput:
+    per-leg link utilization; fairness: per-flow throughput over time). Prints the files
+    written."""
+    from ..campaign.report import experiment_of, run_caption, run_figure, slug, sweep_figure, sweep_groups
 
     store = open_store(campaign, store_path)
     out = out or default_out(campaign, store, "plots")
@@ -68,7 +70,8 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
         if len(rows) > 1 and not any(r["run_key"] == run_key for r in rows):
             raise click.ClickException(f"{run_key!r} matches {len(rows)} runs; give more of the key")
         r = next((r for r in rows if r["run_key"] == run_key), rows[0])
-        kind = "flows" if r["experiment"] == "fairness" else "links"
+        exp = experiment_of(r)
+        kind = exp.run_figure_kind if exp else "run"
         path = run_figure(r, base, out / f"run-{r['run_key'][:12]}-{kind}.png", run_caption(r))
         click.echo(str(path))
         return
@@ -101,7 +104,7 @@ def report(campaign: str | None, store_path: Path | None, out: Path | None, titl
     for fairness), time series of the first and last value of each sweep, the environment
     the runs recorded (kernel, host settings, versions, commit) and the runs per machine.
     The page is plain HTML with relative image links: copy the directory anywhere."""
-    from .analysis.report import build_report
+    from ..campaign.report import build_report
 
     store = open_store(campaign, store_path)
     out = out or default_out(campaign, store, "report")

@@ -7,12 +7,15 @@ Every name starts with ``dclab-`` and carries a per-run tag, so two runs never c
 from __future__ import annotations
 
 import os
-import time
-from contextlib import contextmanager
 import secrets
 import signal
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from ..paths import CLIENT_ADDR, SERVER_ADDR
 
 PREFIX = "dclab-"
 
@@ -74,7 +77,7 @@ def leftovers() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]
 
 
-def clean(keep: set[str] = frozenset()) -> list[str]:
+def clean(keep: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """Removes every dclab namespace but those in ``keep`` (the processes and devices in
     them go too)."""
     gone = []
@@ -93,7 +96,7 @@ def listening(ns: str, port: int, transport: str) -> bool:
     return bool(sh("ip", "netns", "exec", ns, "ss", "-H", flag, f"sport = :{port}", check=False).stdout.strip())
 
 
-def wait_listening(ns: str, port: int, transport: str, proc: subprocess.Popen, timeout_s: float) -> None:
+def wait_listening(ns: str, port: int, transport: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
     """Waits until ``proc`` listens; raises RuntimeError if it exits or the time runs out."""
     deadline = time.monotonic() + timeout_s
     while not listening(ns, port, transport):
@@ -104,7 +107,7 @@ def wait_listening(ns: str, port: int, transport: str, proc: subprocess.Popen, t
         time.sleep(0.05)
 
 
-def stop_process(p: subprocess.Popen, grace_s: float = 3.0) -> None:
+def stop_process(p: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
     """SIGTERM, then SIGKILL after ``grace_s``."""
     if p.poll() is None:
         p.terminate()
@@ -116,7 +119,7 @@ def stop_process(p: subprocess.Popen, grace_s: float = 3.0) -> None:
 
 
 @contextmanager
-def veth_link(ns: Namespaces, server_addr: str = "198.18.0.1", client_addr: str = "198.18.0.2"):
+def veth_link(ns: Namespaces, server_addr: str = SERVER_ADDR, client_addr: str = CLIENT_ADDR) -> Iterator[None]:
     """The kernel path: a veth pair joining the two namespaces (MTU 1500), removed on exit."""
     a, b = f"dclab-{ns.tag}a", f"dclab-{ns.tag}b"
     sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)

@@ -12,8 +12,11 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..store import Store
-from . import figures
+from ..analysis import figures
+from ..experiments import experiments
+from ..experiments.base import Experiment, Table
+from .store import Store
+from .sweeps import SWEEPS
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
@@ -67,7 +70,8 @@ def resolve_run_dir(run_dir: str, base: Path) -> Path | None:
 
 
 def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
-    order = {"throughput": 0, "fairness": 1}
+    """Rows by (experiment, sweep), experiments in the registry's order."""
+    order = {name: i for i, name in enumerate(experiments())}
     keys = sorted({(r["experiment"], r.get("sweep") or "") for r in rows}, key=lambda k: (order.get(k[0], 9), k))
     return [(e, s, [r for r in rows if r["experiment"] == e and (r.get("sweep") or "") == s]) for e, s in keys]
 
@@ -96,18 +100,50 @@ def run_caption(r: dict, series: str | None = None) -> str:
             f"(run {r['run_key'][:12]})")
 
 
+def experiment_of(r: dict) -> Experiment | None:
+    return experiments().get(r["experiment"])
+
+
+def sweep_label(rows: list[dict]) -> str:
+    """The x-axis label of a sweep: its definition's label, else the parameter's name."""
+    for name in [(rows[0].get("sweep") or ""), (rows[0].get("param") or "")] if rows else []:
+        if name in SWEEPS:
+            return SWEEPS[name].label
+    return (rows[0].get("param") or rows[0].get("sweep") or "value") if rows else "value"
+
+
 def run_figure(r: dict, base: Path, path: Path, title: str | None = None) -> Path:
-    """The time-series figure of one run: link usage (throughput) or flows over time
-    (fairness). Says so in the figure when the run's raw data is not on this machine."""
+    """The time-series figure of one stored run, drawn by its experiment exactly as at run
+    time. Says so in the figure when the run's raw data is not on this machine."""
     title = title or run_caption(r)
     d = resolve_run_dir(r.get("run_dir") or "", base)
+    exp = experiment_of(r)
     if d is None:
         return figures.empty_figure(path, title, "raw data of this run not found")
-    m = r.get("metrics") or {}
-    t0 = m.get("t0_ms") or 0.0
-    if r["experiment"] == "fairness":
-        return figures.flows_over_time(d, t0, path, window_s=m.get("window_s") or r.get("duration_s"), title=title)
-    return figures.link_usage(d, t0, figures.capacities_of(r.get("scenario") or {}), path, title=title)
+    if exp is None:
+        return figures.empty_figure(path, title, f"experiment {r['experiment']!r} is not installed here")
+    return exp.run_figure(d, r, r.get("scenario") or {}, path, title)
+
+
+def sweep_figure(experiment: str, rows: list[dict], path: Path, title: str | None = None) -> Path:
+    """The figure of one sweep, as its experiment draws it."""
+    exp = experiments().get(experiment)
+    title = title or f"{experiment}: {rows[0].get('sweep') if rows else ''}"
+    if exp is None:
+        return figures.empty_figure(path, title, f"experiment {experiment!r} is not installed here")
+    return exp.sweep_figure(rows, path, title, sweep_label(rows))
+
+
+def html_table(t: Table, cls: str) -> str:
+    """An experiment's table: the first two columns (value, series) as text."""
+    head = "".join(f'<th class="text">{_e(c)}</th>' if i < 2 else f"<th>{_e(c)}</th>" for i, c in enumerate(t.columns))
+    out = [f'<table class="data {_e(cls)}"><tr>{head}</tr>']
+    for row, failed in zip(t.rows, t.failed):
+        cells = "".join(f'<td class="text">{_e(c)}</td>' if i < 2 else f"<td>{_e(c)}</td>" for i, c in enumerate(row))
+        tr = '<tr class="failed">' if failed else "<tr>"
+        out.append(f"{tr}{cells}</tr>")
+    out.append("</table>\n")
+    return "".join(out)
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
@@ -124,30 +160,6 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
 def _img(name: str, alt: str, cls: str, caption: str) -> str:
     return (f'<figure class="{cls}"><img src="{_e(name)}" alt="{_e(alt)}">'
             f"<figcaption>{_e(caption)}</figcaption></figure>\n")
-
-
-def _throughput_table(rows: list[dict]) -> str:
-    t = ['<table class="data throughput"><tr><th class="text">value</th><th class="text">series</th>'
-         "<th>goodput mean (Mbit/s)</th><th>std</th><th>n</th><th>failed</th></tr>"]
-    for d in figures.throughput_table(rows):
-        cls = ' class="failed"' if d["n"] == 0 else ""
-        t.append(f'<tr{cls}><td class="text">{_e(d["value"] or "-")}</td><td class="text">{_e(d["series"])}</td>'
-                 f"<td>{_num(d['mean'])}</td><td>{_num(d['std'])}</td><td>{d['n']}</td><td>{d['failed']}</td></tr>")
-    t.append("</table>\n")
-    return "".join(t)
-
-
-def _fairness_table(rows: list[dict]) -> str:
-    t = ['<table class="data fairness"><tr><th class="text">value</th><th class="text">series</th>'
-         "<th>DC mean (Mbit/s)</th><th>DC std</th><th>SC1 mean</th><th>SC1 std</th><th>SC2 mean</th><th>SC2 std</th>"
-         "<th>JFI</th><th>n</th><th>failed</th></tr>"]
-    for d in figures.fairness_table(rows):
-        cls = ' class="failed"' if d["n"] == 0 else ""
-        cells = "".join(f"<td>{_num(d[f]['mean'])}</td><td>{_num(d[f]['std'])}</td>" for f, _, _ in figures.FLOWS)
-        t.append(f'<tr{cls}><td class="text">{_e(d["value"] or "-")}</td><td class="text">{_e(d["series"])}</td>'
-                 f"{cells}<td>{_num(d['jfi'], 3)}</td><td>{d['n']}</td><td>{d['failed']}</td></tr>")
-    t.append("</table>\n")
-    return "".join(t)
 
 
 def _environment(rows: list[dict]) -> str:
@@ -199,13 +211,6 @@ def _runs_summary(rows: list[dict]) -> str:
     return "".join(out)
 
 
-def sweep_figure(experiment: str, rows: list[dict], path: Path, title: str | None = None) -> Path:
-    """The figure of one sweep: lines for throughput, grouped bars for fairness."""
-    if experiment == "fairness":
-        return figures.fairness_bars(rows, path, title)
-    return figures.throughput_vs_param(rows, path, title)
-
-
 def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
     """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path."""
     store = store if isinstance(store, Store) else Store(Path(store))
@@ -230,18 +235,20 @@ def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
                     f'<p class="meta">parameter: {_e(", ".join(params) or "-")}; {len(rs)} runs, '
                     f"{len(rs) - nok} failed</p>\n")
         fig = sweep_figure(experiment, rs, out_dir / f"{name}.png", heading)
-        kind = "fairness bars with Jain's index" if experiment == "fairness" else "goodput against the parameter"
-        body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", f"{heading}: {kind} (mean, std over repetitions)"))
-        body.append(_fairness_table(rs) if experiment == "fairness" else _throughput_table(rs))
+        exp = experiments().get(experiment)
+        body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", f"{heading} (mean, std over repetitions)"))
+        if exp is None:
+            body.append(f"<p>Experiment {_e(experiment)} is not installed here: no table.</p>\n")
+            continue
+        body.append(html_table(exp.sweep_table(rs), experiment))
 
         labels = figures.series_of(rs)
         for r in _chosen_runs(rs):
-            kind = "flows" if experiment == "fairness" else "links"
+            kind = exp.run_figure_kind
             fname = f"{kind}-{name}-{slug(r.get('value') or 'none')}-{slug(labels[r['run_key']])}-rep{r['rep']}.png"
             cap = run_caption(r, labels[r["run_key"]])
             run_figure(r, base, out_dir / fname, cap)
-            what = "per-flow throughput over time" if kind == "flows" else "per-leg link utilization"
-            series_body.append(_img(fname, cap, f"fig-{kind}", f"{what}: {cap}"))
+            series_body.append(_img(fname, cap, f"fig-{kind}", f"{kind}: {cap}"))
 
     parts = [
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
@@ -260,7 +267,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
         parts += body
         parts.append('<h2 id="time-series">Time series of selected runs</h2>\n'
                      '<p class="meta">Per sweep, the first successful repetition at its first and last value '
-                     "(first series): link utilization for throughput runs, per-flow throughput for fairness runs.</p>\n")
+                     "(first series), as its experiment draws a single run.</p>\n")
         parts += series_body or ["<p>No successful runs.</p>\n"]
         parts.append('<h2 id="environment">Environment</h2>\n'
                      '<p class="meta">Distinct values over all runs, with how many runs recorded each.</p>\n')

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
+import types
+import typing
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 import click
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import scenario as sc
+from .. import scenario as sc
+from ..units import parse_size as _parse_size
 
 err = Console(stderr=True)
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def run_with_progress(reps: int, out_dir: Path, describe: Callable[[dict], str],
-                      runner: Callable[[Callable, Callable], dict]) -> dict:
+def run_with_progress(reps: int, out_dir: Path, describe: Callable[[T], str],
+                      runner: Callable[[Callable[[int, T], None], Callable[[], None]], Any]) -> Any:
     """Runs ``runner(on_rep, on_wait)`` under a progress bar, a line per repetition
     (``describe(record)``); Ctrl-C/SIGTERM exit 130 after the testbed cleaned up."""
     done: list[dict] = []
@@ -26,7 +31,7 @@ def run_with_progress(reps: int, out_dir: Path, describe: Callable[[dict], str],
                   TimeElapsedColumn(), console=err, transient=True) as progress:
         task = progress.add_task("repetitions", total=reps)
 
-        def on_rep(rep: int, rec: dict) -> None:
+        def on_rep(rep: int, rec: T) -> None:
             done.append(rec)
             progress.console.print(f"  rep {rep}: {describe(rec)}")
             progress.advance(task)
@@ -48,7 +53,7 @@ def root_or_exit() -> None:
 # ---------------------------------------------------------------------------------------
 # Scenario options, shared by every command that runs or shows a scenario.
 
-def scenario_options(f):
+def scenario_options(f: F) -> F:
     opts = [
         click.option("--scenario", "scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Start from this scenario file (TOML with the fields of `dclab scenario show`)."),
@@ -69,12 +74,12 @@ def scenario_options(f):
     return f
 
 
-def scenario_from(kw: dict) -> sc.Scenario:
+def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
     """The effective scenario: defaults, then --scenario, then the options given."""
     try:
         base = sc.load(kw.pop("scenario_file")) if kw.get("scenario_file") else sc.Scenario()
         kw.pop("scenario_file", None)
-        changes: dict = {}
+        changes: dict[str, Any] = {}
         if kw.get("batch") is not None:
             changes["batch"] = kw["batch"]
         if kw.get("split"):
@@ -108,14 +113,78 @@ def scenario_from(kw: dict) -> sc.Scenario:
         raise click.UsageError(str(e)) from None
 
 
-SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-
 def parse_size(text: str) -> int:
-    m = re.fullmatch(r"\s*([\d.]+)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in SIZE_UNITS:
-        raise click.BadParameter(f"expected a size like 100MB, 1GB or 5000000 (got {text!r})", param_hint="--size")
-    n = int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])
-    if not 1 <= n <= 100 * 10**9:
-        raise click.BadParameter(f"must be between 1 B and 100 GB (got {text!r})", param_hint="--size")
-    return n
+    try:
+        return _parse_size(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e).removeprefix("--size: "), param_hint="--size") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Options generated from a pydantic model (an experiment's options).
+
+def _choices(annotation: Any, extra: dict[str, Any]) -> list[str] | None:
+    if extra.get("choices"):
+        return [str(c) for c in extra["choices"]]
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(a) for a in typing.get_args(annotation)]
+    return None
+
+
+def _is_bool(annotation: Any) -> bool:
+    return annotation is bool
+
+
+def _numeric(annotation: Any) -> type | None:
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union else (annotation,)
+    for a in args:
+        if a in (int, float):
+            return a  # type: ignore[no-any-return]
+    return None
+
+
+def model_options(model: type[BaseModel]) -> Callable[[F], F]:
+    """click options for every field of ``model``: ``--field-name``, help from the field's
+    description, choices from a Literal or ``json_schema_extra["choices"]``, booleans as
+    flags. Values reach the command as strings (or flags) and are validated by the model,
+    so the model's own errors name the option (see ``options_from``)."""
+    def deco(f: F) -> F:
+        for name, field in reversed(list(model.model_fields.items())):
+            extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+            opt = "--" + name.replace("_", "-")
+            help_ = field.description or ""
+            default = field.default
+            if _is_bool(field.annotation):
+                f = click.option(opt, name, is_flag=True, default=None, help=help_)(f)
+                continue
+            choices = _choices(field.annotation, extra)
+            shown = extra.get("show", default)
+            kw: dict[str, Any] = {"default": None, "help": help_ + (f" [default: {shown}]" if shown is not None and "[default" not in help_ else "")}
+            if choices:
+                kw["type"] = click.Choice(choices)
+            elif _numeric(field.annotation) is not None and "show" not in extra:
+                kw["type"] = _numeric(field.annotation)
+            f = click.option(opt, name, **kw)(f)
+        return f
+    return deco
+
+
+def options_from(model: type[BaseModel], kw: dict[str, Any]) -> Any:
+    """The model's instance from the options given (None: the model's default); pops the
+    model's fields from ``kw``. A bad value is a usage error naming the option."""
+    values = {}
+    for name in model.model_fields:
+        v = kw.pop(name, None)
+        if v is not None:
+            values[name] = v
+    try:
+        return model.model_validate(values)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        msg = first["msg"].removeprefix("Value error, ")
+        if ":" in msg and msg.split(":", 1)[0].strip().lstrip("-").replace("-", "_") in model.model_fields:
+            field, msg = (x.strip() for x in msg.split(":", 1))
+        if first["type"] in {"greater_than_equal", "less_than_equal"} and first.get("ctx"):
+            msg = f"{msg} (got {first.get('input')})"
+        raise click.BadParameter(msg, param_hint="--" + field.lstrip("-").replace("_", "-")) from None

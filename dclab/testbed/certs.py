@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from .endpoints.base import Certs
+from ..endpoints.base import Certs
 
 
 def make_certs(directory: Path, address: str, name: str = "dclab.test") -> Certs:

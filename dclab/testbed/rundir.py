@@ -8,11 +8,11 @@ import os
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from ..paths import RUNS
 
 
 def default_out(kind: str) -> Path:
-    return ROOT / "runs" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return RUNS / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def new_run_dir(path: Path | None, kind: str) -> Path:

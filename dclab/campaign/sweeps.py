@@ -1,5 +1,7 @@
-"""One-factor sweeps around the default configuration (testbed-reference.md): each sweep
-maps a value to scenario changes (and for `size`, the download size).
+"""One-factor sweeps around the default configuration (docs/testbed-reference.md): each
+sweep maps a value to scenario changes and experiment option changes (for `size`, the
+download size). A sweep applies to every experiment whose options have the fields it
+changes.
 
 `--param NAME` uses the reference values; `--param NAME=2,10,50` a list;
 `--param NAME=1:5:0.5` an inclusive range lo:hi:step.
@@ -8,9 +10,9 @@ maps a value to scenario changes (and for `size`, the download size).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
-from .scenario import Scenario, ScenarioError, build
+from ..scenario import Scenario, ScenarioError, build
 
 
 def frange(lo: float, hi: float, step: float) -> list[float]:
@@ -33,15 +35,22 @@ class SweepDef:
     name: str
     label: str  # axis label
     defaults: list[float]
-    apply: Callable[[float], dict]  # value -> scenario changes; "size" (bytes) for the download
-    experiments: tuple[str, ...] = ("throughput", "fairness")
+    apply: Callable[[float], dict[str, Any]]  # value -> changes of scenario fields and option fields
+
+    def option_changes(self, value: float) -> dict[str, Any]:
+        return {k: v for k, v in self.apply(value).items() if k not in Scenario.model_fields}
+
+    def applies_to(self, option_fields: set[str]) -> bool:
+        """Whether an experiment whose sweepable option fields are ``option_fields`` can take
+        this sweep (an experiment marks a field unsweepable with ``{"sweep": False}``)."""
+        probe = self.defaults[0] if self.defaults else 1.0
+        return set(self.option_changes(probe)) <= option_fields
 
 
 SWEEPS: dict[str, SweepDef] = {
     d.name: d
     for d in [
-        SweepDef("size", "file size (MB)", [10] + list(range(100, 1001, 100)), lambda v: {"size": int(v * 1e6)},
-                 experiments=("throughput",)),
+        SweepDef("size", "file size (MB)", [10] + list(range(100, 1001, 100)), lambda v: {"size": int(v * 1e6)}),
         SweepDef("batch", "DC batch size (packets)", [2, 10] + list(range(50, 501, 50)), lambda v: {"batch": int(v)}),
         SweepDef("split", "share on leg 1 (%)", frange(0, 100, 10), lambda v: {"split": [v, 100 - v]}),
         SweepDef("bw-ratio", "bandwidth ratio leg 1 : leg 2 (sum 40 Mbit/s)", frange(1, 5, 0.5),
@@ -66,7 +75,7 @@ class Point:
     sweep: str
     value: float
     scenario: Scenario
-    size: int | None  # None: the experiment's default size
+    options: dict[str, Any]  # option changes (e.g. size); empty: the experiment's own
 
 
 def parse_param(spec: str) -> tuple[str, list[float]]:
@@ -92,10 +101,10 @@ def expand(name: str, values: list[float], base: Scenario) -> list[Point]:
     points = []
     for v in values:
         changes = d.apply(v)
-        size = changes.pop("size", None)
+        options = d.option_changes(v)
         try:
-            s = build(base, **changes)
+            s = build(base, **{k: x for k, x in changes.items() if k not in options})
         except ScenarioError as e:
             raise ScenarioError(f"--param {name}={v:g}: {e}") from None
-        points.append(Point(name, v, s, size))
+        points.append(Point(name, v, s, options))
     return points

@@ -1,26 +1,30 @@
 """The testbed of one run, as one context manager: uniquely named namespaces, the host
-settings of the chosen host configuration, dcemu started and checked, TCP MSS clamped
-to 1280 as in the study, servers started on demand, and everything undone on exit,
-whatever the exit (success, error, Ctrl-C, SIGTERM). What a killed run leaves, the
-journal lets `dclab clean` undo.
+settings of the chosen host configuration, dcemu started on the scenario and the flow
+plan's bearers, TCP MSS clamped to 1280 as in the study, a server per flow, the flows'
+clients, and everything undone on exit, whatever the exit (success, error, Ctrl-C,
+SIGTERM). What a killed run leaves, the journal lets `dclab clean` undo.
 """
 
 from __future__ import annotations
 
 import contextlib
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Any, Callable
 
+from ..endpoints import get_stack
+from ..endpoints.base import ClientSpec, ServerSpec, TransferResult
+from ..flows import Flow, FlowPlan
+from ..paths import CLIENT_ADDR, SERVER_ADDR
+from ..scenario import Scenario
 from .certs import make_certs
+from .dcemu_config import to_dcemu
 from .emulator import Emulator, require_root
-from .endpoints.base import DownloadResult, DownloadSpec, ServerSpec, Stack
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, write_sysctl
-from .netns import Namespaces, kill_in, sh, stop_process, wait_listening
-from .scenario import Scenario, to_dcemu
+from .netns import Namespaces, sh, stop_process, wait_listening
 
-SERVER_ADDR, CLIENT_ADDR = "198.18.0.1", "198.18.0.2"
 MSS = 1280
 
 
@@ -29,30 +33,24 @@ class TestbedError(RuntimeError):
 
 
 class Testbed:
-    """Use as ``with Testbed(...) as tb: tb.start_server(...); tb.download(...)``."""
+    """Use as ``with Testbed(scenario, plan, host, dir) as tb: tb.start_servers();
+    results = tb.run_clients(timeout_s); records = tb.finish()``."""
 
     __test__ = False  # not a pytest class
 
-    def __init__(
-        self,
-        scenario: Scenario,
-        host: HostConfig,
-        workdir: Path,
-        bearers: Literal["throughput", "fairness"] = "throughput",
-        tcp_ccs: tuple[str, ...] = (),
-        on_wait: Callable[[], None] | None = None,
-    ):
+    def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path,
+                 on_wait: Callable[[], None] | None = None):
         self.scenario = scenario
+        self.plan = plan
         self.host = host
         self.workdir = Path(workdir)
-        self.bearers = bearers
-        self.tcp_ccs = tcp_ccs
         self.on_wait = on_wait
         self.ns = Namespaces()
         self.journal: Journal | None = None
         self.emulator: Emulator | None = None
-        self.servers: list[subprocess.Popen] = []
+        self.servers: list[subprocess.Popen[bytes]] = []
         self.settings: dict[str, str] = {}  # every host setting in force, for the record
+        self._records: list[dict[str, Any]] | None = None
         self._exit = contextlib.ExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -78,14 +76,21 @@ class Testbed:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Stops servers and dcemu (its summary is written), removes the namespaces,
-        restores the host settings. Safe to call twice."""
+    def finish(self) -> list[dict[str, Any]]:
+        """Stops the servers and dcemu (its summary written) and returns dcemu's records;
+        the namespaces and host settings stay until the context ends."""
         for p in self.servers:
             stop_process(p)
         self.servers.clear()
         if self.emulator:
             self.emulator.stop()
+            self._records = self.emulator.records()
+        return self._records or []
+
+    def close(self) -> None:
+        """Stops servers and dcemu, removes the namespaces, restores the host settings.
+        Safe to call twice."""
+        self.finish()
         self._exit.close()  # namespaces, journal undo (sysctls), host lock, in reverse
 
     # -- setup -------------------------------------------------------------------------
@@ -94,9 +99,10 @@ class Testbed:
         assert self.journal
         for name, value in self.host.global_sysctls.items():
             self.journal.set_sysctl(name, value)
-        if self.tcp_ccs:
+        tcp_ccs = self.plan.tcp_ccs()
+        if tcp_ccs:
             allowed = read_sysctl("net.ipv4.tcp_allowed_congestion_control").split()
-            missing = [c for c in self.tcp_ccs if c not in allowed]
+            missing = [c for c in tcp_ccs if c not in allowed]
             if missing:
                 available = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
                 absent = [c for c in missing if c not in available]
@@ -121,7 +127,7 @@ class Testbed:
             "server_addr": SERVER_ADDR,
             "client_addr": CLIENT_ADDR,
         }
-        text = to_dcemu(self.scenario, topology, self.bearers)
+        text = to_dcemu(self.scenario, self.plan, topology)
         self.emulator = Emulator(text, self.workdir, on_spawn=self.journal.add_pid)
         self.emulator.__enter__()
         assert self.emulator.proc
@@ -136,41 +142,75 @@ class Testbed:
 
     # -- endpoints ---------------------------------------------------------------------
 
-    def start_server(self, stack: Stack, port: int, cc: str, qlog: bool = False, name: str | None = None) -> None:
-        """Starts ``stack``'s server in the server namespace and waits until it listens."""
-        assert self.journal
-        if cc not in stack.ccs:
-            raise TestbedError(f"--cc: {stack.name} offers {', '.join(stack.ccs)} (got {cc!r})")
-        for k, v in stack.server_sysctls(cc).items():
+    def _dir(self, kind: str, flow: Flow) -> Path:
+        """Per-flow directories; a plan of one flow keeps the study's names (server/, client/)."""
+        name = kind if len(self.plan.flows) == 1 else f"{kind}-{flow.name}"
+        d = self.workdir / name
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def start_servers(self, qlog: bool = False) -> None:
+        for f in self.plan.flows:
+            self.start_server(f, qlog)
+
+    def start_server(self, flow: Flow, qlog: bool = False) -> None:
+        """Starts the flow's server in the server namespace and waits until it listens."""
+        assert self.journal and flow.port is not None and flow.cc is not None
+        stack = get_stack(flow.stack)
+        for k, v in stack.server_sysctls(flow.cc).items():
             write_sysctl(k, v, self.ns.server)
             self.settings[f"{k} (server namespace)"] = read_sysctl(k, self.ns.server)
-        workdir = self.workdir / (name or f"server-{stack.name}-{port}")
-        workdir.mkdir(parents=True, exist_ok=True)
-        spec = ServerSpec(port=port, cc=cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR, qlog=qlog)
+        workdir = self._dir("server", flow)
+        spec = ServerSpec(port=flow.port, cc=flow.cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR, qlog=qlog)
         log = open(workdir / "server.log", "wb")
-        proc = subprocess.Popen(self.ns.exec(self.ns.server, *stack.server_command(spec)), stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(self.ns.exec(self.ns.server, *stack.server_command(spec)), stdout=log,
+                                stderr=subprocess.STDOUT)
+        log.close()  # the child holds its own descriptor
         self.journal.add_pid(proc.pid)
         self.servers.append(proc)
         try:
-            wait_listening(self.ns.server, port, stack.transport, proc, 15)
+            wait_listening(self.ns.server, flow.port, stack.transport, proc, 15)
             deadline = time.monotonic() + 15
             while not stack.server_ready(spec):
                 if time.monotonic() > deadline:
                     raise RuntimeError("not ready after 15 s")
                 time.sleep(0.05)
         except RuntimeError as e:
-            raise TestbedError(f"{stack.name} server: {e}: {tail(workdir / 'server.log')}") from None
+            raise TestbedError(f"{stack.name} server of flow {flow.name}: {e}: {tail(workdir / 'server.log')}") from None
 
-    def download(self, stack: Stack, port: int, size: int, cc: str, timeout_s: float, qlog: bool = False,
-                 name: str = "client") -> DownloadResult:
-        workdir = self.workdir / name
-        workdir.mkdir(parents=True, exist_ok=True)
-        spec = DownloadSpec(address=SERVER_ADDR, port=port, size=size, cc=cc, workdir=workdir, certs=self.certs,
-                            timeout_s=timeout_s, qlog=qlog)
-        return stack.download(spec, ["ip", "netns", "exec", self.ns.client])
+    def run_client(self, flow: Flow, timeout_s: float, qlog: bool = False) -> TransferResult:
+        """Runs the flow's workload in the client namespace; never raises for a failed
+        transfer."""
+        assert flow.port is not None and flow.cc is not None
+        spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=flow.workload, cc=flow.cc,
+                          workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s, qlog=qlog)
+        return get_stack(flow.stack).run(spec, ["ip", "netns", "exec", self.ns.client])
 
-    def stats(self) -> list[dict]:
-        return self.emulator.records() if self.emulator else []
+    def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None) -> dict[str, TransferResult]:
+        """Every flow's client (or those named), started together; their results by flow."""
+        chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
+        results: dict[str, TransferResult] = {}
+
+        def one(f: Flow) -> None:
+            try:
+                results[f.name] = self.run_client(f, timeout_s, qlog)
+            except Exception as e:  # noqa: BLE001 - a client that cannot start is a failed flow
+                results[f.name] = TransferResult.failed(f"{type(e).__name__}: {e}")
+
+        if len(chosen) == 1:
+            one(chosen[0])
+            return results
+        threads = [threading.Thread(target=one, args=(f,), name=f"client-{f.name}") for f in chosen]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return {f.name: results[f.name] for f in chosen}
+
+    @property
+    def start_wall(self) -> float | None:
+        """Unix time of dcemu's stats t_ms = 0."""
+        return self.emulator.start_wall if self.emulator else None
 
 
 def tail(path: Path, n: int = 400) -> str:
@@ -178,6 +218,3 @@ def tail(path: Path, n: int = 400) -> str:
         return path.read_text(errors="replace")[-n:].strip()
     except OSError:
         return ""
-
-
-__all__ = ["Testbed", "TestbedError", "kill_in"]

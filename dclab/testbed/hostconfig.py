@@ -12,9 +12,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
-STATE_DIR = Path(os.environ.get("DCLAB_STATE_DIR", "/run/dclab"))
+from ..paths import state_dir
 
 HostConfigName = Literal["quic-default", "quic-large", "tcp"]
 
@@ -29,17 +29,24 @@ class HostConfig:
 
 
 HOST_CONFIGS: dict[str, HostConfig] = {
-    # testbed-reference.md, "Host configurations".
+    # docs/testbed-reference.md, "Host configurations".
     "quic-default": HostConfig("quic-default", {"net.core.rmem_default": "212992", "net.core.rmem_max": "33554432"}),
     "quic-large": HostConfig("quic-large", {"net.core.rmem_default": "33554432", "net.core.rmem_max": "33554432"}),
     "tcp": HostConfig("tcp", {"net.core.rmem_max": "33554432"}, {"net.ipv4.tcp_rmem": "4096 131072 6291456"}),
 }
 
 
-def host_config_for(transport: str, udp_buffer: str) -> HostConfig:
-    if transport == "tcp":
+def host_config_for(transports: str | set[str], udp_buffer: str) -> HostConfig:
+    """The QUIC configuration (``udp_buffer`` default or large) when any flow is QUIC, plus
+    TCP's namespace buffers when a flow is TCP too; TCP's when all flows are TCP."""
+    kinds = {transports} if isinstance(transports, str) else set(transports)
+    if kinds == {"tcp"}:
         return HOST_CONFIGS["tcp"]
-    return HOST_CONFIGS["quic-large" if udp_buffer == "large" else "quic-default"]
+    quic = HOST_CONFIGS["quic-large" if udp_buffer == "large" else "quic-default"]
+    if "tcp" not in kinds:
+        return quic
+    tcp = HOST_CONFIGS["tcp"]
+    return HostConfig(f"{quic.name}+tcp", {**tcp.global_sysctls, **quic.global_sysctls}, dict(tcp.netns_sysctls))
 
 
 def read_sysctl(name: str, netns: str | None = None) -> str:
@@ -67,9 +74,9 @@ class Journal:
     host back."""
 
     def __init__(self, tag: str):
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self.path = STATE_DIR / f"run-{tag}.json"
-        self.data: dict = {"tag": tag, "pid": os.getpid(), "sysctls": {}, "pids": [], "namespaces": []}
+        state_dir().mkdir(parents=True, exist_ok=True)
+        self.path = state_dir() / f"run-{tag}.json"
+        self.data: dict[str, Any] = {"tag": tag, "pid": os.getpid(), "sysctls": {}, "pids": [], "namespaces": []}
         self._save()
 
     def _save(self) -> None:
@@ -132,7 +139,7 @@ def undo_journal(path: Path) -> list[str]:
 def live_namespaces() -> set[str]:
     """Namespaces of runs that are still alive (never to be cleaned)."""
     live = set()
-    for p in STATE_DIR.glob("run-*.json"):
+    for p in state_dir().glob("run-*.json"):
         if p in stale_journals():
             continue
         try:
@@ -145,7 +152,7 @@ def live_namespaces() -> set[str]:
 def stale_journals() -> list[Path]:
     """Journals whose run is no longer alive."""
     out = []
-    for p in sorted(STATE_DIR.glob("run-*.json")):
+    for p in sorted(state_dir().glob("run-*.json")):
         try:
             pid = json.loads(p.read_text()).get("pid")
             os.kill(pid, 0)
@@ -157,9 +164,9 @@ def stale_journals() -> list[Path]:
 class HostLock:
     """Exclusive use of the host's global settings for the duration of a run."""
 
-    def __init__(self, on_wait=None):
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        self.path = STATE_DIR / "host.lock"
+    def __init__(self, on_wait: Callable[[], None] | None = None):
+        state_dir().mkdir(parents=True, exist_ok=True)
+        self.path = state_dir() / "host.lock"
         self.fd: int | None = None
         self.on_wait = on_wait
 

@@ -10,10 +10,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import campaign as cp
-from .cli_options import err, parse_size, root_or_exit, scenario_from, scenario_options
-from .scenario import ScenarioError
-from .store import Store, campaign_dir
+from typing import Any
+
+from ..campaign import plan as cp
+from ..campaign.runner import CampaignError, Outcome, calibration, pending, run_campaign
+from ..campaign.store import Store, campaign_dir
+from ..campaign.sweeps import SWEEPS, parse_param
+from ..experiments import default_experiment, experiments
+from ..experiments.base import RepResult
+from ..paths import CAMPAIGNS
+from ..scenario import ScenarioError
+from .options import err, parse_size, root_or_exit, scenario_from, scenario_options
 
 
 def hours(s: float) -> str:
@@ -22,7 +29,7 @@ def hours(s: float) -> str:
 
 def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedRun], store: Store | None,
                full: bool) -> None:
-    cal = cp.calibration(store) if store else {}
+    cal = calibration(store) if store else {}
     t = Table(title=f"campaign {c.name}: {c.description}", show_header=True)
     for col in ("experiment", "config", "sweep", "values", "reps", "runs", "to do", "estimate"):
         t.add_column(col)
@@ -44,35 +51,47 @@ def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedR
                f"of real time (calibration from finished runs: {basis})")
 
 
-def run_campaign(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun]) -> int:
-    """Runs what is left with a progress bar weighted by estimated time; returns failures."""
-    cal = cp.calibration(store)
-    failures = 0
-    consecutive_errors = 0
-    total = sum(r.estimate_s * cal.get(r.experiment, 1.0) for r in todo)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[n]}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err) as progress:
-        task = progress.add_task(f"campaign {c.name}", total=total, n=f"0/{len(todo)}")
-        for i, run in enumerate(todo, 1):
-            label = f"{run.experiment} {run.config.label} {run.sweep}={run.value:g} rep {run.rep}"
-            progress.update(task, description=label)
-            try:
-                m = cp.execute(c, run, store, on_wait=lambda: err.print("waiting for another dclab run ..."))
-                consecutive_errors = 0
-                if not m.get("ok"):
-                    failures += 1
-                    progress.console.print(f"[yellow]failed[/] {label}: {m.get('error') or 'no result'}")
-            except KeyboardInterrupt:
-                progress.console.print(f"[yellow]interrupted[/] during {label}: it is not stored and runs again next time")
-                raise
-            except Exception as e:  # noqa: BLE001 - one broken run must not end a 80-hour campaign
-                failures += 1
-                consecutive_errors += 1
-                progress.console.print(f"[red]error[/] {label}: {e}")
-                if consecutive_errors >= 3:
-                    raise click.ClickException("three runs in a row could not start; stopping (see `dclab doctor`)") from None
-            progress.update(task, advance=run.estimate_s * cal.get(run.experiment, 1.0), n=f"{i}/{len(todo)}")
-    return failures
+class BarProgress:
+    """The runner's progress as a rich bar weighted by estimated time, a line per failure."""
+
+    def __init__(self, c: cp.Campaign, store: Store, todo: list[cp.PlannedRun]):
+        self.cal = calibration(store)
+        self.todo = todo
+        total = sum(r.estimate_s * self.cal.get(r.experiment, 1.0) for r in todo)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[n]}"),
+                            TimeElapsedColumn(), TimeRemainingColumn(), console=err)
+        self.task = self.bar.add_task(f"campaign {c.name}", total=total, n=f"0/{len(todo)}")
+        self.current: cp.PlannedRun | None = None
+        self.i = 0
+
+    def start(self, run: cp.PlannedRun, i: int, n: int) -> None:
+        self.current, self.i = run, i
+        self.bar.update(self.task, description=run.label)
+
+    def done(self, run: cp.PlannedRun, result: RepResult | None, error: BaseException | None) -> None:
+        if error is not None:
+            self.bar.console.print(f"[red]error[/] {run.label}: {error}")
+        elif result is not None and not result.ok:
+            self.bar.console.print(f"[yellow]failed[/] {run.label}: {result.error or 'no result'}")
+        self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0), n=f"{self.i}/{len(self.todo)}")
+
+    def waiting(self) -> None:
+        self.bar.console.print("waiting for another dclab run ...")
+
+
+def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun]) -> Outcome:
+    """The campaign runner under a progress bar; Ctrl-C exits 130 with nothing of the
+    interrupted run stored."""
+    progress = BarProgress(c, store, todo)
+    with progress.bar:
+        try:
+            return run_campaign(c, store, todo, progress)
+        except KeyboardInterrupt:
+            label = progress.current.label if progress.current else "the campaign"
+            progress.bar.console.print(f"[yellow]interrupted[/] during {label}: it is not stored and runs again next time")
+            sys.exit(130)
+        except CampaignError as e:
+            raise click.ClickException(str(e)) from None
 
 
 @click.group()
@@ -83,7 +102,7 @@ def campaign() -> None:
 @campaign.command("list")
 def campaign_list() -> None:
     """The campaigns shipped in campaigns/."""
-    for p in sorted(cp.CAMPAIGNS.glob("*.toml")):
+    for p in sorted(CAMPAIGNS.glob("*.toml")):
         c = cp.load(str(p))
         click.echo(f"{c.name:10} {len(cp.plan(c)):6} runs  {c.description}")
 
@@ -96,7 +115,7 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True) -
         path = campaign_dir(c.name) / "store.sqlite"
         store = Store(path) if create or path.exists() else None
         if store:
-            runs, todo = cp.pending(c, store, reps, shard)
+            runs, todo = pending(c, store, reps, shard)
         else:
             runs = todo = cp.shard(cp.plan(c, reps), shard)
     except ScenarioError as e:
@@ -125,46 +144,49 @@ def campaign_run(name: str, reps: int | None, shard: str | None) -> None:
     c, store, runs, todo = _load(name, reps, shard)
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
-    try:
-        failures = run_campaign(c, store, todo)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    outcome = run_all(c, store, todo)
     counts = Counter(r["ok"] for r in store.rows("campaign = ?", (c.name,)))
     click.echo(f"done: {counts.get(1, 0)} runs stored ok, {counts.get(0, 0)} failed; store {store.path}")
-    if failures and failures == len(todo):
+    if outcome.failures and outcome.failures == len(todo):
         sys.exit(1)
 
 
 @click.command()
 @scenario_options
 @click.option("--param", "params", multiple=True, required=True,
-              help="NAME[=VALUES]: batch, split, bw-ratio, bw-ratio-matched, delay-ratio-low, delay-ratio-high, loss, "
-                   "loss-dup, size; VALUES a list 2,10,50 or a range lo:hi:step (default: the study's values).")
-@click.option("--experiment", "experiments", multiple=True, type=click.Choice(["throughput", "fairness"]),
-              default=["throughput"], show_default=True, help="Repeat for several.")
+              help=f"NAME[=VALUES]: {', '.join(SWEEPS)}; VALUES a list 2,10,50 or a range lo:hi:step "
+                   "(default: the study's values).")
+@click.option("--experiment", "experiments_", multiple=True, type=click.Choice(list(experiments())),
+              help=f"Repeat for several [default: {default_experiment().name}].")
 @click.option("--config", "configs", multiple=True, default=["aioquic:reno:default"], show_default=True,
               help="STACK[:CC[:default|large]]; repeat for several (e.g. aioquic:reno:large, tcp:cubic).")
 @click.option("--reps", type=click.IntRange(1, 1000), default=3, show_default=True)
-@click.option("--size", default="100MB", show_default=True, help="Throughput download size.")
-@click.option("--duration", type=click.FloatRange(1, 86400), default=180, show_default=True, help="Fairness window, s.")
+@click.option("--set", "sets", multiple=True, metavar="EXPERIMENT.OPTION=VALUE",
+              help="An experiment's option for every run, e.g. throughput.size=10MB or fairness.duration=60.")
+@click.option("--size", help="Shorthand for --set <each experiment with a size>.size=SIZE (default 100MB for throughput).")
+@click.option("--duration", type=click.FloatRange(1, 86400), help="Shorthand for --set <each experiment with a duration>.duration=S.")
 @click.option("--name", help="Store name under results/ [default: sweep-PARAM].")
 @click.option("--plan", "plan_only", is_flag=True, help="Only print the runs and the time estimate.")
-def sweep(params: tuple[str, ...], experiments: tuple[str, ...], configs: tuple[str, ...], reps: int, size: str,
-          duration: float, name: str | None, plan_only: bool, **kw) -> None:
+def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple[str, ...], reps: int,
+          sets: tuple[str, ...], size: str | None, duration: float | None, name: str | None, plan_only: bool,
+          **kw: Any) -> None:
     """One factor at a time around the scenario given by the other options; resumable
     like a campaign (its store is results/NAME/store.sqlite)."""
-    from .sweep import parse_param
-
     base = scenario_from(kw)
+    chosen = list(experiments_) or [default_experiment().name]
     try:
         parsed = [parse_param(p) for p in params]
         cfgs = [cp.parse_config(x) for x in configs]
     except (ScenarioError, ValueError) as e:
         raise click.UsageError(str(e)) from None
-    c = cp.Campaign(name=name or "sweep-" + "-".join(p for p, _ in parsed), reps=reps,
-                    throughput_size=parse_size(size), fairness_duration_s=duration)
-    c.groups = [{"experiments": list(experiments), "configs": [cfg.__dict__ for cfg in cfgs],
-                 "sweeps": [{"name": p, "values": v} for p, v in parsed]}]
+    options = experiment_sets(sets, chosen)
+    for e in chosen:
+        fields = experiments()[e].options_model.model_fields
+        if size is not None and "size" in fields:
+            options.setdefault(e, {})["size"] = parse_size(size)
+        if duration is not None and "duration" in fields:
+            options.setdefault(e, {})["duration"] = duration
+    c = cp.sweep_campaign(name or "sweep-" + "-".join(p for p, _ in parsed), reps, chosen, cfgs, parsed, options)
     store = Store(campaign_dir(c.name) / "store.sqlite")
     try:
         runs = cp.plan(c, base=base)
@@ -176,11 +198,25 @@ def sweep(params: tuple[str, ...], experiments: tuple[str, ...], configs: tuple[
     if plan_only:
         return
     root_or_exit()
-    try:
-        run_campaign(c, store, todo)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    run_all(c, store, todo)
     click.echo(f"store {store.path}; figures: dclab report {c.name}")
+
+
+def experiment_sets(sets: tuple[str, ...], chosen: list[str]) -> dict[str, dict[str, Any]]:
+    """--set EXPERIMENT.OPTION=VALUE into {experiment: {option: value}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in sets:
+        key, eq, value = item.partition("=")
+        exp, dot, opt = key.partition(".")
+        if not eq or not dot or exp not in experiments():
+            raise click.BadParameter(f"expected EXPERIMENT.OPTION=VALUE with EXPERIMENT one of {', '.join(experiments())} "
+                                     f"(got {item!r})", param_hint="--set")
+        opt = opt.replace("-", "_")
+        if opt not in experiments()[exp].options_model.model_fields:
+            known = ", ".join(experiments()[exp].options_model.model_fields)
+            raise click.BadParameter(f"{exp} has no option {opt!r} (options: {known})", param_hint="--set")
+        out.setdefault(exp, {})[opt] = value
+    return out
 
 
 def register(app: click.Group) -> None:

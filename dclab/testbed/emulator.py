@@ -7,23 +7,10 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from .analysis.metrics import read_records
-
-ROOT = Path(__file__).resolve().parent.parent
-DCEMU = ROOT / "emu" / "target" / "release" / "dcemu"
-
-
-def topology_toml(server_ns: str, client_ns: str, tag: str) -> str:
-    """The [topology] section for a run's namespaces; TUN names carry the run tag."""
-    return (
-        "[topology]\n"
-        f'server_netns = "{server_ns}"\n'
-        f'client_netns = "{client_ns}"\n'
-        f'server_tun = "dcemu-{tag}s"\n'
-        f'client_tun = "dcemu-{tag}c"\n'
-    )
+from ..analysis.metrics import read_records
+from ..paths import DCEMU
 
 
 class Emulator:
@@ -83,10 +70,10 @@ class Emulator:
                 self.proc.kill()
                 self.proc.wait()
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         return read_records(self.stats)
 
-    def summary(self) -> dict | None:
+    def summary(self) -> dict[str, Any] | None:
         recs = [r for r in self.records() if r.get("type") == "summary"]
         return recs[-1] if recs else None
 

@@ -1,0 +1,221 @@
+"""Campaigns: the matrix of experiments x stack configurations x sweeps x repetitions,
+described in a data file (campaigns/NAME.toml), planned with a time estimate. Every
+registered experiment can be in a campaign: its table in the file (``[NAME]``) holds
+its options, a group's ``configs`` set option fields (stack, cc, udp_buffer), and a sweep
+applies to every experiment whose options it can change. A run is identified by a stable
+key; `--shard i/n` splits the plan over machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..endpoints import get_stack
+from ..endpoints.base import StackError
+from ..experiments import experiments, get_experiment
+from ..experiments.base import Experiment, Options, sweepable_fields
+from ..paths import CAMPAIGNS, ROOT
+from ..scenario import Scenario, ScenarioError, build, capacity_mbps
+from .sweeps import SWEEPS, expand, frange
+
+OVERHEAD_S = 4.0  # testbed setup and teardown per run, measured on the 2-core VM
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    stack: str
+    cc: str
+    udp_buffer: str = "default"
+
+    @property
+    def label(self) -> str:
+        return f"{self.stack} {self.cc}" + (f" {self.udp_buffer}-buffer" if get_stack(self.stack).transport == "udp" else "")
+
+    def option_values(self) -> dict[str, Any]:
+        return {"stack": self.stack, "cc": self.cc, "udp_buffer": self.udp_buffer}
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    key: str
+    experiment: str
+    config: StackConfig
+    sweep: str
+    value: float
+    rep: int
+    scenario: Scenario
+    options: Options
+    estimate_s: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.experiment} {self.config.label} {self.sweep}={self.value:g} rep {self.rep}"
+
+
+@dataclass
+class Campaign:
+    name: str
+    description: str = ""
+    reps: int = 10
+    experiment_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # [NAME] tables
+    groups: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parse_config(spec: str | dict[str, Any]) -> StackConfig:
+    """"aioquic:reno:large" or {stack, cc, udp_buffer}."""
+    if isinstance(spec, str):
+        parts = spec.split(":")
+        spec = {"stack": parts[0], **({"cc": parts[1]} if len(parts) > 1 else {}),
+                **({"udp_buffer": parts[2]} if len(parts) > 2 else {})}
+    try:
+        st = get_stack(spec["stack"])
+        cc = st.resolve_cc(spec.get("cc"), option=f"config {spec}: cc")
+    except StackError as e:
+        raise ScenarioError(str(e)) from None
+    buf = spec.get("udp_buffer", "default")
+    if buf not in ("default", "large"):
+        raise ScenarioError(f"config {spec}: udp_buffer must be default or large (got {buf!r})")
+    return StackConfig(st.name, cc, buf if st.transport == "udp" else "default")
+
+
+def load(name_or_path: str) -> Campaign:
+    """A campaign by name (campaigns/NAME.toml) or path; errors name the file and key."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CAMPAIGNS / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in CAMPAIGNS.glob("*.toml")))
+        raise ScenarioError(f"no campaign {name_or_path!r} (known: {known})")
+    try:
+        d = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: {e}") from None
+    known = experiments()
+    c = Campaign(name=d.get("name", path.stem), description=d.get("description", ""), reps=int(d.get("reps", 10)))
+    c.experiment_options = {k: dict(v) for k, v in d.items() if k in known and isinstance(v, dict)}
+    c.groups = d.get("group", [])
+    if not c.groups:
+        raise ScenarioError(f"{path}: no [[group]] tables")
+    for i, g in enumerate(c.groups):
+        for k in ("configs", "sweeps"):
+            if not g.get(k):
+                raise ScenarioError(f"{path}: group[{i}] needs '{k}'")
+        for s in g["sweeps"]:
+            sname = s if isinstance(s, str) else s.get("name")
+            if sname not in SWEEPS:
+                raise ScenarioError(f"{path}: group[{i}]: unknown sweep {sname!r}; one of {', '.join(SWEEPS)}")
+        for e in g.get("experiments", list(known)):
+            if e not in known:
+                raise ScenarioError(f"{path}: group[{i}]: unknown experiment {e!r}; one of {', '.join(known)}")
+    for e, opts in c.experiment_options.items():
+        try:
+            known[e].options(**opts)
+        except ValidationError as err:
+            raise ScenarioError(f"{path}: [{e}]: {_first_error(err)}") from None
+    return c
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"]) or "options"
+    return f"{loc}: {err['msg'].removeprefix('Value error, ')}"
+
+
+def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: int, s: Scenario,
+            options: dict[str, Any]) -> str:
+    """Stable over releases: the fields of the first store's key (experiment, config, sweep,
+    value, repetition, scenario, size, duration) in that order, then any other option that
+    differs from the experiment's default, so stores written before plug-ins still resume."""
+    exp = get_experiment(experiment)
+    defaults = exp.options().model_dump(mode="json")
+    base = {"stack", "cc", "udp_buffer", "size", "duration"}
+    extra = {k: v for k, v in options.items() if k not in base and v != defaults.get(k)}
+    duration = options.get("duration")
+    fields: list[Any] = [experiment, cfg.stack, cfg.cc, cfg.udp_buffer, sweep, value, rep, s.model_dump(mode="json"),
+                         options.get("size"), float(duration) if duration is not None else None]
+    if extra:
+        fields.append(extra)
+    blob = json.dumps(fields, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def estimate(exp: Experiment, s: Scenario, options: Options) -> float:
+    """Seconds one run takes: setup plus what the experiment measures."""
+    return OVERHEAD_S + exp.estimate_s(s, options, capacity_mbps(s))
+
+
+def sweep_values(sw: str | dict[str, Any]) -> tuple[str, list[float]]:
+    if isinstance(sw, str):
+        return sw, list(SWEEPS[sw].defaults)
+    name = sw["name"]
+    if "values" in sw:
+        return name, [float(x) for x in sw["values"]]
+    if "range" in sw:
+        return name, frange(*[float(x) for x in sw["range"]])
+    return name, list(SWEEPS[name].defaults)
+
+
+def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> list[PlannedRun]:
+    """Every run of the campaign in a fixed order (groups, experiments, configs, sweeps,
+    values, repetitions); a run that two groups share (same key) is planned once."""
+    runs = []
+    seen: set[str] = set()
+    for g in c.groups:
+        changes = dict(g.get("scenario", {}))
+        if changes.get("trace") and not Path(changes["trace"]).is_absolute():
+            changes["trace"] = str(ROOT / changes["trace"])  # relative to the repository
+        group_base = build(base, **changes)
+        configs = [parse_config(x) for x in g["configs"]]
+        for name in g.get("experiments", list(experiments())):
+            exp = get_experiment(name)
+            fields = set(exp.options_model.model_fields)
+            sweepable = sweepable_fields(exp.options_model)
+            for cfg in configs:
+                for sw in g["sweeps"]:
+                    sname, values = sweep_values(sw)
+                    if not SWEEPS[sname].applies_to(sweepable):
+                        continue
+                    for p in expand(sname, values, group_base):
+                        values_ = {**c.experiment_options.get(name, {}),
+                                   **{k: v for k, v in cfg.option_values().items() if k in fields}, **p.options}
+                        try:
+                            options = exp.options(**values_)
+                        except ValidationError as e:
+                            raise ScenarioError(f"{name} {cfg.label} {sname}={p.value:g}: {_first_error(e)}") from None
+                        dumped = options.model_dump(mode="json")
+                        for rep in range(1, (reps or c.reps) + 1):
+                            key = run_key(name, cfg, sname, p.value, rep, p.scenario, dumped)
+                            if key in seen:
+                                continue
+                            seen.add(key)
+                            runs.append(PlannedRun(key, name, cfg, sname, p.value, rep, p.scenario, options,
+                                                   estimate(exp, p.scenario, options)))
+    return runs
+
+
+def shard(runs: list[PlannedRun], spec: str | None) -> list[PlannedRun]:
+    """'i/n': every n-th run starting at the i-th (1-based), so shards balance."""
+    if not spec:
+        return runs
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+        assert 1 <= i <= n
+    except (ValueError, AssertionError):
+        raise ScenarioError(f"--shard: expected i/n with 1 <= i <= n (got {spec!r})") from None
+    return runs[i - 1 :: n]
+
+
+def sweep_campaign(name: str, reps: int, experiments_: list[str], configs: list[StackConfig],
+                   params: list[tuple[str, list[float]]], options: dict[str, dict[str, Any]]) -> Campaign:
+    """The campaign `dclab sweep` runs: one group, the given sweeps."""
+    c = Campaign(name=name, reps=reps, experiment_options=options)
+    c.groups = [{"experiments": experiments_, "configs": [cfg.__dict__ for cfg in configs],
+                 "sweeps": [{"name": p, "values": v} for p, v in params]}]
+    return c

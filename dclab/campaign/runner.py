@@ -1,0 +1,133 @@
+"""The one campaign runner: perform a planned run in a fresh directory, store it once it
+has finished, and go through a list of runs with the failure policy. The CLI calls it
+with a progress display; another executor (a cluster's worker) can call `execute`.
+
+Failure policy: a run that fails (its result says not ok) is stored as failed and the
+campaign goes on; a run that cannot even start (an exception) is not stored, so it runs
+again next time; three such runs in a row stop the campaign (the machine is probably
+not ready: see `dclab doctor`). An interruption (Ctrl-C, SIGTERM) stores nothing of the
+run it interrupted.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from ..experiments import get_experiment
+from ..experiments.base import RepResult
+from ..experiments.runner import run_rep
+from .plan import Campaign, PlannedRun, plan, shard
+from .store import RunRecord, Store, campaign_dir
+
+MAX_CONSECUTIVE_ERRORS = 3
+
+
+class CampaignError(RuntimeError):
+    pass
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], None] | None = None,
+            runs_dir: Path | None = None) -> RepResult:
+    """Runs one planned run in a fresh directory and stores it once it has finished."""
+    exp = get_experiment(run.experiment)
+    run_dir = (runs_dir or campaign_dir(c.name) / "runs") / run.key
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # a run that was interrupted: start it again
+    run_dir.mkdir(parents=True)
+    started = now()
+    t0 = time.monotonic()
+    rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait)
+    elapsed = time.monotonic() - t0
+    stored = rec.record()
+    store.add(RunRecord(
+        run_key=run.key, campaign=c.name, experiment=run.experiment, sweep=run.sweep, param=run.sweep,
+        value=f"{run.value:g}", value_num=run.value, stack=rec.stack, cc=rec.cc, host_config=rec.host_config,
+        rep=run.rep, seed=rec.seed, ok=rec.ok, error=rec.error, scenario=run.scenario.model_dump(mode="json"),
+        options=run.options.model_dump(mode="json"),
+        metrics={**stored["metrics"], "elapsed_s": elapsed, "estimate_s": run.estimate_s},
+        flows=[{**f, "bytes": (f.get("transfer") or {}).get("bytes"),
+                "completion_s": _completion(f.get("transfer")), "ok": (f.get("transfer") or {}).get("ok")}
+               for f in stored["flows"]],
+        environment=rec.environment, run_dir=str(run_dir), machine=platform.node(), started_at=started,
+        finished_at=now(),
+    ))
+    return rec
+
+
+def _completion(t: dict | None) -> float | None:
+    if not t or not t.get("ok") or t.get("last_byte_s") is None:
+        return None
+    return float(t["last_byte_s"]) - float(t.get("request_s") or 0.0)
+
+
+def calibration(store: Store) -> dict[str, float]:
+    """Actual / estimated run time per experiment, from runs already stored."""
+    ratios: dict[str, list[float]] = {}
+    for r in store.rows():
+        m = r["metrics"]
+        if m.get("elapsed_s") and m.get("estimate_s"):
+            ratios.setdefault(r["experiment"], []).append(m["elapsed_s"] / m["estimate_s"])
+    return {e: sum(v) / len(v) for e, v in ratios.items()}
+
+
+def pending(c: Campaign, store: Store, reps: int | None, shard_spec: str | None) -> tuple[list[PlannedRun], list[PlannedRun]]:
+    """The campaign's runs (this shard's) and those of them not yet in the store."""
+    runs = shard(plan(c, reps), shard_spec)
+    done = store.keys()
+    return runs, [r for r in runs if r.key not in done]
+
+
+class Progress(Protocol):
+    """What the runner reports; the CLI draws it."""
+
+    def start(self, run: PlannedRun, i: int, n: int) -> None: ...
+    def done(self, run: PlannedRun, result: RepResult | None, error: BaseException | None) -> None: ...
+    def waiting(self) -> None: ...
+
+
+@dataclass
+class Outcome:
+    stored_ok: int = 0
+    stored_failed: int = 0
+    errors: int = 0  # runs that could not start (not stored)
+
+    @property
+    def failures(self) -> int:
+        return self.stored_failed + self.errors
+
+
+def run_campaign(c: Campaign, store: Store, todo: list[PlannedRun], progress: Progress) -> Outcome:
+    """Runs ``todo`` in order with the failure policy above; KeyboardInterrupt passes
+    through (the interrupted run is not stored)."""
+    out = Outcome()
+    consecutive = 0
+    for i, run in enumerate(todo, 1):
+        progress.start(run, i, len(todo))
+        try:
+            rec = execute(c, run, store, on_wait=progress.waiting)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - one broken run must not end an 80-hour campaign
+            out.errors += 1
+            consecutive += 1
+            progress.done(run, None, e)
+            if consecutive >= MAX_CONSECUTIVE_ERRORS:
+                raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping "
+                                    "(see `dclab doctor`)") from e
+            continue
+        consecutive = 0
+        if rec.ok:
+            out.stored_ok += 1
+        else:
+            out.stored_failed += 1
+        progress.done(run, rec, None)
+    return out

@@ -1,0 +1,78 @@
+"""`dclab clean` and `dclab doctor`: the host's side of things."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..endpoints import STACKS, get_stack
+from .options import root_or_exit
+
+
+@click.command()
+def clean() -> None:
+    """Remove what killed runs left: namespaces, processes, TUN devices; restore sysctls.
+
+    Runs that are still going are left alone."""
+    from ..testbed.hostconfig import live_namespaces, stale_journals, undo_journal
+    from ..testbed.netns import clean as clean_namespaces
+
+    root_or_exit()
+    actions: list[str] = []
+    for j in stale_journals():
+        actions += undo_journal(j)
+    actions += [f"removed namespace {n}" for n in clean_namespaces(keep=live_namespaces())]
+    for line in actions:
+        click.echo(line)
+    click.echo("nothing to clean" if not actions else f"{len(actions)} action(s)")
+
+
+@click.command()
+def doctor() -> None:
+    """Check root, TUN, namespaces, dcemu and every external tool; say how to fix gaps."""
+    from ..paths import DCEMU
+    from ..testbed.hostconfig import read_sysctl
+
+    checks: list[tuple[str, bool, str]] = []
+    checks.append(("root", os.geteuid() == 0, "run as root (sudo dclab ...)"))
+    checks.append(("/dev/net/tun", Path("/dev/net/tun").exists(), "the kernel needs the TUN driver"))
+    checks.append(("ip (iproute2)", shutil.which("ip") is not None, "apt-get install iproute2"))
+    netns_ok = False
+    if os.geteuid() == 0 and shutil.which("ip"):
+        from ..testbed.netns import Namespaces
+
+        try:
+            with Namespaces():
+                netns_ok = True
+        except Exception:  # noqa: BLE001
+            netns_ok = False
+    checks.append(("network namespaces", netns_ok, "needs root and a kernel with network namespaces"))
+    checks.append(("iptables (MSS clamp)", shutil.which("iptables") is not None, "apt-get install iptables"))
+    checks.append(("dcemu built", DCEMU.exists(), "make build"))
+    for name in STACKS:
+        try:
+            missing = get_stack(name).missing()
+        except Exception as e:  # noqa: BLE001
+            missing = [str(e)]
+        checks.append((f"stack {name}", not missing, "; ".join(missing)))
+    try:
+        avail = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+        ok = all(c in avail for c in ("reno", "cubic", "bbr"))
+        checks.append((f"TCP congestion control ({' '.join(avail)})", ok, "the kernel lacks reno, cubic or bbr"))
+    except RuntimeError as e:
+        checks.append(("TCP congestion control", False, str(e)))
+    t = Table(show_header=True)
+    t.add_column("check")
+    t.add_column("status")
+    t.add_column("how to fix")
+    for name, ok, fix in checks:
+        t.add_row(name, "[green]ok[/]" if ok else "[red]missing[/]", "" if ok else fix)
+    Console().print(t)
+    if not all(ok for _, ok, _ in checks):
+        sys.exit(1)

@@ -1,0 +1,89 @@
+"""`dclab run EXPERIMENT`: one command per registered experiment, its options generated
+from the experiment's options model, plus the scenario options and the run options
+every experiment shares (--reps, --seed, --out, --json)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from ..endpoints import get_stack
+from ..endpoints.base import StackError
+from ..experiments import experiments
+from ..experiments.base import Experiment
+from ..flows import PlanError
+from ..testbed.rundir import new_run_dir
+from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
+
+
+@click.group()
+def run() -> None:
+    """Run an experiment (one command each; `dclab run NAME --help` lists its options)."""
+
+
+def _command(exp: Experiment) -> click.Command:
+    @click.pass_context
+    def cmd(ctx: click.Context, reps: int, seed: int | None, out: Path | None, as_json: bool, **kw: Any) -> None:
+        options = options_from(exp.options_model, kw)
+        s = scenario_from(kw)
+        if seed is not None:
+            s = s.model_copy(update={"seed": seed})
+        from ..experiments.runner import run_reps
+
+        try:
+            plan = exp.plan(exp.scenario(s, options), options)
+        except (PlanError, StackError) as e:
+            raise click.UsageError(str(e)) from None
+        for name in plan.stacks():
+            missing = get_stack(name).missing()
+            if missing:
+                raise click.ClickException(f"{name} is not ready: " + "; ".join(missing) + " (see `dclab doctor`)")
+        root_or_exit()
+        try:
+            out_dir = new_run_dir(out, exp.name)
+        except FileExistsError as e:
+            raise click.UsageError(str(e)) from None
+        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, bw {s.bw} Mbit/s, "
+                  f"split {s.split}, batch {s.batch}, seed {s.seed} -> {out_dir}")
+        summary = run_with_progress(reps, out_dir, exp.describe,
+                                    lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait))
+        if as_json:
+            click.echo(json.dumps({**exp.json_output(summary), "out": str(out_dir)}))
+        else:
+            t = exp.table(summary)
+            table = RichTable(show_header=True)
+            for c in t.columns:
+                table.add_column(c)
+            for row in t.rows:
+                table.add_row(*row)
+            Console().print(table)
+            click.echo(exp.headline(summary))
+            click.echo(f"results: {out_dir}/results.json, plot: {out_dir}/{exp.run_figure_name}")
+        if summary.failed == reps:
+            sys.exit(1)
+
+    f: Any = cmd
+    f = click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results on stdout.")(f)
+    f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     help=f"Run directory [default: runs/{exp.name}-TIME].")(f)
+    f = click.option("--seed", type=click.IntRange(0, 2**63 - 1),
+                     help="Base seed of the random stages; repetition N uses seed + N - 1 [default: the scenario's, 1].")(f)
+    f = click.option("--reps", type=click.IntRange(1, 1000), default=1, show_default=True, help="Repetitions.")(f)
+    f = model_options(exp.options_model)(f)
+    f = scenario_options(f)
+    return click.command(exp.name, help=exp.help)(f)
+
+
+def register(group: click.Group) -> None:
+    for exp in experiments().values():
+        run.add_command(_command(exp))
+    group.add_command(run)
+
+
+

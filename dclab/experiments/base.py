@@ -1,0 +1,293 @@
+"""What an experiment is: one object per module under ``experiments/``, found by the
+registry (``experiments/__init__.py``).
+
+An experiment has a name, a typed options model (pydantic; the CLI, sweeps and campaign
+files are generated from it), the flow plan it needs, how it measures one repetition on a
+testbed, its headline metrics, how it summarizes repetitions, and its figures and table:
+per run (drawn from the run's directory and its stored record, at run time and in the
+report alike) and per sweep (from the store's rows). Nothing outside ``experiments/``
+names a particular experiment.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from ..analysis import figures
+from ..analysis.metrics import mean_std
+from ..endpoints import STACKS, get_stack
+from ..endpoints.base import TransferResult
+from ..flows import FlowPlan
+from ..scenario import Scenario
+from ..testbed import Testbed
+from ..units import parse_size
+
+
+def _stack_name(name: str) -> str:
+    get_stack(name)  # raises naming the valid stacks
+    return name
+
+
+def _size(v: object) -> int:
+    return parse_size(v if isinstance(v, (int, str)) else str(v), "size")
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+StackName = Annotated[str, AfterValidator(_stack_name), Field(json_schema_extra={"choices": list(STACKS)})]
+
+
+class Options(BaseModel):
+    """Base of every experiment's options: typed, validated, unknown names refused. Field
+    names are the CLI option names (``udp_buffer`` is ``--udp-buffer``); a field's
+    ``json_schema_extra`` may give ``choices``, ``show`` (the default as shown) and
+    ``flag`` (a boolean switch)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def sweepable_fields(model: type[Options]) -> set[str]:
+    """Option fields a sweep may change (all but those marked ``{"sweep": False}``)."""
+    out = set()
+    for name, f in model.model_fields.items():
+        extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+        if extra.get("sweep", True):
+            out.add(name)
+    return out
+
+
+class StackOptions(Options):
+    """Options every experiment with real stacks shares."""
+
+    stack: StackName = Field("aioquic", description="Transport stack.")
+    cc: str | None = Field(None, description="Congestion control [default: the stack's first: reno for aioquic, cubic otherwise].")
+    udp_buffer: Literal["default", "large"] = Field(
+        "default", description="QUIC host configuration: net.core.rmem_default 212992 (default) or 32 MiB (large).")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric of an experiment: recorded per repetition, summarized as mean and
+    standard deviation, stored, plotted against swept parameters."""
+
+    name: str
+    label: str  # axis label with unit
+    digits: int = 2
+
+
+class FlowResult(BaseModel):
+    """One flow of a repetition: what its client measured, and its throughput at the
+    bearer where the experiment measures one."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str
+    stack: str
+    cc: str
+    bearer: str
+    port: int
+    transfer: dict[str, Any] | None = None  # TransferResult.to_dict()
+    mean_mbps: float | None = None  # at the bearer, over the measured window
+    goodput_mbps: float | None = None  # bytes / (last byte - request), from the client
+
+    @classmethod
+    def of(cls, plan: FlowPlan, name: str, transfer: TransferResult | None, mean_mbps: float | None = None) -> "FlowResult":
+        f = plan.flow(name)
+        return cls(name=name, stack=f.stack, cc=f.cc or "", bearer=f.bearer, port=f.port or 0,
+                   transfer=transfer.to_dict() if transfer else None, mean_mbps=mean_mbps,
+                   goodput_mbps=transfer.goodput_mbps if transfer else None)
+
+
+class RepResult(BaseModel):
+    """One repetition, as written to ``rep-NN/result.json`` and stored by campaigns."""
+
+    experiment: str
+    rep: int = 1
+    seed: int
+    ok: bool
+    error: str | None = None
+    metrics: dict[str, float | None] = {}
+    flows: list[FlowResult] = []
+    stack: str
+    cc: str
+    host_config: str
+    t0_ms: float | None = None  # dcemu time of the measurement's start
+    details: dict[str, Any] = {}  # experiment-specific (PDCP summary, window, ...)
+    environment: dict[str, Any] = {}
+
+    def record(self) -> dict[str, Any]:
+        """The run as the store and the figures see it (the same shape as a store row)."""
+        return {"experiment": self.experiment, "ok": self.ok, "error": self.error, "rep": self.rep, "seed": self.seed,
+                "stack": self.stack, "cc": self.cc, "host_config": self.host_config,
+                "metrics": {**self.details, **self.metrics, "t0_ms": self.t0_ms},
+                "flows": [f.model_dump() for f in self.flows]}
+
+
+class MetricSummary(BaseModel):
+    mean: float | None
+    std: float | None
+    runs: list[float | None]
+
+
+class FlowSummary(BaseModel):
+    mean_mbps: float | None
+    std_mbps: float | None
+    stack: str
+    runs: list[float | None]
+
+
+class Summary(BaseModel):
+    """Repetitions summarized, as written to ``results.json``."""
+
+    experiment: str
+    metrics: dict[str, MetricSummary]
+    flows: dict[str, FlowSummary]
+    stack: str | None
+    cc: str | None
+    host_config: str | None
+    reps: int
+    failed: int
+    seeds: list[int]
+    options: dict[str, Any]
+    scenario: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table for the report: header cells and rows of text; ``failed`` marks rows with
+    no successful run."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    failed: list[bool]
+
+
+class Experiment(ABC):
+    """Subclass, set the class attributes, implement ``plan`` and ``measure``, and export
+    one instance as ``EXPERIMENT`` from a module in ``dclab/experiments/``."""
+
+    name: ClassVar[str]
+    help: ClassVar[str]  # one paragraph for --help
+    options_model: ClassVar[type[Options]]
+    metrics: ClassVar[tuple[Metric, ...]]  # metrics[0] is the primary one
+    run_figure_name: ClassVar[str] = "run.png"  # the per-run figure in each rep directory
+    run_figure_kind: ClassVar[str] = "run"  # what the per-run figure shows, for captions
+    default: ClassVar[bool] = False  # the experiment `make demo` and `scenario show` use
+
+    # -- what a repetition needs and does -------------------------------------------------
+
+    def options(self, **values: Any) -> Options:
+        """Validated options (pydantic ValidationError names the field)."""
+        return self.options_model.model_validate(values)
+
+    @abstractmethod
+    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
+        """The bearers and flows of one repetition (raises PlanError or StackError)."""
+
+    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
+        """The scenario a repetition runs (default: unchanged)."""
+        return scenario
+
+    def host_transports(self, plan: FlowPlan) -> set[str]:
+        return plan.transports()
+
+    @abstractmethod
+    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
+        """Runs the clients on a testbed whose servers are up, calls ``bed.finish()`` for
+        dcemu's records, and returns ``result`` completed (ok, metrics, flows, t0_ms)."""
+
+    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+        """Seconds one repetition measures (setup excluded), for campaign estimates."""
+        return 10.0
+
+    def timeout_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+        """How long the clients may take: ten times the transfer at ``capacity_mbps`` (at
+        least 2 Mbit/s) plus a minute."""
+        nbytes = sum(f.workload.total_bytes for f in self.plan(scenario, options).flows)
+        return nbytes * 8 / (max(capacity_mbps, 2.0) * 1e6) * 10 + 60
+
+    # -- repetitions ---------------------------------------------------------------------
+
+    def describe(self, rep: RepResult) -> str:
+        """One progress line for a finished repetition."""
+        if not rep.ok:
+            return f"failed: {rep.error}"
+        m = self.metrics[0]
+        v = rep.metrics.get(m.name)
+        return f"{m.name} {v:.{m.digits}f}" if v is not None else f"{m.name} -"
+
+    def summarize(self, runs: list[RepResult], scenario: Scenario, options: Options) -> Summary:
+        ok = [r for r in runs if r.ok]
+        metrics = {}
+        for m in self.metrics:
+            ms = mean_std([r.metrics.get(m.name) for r in ok])
+            metrics[m.name] = MetricSummary(mean=ms["mean"], std=ms["std"], runs=[r.metrics.get(m.name) for r in runs])
+        flows = {}
+        for f in runs[0].flows if runs else []:
+            vals = [_flow_value(r, f.name) for r in runs]
+            ms = mean_std([_flow_value(r, f.name) for r in ok])
+            flows[f.name] = FlowSummary(mean_mbps=ms["mean"], std_mbps=ms["std"], stack=f.stack, runs=vals)
+        first = runs[0] if runs else None
+        return Summary(experiment=self.name, metrics=metrics, flows=flows, stack=first.stack if first else None,
+                       cc=first.cc if first else None, host_config=first.host_config if first else None,
+                       reps=len(runs), failed=len(runs) - len(ok), seeds=[r.seed for r in runs],
+                       options=options.model_dump(mode="json"), scenario=scenario.model_dump(mode="json"))
+
+    def json_output(self, summary: Summary) -> dict[str, Any]:
+        """What ``dclab run NAME --json`` prints (``out`` is added by the CLI)."""
+        return summary.model_dump(mode="json")
+
+    def table(self, summary: Summary) -> Table:
+        """The table ``dclab run`` prints."""
+        cols = ["stack", "cc", "host config"] + [f"{m.label} mean" for m in self.metrics] + ["runs"]
+        row = [summary.stack or "-", summary.cc or "-", summary.host_config or "-"]
+        for m in self.metrics:
+            ms = summary.metrics[m.name]
+            row.append(_fmt(ms.mean, m.digits) + (f" ± {_fmt(ms.std, m.digits)}" if ms.std is not None else ""))
+        row.append(f"{summary.reps - summary.failed}/{summary.reps}")
+        return Table(cols, [row], [summary.failed == summary.reps])
+
+    def headline(self, summary: Summary) -> str:
+        """The line ``dclab run`` ends with."""
+        m = self.metrics[0]
+        ms = summary.metrics[m.name]
+        return f"{m.name}: {_fmt(ms.mean, m.digits)}" if ms.mean is not None else f"{m.name}: no successful run"
+
+    # -- figures and tables, from records (a RepResult.record() or a store row) ------------
+
+    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
+        """The time-series figure of one run (default: per-leg link utilization)."""
+        t0 = (record.get("metrics") or {}).get("t0_ms") or 0.0
+        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title)
+
+    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
+        return f"{self.name}: {result.stack} {result.cc}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
+
+    def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
+        """Per sweep (default): the primary metric against the swept value, one line per series."""
+        m = self.metrics[0]
+        return figures.metric_vs_param(rows, m.name, m.label, path, title, xlabel)
+
+    def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
+        m = self.metrics[0]
+        out, failed = [], []
+        for d in figures.metric_table(rows, m.name):
+            out.append([d["value"] or "-", d["series"], _fmt(d["mean"], m.digits), _fmt(d["std"], m.digits), str(d["n"]),
+                        str(d["failed"])])
+            failed.append(d["n"] == 0)
+        return Table(["value", "series", f"{m.label} mean", "std", "n", "failed"], out, failed)
+
+
+def _flow_value(r: RepResult, name: str) -> float | None:
+    f = next((f for f in r.flows if f.name == name), None)
+    if f is None:
+        return None
+    return f.mean_mbps if f.mean_mbps is not None else f.goodput_mbps
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"

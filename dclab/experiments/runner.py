@@ -1,0 +1,71 @@
+"""Running an experiment: one repetition in a fresh testbed, and repetitions into a run
+directory (each in its own `rep-NN/`, the summary rewritten after each, so an
+interrupted run keeps what finished). Every repetition has its own seed: the scenario's
+seed plus the repetition number minus one, recorded in its result."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from ..scenario import Scenario, build, to_toml
+from ..testbed import Testbed
+from ..testbed.environment import environment
+from ..testbed.hostconfig import host_config_for
+from ..testbed.rundir import write_atomic, write_json
+from ..endpoints import get_stack
+from .base import Experiment, Options, RepResult, Summary
+
+
+def rep_seed(base: int, rep: int) -> int:
+    return base + rep - 1
+
+
+def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path, rep: int = 1,
+            on_wait: Callable[[], None] | None = None) -> RepResult:
+    """One repetition in a fresh testbed; returns (and writes as result.json) its result,
+    and draws the experiment's per-run figure."""
+    s = build(exp.scenario(scenario, options), seed=rep_seed(scenario.seed, rep))
+    plan = exp.plan(s, options)
+    host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
+    result = RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, stack=plan.stack_label(),
+                       cc=plan.cc_label(), host_config=host.name)
+    with Testbed(s, plan, host, rep_dir, on_wait=on_wait) as tb:
+        tb.start_servers(qlog=bool(getattr(options, "qlog", False)))
+        result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
+        write_json(rep_dir / "environment.json", result.environment)  # on disk before the clients start
+        result = exp.measure(tb, s, plan, options, result)
+    shutil.rmtree(rep_dir / "certs", ignore_errors=True)  # a private key; nothing to keep
+    if (rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None:
+        exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,
+                       exp.run_title(s, options, result))
+    write_json(rep_dir / "result.json", result.model_dump(mode="json"))
+    return result
+
+
+def run_reps(exp: Experiment, scenario: Scenario, options: Options, reps: int, out: Path,
+             on_rep: Callable[[int, RepResult], None] | None = None,
+             on_wait: Callable[[], None] | None = None) -> Summary:
+    """Runs ``reps`` repetitions into ``out``: scenario.toml, options.json,
+    environment.json and the first repetition's figure at the top, results.json after each."""
+    write_atomic(out / "scenario.toml", to_toml(scenario))
+    write_json(out / "options.json", {"experiment": exp.name, "reps": reps, **options.model_dump(mode="json")})
+    runs: list[RepResult] = []
+    summary = exp.summarize(runs, scenario, options)
+    for rep in range(1, reps + 1):
+        rep_dir = out / f"rep-{rep:02d}"
+        rec = run_rep(exp, scenario, options, rep_dir, rep, on_wait)
+        if rep == 1:
+            write_json(out / "environment.json", rec.environment)
+            if (rep_dir / exp.run_figure_name).exists():
+                shutil.copy(rep_dir / exp.run_figure_name, out / exp.run_figure_name)
+        runs.append(rec)
+        summary = exp.summarize(runs, scenario, options)
+        write_json(out / "results.json", summary.model_dump(mode="json"))
+        if on_rep:
+            on_rep(rep, rec)
+    return summary
+
+
+__all__ = ["run_rep", "run_reps", "rep_seed"]

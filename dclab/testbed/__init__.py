@@ -1,0 +1,6 @@
+"""One run's testbed: namespaces, host settings, the emulator process, run directories and
+the record of the environment. ``Testbed`` is the context manager experiments use."""
+
+from .testbed import Testbed, TestbedError
+
+__all__ = ["Testbed", "TestbedError"]

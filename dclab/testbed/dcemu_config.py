@@ -1,0 +1,75 @@
+"""The dcemu scenario file of one run: the scenario's links and PDCP, the flow plan's
+bearers (each matching its flows' server ports), and the run's topology."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from ..flows import FlowPlan
+from ..scenario import Scenario
+
+
+def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_ms: float, limit: int,
+               loss_pct: float) -> dict[str, Any]:
+    d: dict[str, Any] = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit}
+    if std_ms > 0:
+        d["delay"] = {"distribution": "normal", "mean_ms": delay_ms, "std_ms": std_ms}
+    else:
+        d["delay"] = {"distribution": "constant", "ms": delay_ms}
+    if loss_pct > 0:
+        d["loss"] = {"model": "bernoulli", "percent": loss_pct}
+    return d
+
+
+def legs(s: Scenario) -> list[dict[str, Any]]:
+    """Every downlink leg; the uplink rides on leg 1 only, as in the study."""
+    out = []
+    for i in range(s.legs):
+        rate = {"trace": {"path": str(Path(s.trace).resolve())}} if s.trace else {"rate": f"{s.bw[i]}mbit"}
+        leg: dict[str, Any] = {
+            "name": f"leg{i + 1}",
+            "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i]),
+        }
+        if i == 0:
+            leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
+                                       s.uplink_delay * s.delay_cov, s.delay_limit, 0.0)
+        out.append(leg)
+    return out
+
+
+def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
+    out = []
+    for b in plan.bearers:
+        mode = "dup" if b.mode == "dc" and s.duplicate else b.mode
+        d: dict[str, Any] = {"name": b.name, "mode": mode}
+        if b.legs is not None:
+            d["legs"] = [f"leg{x}" for x in b.legs]
+        d["match"] = [{"server_port": f.port} for f in plan.flows if f.bearer == b.name]
+        if b.split is not None:
+            d["split"] = {"batch": s.batch, "ratio": list(b.split)}
+        out.append(d)
+    return out
+
+
+def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
+    """The dcemu scenario file. ``topology`` is the [topology] table (namespaces, devices,
+    addresses)."""
+    doc = {
+        "seed": s.seed,
+        "default_bearer": plan.default_bearer,
+        "topology": {**topology, "mtu": s.mtu},
+        "pdcp": {
+            "sn_bits": s.sn_bits,
+            "header_bytes": s.header_bytes,
+            "t_reordering_ms": "inf" if s.t_reordering is None else s.t_reordering,
+            "reordering": s.reordering,
+        },
+        "split": {"batch": s.batch, "ratio": list(s.split)},
+        "stats": {"interval_ms": max(s.stats_interval_ms, plan.stats_interval_ms or 0.0)},
+        "legs": legs(s),
+        "bearers": bearers(s, plan),
+    }
+    return tomli_w.dumps(doc)
