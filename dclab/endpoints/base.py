@@ -1,9 +1,15 @@
 """The one interface every transport stack implements.
 
-A stack knows how to start an HTTP server for generated bodies (``GET /<n>`` returns n
-bytes) inside the server namespace, and how to download n bytes from it inside the client
-namespace, reporting what it measured. The testbed owns the namespaces, the processes'
-lifetime and the host settings; a stack only builds commands and reads results.
+A stack starts an HTTP server for generated bodies (``GET /<n>`` returns n bytes) inside
+the server namespace, and runs a client *workload* inside the client namespace: one or
+more connections fetching a list of objects, over streams in parallel or one after
+another, optionally resuming a session and sending the requests in 0-RTT. It reports
+per-object and per-connection timings besides the totals. The testbed owns the
+namespaces, the processes' lifetime and the host settings; a stack only builds commands
+and reads results.
+
+What a stack can do is declared once (``ccs``, ``capabilities``) and checked in one place
+(``Stack.check``), before anything starts.
 """
 
 from __future__ import annotations
@@ -12,6 +18,15 @@ import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Literal
+
+MAX_CONNECTIONS = 64
+MAX_OBJECTS = 10_000
+
+
+class StackError(ValueError):
+    """A stack cannot do what was asked (congestion control, workload); the message names
+    the option and what the stack offers."""
 
 
 @dataclass(frozen=True)
@@ -33,52 +48,197 @@ class ServerSpec:
 
 
 @dataclass(frozen=True)
-class DownloadSpec:
+class Workload:
+    """What one client fetches.
+
+    ``objects`` are body sizes in bytes, each fetched as ``GET /<size>``. Object i goes on
+    connection ``assignment[i]`` (0-based; default round-robin over ``connections``). On
+    one connection, ``streams="parallel"`` requests all its objects at once, one stream
+    each; ``"sequential"`` requests the next when the previous body ended. With
+    ``resumption`` a warm-up connection (not measured) obtains a session ticket first and
+    every measured connection resumes it; ``zero_rtt`` also sends the requests as 0-RTT
+    early data. ``cc_options`` are per-connection stack-specific knobs (empty: none).
+    """
+
+    objects: tuple[int, ...] = (100_000_000,)
+    connections: int = 1
+    assignment: tuple[int, ...] | None = None
+    streams: Literal["parallel", "sequential"] = "parallel"
+    resumption: bool = False
+    zero_rtt: bool = False
+    cc_options: tuple[dict[str, str], ...] = ()
+
+    @classmethod
+    def single(cls, size: int) -> "Workload":
+        """One object on one connection: the study's download."""
+        return cls(objects=(size,))
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.objects)
+
+    def connection_of(self, i: int) -> int:
+        return self.assignment[i] if self.assignment is not None else i % self.connections
+
+    def errors(self) -> list[str]:
+        """What is wrong with the workload itself, whatever the stack (empty when valid)."""
+        errs = []
+        if not 1 <= self.connections <= MAX_CONNECTIONS:
+            errs.append(f"connections: must be 1 to {MAX_CONNECTIONS} (got {self.connections})")
+        if not 1 <= len(self.objects) <= MAX_OBJECTS:
+            errs.append(f"objects: must be 1 to {MAX_OBJECTS} (got {len(self.objects)})")
+        if any(not isinstance(s, int) or s < 0 for s in self.objects):
+            errs.append("objects: sizes must be whole numbers of bytes >= 0")
+        if self.assignment is not None:
+            if len(self.assignment) != len(self.objects):
+                errs.append(f"assignment: needs one connection per object ({len(self.objects)}), got {len(self.assignment)}")
+            elif any(not 0 <= c < self.connections for c in self.assignment):
+                errs.append(f"assignment: connection numbers must be 0 to {self.connections - 1}")
+        if self.streams not in ("parallel", "sequential"):
+            errs.append(f"streams: must be parallel or sequential (got {self.streams!r})")
+        if self.cc_options and len(self.cc_options) != self.connections:
+            errs.append(f"cc_options: needs one entry per connection ({self.connections}), got {len(self.cc_options)}")
+        if self.zero_rtt and not self.resumption:
+            errs.append("zero_rtt: needs resumption (0-RTT resumes an earlier session)")
+        return errs
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a stack's client can do; anything beyond is refused before a run starts."""
+
+    max_connections: int = 1
+    max_objects: int = 1
+    streams: tuple[str, ...] = ("parallel",)
+    resumption: bool = False
+    zero_rtt: bool = False
+    cc_options: tuple[str, ...] = ()  # names of the per-connection knobs it accepts
+
+
+@dataclass(frozen=True)
+class ClientSpec:
     address: str
     port: int
-    size: int  # bytes to download
+    workload: Workload
     cc: str
     workdir: Path
     certs: Certs  # the client trusts this certificate (or skips verification)
-    timeout_s: float
+    timeout_s: float  # for the whole workload
     qlog: bool = False
 
 
 @dataclass
-class DownloadResult:
-    """What one download measured. Times are seconds relative to the request (0), or
-    None where the stack cannot tell."""
+class ObjectResult:
+    """One object; times are seconds after the request of the whole workload."""
+
+    index: int
+    size: int
+    connection: int
+    bytes: int = 0
+    ok: bool = False
+    request_s: float | None = None
+    first_byte_s: float | None = None
+    last_byte_s: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class ConnectionResult:
+    index: int
+    handshake_s: float | None = None
+    first_byte_s: float | None = None
+    last_byte_s: float | None = None
+    bytes: int = 0
+    resumed: bool | None = None  # None: the stack cannot tell
+    early_data: bool | None = None  # 0-RTT accepted by the server
+
+
+@dataclass
+class TransferResult:
+    """What one client workload measured. Times are seconds relative to the request (0),
+    or None where the stack cannot tell; totals span every object and connection
+    (handshake: the first connection's; first byte: the earliest; last byte: the
+    latest)."""
 
     ok: bool
     bytes: int
     request_s: float = 0.0
-    handshake_s: float | None = None  # handshake complete
+    handshake_s: float | None = None
     first_byte_s: float | None = None
     last_byte_s: float | None = None
     error: str | None = None
     # Wall-clock time (time.time()) of the request, to line results up with dcemu stats.
     request_wall: float | None = None
-    extra: dict = field(default_factory=dict)
+    objects: list[ObjectResult] = field(default_factory=list)
+    connections: list[ConnectionResult] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def goodput_mbps(self) -> float | None:
-        """bytes / (last byte - request), as in testbed-reference.md."""
+        """bytes / (last byte - request), as in docs/testbed-reference.md."""
         if not self.ok or not self.last_byte_s or self.last_byte_s <= self.request_s:
             return None
         return self.bytes * 8 / (self.last_byte_s - self.request_s) / 1e6
 
-    def to_dict(self) -> dict:
+    @property
+    def completion_s(self) -> float | None:
+        """Time from the request to the last byte of the last object."""
+        return self.last_byte_s - self.request_s if self.ok and self.last_byte_s is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["goodput_mbps"] = self.goodput_mbps
         return d
 
+    @classmethod
+    def failed(cls, error: str, **kw: Any) -> "TransferResult":
+        return cls(ok=False, bytes=0, error=error, **kw)
+
 
 class Stack(ABC):
-    """A transport stack (one module per stack under dclab/endpoints/)."""
+    """A transport stack (one folder per stack under dclab/endpoints/)."""
 
     name: str  # as given to --stack
-    transport: str  # "udp" or "tcp"
+    transport: Literal["udp", "tcp"]
     ccs: tuple[str, ...]  # congestion controllers it offers; ccs[0] is the default
+    capabilities: Capabilities = Capabilities()
+
+    @property
+    def default_cc(self) -> str:
+        return self.ccs[0]
+
+    def resolve_cc(self, cc: str | None, option: str = "--cc") -> str:
+        """``cc`` or the default; a controller the stack lacks is refused naming ``option``."""
+        if cc is None:
+            return self.default_cc
+        if cc not in self.ccs:
+            raise StackError(f"{option}: {self.name} offers {', '.join(self.ccs)} (got {cc!r})")
+        return cc
+
+    def check(self, cc: str | None, workload: Workload | None = None) -> str:
+        """The one check of what is asked of this stack: the congestion controller (returned,
+        defaulted) and the workload against ``capabilities``. Raises StackError."""
+        cc = self.resolve_cc(cc)
+        if workload is None:
+            return cc
+        caps = self.capabilities
+        errs = workload.errors()
+        if workload.connections > caps.max_connections:
+            errs.append(f"{workload.connections} connections (at most {caps.max_connections})")
+        if len(workload.objects) > caps.max_objects:
+            errs.append(f"{len(workload.objects)} objects (at most {caps.max_objects})")
+        if workload.streams not in caps.streams and len(workload.objects) > workload.connections:
+            errs.append(f"{workload.streams} streams (offers {', '.join(caps.streams)})")
+        if workload.resumption and not caps.resumption:
+            errs.append("session resumption")
+        if workload.zero_rtt and not caps.zero_rtt:
+            errs.append("0-RTT")
+        unknown = sorted({k for o in workload.cc_options for k in o} - set(caps.cc_options))
+        if unknown:
+            errs.append(f"congestion control options {', '.join(unknown)} (accepts {', '.join(caps.cc_options) or 'none'})")
+        if errs:
+            raise StackError(f"{self.name} cannot run this workload: " + "; ".join(errs))
+        return cc
 
     @abstractmethod
     def missing(self) -> list[str]:
@@ -93,10 +253,11 @@ class Stack(ABC):
         return True
 
     @abstractmethod
-    def download(self, spec: DownloadSpec, netns_exec: list[str]) -> DownloadResult:
-        """Runs one download in the client namespace (prefix commands with ``netns_exec``)
-        and returns what it measured. Must not raise for a failed download: return
-        ``ok=False`` with the error. Must end within ``spec.timeout_s``."""
+    def run(self, spec: ClientSpec, netns_exec: list[str]) -> TransferResult:
+        """Runs the client workload in the client namespace (prefix commands with
+        ``netns_exec``) and returns what it measured. Must not raise for a failed
+        transfer: return ``ok=False`` with the error. Must end within ``spec.timeout_s``
+        (plus a few seconds to stop)."""
 
     def server_sysctls(self, cc: str) -> dict[str, str]:
         """Per-namespace sysctls the server namespace needs for ``cc`` (kernel TCP)."""
@@ -106,7 +267,7 @@ class Stack(ABC):
         return "unknown"
 
 
-def run_bounded(cmd: list[str], timeout_s: float, **kw) -> subprocess.CompletedProcess[str]:
+def run_bounded(cmd: list[str], timeout_s: float, **kw: Any) -> subprocess.CompletedProcess[str]:
     """Runs a command with a hard time limit; a timeout becomes returncode -9."""
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, **kw)
