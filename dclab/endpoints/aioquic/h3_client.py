@@ -1,6 +1,6 @@
 """One HTTP/3 download with aioquic, timed, printed as one JSON line.
 
-    python -m dclab.endpoints.h3_client --host 198.18.0.1 --port 4433 --size N \\
+    python -m dclab.endpoints.aioquic.h3_client --host 198.18.0.1 --port 4433 --size N \\
         --cc reno|cubic --ca cert.pem [--qlog-dir DIR] [--timeout S]
 
 GETs ``/<N>``, counts the body bytes and discards them, and prints::

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import sys
 
-from .base import DownloadResult, DownloadSpec, ServerSpec, Stack, run_bounded
+from ..base import DownloadResult, DownloadSpec, ServerSpec, Stack, run_bounded
 
-SERVER_MODULE = "dclab.endpoints.h3_server"
-CLIENT_MODULE = "dclab.endpoints.h3_client"
+SERVER_MODULE = "dclab.endpoints.aioquic.h3_server"
+CLIENT_MODULE = "dclab.endpoints.aioquic.h3_client"
 
 
 def _tail(text: str, n: int = 600) -> str:
