@@ -9,6 +9,13 @@ memory. Flow-control windows are set large so that they never limit a transfer; 
 congestion controller is aioquic's ``congestion_control_algorithm`` and is validated before
 the server starts (exit 2 with a message naming it). Prints ``ready`` once listening and
 serves until SIGTERM/SIGINT, then closes its connections and exits 0.
+
+Session tickets: the server issues one to a client that asks (a client with a
+session-ticket handler) and keeps the latest ``TICKETS`` in memory, so that a client can
+resume and send 0-RTT early data (aioquic's tickets always allow it). A ticket can be
+resumed more than once (several measured connections resume one warm-up's ticket): no
+anti-replay, which a testbed does not need. A client that does not ask gets no ticket, as
+before.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import argparse
 import asyncio
 import signal
 import sys
+from collections import OrderedDict
 from pathlib import Path
 
 from aioquic.asyncio import QuicConnectionProtocol, serve
@@ -24,6 +32,7 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import HeadersReceived
 from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
+from aioquic.tls import SessionTicket
 
 # Flow-control windows: far above any bandwidth-delay product of the study, so that only
 # the congestion controller limits a transfer. aioquic doubles them as they fill.
@@ -34,6 +43,23 @@ DEFAULT_DATAGRAM = 1252
 CHUNK = 64 * 1024  # body bytes per DATA frame
 UNSENT_TARGET = 1024 * 1024  # keep at most about this much unsent body queued per stream
 _BLOCK = bytes(range(256)) * (CHUNK // 256)
+TICKETS = 10_000  # session tickets kept for resumption
+
+
+class TicketStore:
+    """Issued session tickets by ticket id, the oldest dropped beyond ``limit``."""
+
+    def __init__(self, limit: int = TICKETS) -> None:
+        self.limit = limit
+        self._tickets: OrderedDict[bytes, SessionTicket] = OrderedDict()
+
+    def add(self, ticket: SessionTicket) -> None:
+        self._tickets[ticket.ticket] = ticket
+        while len(self._tickets) > self.limit:
+            self._tickets.popitem(last=False)
+
+    def get(self, label: bytes) -> SessionTicket | None:
+        return self._tickets.get(label)  # not popped: one ticket may be resumed repeatedly
 
 
 def _frame_overhead(n: int) -> int:
@@ -163,11 +189,14 @@ async def run(args: argparse.Namespace) -> int:
         config.quic_logger = QuicFileLogger(str(args.qlog_dir))
 
     live: set[H3ServerProtocol] = set()
+    tickets = TicketStore()
     server = await serve(
         args.host,
         args.port,
         configuration=config,
         create_protocol=lambda *a, **kw: H3ServerProtocol(*a, registry=live, **kw),
+        session_ticket_fetcher=tickets.get,
+        session_ticket_handler=tickets.add,
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
