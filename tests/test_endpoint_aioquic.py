@@ -1,8 +1,11 @@
-"""The aioquic endpoint: our HTTP/3 server and client over a veth pair between namespaces."""
+"""The aioquic endpoint: our HTTP/3 server and client over a veth pair between namespaces,
+for one download and for workloads (connections, parallel and sequential streams,
+resumption, 0-RTT)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -11,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dclab.endpoints.aioquic_stack import AioquicStack
-from dclab.endpoints.base import DownloadSpec, ServerSpec
+from dclab.endpoints.aioquic.adapter import AioquicStack
+from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
 
 from conftest import SERVER, start_in
 
@@ -57,24 +60,32 @@ def server(ns, certs, workdir: Path, cc: str = "reno", qlog: bool = False):
         stop(proc)
 
 
-def download(ns, certs, workdir: Path, size: int, cc: str, timeout_s: float = 30.0, port: int = PORT, qlog: bool = False):
-    spec = DownloadSpec(
-        address=SERVER, port=port, size=size, cc=cc, workdir=workdir, certs=certs, timeout_s=timeout_s, qlog=qlog
+def fetch(ns, certs, workdir: Path, workload: Workload, cc: str = "reno", timeout_s: float = 30.0, port: int = PORT,
+          qlog: bool = False) -> TransferResult:  # fmt: skip
+    spec = ClientSpec(
+        address=SERVER, port=port, workload=workload, cc=cc, workdir=workdir, certs=certs, timeout_s=timeout_s, qlog=qlog
     )
-    return AioquicStack().download(spec, ["ip", "netns", "exec", ns.client])
+    return AioquicStack().run(spec, ["ip", "netns", "exec", ns.client])
+
+
+def download(ns, certs, workdir: Path, size: int, cc: str, timeout_s: float = 30.0, port: int = PORT, qlog: bool = False):
+    return fetch(ns, certs, workdir, Workload.single(size), cc, timeout_s, port, qlog)
 
 
 def test_stack_description(tmp_path):
     st = AioquicStack()
     assert st.missing() == []
     assert (st.name, st.transport, st.ccs) == ("aioquic", "udp", ("reno", "cubic"))
+    caps = st.capabilities
+    assert (caps.max_connections, caps.max_objects, caps.resumption, caps.zero_rtt) == (64, 10_000, True, True)
+    assert set(caps.streams) == {"parallel", "sequential"} and caps.cc_options == ()
     assert st.version()[0].isdigit()
     from dclab.endpoints.base import Certs
 
     certs = Certs(cert=tmp_path / "c.pem", key=tmp_path / "k.pem")
     spec = ServerSpec(port=1234, cc="cubic", workdir=tmp_path, certs=certs, address=SERVER, qlog=True)
     cmd = st.server_command(spec)
-    assert cmd[:3] == [sys.executable, "-m", "dclab.endpoints.h3_server"]
+    assert cmd[:3] == [sys.executable, "-m", "dclab.endpoints.aioquic.h3_server"]
     assert cmd[cmd.index("--cc") + 1] == "cubic" and cmd[cmd.index("--port") + 1] == "1234"
     assert Path(cmd[cmd.index("--qlog-dir") + 1]).parent == tmp_path
     assert "--qlog-dir" not in st.server_command(ServerSpec(1234, "reno", tmp_path, certs, SERVER))
@@ -82,13 +93,11 @@ def test_stack_description(tmp_path):
 
 def test_client_refuses_unknown_cc_without_network(tmp_path):
     p = subprocess.run(
-        [sys.executable, "-m", "dclab.endpoints.h3_client", "--host", SERVER, "--size", "1", "--cc", "vegas",
+        [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--size", "1", "--cc", "vegas",
          "--insecure", "--timeout", "5"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert p.returncode == 2
-    import json
-
     d = json.loads(p.stdout.strip().splitlines()[-1])
     assert d["ok"] is False and "vegas" in d["error"]
 
@@ -125,9 +134,14 @@ def test_concurrent_downloads(veth_pair, certs, tmp_path):
 @pytest.mark.root
 def test_server_refuses_unknown_cc(veth_pair, certs, tmp_path):
     spec = ServerSpec(port=PORT, cc="vegas", workdir=tmp_path, certs=certs, address=SERVER)
+    with pytest.raises(StackError, match="vegas"):
+        AioquicStack().server_command(spec)
+    # the server itself refuses it too, when started by hand
+    cmd = AioquicStack().server_command(ServerSpec(PORT, "reno", tmp_path, certs, SERVER))
+    cmd[cmd.index("--cc") + 1] = "vegas"
     log = tmp_path / "server.log"
     with open(log, "wb") as f:
-        proc = start_in(veth_pair.server, AioquicStack().server_command(spec), f)
+        proc = start_in(veth_pair.server, cmd, f)
     try:
         rc = proc.wait(timeout=10)
     finally:
@@ -194,3 +208,147 @@ def test_download_50mb(veth_pair, certs, tmp_path, cc):
         r = download(veth_pair, certs, tmp_path / "cli", size, cc, timeout_s=120)
     assert r.ok and r.bytes == size, r.error
     print(f"aioquic {cc} 50 MB: {r.goodput_mbps:.1f} Mbit/s")
+
+
+# Workloads: several connections and objects, streams, resumption, 0-RTT.
+
+
+def qlog_traces(qdir: Path) -> list[list[dict]]:
+    """The events of each qlog file in ``qdir`` (aioquic writes one file per connection)."""
+    traces = []
+    for f in sorted(qdir.glob("*.qlog")):
+        traces.append(json.loads(f.read_text())["traces"][0]["events"])
+    return traces
+
+
+def stream_frames(events: list[dict], name: str, packet_type: str | None = None) -> list[dict]:
+    """STREAM frames of the packets ``name`` (packet_sent or packet_received) on
+    client-initiated bidirectional streams (the requests and their responses)."""
+    out = []
+    for ev in events:
+        if not ev.get("name", "").endswith(name):
+            continue
+        data = ev.get("data", {})
+        if packet_type is not None and data.get("header", {}).get("packet_type") != packet_type:
+            continue
+        out += [f for f in data.get("frames", []) if f.get("frame_type") == "stream" and f["stream_id"] % 4 == 0]
+    return out
+
+
+def sizes(n: int, base: int = 150_000) -> tuple[int, ...]:
+    """n different odd sizes, so that a body counted on the wrong object shows."""
+    return tuple(base + 7919 * i for i in range(n))
+
+
+@pytest.mark.root
+def test_three_connections_six_objects_each_in_parallel(veth_pair, certs, tmp_path):
+    wl = Workload(objects=sizes(18), connections=3)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl, qlog=True)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes and len(r.objects) == 18 and len(r.connections) == 3
+    for o in r.objects:
+        assert o.ok and o.error is None
+        assert o.bytes == o.size == wl.objects[o.index]
+        assert o.connection == o.index % 3
+        assert 0 <= o.request_s <= o.first_byte_s <= o.last_byte_s
+    for c in r.connections:
+        mine = [o for o in r.objects if o.connection == c.index]
+        assert len(mine) == 6
+        assert c.handshake_s is not None and 0 < c.handshake_s <= min(o.request_s for o in mine)
+        assert c.bytes == sum(o.size for o in mine)
+        assert c.resumed is False and c.early_data is False
+        # parallel: every request of the connection went out before any of its bodies ended
+        assert max(o.request_s for o in mine) < min(o.last_byte_s for o in mine)
+    assert r.handshake_s == r.connections[0].handshake_s
+    assert r.first_byte_s == min(o.first_byte_s for o in r.objects)
+    assert r.last_byte_s == max(o.last_byte_s for o in r.objects)
+    # Three real connections, each carrying its six objects (from the client's qlogs, not
+    # from its bookkeeping): six request streams each, with at least its bodies' bytes.
+    traces = qlog_traces(tmp_path / "cli" / "qlog-client")
+    assert len(traces) == 3
+    carried = []
+    for events in traces:
+        got = stream_frames(events, "packet_received")
+        assert len({f["stream_id"] for f in got}) == 6
+        carried.append(sum(f["length"] for f in got))
+    expected = sorted(c.bytes for c in r.connections)
+    for have, want in zip(sorted(carried), expected):
+        assert want <= have < want + 6 * 200  # the bodies plus HTTP/3 framing
+
+
+@pytest.mark.root
+def test_sequential_streams(veth_pair, certs, tmp_path):
+    wl = Workload(objects=sizes(8, 300_000), connections=2, streams="sequential")
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl)
+    assert r.ok, r.error
+    for c in range(2):
+        mine = [o for o in r.objects if o.connection == c]
+        assert [o.index for o in mine] == [c, c + 2, c + 4, c + 6]
+        assert all(o.ok and o.bytes == o.size for o in mine)
+        for prev, nxt in zip(mine, mine[1:]):
+            assert nxt.request_s >= prev.last_byte_s, (prev, nxt)
+            assert nxt.first_byte_s > prev.last_byte_s
+
+
+@pytest.mark.root
+def test_resumption(veth_pair, certs, tmp_path):
+    wl = Workload(objects=sizes(4), connections=2, resumption=True)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl)
+    assert r.ok, r.error
+    assert r.extra["warmup"]["ticket"] is True
+    assert [c.resumed for c in r.connections] == [True, True]
+    assert [c.early_data for c in r.connections] == [False, False]  # resumption alone offers no 0-RTT
+    assert all(o.ok and o.bytes == o.size for o in r.objects)
+
+
+@pytest.mark.root
+def test_zero_rtt(veth_pair, certs, tmp_path):
+    wl = Workload(objects=sizes(4), connections=2, resumption=True, zero_rtt=True)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl, qlog=True)
+    assert r.ok, r.error
+    assert [c.resumed for c in r.connections] == [True, True]
+    assert [c.early_data for c in r.connections] == [True, True]
+    for o in r.objects:
+        assert o.ok and o.bytes == o.size
+        assert o.request_s < r.connections[o.connection].handshake_s  # requested before the handshake ended
+    # The requests really travelled in 0-RTT packets: in each measured connection's qlog
+    # (not in the warm-up's), two request streams in 0-RTT packets, ended there.
+    zero_rtt = [stream_frames(ev, "packet_sent", "0RTT") for ev in qlog_traces(tmp_path / "cli" / "qlog-client")]
+    zero_rtt = [frames for frames in zero_rtt if frames]
+    assert len(zero_rtt) == 2
+    for frames in zero_rtt:
+        assert len({f["stream_id"] for f in frames if f["fin"]}) == 2
+
+
+@pytest.mark.root
+def test_failed_object_fails_the_whole_and_is_named(veth_pair, certs, tmp_path):
+    wl = Workload(objects=(10_000, 10**12, 20_000), connections=1)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl, timeout_s=3)
+    assert not r.ok
+    assert [o.ok for o in r.objects] == [True, False, True]
+    assert r.objects[0].bytes == 10_000 and r.objects[2].bytes == 20_000
+    assert 0 < r.objects[1].bytes < 10**12 and "timeout" in r.objects[1].error
+    assert "object 1" in r.error and "timeout" in r.error
+    assert r.bytes == sum(o.bytes for o in r.objects)
+    assert r.goodput_mbps is None and r.completion_s is None
+
+
+def test_client_workload_argument(tmp_path):
+    """--workload takes JSON inline or from a file; a bad one is refused (exit 2) by name."""
+    bad = json.dumps({"objects": [1, 2], "connections": 3})
+    wfile = tmp_path / "w.json"
+    wfile.write_text(json.dumps({"objects": [1], "streams": "interleaved"}))
+    for arg, word in ((bad, "connections"), (str(wfile), "streams"), ('{"objekts": [1]}', "objekts")):
+        p = subprocess.run(
+            [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--workload", arg,
+             "--insecure", "--timeout", "5"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert p.returncode == 2, p.stderr
+        d = json.loads(p.stdout.strip().splitlines()[-1])
+        assert d["ok"] is False and word in d["error"]

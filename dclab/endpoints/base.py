@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import subprocess
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,20 +80,64 @@ class Workload:
     def connection_of(self, i: int) -> int:
         return self.assignment[i] if self.assignment is not None else i % self.connections
 
+    def objects_of(self, c: int) -> list[int]:
+        """Indices of the objects connection ``c`` carries, in workload order."""
+        return [i for i in range(len(self.objects)) if self.connection_of(i) == c]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (lists for tuples); ``from_dict`` reads it back."""
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Workload":
+        """Reads ``to_dict``'s form; missing keys take the defaults, unknown keys are a
+        ValueError. The values are not checked here: see ``errors``."""
+        if not isinstance(d, dict):
+            raise ValueError(f"workload: must be a JSON object (got {type(d).__name__})")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"workload: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        kw = dict(d)
+        for key in ("objects", "assignment", "cc_options"):
+            if isinstance(kw.get(key), list):
+                kw[key] = tuple(kw[key])
+        return cls(**kw)
+
+    def max_objects_per_connection(self) -> int:
+        """The most objects one connection carries (0 when the assignment is invalid)."""
+        counts: dict[int, int] = {}
+        try:
+            for i in range(len(self.objects)):
+                c = self.connection_of(i)
+                counts[c] = counts.get(c, 0) + 1
+        except (IndexError, ZeroDivisionError, TypeError):
+            return 0
+        return max(counts.values(), default=0)
+
     def errors(self) -> list[str]:
         """What is wrong with the workload itself, whatever the stack (empty when valid)."""
-        errs = []
+        errs: list[str] = []
         if not 1 <= self.connections <= MAX_CONNECTIONS:
             errs.append(f"connections: must be 1 to {MAX_CONNECTIONS} (got {self.connections})")
         if not 1 <= len(self.objects) <= MAX_OBJECTS:
             errs.append(f"objects: must be 1 to {MAX_OBJECTS} (got {len(self.objects)})")
         if any(not isinstance(s, int) or s < 0 for s in self.objects):
             errs.append("objects: sizes must be whole numbers of bytes >= 0")
+        assignment_ok = True
         if self.assignment is not None:
             if len(self.assignment) != len(self.objects):
                 errs.append(f"assignment: needs one connection per object ({len(self.objects)}), got {len(self.assignment)}")
-            elif any(not 0 <= c < self.connections for c in self.assignment):
+                assignment_ok = False
+            elif any(not isinstance(c, int) or not 0 <= c < self.connections for c in self.assignment):
                 errs.append(f"assignment: connection numbers must be 0 to {self.connections - 1}")
+                assignment_ok = False
+        if assignment_ok and 1 <= self.connections <= MAX_CONNECTIONS:
+            # A connection without objects would measure nothing (and has no first byte).
+            idle = sorted(set(range(self.connections)) - {self.connection_of(i) for i in range(len(self.objects))})
+            if idle:
+                errs.append(f"connections: every connection needs an object (none on {', '.join(map(str, idle[:5]))})")
         if self.streams not in ("parallel", "sequential"):
             errs.append(f"streams: must be parallel or sequential (got {self.streams!r})")
         if self.cc_options and len(self.cc_options) != self.connections:
@@ -144,6 +188,9 @@ class ObjectResult:
 
 @dataclass
 class ConnectionResult:
+    """One connection; ``first_byte_s``, ``last_byte_s`` and ``bytes`` span its objects
+    (``TransferResult.from_parts`` fills them in)."""
+
     index: int
     handshake_s: float | None = None
     first_byte_s: float | None = None
@@ -194,6 +241,53 @@ class TransferResult:
     def failed(cls, error: str, **kw: Any) -> "TransferResult":
         return cls(ok=False, bytes=0, error=error, **kw)
 
+    @classmethod
+    def from_parts(
+        cls,
+        objects: list[ObjectResult],
+        connections: list[ConnectionResult],
+        *,
+        request_wall: float | None = None,
+        error: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> "TransferResult":
+        """The totals of per-object and per-connection results, as the class docstring
+        says: ok only when every object is ok (and no ``error``); a failure names the
+        first failed object and how many failed."""
+        failed = [o for o in objects if not o.ok]
+        errs = [error] if error else []
+        if failed:
+            first = failed[0]
+            why = first.error or f"got {first.bytes} of {first.size} bytes"
+            what = f"object {first.index} (/{first.size} on connection {first.connection}): {why}"
+            errs.append(what if len(failed) == 1 else f"{len(failed)} of {len(objects)} objects failed, first {what}")
+        if not objects:
+            errs.append("no objects")
+
+        def times(key: str) -> list[float]:
+            return [v for o in objects if (v := getattr(o, key)) is not None]
+
+        for c in connections:
+            mine = [o for o in objects if o.connection == c.index]
+            firsts = [o.first_byte_s for o in mine if o.first_byte_s is not None]
+            lasts = [o.last_byte_s for o in mine if o.last_byte_s is not None]
+            c.bytes = sum(o.bytes for o in mine)
+            c.first_byte_s = min(firsts) if firsts else None
+            c.last_byte_s = max(lasts) if lasts else None
+        first_bytes, last_bytes = times("first_byte_s"), times("last_byte_s")
+        return cls(
+            ok=not errs,
+            bytes=sum(o.bytes for o in objects),
+            handshake_s=connections[0].handshake_s if connections else None,
+            first_byte_s=min(first_bytes) if first_bytes else None,
+            last_byte_s=max(last_bytes) if last_bytes else None,
+            error="; ".join(errs) or None,
+            request_wall=request_wall,
+            objects=objects,
+            connections=connections,
+            extra=extra or {},
+        )
+
 
 class Stack(ABC):
     """A transport stack (one folder per stack under dclab/endpoints/)."""
@@ -227,18 +321,27 @@ class Stack(ABC):
             errs.append(f"{workload.connections} connections (at most {caps.max_connections})")
         if len(workload.objects) > caps.max_objects:
             errs.append(f"{len(workload.objects)} objects (at most {caps.max_objects})")
-        if workload.streams not in caps.streams and len(workload.objects) > workload.connections:
+        if workload.streams not in caps.streams and workload.max_objects_per_connection() > 1:
             errs.append(f"{workload.streams} streams (offers {', '.join(caps.streams)})")
         if workload.resumption and not caps.resumption:
-            errs.append("session resumption")
+            errs.append("session resumption (not offered)")
         if workload.zero_rtt and not caps.zero_rtt:
-            errs.append("0-RTT")
+            errs.append("0-RTT (not offered)")
         unknown = sorted({k for o in workload.cc_options for k in o} - set(caps.cc_options))
         if unknown:
             errs.append(f"congestion control options {', '.join(unknown)} (accepts {', '.join(caps.cc_options) or 'none'})")
         if errs:
             raise StackError(f"{self.name} cannot run this workload: " + "; ".join(errs))
         return cc
+
+    def refusal(self, spec: ClientSpec) -> TransferResult | None:
+        """For ``run``, which must not raise: None when ``check`` accepts the spec's cc and
+        workload, else a failed result carrying its message."""
+        try:
+            self.check(spec.cc, spec.workload)
+        except StackError as e:
+            return TransferResult.failed(str(e))
+        return None
 
     @abstractmethod
     def missing(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""Kernel TCP: Hypercorn (HTTP/2 over TLS 1.3, ``dclab.endpoints.h2_app``) as server and
+"""Kernel TCP: Hypercorn (HTTP/2 over TLS 1.3, ``dclab.endpoints.tcp.h2_app``) as server and
 ``curl --http2`` (7.88) as client.
 
 The congestion controller is the sender's, i.e. the server namespace's
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from .base import DownloadResult, DownloadSpec, ServerSpec, Stack, run_bounded
+from ..base import DownloadResult, DownloadSpec, ServerSpec, Stack, run_bounded
 
 CCS = ("cubic", "reno", "bbr")
 
@@ -34,7 +34,7 @@ def hypercorn_command(spec: ServerSpec) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "dclab.endpoints.h2_app",
+        "dclab.endpoints.tcp.h2_app",
         "--bind",
         f"{spec.address}:{spec.port}",
         "--certfile",

@@ -4,7 +4,7 @@
 ``CHUNK`` bytes taken from one preallocated buffer, so a multi-GB body never sits in
 memory. Anything else is a 404.
 
-Run it with ``python -m dclab.endpoints.h2_app --bind ADDR:PORT --certfile C --keyfile K``:
+Run it with ``python -m dclab.endpoints.tcp.h2_app --bind ADDR:PORT --certfile C --keyfile K``:
 one process (no Hypercorn worker processes to leave behind), TLS 1.3 only, ALPN ``h2``
 only (so a client that ends up on HTTP/1.1 fails instead of silently measuring another
 protocol), no access log, warnings only, and a short graceful shutdown on SIGTERM.

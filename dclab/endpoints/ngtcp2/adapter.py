@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from .base import DownloadResult, DownloadSpec, ServerSpec, Stack, run_bounded
+from ..base import DownloadResult, DownloadSpec, ServerSpec, Stack, run_bounded
 
 # 0.12.1's --cc accepts "(cubic|reno|bbr|bbr2)" (gtlsserver --help and gtlsclient --help).
 CCS = ("cubic", "reno", "bbr", "bbr2")

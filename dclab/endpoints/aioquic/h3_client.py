@@ -1,0 +1,463 @@
+"""An HTTP/3 client workload with aioquic, timed, printed as one JSON line.
+
+    python -m dclab.endpoints.aioquic.h3_client --host 198.18.0.1 --port 4433 \\
+        (--size N | --workload JSON-or-FILE) --cc reno|cubic --ca cert.pem \\
+        [--qlog-dir DIR] [--timeout S]
+
+``--size N`` is one object on one connection (``GET /<N>``). ``--workload`` takes a
+workload (``dclab.endpoints.base.Workload.to_dict``: objects, connections, assignment,
+streams, resumption, zero_rtt) as a JSON object or as the path of a file holding one.
+All connections are opened at once, each on its own UDP socket, in one process and one
+event loop; each fetches its objects (``GET /<size>``, body counted and discarded), all at
+once on a stream each (``streams: parallel``) or each after the previous body ended
+(``sequential``). With ``resumption`` a warm-up connection (not measured, fetches nothing)
+first obtains a session ticket that every measured connection then resumes; with
+``zero_rtt`` the requests also go out as 0-RTT early data right after the ClientHello.
+Prints::
+
+    {"ok": ..., "bytes": ..., "request_wall": ..., "handshake_s": ..., "first_byte_s": ...,
+     "last_byte_s": ..., "error": ..., "objects": [...], "connections": [...],
+     "warmup": {...} | null, "workload_error": ... | null}
+
+with ``objects``/``connections`` as ``base.ObjectResult``/``base.ConnectionResult`` and the
+totals as ``base.TransferResult.from_parts``. ``request_wall`` is ``time.time()`` when the
+measured connection attempts start (after any warm-up); the ``*_s`` times are seconds after
+it (monotonic clock), null when not reached. An object is ok only with status 200 and
+exactly its size in body bytes; the whole only when every object is. A global timeout
+(default 600 s, warm-up included) ends the workload with ``ok: false``; a watchdog thread
+guarantees the process ends even if the event loop does not. Exit status: 0 ok,
+1 failed, 2 bad arguments.
+
+The UDP sockets keep the kernel's default receive buffer (``net.core.rmem_default``): no
+SO_RCVBUF here, the testbed varies that sysctl. The receive path does no per-event work
+beyond counting, since aioquic is CPU bound on the receiver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import functools
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from aioquic.asyncio import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic import events as qe
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
+from aioquic.tls import SessionTicket
+
+from ..base import ConnectionResult, ObjectResult, TransferResult, Workload
+from .h3_server import DEFAULT_DATAGRAM, FLOW_WINDOW  # one setting for both ends
+
+CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workload
+
+
+class Obj:
+    """One object's progress; times are monotonic seconds after ``Run.t0``."""
+
+    __slots__ = ("index", "size", "connection", "bytes", "status", "request_s", "first_byte_s", "last_byte_s",
+                 "error", "done")  # fmt: skip
+
+    def __init__(self, index: int, size: int, connection: int) -> None:
+        self.index, self.size, self.connection = index, size, connection
+        self.bytes = 0
+        self.status: bytes | None = None
+        self.request_s: float | None = None
+        self.first_byte_s: float | None = None
+        self.last_byte_s: float | None = None
+        self.error: str | None = None
+        self.done = False
+
+    def result(self) -> ObjectResult:
+        ok = self.error is None and self.done and self.status == b"200" and self.bytes == self.size
+        error = self.error
+        if not ok and error is None:
+            if self.status not in (None, b"200"):
+                error = f"HTTP status {self.status.decode(errors='replace')}"
+            elif not self.done and self.request_s is None:
+                error = "never requested"
+            else:
+                error = f"got {self.bytes} of {self.size} bytes"
+        return ObjectResult(
+            index=self.index, size=self.size, connection=self.connection, bytes=self.bytes, ok=ok,
+            request_s=self.request_s, first_byte_s=self.first_byte_s, last_byte_s=self.last_byte_s,
+            error=None if ok else error,
+        )  # fmt: skip
+
+
+class Run:
+    """The whole workload: what it saw so far, and printing it once."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.request_wall = time.time()
+        self.t0 = time.monotonic()
+        self.objects = [Obj(i, s, workload.connection_of(i)) for i, s in enumerate(workload.objects)]
+        self.connections = [ConnectionResult(index=c) for c in range(workload.connections)]
+        self.warmup: dict[str, Any] | None = None
+        self.error: str | None = None
+        self._printed = False
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def to_dict(self) -> dict[str, Any]:
+        r = TransferResult.from_parts(
+            [o.result() for o in self.objects], self.connections, request_wall=self.request_wall, error=self.error
+        )
+        d = r.to_dict()
+        d.pop("goodput_mbps", None)
+        d.pop("extra", None)
+        d["warmup"] = self.warmup
+        d["workload_error"] = self.error  # not tied to one object (e.g. the warm-up failed)
+        return d
+
+    def emit(self) -> bool:
+        """Prints the JSON line once (from the loop or from the watchdog); returns ok."""
+        with self._lock:
+            d = self.to_dict()
+            if not self._printed:
+                self._printed = True
+                sys.stdout.write(json.dumps(d) + "\n")
+                sys.stdout.flush()
+            return bool(d["ok"])
+
+
+class H3ClientProtocol(QuicConnectionProtocol):
+    """One measured connection: requests its objects and counts their bodies."""
+
+    def __init__(self, quic: QuicConnection, *, run: Run, conn: ConnectionResult, objects: list[Obj],
+                 authority: bytes, sequential: bool) -> None:  # fmt: skip
+        super().__init__(quic)
+        self._h3 = H3Connection(quic)
+        self._run = run
+        self._conn = conn
+        self._authority = authority
+        self._sequential = sequential
+        self._pending = list(objects)  # not requested yet, in order
+        self._open: dict[int, Obj] = {}  # stream id -> object whose response is under way
+        self._left = len(objects)
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.refused = False  # an ICMP port unreachable came back
+
+    def error_received(self, exc: Exception) -> None:
+        # aioquic keeps retrying the handshake (the server may just be slow to start);
+        # remember it so that a timeout can say why.
+        if isinstance(exc, ConnectionRefusedError):
+            self.refused = True
+
+    def start_requests(self) -> None:
+        """Parallel: requests every object now; sequential: the first one."""
+        if self._pending and not (self._sequential and self._open):
+            self._request(self._sequential)
+
+    def _request(self, one: bool) -> None:
+        now = self._run.now()
+        while self._pending:
+            o = self._pending.pop(0)
+            sid = self._quic.get_next_available_stream_id()
+            self._open[sid] = o
+            o.request_s = now
+            self._h3.send_headers(
+                sid,
+                [
+                    (b":method", b"GET"),
+                    (b":scheme", b"https"),
+                    (b":authority", self._authority),
+                    (b":path", f"/{o.size}".encode()),
+                    (b"user-agent", b"dclab-aioquic"),
+                ],
+                end_stream=True,
+            )
+            if one:
+                break
+        self.transmit()
+
+    def fail_open(self, error: str) -> None:
+        """Ends every unfinished object of this connection with ``error``."""
+        for o in [*self._open.values(), *self._pending]:
+            if not o.done and o.error is None:
+                o.error = error
+        self._open.clear()
+        self._pending.clear()
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def _end(self, sid: int, o: Obj) -> None:
+        now = self._run.now()
+        if o.bytes:
+            if o.last_byte_s is None:
+                o.last_byte_s = now
+        elif o.first_byte_s is None:  # an empty body: its first and last byte are its end
+            o.first_byte_s = o.last_byte_s = now
+        o.done = True
+        del self._open[sid]
+        self._left -= 1
+        if self._left == 0:
+            if not self.done.done():
+                self.done.set_result(None)
+        elif self._sequential and self._pending:
+            self._request(True)
+
+    def quic_event_received(self, event: qe.QuicEvent) -> None:
+        if isinstance(event, qe.StreamDataReceived):
+            for ev in self._h3.handle_event(event):
+                o = self._open.get(ev.stream_id)
+                if o is None:
+                    continue
+                if isinstance(ev, DataReceived):
+                    n = len(ev.data)
+                    if n:
+                        now = self._run.now()
+                        if o.first_byte_s is None:
+                            o.first_byte_s = now
+                        o.bytes += n
+                        if o.bytes >= o.size:
+                            o.last_byte_s = now
+                elif isinstance(ev, HeadersReceived) and o.status is None:
+                    o.status = dict(ev.headers).get(b":status")
+                if ev.stream_ended:
+                    self._end(ev.stream_id, o)
+            return
+        if isinstance(event, qe.HandshakeCompleted):
+            c = self._conn
+            c.handshake_s = self._run.now()
+            c.resumed = event.session_resumed
+            c.early_data = event.early_data_accepted
+            self.start_requests()
+        elif isinstance(event, qe.ConnectionTerminated):
+            self.fail_open(f"connection closed: {event.reason_phrase or 'no reason'} (code {event.error_code})")
+        elif isinstance(event, qe.StreamReset):
+            o = self._open.get(event.stream_id)
+            if o is not None:
+                o.error = f"stream reset by server (code {event.error_code})"
+                self._end(event.stream_id, o)
+        self._h3.handle_event(event)
+
+
+class WarmUpProtocol(QuicConnectionProtocol):
+    """The unmeasured connection that obtains a session ticket."""
+
+    refused = False
+
+    def error_received(self, exc: Exception) -> None:
+        if isinstance(exc, ConnectionRefusedError):
+            self.refused = True
+
+
+def make_config(args: argparse.Namespace, ticket: SessionTicket | None = None) -> QuicConfiguration:
+    config = QuicConfiguration(
+        is_client=True,
+        alpn_protocols=H3_ALPN,
+        congestion_control_algorithm=args.cc,
+        max_data=FLOW_WINDOW,
+        max_stream_data=FLOW_WINDOW,
+        max_datagram_size=args.max_datagram_size,
+        idle_timeout=min(60.0, max(args.timeout, 1.0)),
+        server_name=args.host,
+        session_ticket=ticket,
+    )
+    if args.insecure:
+        import ssl
+
+        config.verify_mode = ssl.CERT_NONE
+    else:
+        config.load_verify_locations(cafile=args.ca)
+    if args.qlog_dir:
+        from aioquic.quic.logger import QuicFileLogger
+
+        Path(args.qlog_dir).mkdir(parents=True, exist_ok=True)
+        config.quic_logger = QuicFileLogger(str(args.qlog_dir))
+    return config
+
+
+def timeout_reason(args: argparse.Namespace, handshake_done: bool, refused: bool) -> str:
+    why = f"timeout after {args.timeout:g} s"
+    if not handshake_done:
+        why += " before the handshake completed"
+        if refused:
+            why += " (ICMP port unreachable: nothing listens there?)"
+    return why
+
+
+async def warm_up(
+    args: argparse.Namespace, run: Run, family: int, addr: tuple[Any, ...], deadline: float
+) -> tuple[SessionTicket | None, list[asyncio.BaseTransport], list[QuicConnectionProtocol]]:
+    """Connects once, waits for the server's session ticket, starts closing; the
+    connection's transport and protocol are returned to be closed with the others."""
+    loop = asyncio.get_running_loop()
+    got: asyncio.Future[SessionTicket] = loop.create_future()
+    t0 = time.monotonic()
+
+    def on_ticket(ticket: SessionTicket) -> None:
+        if not got.done():
+            got.set_result(ticket)
+
+    quic = QuicConnection(configuration=make_config(args), session_ticket_handler=on_ticket)
+    transport, protocol = await loop.create_datagram_endpoint(
+        functools.partial(WarmUpProtocol, quic), family=family, remote_addr=addr[:2]
+    )
+    if family == socket.AF_INET6:
+        addr = transport.get_extra_info("peername")
+    protocol.connect(addr)
+    done, _ = await asyncio.wait({got}, timeout=max(0.0, deadline - time.monotonic()))
+    info: dict[str, Any] = {"duration_s": time.monotonic() - t0, "ticket": bool(done)}
+    ticket = got.result() if done else None
+    if ticket is None:
+        handshake_done = quic._handshake_complete  # no public accessor in the pinned aioquic
+        run.error = "resumption: the warm-up connection got no session ticket: " + timeout_reason(
+            args, handshake_done, protocol.refused
+        )
+    else:
+        info["max_early_data"] = ticket.max_early_data_size is not None
+    run.warmup = info
+    protocol.close()  # its closing overlaps the measured connections; it sends nothing more
+    return ticket, [transport], [protocol]
+
+
+async def workload(args: argparse.Namespace, run: Run) -> None:
+    loop = asyncio.get_running_loop()
+    wl = run.workload
+    deadline = run.t0 + args.timeout
+
+    infos = await asyncio.wait_for(
+        loop.getaddrinfo(args.host, args.port, type=socket.SOCK_DGRAM), max(0.1, deadline - time.monotonic())
+    )
+    family, _, _, _, sockaddr = infos[0]
+    addr: tuple[Any, ...] = sockaddr[:2] if family == socket.AF_INET else sockaddr
+    authority = ((f"[{args.host}]" if ":" in args.host else args.host) + f":{args.port}").encode()
+
+    transports: list[asyncio.BaseTransport] = []
+    protocols: list[QuicConnectionProtocol] = []
+    try:
+        ticket = None
+        if wl.resumption:
+            ticket, transports, protocols = await warm_up(args, run, family, addr, deadline)
+            if ticket is None:
+                return
+            if not wl.zero_rtt:
+                # aioquic offers early data whenever the ticket allows it; without 0-RTT
+                # asked for, the measured connections resume without offering it.
+                ticket = dataclasses.replace(ticket, max_early_data_size=None)
+
+        measured: list[H3ClientProtocol] = []
+        for c in range(wl.connections):
+            quic = QuicConnection(configuration=make_config(args, ticket))
+            mine = [run.objects[i] for i in wl.objects_of(c)]
+            # A connected socket each (so that ICMP errors are reported), default buffers.
+            factory = functools.partial(
+                H3ClientProtocol, quic, run=run, conn=run.connections[c], objects=mine, authority=authority,
+                sequential=wl.streams == "sequential",
+            )  # fmt: skip
+            transport, protocol = await loop.create_datagram_endpoint(factory, family=family, remote_addr=addr[:2])
+            transports.append(transport)
+            protocols.append(protocol)
+            measured.append(protocol)
+        peer = transports[-1].get_extra_info("peername") if family == socket.AF_INET6 else addr
+
+        # The workload's request: the measured connection attempts start now.
+        run.request_wall, run.t0 = time.time(), time.monotonic()
+        for p in measured:
+            p.connect(peer, transmit=False)
+            if wl.zero_rtt:
+                p.start_requests()  # 0-RTT: STREAM frames in 0-RTT packets after the Initial
+            p.transmit()
+        _, pending = await asyncio.wait({p.done for p in measured}, timeout=max(0.0, deadline - time.monotonic()))
+        if pending:
+            for p, c in zip(measured, run.connections):
+                p.fail_open(timeout_reason(args, c.handshake_s is not None, p.refused))
+        # Measurement done: print now, then close (the close only frees state and
+        # finishes the qlogs).
+        run.emit()
+        for p in protocols:
+            p.close()
+        left = min(CLOSE_WAIT_S, deadline + CLOSE_WAIT_S - time.monotonic())
+        if left > 0:
+            await asyncio.wait([asyncio.ensure_future(p.wait_closed()) for p in protocols], timeout=left)
+    finally:
+        for t in transports:
+            t.close()
+
+
+def load_workload(text: str) -> Workload:
+    """A workload from a JSON object given inline or in a file."""
+    raw = text if text.lstrip().startswith("{") else Path(text).read_text()
+    return Workload.from_dict(json.loads(raw))
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="A timed HTTP/3 client workload (aioquic)")
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--port", type=int, default=4433)
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--size", type=int, help="one object of this many bytes on one connection (GET /<size>)")
+    what.add_argument("--workload", help="a workload as a JSON object, or the path of a JSON file")
+    ap.add_argument("--cc", default="reno", help="aioquic congestion control: reno, cubic")
+    ap.add_argument("--ca", help="certificate to trust (the server's self-signed one)")
+    ap.add_argument("--insecure", action="store_true", help="skip certificate verification")
+    ap.add_argument("--qlog-dir", help="write each connection's qlog here (costs CPU)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
+    ap.add_argument("--max-datagram-size", type=int, default=DEFAULT_DATAGRAM)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+
+    def bad(msg: str, run: Run | None = None) -> int:
+        run = run or Run(Workload.single(max(args.size or 0, 0)))
+        run.error = msg
+        run.emit()
+        print(f"h3_client: {msg}", file=sys.stderr, flush=True)
+        return 2
+
+    try:
+        wl = Workload.single(args.size) if args.workload is None else load_workload(args.workload)
+    except (OSError, ValueError, TypeError) as e:
+        return bad(f"--workload: {e}")
+    errs = wl.errors()
+    if errs:
+        return bad("workload: " + "; ".join(errs))
+    run = Run(wl)
+
+    from .h3_server import cc_error
+
+    err = cc_error(args.cc)
+    if err:
+        return bad(err, run)
+    if not args.insecure and (not args.ca or not Path(args.ca).is_file()):
+        return bad(f"--ca: no such file: {args.ca}", run)
+
+    # Whatever happens in the loop, end a little after the deadline.
+    def watchdog() -> None:
+        if run.error is None:
+            run.error = f"timeout after {args.timeout:g} s (watchdog)"
+        run.emit()
+        os._exit(1)
+
+    dog = threading.Timer(args.timeout + CLOSE_WAIT_S + 2.0, watchdog)
+    dog.daemon = True
+    dog.start()
+    try:
+        asyncio.run(workload(args, run))
+    except Exception as e:  # noqa: BLE001 - any failure becomes ok=false
+        if run.error is None:
+            run.error = f"{type(e).__name__}: {e}"
+    ok = run.emit()
+    dog.cancel()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""ngtcp2 through Debian's gtlsserver/gtlsclient example programs."""
