@@ -7,11 +7,12 @@ APT_PACKAGES := iproute2 iperf3 iputils-ping iptables procps curl ngtcp2-client 
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup build test bench demo clean-net help
+.PHONY: setup build test check bench demo clean-net help
 
 help:
 	@echo "make demo   install, build, run the default DC throughput experiment"
-	@echo "make test   install, build, run every test"
+	@echo "make test   install, build, run every check and test"
+	@echo "make check  the static checks alone (rustfmt, clippy, levels, ruff, mypy)"
 	@echo "make bench  measure dcemu against the kernel path; writes bench/results.json"
 
 # Installs what is missing; does nothing when everything is there.
@@ -29,7 +30,16 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 build: setup
 	cd emu && $(CARGO) build --release --locked
 
-test: build
+# Static checks: formatting, lints, types, and no import running up a level.
+check: setup
+	cd emu && $(CARGO) fmt --check
+	cd emu && $(CARGO) clippy --release --locked --all-targets -- -D warnings
+	bash emu/check-levels.sh
+	$(PY) scripts/check_levels.py
+	$(VENV)/bin/ruff check dclab tests scripts bench
+	$(VENV)/bin/mypy
+
+test: build check
 	cd emu && $(CARGO) test --release --locked
 	$(PY) -m pytest -q tests
 

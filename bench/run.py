@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dclab.emulator import Emulator, require_root, topology_toml  # noqa: E402
-from dclab.netns import Namespaces, sh, veth_link  # noqa: E402
+from dclab.testbed.emulator import Emulator, require_root, topology_toml  # noqa: E402
+from dclab.testbed.netns import Namespaces, sh, veth_link  # noqa: E402
 
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 TCP_SECONDS = 8

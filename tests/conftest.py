@@ -3,8 +3,14 @@ kernel path, no dcemu), for endpoint tests that do not need the emulator."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -68,3 +74,54 @@ class ServerPool:
         assert all(p.poll() is not None for p in self.started)
         self.netns.kill_in(self.ns)  # belt and braces: nothing may outlive the test
         assert subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True).stdout == ""
+
+
+def _default_sigint() -> None:
+    # A suite started in the background inherits SIGINT ignored, and a Python child whose
+    # SIGINT is ignored at start never raises KeyboardInterrupt: give children the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def dclab_process(*args: str, **kw: Any) -> Iterator[subprocess.Popen]:
+    """`python -m dclab.cli ARGS` in its own session with SIGINT at its default. Whatever
+    the test does, on exit the run is stopped (SIGTERM to its group, then SIGKILL) and
+    `dclab clean` undoes what it left, so a failing test leaves no run holding the lock."""
+    kw.setdefault("stdout", subprocess.DEVNULL)
+    kw.setdefault("stderr", subprocess.DEVNULL)
+    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", *args], start_new_session=True,
+                         preexec_fn=_default_sigint, **kw)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            if os.geteuid() == 0:
+                subprocess.run([sys.executable, "-m", "dclab.cli", "clean"], capture_output=True, timeout=120,
+                               env=kw.get("env"))
+
+
+def run_dclab(*args: str, timeout: float = 1800, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`dclab ARGS` to completion (stdout, stderr as text); stopped and cleaned up if it
+    outlives ``timeout`` or the test fails while it runs."""
+    with dclab_process(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"dclab {' '.join(args)} did not end within {timeout} s") from None
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def wait_for(cond, timeout_s: float, what: str, proc: subprocess.Popen | None = None) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        assert proc is None or proc.poll() is None, f"the process ended before {what}"
+        assert time.monotonic() - t0 < timeout_s, f"no {what} after {timeout_s} s"
+        time.sleep(0.05)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+from conftest import dclab_process, run_dclab
 
-from dclab.store import Store
+from dclab.campaign.store import Store
 
 pytestmark = pytest.mark.root
 
@@ -34,9 +34,8 @@ sweeps = [{ name = "batch", values = [100] }]
 """
 
 
-def dclab(*args: str, env: dict, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dclab.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=600, **kw)
+def dclab(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return run_dclab(*args, env=env, timeout=600)
 
 
 def test_kill_and_resume_loses_and_repeats_nothing(tmp_path):
@@ -45,15 +44,14 @@ def test_kill_and_resume_loses_and_repeats_nothing(tmp_path):
     f.write_text(CAMPAIGN)
     store_path = tmp_path / "results" / "resume" / "store.sqlite"
     log = open(tmp_path / "campaign.log", "w")
-    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "campaign", "run", str(f)], env=env,
-                         stdout=log, stderr=subprocess.STDOUT)
-    t0 = time.monotonic()
-    while not (store_path.exists() and len(Store(store_path).keys()) >= 1):
-        assert p.poll() is None, (tmp_path / "campaign.log").read_text()
-        assert time.monotonic() - t0 < 120
-        time.sleep(0.1)
-    p.send_signal(signal.SIGKILL)  # no cleanup at all, mid-way through run 2
-    p.wait()
+    with dclab_process("campaign", "run", str(f), env=env, stdout=log, stderr=subprocess.STDOUT) as p:
+        t0 = time.monotonic()
+        while not (store_path.exists() and len(Store(store_path).keys()) >= 1):
+            assert p.poll() is None, (tmp_path / "campaign.log").read_text()
+            assert time.monotonic() - t0 < 120
+            time.sleep(0.1)
+        p.send_signal(signal.SIGKILL)  # no cleanup at all, mid-way through run 2
+        p.wait()
     first = Store(store_path).rows()
     assert len(first) == 1
     assert dclab("clean", env=env).returncode == 0
@@ -69,9 +67,11 @@ def test_kill_and_resume_loses_and_repeats_nothing(tmp_path):
     assert again["finished_at"] == first[0]["finished_at"], "the stored run was not repeated"
     assert all(x["ok"] for x in rows)
     fair = [x for x in rows if x["experiment"] == "fairness"][0]
-    assert 0.33 <= fair["jfi"] <= 1 and fair["dc_mbps"] > 0 and fair["sc1_mbps"] > 0 and fair["sc2_mbps"] > 0
+    assert 0.33 <= fair["metrics"]["jfi"] <= 1
+    assert {f["name"] for f in fair["flows"]} == {"dc", "sc1", "sc2"} and all(f["mean_mbps"] > 0 for f in fair["flows"])
     thr = sorted((x for x in rows if x["experiment"] == "throughput"), key=lambda x: x["value_num"])
-    assert [x["value_num"] for x in thr] == [10, 50, 100] and all(x["goodput_mbps"] > 1 for x in thr)
+    assert [x["value_num"] for x in thr] == [10, 50, 100] and all(x["metrics"]["goodput_mbps"] > 1 for x in thr)
+    assert [x["seed"] for x in thr] == [1, 1, 1]  # repetition 1 of each: the base seed
     r = dclab("campaign", "run", str(f), env=env)
     assert "0 to do" in r.stderr and len(Store(store_path).rows()) == 4
     plan = dclab("campaign", "plan", str(f), env=env)

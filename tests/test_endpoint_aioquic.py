@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SERVER, start_in
 
 from dclab.endpoints.aioquic.adapter import AioquicStack
 from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
-
-from conftest import SERVER, start_in
 
 PORT = 4433
 

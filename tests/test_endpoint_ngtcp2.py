@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import SERVER, ServerPool
-from dclab.endpoints.base import DownloadSpec, ServerSpec
 from dclab.endpoints.ngtcp2_stack import Ngtcp2Stack
+
+from dclab.endpoints.base import DownloadSpec, ServerSpec
 
 STACK = Ngtcp2Stack()
 PORT = 4433

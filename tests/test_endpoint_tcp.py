@@ -11,11 +11,11 @@ import threading
 import time
 
 import pytest
-
 from conftest import SERVER, ServerPool
+from dclab.endpoints.tcp_stack import TcpStack
+
 from dclab.endpoints import h2_app
 from dclab.endpoints.base import DownloadSpec, ServerSpec
-from dclab.endpoints.tcp_stack import TcpStack
 
 STACK = TcpStack()
 PORT = 8443

@@ -18,9 +18,12 @@ from click.testing import CliRunner
 from PIL import Image
 
 from dclab.analysis import figures
-from dclab.analysis.report import build_report
-from dclab.report_cli import plot, report, results
-from dclab.store import RunRecord, Store
+from dclab.campaign.report import build_report, sweep_label
+from dclab.campaign.store import RunRecord, Store
+from dclab.cli.results import plot, report, results
+
+FLOWS = ["dc", "sc1", "sc2"]
+V1_SCHEMA = (Path(__file__).parent / "data" / "store_v1_schema.sql").read_text()
 
 BATCHES = [2.0, 100.0, 500.0]
 SPLITS = [("30:70", 30.0), ("50:50", 50.0), ("70:30", 70.0)]
@@ -50,10 +53,16 @@ def env(host: str, machine: str) -> dict:
             "stacks": {"aioquic": "1.2.0"}, "host_settings": {"net.core.rmem_default": rmem}, "machine": machine}
 
 
-def make_store(root: Path) -> Store:
+def flow(name: str, **kw) -> dict:
+    return {"name": name, "stack": "aioquic", "cc": "reno", "bearer": name, "port": 4433, **kw}
+
+
+def make_store(root: Path, v1: bool = False) -> Store:
     """A throughput sweep (batch: 2 host configs x 3 values x 3 reps, one failed run) and a
-    fairness sweep (split: 2 host configs x 3 values x 2 reps), with run directories."""
-    store = Store(root / "store.sqlite")
+    fairness sweep (split: 2 host configs x 3 values x 2 reps), with run directories. With
+    ``v1`` the same runs are written as dclab wrote stores before the per-flow table, and
+    the store is then opened (migrated)."""
+    records: list[RunRecord] = []
     rnd = random.Random(1)
     common = dict(machine="m1", started_at="2024-05-01T10:00:00", finished_at="2024-05-01T10:00:30", campaign="t")
     for host in ("quic-default", "quic-large"):
@@ -64,11 +73,12 @@ def make_store(root: Path) -> Store:
                 ok = not (host == "quic-large" and v == 500.0 and rep == 3)
                 if ok:
                     write_stats(run_dir, 2000.0, 3.5, 10.0, ["dc"], seed=hash(key) & 0xFFFF)
-                store.add(RunRecord(
+                g = round(rnd.uniform(20, 38), 3) if ok else None
+                records.append(RunRecord(
                     run_key=key, experiment="throughput", sweep="batch", param="batch", value=f"{v:g}", value_num=v,
-                    stack="aioquic", cc="reno", host_config=host, rep=rep, ok=ok,
-                    goodput_mbps=round(rnd.uniform(20, 38), 3) if ok else None, error=None if ok else "timeout <&>",
-                    scenario={"bw": [20.0, 20.0], "trace": None, "batch": v}, metrics={"t0_ms": 2000.0},
+                    stack="aioquic", cc="reno", host_config=host, rep=rep, ok=ok, error=None if ok else "timeout <&>",
+                    scenario={"bw": [20.0, 20.0], "trace": None, "batch": v}, metrics={"t0_ms": 2000.0, "goodput_mbps": g},
+                    flows=[flow("dc", goodput_mbps=g)], options={"size": 5_000_000},
                     environment=env(host, "m1"), run_dir=str(run_dir), **common))
     for host in ("quic-large", "tcp"):
         for text, v in SPLITS:
@@ -77,14 +87,36 @@ def make_store(root: Path) -> Store:
                 run_dir = root / "runs" / key
                 write_stats(run_dir, 1000.0, 8.0, 50.0, ["dc", "sc1", "sc2"], seed=hash(key) & 0xFFFF)
                 dc, sc1, sc2 = (round(rnd.uniform(5, 20), 3) for _ in range(3))
-                store.add(RunRecord(
+                jfi = (dc + sc1 + sc2) ** 2 / (3 * (dc * dc + sc1 * sc1 + sc2 * sc2))
+                records.append(RunRecord(
                     run_key=key, experiment="fairness", sweep="split", param="split", value=text, value_num=v,
-                    stack=FAIR_STACK, cc="reno", host_config=host, rep=rep, ok=True, dc_mbps=dc, sc1_mbps=sc1,
-                    sc2_mbps=sc2, jfi=(dc + sc1 + sc2) ** 2 / (3 * (dc * dc + sc1 * sc1 + sc2 * sc2)),
-                    scenario={"bw": [20.0, 20.0], "trace": None}, metrics={"t0_ms": 1000.0, "window_s": 8.0},
-                    environment=env(host, "m2"), run_dir=f"runs/{key}", duration_s=8.0,  # relative to the store
+                    stack=FAIR_STACK, cc="reno", host_config=host, rep=rep, ok=True,
+                    flows=[flow("dc", mean_mbps=dc), flow("sc1", mean_mbps=sc1), flow("sc2", mean_mbps=sc2)],
+                    scenario={"bw": [20.0, 20.0], "trace": None},
+                    metrics={"t0_ms": 1000.0, "window_s": 8.0, "jfi": jfi}, options={"duration": 8.0},
+                    environment=env(host, "m2"), run_dir=f"runs/{key}",  # relative to the store
                     **(common | {"machine": "m2"})))
-    return store
+    path = root / "store.sqlite"
+    if not v1:
+        store = Store(path)
+        for r in records:
+            store.add(r)
+        return store
+    db = sqlite3.connect(path)
+    db.executescript(V1_SCHEMA)
+    for r in records:
+        d = r.__dict__
+        fl = {f["name"]: f.get("mean_mbps") for f in r.flows}
+        db.execute(
+            "INSERT INTO runs VALUES (" + ",".join("?" * 27) + ")",
+            (d["run_key"], d["campaign"], d["experiment"], d["sweep"], d["param"], d["value"], d["value_num"], d["stack"],
+             d["cc"], d["host_config"], d["rep"], r.options.get("size"), r.options.get("duration"), int(d["ok"]),
+             d["error"], r.metrics.get("goodput_mbps"), r.metrics.get("jfi"), fl.get("dc"), fl.get("sc1"),
+             fl.get("sc2"), json.dumps(d["scenario"]), json.dumps(d["metrics"]), json.dumps(d["environment"]),
+             d["run_dir"], d["machine"], d["started_at"], d["finished_at"]))
+    db.commit()
+    db.close()
+    return Store(path)
 
 
 @pytest.fixture(scope="module")
@@ -155,12 +187,12 @@ def parse(index: Path) -> Tables:
 
 def test_throughput_figure(store, tmp_path):
     rows = store.rows("experiment = 'throughput'")
-    path = figures.throughput_vs_param(rows, tmp_path / "tp.png")
+    path = figures.metric_vs_param(rows, "goodput_mbps", "goodput (Mbit/s)", tmp_path / "tp.png", xlabel="batch")
     assert path == tmp_path / "tp.png"
     assert_png(path)
-    assert figures.param_label(rows) == "DC batch size (packets)"
-    assert figures.param_label([{"sweep": "x", "param": "split_pct"}]) == "split: share on leg 1 (%)"
-    assert figures.param_label([{"sweep": "", "param": "loss-dup"}]).startswith("random loss per")
+    assert sweep_label(rows) == "DC batch size (packets)"
+    assert sweep_label([{"sweep": "", "param": "loss-dup"}]).startswith("random loss per")
+    assert sweep_label([{"sweep": "x", "param": "my_param"}]) == "my_param"
     assert set(figures.series_of(rows).values()) == {"quic-default", "quic-large"}
 
 
@@ -174,8 +206,8 @@ def test_fairness_figure_writes_jfi_above_groups(store, tmp_path, monkeypatch):
 
     monkeypatch.setattr(figures, "_save", capture)
     rows = store.rows("experiment = 'fairness'")
-    assert_png(figures.fairness_bars(rows, tmp_path / "fa.png", "fairness"))
-    table = figures.fairness_table(rows)
+    assert_png(figures.flow_bars(rows, FLOWS, tmp_path / "fa.png", "fairness", annotate="jfi"))
+    table = figures.flow_table(rows, FLOWS, "jfi")
     assert len(table) == 6  # 3 values x 2 host configs
     want = sorted(f"JFI {d['jfi']:.2f}" for d in table)
     assert sorted(texts) == want
@@ -199,10 +231,10 @@ def test_time_series_figures(store, tmp_path):
 def test_figures_without_data_say_so(tmp_path):
     failed = {"run_key": "x", "experiment": "throughput", "sweep": "loss", "param": "loss", "value": "0.1",
               "value_num": 0.1, "stack": "aioquic", "cc": "reno", "host_config": "tcp", "rep": 1, "ok": 0,
-              "goodput_mbps": None}
-    for path in (figures.throughput_vs_param([], tmp_path / "a.png"),
-                 figures.throughput_vs_param([failed], tmp_path / "b.png"),
-                 figures.fairness_bars([failed | {"experiment": "fairness"}], tmp_path / "c.png"),
+              "metrics": {"goodput_mbps": None}, "flows": []}
+    for path in (figures.metric_vs_param([], "goodput_mbps", "goodput", tmp_path / "a.png"),
+                 figures.metric_vs_param([failed], "goodput_mbps", "goodput", tmp_path / "b.png"),
+                 figures.flow_bars([failed | {"experiment": "fairness"}], FLOWS, tmp_path / "c.png", annotate="jfi"),
                  figures.flows_over_time(tmp_path / "missing", 0.0, tmp_path / "d.png"),
                  figures.link_usage(tmp_path / "missing", 0.0, [20.0, 20.0], tmp_path / "e.png")):
         assert_png(path, min_bytes=3_000)
@@ -232,7 +264,7 @@ def test_report_tables_hold_the_means(store, built):
     rows = store.rows()
     for host in ("quic-default", "quic-large"):
         for v in BATCHES:
-            g = [r["goodput_mbps"] for r in rows if r["experiment"] == "throughput" and r["host_config"] == host
+            g = [r["metrics"]["goodput_mbps"] for r in rows if r["experiment"] == "throughput" and r["host_config"] == host
                  and r["value_num"] == v and r["ok"]]
             mean, std, n, failed = tp[(f"{v:g}", host)]
             assert mean == f"{statistics.fmean(g):.2f}" and std == f"{statistics.stdev(g):.2f}"
@@ -243,10 +275,22 @@ def test_report_tables_hold_the_means(store, built):
         for text, v in SPLITS:
             rs = [r for r in rows if r["experiment"] == "fairness" and r["host_config"] == host and r["value_num"] == v]
             cells = fa[(text, host)]
-            for i, col in enumerate(("dc_mbps", "sc1_mbps", "sc2_mbps")):
-                assert cells[2 * i] == f"{statistics.fmean(r[col] for r in rs):.2f}"
-            assert cells[6] == f"{statistics.fmean(r['jfi'] for r in rs):.3f}"
+            for i, name in enumerate(FLOWS):
+                assert cells[2 * i] == f"{statistics.fmean(f['mean_mbps'] for r in rs for f in r['flows'] if f['name'] == name):.2f}"
+            assert cells[6] == f"{statistics.fmean(r['metrics']['jfi'] for r in rs):.3f}"
             assert cells[7] == "2"
+
+
+def test_a_store_from_before_the_change_reports_the_same(built, tmp_path):
+    """A schema-1 store (as campaigns wrote before experiments became plug-ins) is migrated
+    when opened and gives the same tables and figures."""
+    old = make_store(tmp_path / "old", v1=True)
+    assert (tmp_path / "old" / "store.sqlite.v1.bak").is_file()
+    index = build_report(old, tmp_path / "old-report", "synthetic <campaign>")
+    new, was = parse(built), parse(index)
+    assert was.imgs == new.imgs
+    for cls in ("data throughput", "data fairness", "environment", "summary"):
+        assert was.tables[cls] == new.tables[cls], cls
 
 
 def test_report_environment_and_run_counts(built):
@@ -280,7 +324,7 @@ def test_report_command(store, tmp_path):
 
 
 def test_report_command_defaults_to_the_campaign_dir(store, tmp_path, monkeypatch):
-    import dclab.report_cli as rc
+    import dclab.cli.results as rc
 
     camp = tmp_path / "results" / "camp"
     camp.mkdir(parents=True)
@@ -293,7 +337,7 @@ def test_report_command_defaults_to_the_campaign_dir(store, tmp_path, monkeypatc
 
 
 def test_missing_or_empty_store_is_a_clear_error(tmp_path, monkeypatch):
-    import dclab.report_cli as rc
+    import dclab.cli.results as rc
 
     monkeypatch.setattr(rc, "campaign_dir", lambda name: tmp_path / "results" / name)
     for cmd in (report, plot):

@@ -4,15 +4,16 @@ default DC scenario; and the directions the study found show up in short runs.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from conftest import run_dclab
 
 from dclab.endpoints import STACKS, get_stack
-from dclab.hostconfig import host_config_for
-from dclab.scenario import DC_PORT, Scenario
+from dclab.endpoints.base import Workload
+from dclab.flows import Flow, single_bearer_plan
+from dclab.scenario import Scenario
 from dclab.testbed import Testbed
+from dclab.testbed.hostconfig import host_config_for
 
 pytestmark = pytest.mark.root
 
@@ -24,10 +25,11 @@ def test_short_download_through_dcemu(tmp_path, stack_name, cc):
     stack = get_stack(stack_name)
     size = 2_000_000
     host = host_config_for(stack.transport, "default")
-    with Testbed(Scenario(), host, tmp_path, tcp_ccs=(cc,) if stack.transport == "tcp" else ()) as tb:
-        tb.start_server(stack, DC_PORT, cc)
-        r = tb.download(stack, DC_PORT, size, cc, timeout_s=60)
-        records = tb.emulator.records()
+    plan = single_bearer_plan(Scenario(), [Flow("dc", stack_name, "dc", Workload.single(size), cc)])
+    with Testbed(Scenario(), plan, host, tmp_path) as tb:
+        tb.start_servers()
+        r = tb.run_clients(timeout_s=60)["dc"]
+        records = tb.finish()
     assert r.ok and r.bytes == size, r.error
     # Two 20 Mbit/s legs: faster than one leg alone is possible, beyond 40 is not.
     assert 1 < r.goodput_mbps < 40.5
@@ -38,8 +40,7 @@ def test_short_download_through_dcemu(tmp_path, stack_name, cc):
 
 
 def throughput(*args: str) -> float:
-    p = subprocess.run([sys.executable, "-m", "dclab.cli", "run", "throughput", "--json", *args],
-                       capture_output=True, text=True, timeout=1800)
+    p = run_dclab("run", "throughput", "--json", *args, timeout=1800)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)["goodput_mbps"]["mean"]
 

@@ -12,11 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import dclab_process, run_dclab, wait_for
 
-from dclab.endpoints import get_stack
-from dclab.hostconfig import HOST_CONFIGS, STATE_DIR, read_sysctl
-from dclab.scenario import DC_PORT, Scenario
+from dclab.endpoints.base import Workload
+from dclab.flows import Flow, single_bearer_plan
+from dclab.paths import state_dir
+from dclab.scenario import Scenario
 from dclab.testbed import Testbed
+from dclab.testbed.hostconfig import HOST_CONFIGS, read_sysctl
 
 pytestmark = pytest.mark.root
 
@@ -44,18 +47,22 @@ def assert_clean(tag: str, pids: list[int], before: dict) -> None:
     assert f"dcemu-{tag}" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert [p for p in pids if alive(p)] == [], "processes left running"
     assert host_state() == before, "sysctls not restored"
-    assert not (STATE_DIR / f"run-{tag}.json").exists(), "journal left behind"
+    assert not (state_dir() / f"run-{tag}.json").exists(), "journal left behind"
+
+
+def tcp_plan(size: int, stack: str = "tcp"):
+    return single_bearer_plan(Scenario(), [Flow("dc", stack, "dc", Workload.single(size), "cubic" if stack == "tcp" else None)])
 
 
 def test_success_leaves_nothing(tmp_path):
     before = host_state()
-    stack = get_stack("tcp")
-    with Testbed(Scenario(), HOST_CONFIGS["tcp"], tmp_path, tcp_ccs=("cubic",)) as tb:
+    plan = tcp_plan(1_000_000)
+    with Testbed(Scenario(), plan, HOST_CONFIGS["tcp"], tmp_path) as tb:
         assert read_sysctl("net.core.rmem_max") == "33554432"
         assert read_sysctl("net.ipv4.tcp_rmem", tb.ns.client) == "4096 131072 6291456"
         assert "cubic" in read_sysctl("net.ipv4.tcp_allowed_congestion_control")
-        tb.start_server(stack, DC_PORT, "cubic")
-        r = tb.download(stack, DC_PORT, 1_000_000, "cubic", 60)
+        tb.start_servers()
+        r = tb.run_clients(60)["dc"]
         assert r.ok and r.bytes == 1_000_000, r.error
         tag, pids = tb.ns.tag, list(tb.journal.data["pids"])
         assert len(pids) == 2  # dcemu and the server
@@ -65,11 +72,11 @@ def test_success_leaves_nothing(tmp_path):
 
 
 def test_mss_is_clamped_to_1280(tmp_path):
-    stack = get_stack("tcp")
-    with Testbed(Scenario(), HOST_CONFIGS["tcp"], tmp_path, tcp_ccs=("cubic",)) as tb:
-        tb.start_server(stack, DC_PORT, "cubic")
+    with Testbed(Scenario(), tcp_plan(1), HOST_CONFIGS["tcp"], tmp_path) as tb:
+        tb.start_servers()
+        port = tb.plan.flows[0].port
         big = subprocess.Popen(["ip", "netns", "exec", tb.ns.client, "curl", "-sk", "--http2", "-o", "/dev/null",
-                                f"https://198.18.0.1:{DC_PORT}/20000000"])
+                                f"https://198.18.0.1:{port}/20000000"])
         try:
             mss = ""
             for _ in range(100):
@@ -89,7 +96,7 @@ def test_mss_is_clamped_to_1280(tmp_path):
 def test_error_inside_the_run_leaves_nothing(tmp_path):
     before = host_state()
     with pytest.raises(RuntimeError, match="boom"):
-        with Testbed(Scenario(), HOST_CONFIGS["quic-large"], tmp_path) as tb:
+        with Testbed(Scenario(), tcp_plan(1, "aioquic"), HOST_CONFIGS["quic-large"], tmp_path) as tb:
             assert read_sysctl("net.core.rmem_default") == "33554432"
             tag, pids = tb.ns.tag, list(tb.journal.data["pids"])
             raise RuntimeError("boom")
@@ -100,10 +107,9 @@ def test_crashed_client_leaves_nothing(tmp_path):
     """The client is killed mid-transfer (its time limit runs out): the download reports
     failure, and the testbed still cleans up."""
     before = host_state()
-    stack = get_stack("tcp")
-    with Testbed(Scenario(), HOST_CONFIGS["tcp"], tmp_path, tcp_ccs=("cubic",)) as tb:
-        tb.start_server(stack, DC_PORT, "cubic")
-        r = tb.download(stack, DC_PORT, 500_000_000, "cubic", timeout_s=1.5)
+    with Testbed(Scenario(), tcp_plan(500_000_000), HOST_CONFIGS["tcp"], tmp_path) as tb:
+        tb.start_servers()
+        r = tb.run_clients(timeout_s=1.5)["dc"]
         assert not r.ok and r.error
         tag, pids = tb.ns.tag, list(tb.journal.data["pids"])
     assert_clean(tag, pids, before)
@@ -113,20 +119,16 @@ def test_crashed_client_leaves_nothing(tmp_path):
 def test_interrupted_cli_run_cleans_up_and_keeps_its_record(tmp_path, sig):
     before = host_state()
     out = tmp_path / "run"
-    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "run", "throughput", "--stack", "tcp", "--size", "500MB",
-                          "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ready = out / "rep-01" / "dcemu.ready"
-    t0 = time.monotonic()
-    while not ready.exists():
-        assert p.poll() is None, p.communicate()
-        assert time.monotonic() - t0 < 30, "run did not start"
-        time.sleep(0.05)
-    pid_dcemu = int(ready.read_text().split()[0])
-    journals = list(STATE_DIR.glob("run-*.json"))
-    assert journals
-    time.sleep(1.0)
-    p.send_signal(sig)
-    _, stderr = p.communicate(timeout=30)
+    with dclab_process("run", "throughput", "--stack", "tcp", "--size", "500MB", "--out", str(out),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        ready = out / "rep-01" / "dcemu.ready"
+        wait_for(ready.exists, 30, "run start", p)
+        pid_dcemu = int(ready.read_text().split()[0])
+        journals = list(state_dir().glob("run-*.json"))
+        assert journals
+        time.sleep(1.0)
+        p.send_signal(sig)
+        _, stderr = p.communicate(timeout=30)
     assert p.returncode == 130, stderr
     assert "interrupted" in stderr
     assert not alive(pid_dcemu)
@@ -141,19 +143,15 @@ def test_clean_undoes_a_killed_run(tmp_path):
     """SIGKILL gives the run no chance to clean up; `dclab clean` must, from its journal."""
     before = host_state()
     out = tmp_path / "run"
-    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "run", "throughput", "--stack", "aioquic",
-                          "--udp-buffer", "large", "--size", "500MB", "--out", str(out)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ready = out / "rep-01" / "dcemu.ready"
-    t0 = time.monotonic()
-    while not (ready.exists() and (out / "rep-01" / "environment.json").exists()):
-        assert p.poll() is None and time.monotonic() - t0 < 30, "run did not start"
-        time.sleep(0.05)
-    pid_dcemu = int(ready.read_text().split()[0])
-    p.kill()
-    p.wait()
-    assert alive(pid_dcemu) and read_sysctl("net.core.rmem_default") == "33554432", "the killed run left its state"
-    r = subprocess.run([sys.executable, "-m", "dclab.cli", "clean"], capture_output=True, text=True, timeout=60)
+    with dclab_process("run", "throughput", "--stack", "aioquic", "--udp-buffer", "large", "--size", "500MB",
+                       "--out", str(out)) as p:
+        ready = out / "rep-01" / "dcemu.ready"
+        wait_for(lambda: ready.exists() and (out / "rep-01" / "environment.json").exists(), 30, "run start", p)
+        pid_dcemu = int(ready.read_text().split()[0])
+        p.kill()  # the dclab process only: what it started lives on
+        p.wait()
+        assert alive(pid_dcemu) and read_sysctl("net.core.rmem_default") == "33554432", "the killed run left its state"
+        r = run_dclab("clean", timeout=60)
     assert r.returncode == 0, r.stderr
     assert "restored net.core.rmem_default" in r.stdout and "removed namespace" in r.stdout
     t0 = time.monotonic()
@@ -163,3 +161,29 @@ def test_clean_undoes_a_killed_run(tmp_path):
     assert host_state() == before
     assert "dclab-" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert subprocess.run(["pgrep", "-f", "h3_server"], capture_output=True).returncode == 1
+
+
+def test_a_run_with_sigint_ignored_at_start_still_stops_on_sigint(tmp_path):
+    """As when the suite or dclab is started in the background (SIGINT inherited ignored):
+    SIGINT still interrupts a run, which cleans up."""
+    before = host_state()
+    out = tmp_path / "run"
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    p = subprocess.Popen([sys.executable, "-m", "dclab.cli", "run", "throughput", "--stack", "tcp", "--size", "500MB",
+                          "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=ignore_sigint, start_new_session=True)
+    try:
+        wait_for((out / "rep-01" / "dcemu.ready").exists, 30, "run start", p)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        _, stderr = p.communicate(timeout=30)
+        assert p.returncode == 130, stderr
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            run_dclab("clean", timeout=60)
+    assert host_state() == before

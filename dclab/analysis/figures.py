@@ -34,17 +34,20 @@ DPI = 120
 Row = dict[str, Any]
 
 
+def _number(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not math.isnan(v) else None
+
+
 def metric_of(r: Row, name: str) -> float | None:
-    v = (r.get("metrics") or {}).get(name)
-    return float(v) if _finite(v) else None
+    return _number((r.get("metrics") or {}).get(name))
 
 
 def flow_value(r: Row, flow: str) -> float | None:
     """A flow's throughput in a run: at its bearer when measured there, else its goodput."""
     for f in r.get("flows") or []:
         if f.get("name") == flow:
-            v = f.get("mean_mbps") if _finite(f.get("mean_mbps")) else f.get("goodput_mbps")
-            return float(v) if _finite(v) else None
+            v = _number(f.get("mean_mbps"))
+            return v if v is not None else _number(f.get("goodput_mbps"))
     return None
 
 
@@ -217,7 +220,7 @@ def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None =
     fig, axes = plt.subplots(len(series), 1, figsize=(max(8, 0.75 * len(cats) + 3), 3.3 * len(series) + 0.6),
                              squeeze=False, sharey=True)
     top = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for d in table for f in flows) or 1.0
-    for ax, s in zip(axes[:, 0], series):
+    for ax, s in zip(axes[:, 0], series, strict=True):
         pts = {(d["value_num"], d["value"]): d for d in table if d["series"] == s}
         for j, flow in enumerate(flows):
             xs, ys, es = [], [], []

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
 def read_records(path: Path) -> list[dict]:
@@ -23,7 +25,7 @@ def read_records(path: Path) -> list[dict]:
     return out
 
 
-def mean_std(values: list[float]) -> dict:
+def mean_std(values: Iterable[float | None]) -> dict[str, Any]:
     """Mean and sample standard deviation (0 for one value), as the study reports."""
     vals = [v for v in values if v is not None and not math.isnan(v)]
     if not vals:

@@ -91,8 +91,8 @@ def load(name_or_path: str) -> Campaign:
     if not path.suffix:
         path = CAMPAIGNS / f"{name_or_path}.toml"
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in CAMPAIGNS.glob("*.toml")))
-        raise ScenarioError(f"no campaign {name_or_path!r} (known: {known})")
+        names = ", ".join(sorted(p.stem for p in CAMPAIGNS.glob("*.toml")))
+        raise ScenarioError(f"no campaign {name_or_path!r} (known: {names})")
     try:
         d = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
@@ -111,14 +111,14 @@ def load(name_or_path: str) -> Campaign:
             sname = s if isinstance(s, str) else s.get("name")
             if sname not in SWEEPS:
                 raise ScenarioError(f"{path}: group[{i}]: unknown sweep {sname!r}; one of {', '.join(SWEEPS)}")
-        for e in g.get("experiments", list(known)):
-            if e not in known:
-                raise ScenarioError(f"{path}: group[{i}]: unknown experiment {e!r}; one of {', '.join(known)}")
-    for e, opts in c.experiment_options.items():
+        for name in g.get("experiments", list(known)):
+            if name not in known:
+                raise ScenarioError(f"{path}: group[{i}]: unknown experiment {name!r}; one of {', '.join(known)}")
+    for name, opts in c.experiment_options.items():
         try:
-            known[e].options(**opts)
+            known[name].options(**opts)
         except ValidationError as err:
-            raise ScenarioError(f"{path}: [{e}]: {_first_error(err)}") from None
+            raise ScenarioError(f"{path}: [{name}]: {_first_error(err)}") from None
     return c
 
 

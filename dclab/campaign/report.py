@@ -9,7 +9,7 @@ import html
 import json
 import re
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..analysis import figures
@@ -138,7 +138,7 @@ def html_table(t: Table, cls: str) -> str:
     """An experiment's table: the first two columns (value, series) as text."""
     head = "".join(f'<th class="text">{_e(c)}</th>' if i < 2 else f"<th>{_e(c)}</th>" for i, c in enumerate(t.columns))
     out = [f'<table class="data {_e(cls)}"><tr>{head}</tr>']
-    for row, failed in zip(t.rows, t.failed):
+    for row, failed in zip(t.rows, t.failed, strict=True):
         cells = "".join(f'<td class="text">{_e(c)}</td>' if i < 2 else f"<td>{_e(c)}</td>" for i, c in enumerate(row))
         tr = '<tr class="failed">' if failed else "<tr>"
         out.append(f"{tr}{cells}</tr>")
@@ -219,7 +219,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = store.rows()
     groups = sweep_groups(rows)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     ok = sum(1 for r in rows if r.get("ok"))
 
     body: list[str] = []

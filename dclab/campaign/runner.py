@@ -14,9 +14,10 @@ from __future__ import annotations
 import platform
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..experiments import get_experiment
 from ..experiments.base import RepResult

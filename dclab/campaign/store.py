@@ -162,12 +162,12 @@ class Store:
                 out.append(d)
             by_key = {d["run_key"]: d for d in out}
             for f in db.execute("SELECT * FROM flows ORDER BY rowid"):
-                d = by_key.get(f["run_key"])
-                if d is not None:
+                owner = by_key.get(f["run_key"])
+                if owner is not None:
                     fd = dict(f)
                     fd["name"] = fd.pop("flow")
                     del fd["run_key"]
-                    d["flows"].append(fd)
+                    owner["flows"].append(fd)
             return out
 
     def merge(self, other: Path) -> int:

@@ -9,8 +9,9 @@ changes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..scenario import Scenario, ScenarioError, build
 
@@ -34,7 +35,7 @@ def _ratio_split(total: float, r: float) -> list[float]:
 class SweepDef:
     name: str
     label: str  # axis label
-    defaults: list[float]
+    defaults: Sequence[float]  # as the study wrote them (ints stay ints: run keys hash them)
     apply: Callable[[float], dict[str, Any]]  # value -> changes of scenario fields and option fields
 
     def option_changes(self, value: float) -> dict[str, Any]:

@@ -22,6 +22,9 @@ def app() -> None:
     Runs need root: they create network namespaces, TUN devices and change host sysctls
     (restored afterwards; `dclab clean` undoes what a killed run left)."""
     signal.signal(signal.SIGTERM, _sigterm)
+    # A process started in the background inherits SIGINT ignored; a run must still stop
+    # (and clean up) when sent SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 app.add_command(scenario.scenario)

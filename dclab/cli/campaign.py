@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
-
-from typing import Any
 
 from ..campaign import plan as cp
 from ..campaign.runner import CampaignError, Outcome, calibration, pending, run_campaign
@@ -142,6 +141,7 @@ def campaign_run(name: str, reps: int | None, shard: str | None) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will."""
     root_or_exit()
     c, store, runs, todo = _load(name, reps, shard)
+    assert store is not None  # created when asked to run
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
     outcome = run_all(c, store, todo)
@@ -156,8 +156,8 @@ def campaign_run(name: str, reps: int | None, shard: str | None) -> None:
 @click.option("--param", "params", multiple=True, required=True,
               help=f"NAME[=VALUES]: {', '.join(SWEEPS)}; VALUES a list 2,10,50 or a range lo:hi:step "
                    "(default: the study's values).")
-@click.option("--experiment", "experiments_", multiple=True, type=click.Choice(list(experiments())),
-              help=f"Repeat for several [default: {default_experiment().name}].")
+@click.option("--experiment", "experiments_", multiple=True, metavar="NAME",
+              help=f"A registered experiment (`dclab run --help` lists them); repeat for several [default: {default_experiment().name}].")
 @click.option("--config", "configs", multiple=True, default=["aioquic:reno:default"], show_default=True,
               help="STACK[:CC[:default|large]]; repeat for several (e.g. aioquic:reno:large, tcp:cubic).")
 @click.option("--reps", type=click.IntRange(1, 1000), default=3, show_default=True)
@@ -174,18 +174,21 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     like a campaign (its store is results/NAME/store.sqlite)."""
     base = scenario_from(kw)
     chosen = list(experiments_) or [default_experiment().name]
+    unknown = [e for e in chosen if e not in experiments()]
+    if unknown:
+        raise click.BadParameter(f"{unknown[0]!r} is not one of {', '.join(experiments())}", param_hint="--experiment")
     try:
         parsed = [parse_param(p) for p in params]
         cfgs = [cp.parse_config(x) for x in configs]
     except (ScenarioError, ValueError) as e:
         raise click.UsageError(str(e)) from None
     options = experiment_sets(sets, chosen)
-    for e in chosen:
-        fields = experiments()[e].options_model.model_fields
+    for exp_name in chosen:
+        fields = experiments()[exp_name].options_model.model_fields
         if size is not None and "size" in fields:
-            options.setdefault(e, {})["size"] = parse_size(size)
+            options.setdefault(exp_name, {})["size"] = parse_size(size)
         if duration is not None and "duration" in fields:
-            options.setdefault(e, {})["duration"] = duration
+            options.setdefault(exp_name, {})["duration"] = duration
     c = cp.sweep_campaign(name or "sweep-" + "-".join(p for p, _ in parsed), reps, chosen, cfgs, parsed, options)
     store = Store(campaign_dir(c.name) / "store.sqlite")
     try:

@@ -6,8 +6,9 @@ import os
 import sys
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import click
 from pydantic import BaseModel, ValidationError
@@ -26,7 +27,7 @@ def run_with_progress(reps: int, out_dir: Path, describe: Callable[[T], str],
                       runner: Callable[[Callable[[int, T], None], Callable[[], None]], Any]) -> Any:
     """Runs ``runner(on_rep, on_wait)`` under a progress bar, a line per repetition
     (``describe(record)``); Ctrl-C/SIGTERM exit 130 after the testbed cleaned up."""
-    done: list[dict] = []
+    done: list[Any] = []
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True) as progress:
         task = progress.add_task("repetitions", total=reps)
@@ -139,7 +140,7 @@ def _numeric(annotation: Any) -> type | None:
     args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union else (annotation,)
     for a in args:
         if a in (int, float):
-            return a  # type: ignore[no-any-return]
+            return a
     return None
 
 

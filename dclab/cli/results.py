@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from ..campaign.store import Store, campaign_dir
-from ..experiments import experiments
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -44,7 +43,7 @@ store_option = click.option("--store", "store_path", type=click.Path(dir_okay=Fa
 @click.command(context_settings=CONTEXT)
 @click.argument("campaign", required=False)
 @store_option
-@click.option("--experiment", type=click.Choice(list(experiments())), help="Only this experiment's sweeps.")
+@click.option("--experiment", metavar="NAME", help="Only this experiment's sweeps.")
 @click.option("--sweep", help="Only this sweep (e.g. batch, split, bw-ratio, loss-dup).")
 @click.option("--run", "run_key", help="Instead of sweeps: the time-series figure of one run (run key or a unique prefix).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -53,11 +52,10 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
          run_key: str | None, out: Path | None) -> None:
     """Draw the figures of CAMPAIGN's result store.
 
-    Per (experiment, sweep), the experiment's sweep figure (throughput: goodput against the
-    swept parameter; fairness: bars of each flow's throughput with Jain's index). With
-    --run, the time series of one run instead, as its experiment draws it (throughput:
-    per-leg link utilization; fairness: per-flow throughput over time). Prints the files
-    written."""
+    Per (experiment, sweep), the figure its experiment draws for a sweep (e.g. goodput
+    against the swept parameter, or each flow's throughput with Jain's index). With --run,
+    the time series of one run instead, as its experiment draws it (e.g. per-leg link
+    utilization, or per-flow throughput over time). Prints the files written."""
     from ..campaign.report import experiment_of, run_caption, run_figure, slug, sweep_figure, sweep_groups
 
     store = open_store(campaign, store_path)
@@ -86,9 +84,9 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
     if not rows:
         what = ", ".join(f"{k} {v!r}" for k, v in (("experiment", experiment), ("sweep", sweep)) if v is not None)
         raise click.ClickException(f"no runs with {what} in {store.path}")
-    for exp, sw, rs in sweep_groups(rows):
-        name = f"{exp}-{slug(sw or 'runs')}"
-        click.echo(str(sweep_figure(exp, rs, out / f"{name}.png", f"{exp}: {sw or 'runs without a sweep'}")))
+    for exp_name, sw, rs in sweep_groups(rows):
+        name = f"{exp_name}-{slug(sw or 'runs')}"
+        click.echo(str(sweep_figure(exp_name, rs, out / f"{name}.png", f"{exp_name}: {sw or 'runs without a sweep'}")))
 
 
 @click.command(context_settings=CONTEXT)
@@ -100,8 +98,8 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
 def report(campaign: str | None, store_path: Path | None, out: Path | None, title: str | None) -> None:
     """Build the HTML report of CAMPAIGN: index.html and its PNG figures.
 
-    Per (experiment, sweep) a figure and the table behind it (mean, std, n; Jain's index
-    for fairness), time series of the first and last value of each sweep, the environment
+    Per (experiment, sweep) the experiment's figure and the table behind it (mean, std, n
+    of its metrics), time series of the first and last value of each sweep, the environment
     the runs recorded (kernel, host settings, versions, commit) and the runs per machine.
     The page is plain HTML with relative image links: copy the directory anywhere."""
     from ..campaign.report import build_report

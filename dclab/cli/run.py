@@ -22,7 +22,19 @@ from ..testbed.rundir import new_run_dir
 from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
 
 
-@click.group()
+class ExperimentCommands(click.Group):
+    """One command per registered experiment, looked up when asked (so experiments
+    registered after import, e.g. by a plug-in or a test, are there too)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(experiments())
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        exp = experiments().get(name)
+        return _command(exp) if exp else None
+
+
+@click.group(cls=ExperimentCommands)
 def run() -> None:
     """Run an experiment (one command each; `dclab run NAME --help` lists its options)."""
 
@@ -81,8 +93,6 @@ def _command(exp: Experiment) -> click.Command:
 
 
 def register(group: click.Group) -> None:
-    for exp in experiments().values():
-        run.add_command(_command(exp))
     group.add_command(run)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .. import scenario as sc
-from ..experiments import default_experiment, experiments, get_experiment
+from ..experiments import default_experiment, get_experiment
 from ..flows import PlanError
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..testbed.dcemu_config import to_dcemu
@@ -22,14 +22,17 @@ def scenario() -> None:
 @scenario.command("show")
 @scenario_options
 @click.option("--dcemu", "as_dcemu", is_flag=True, help="Print the dcemu scenario file this renders to instead.")
-@click.option("--experiment", type=click.Choice(list(experiments())),
+@click.option("--experiment", metavar="NAME",
               help="With --dcemu: the bearers of this experiment's flow plan, with its default options "
                    f"[default: {default_experiment().name}].")
 def scenario_show(as_dcemu: bool, experiment: str | None, **kw: Any) -> None:
     """Print the effective scenario (defaults, then --scenario, then options)."""
     s = scenario_from(kw)
     if as_dcemu:
-        exp = get_experiment(experiment) if experiment else default_experiment()
+        try:
+            exp = get_experiment(experiment) if experiment else default_experiment()
+        except ValueError as e:
+            raise click.BadParameter(str(e).removeprefix("experiment: "), param_hint="--experiment") from None
         options = exp.options()
         try:
             plan = exp.plan(exp.scenario(s, options), options)

@@ -6,15 +6,15 @@ seed plus the repetition number minus one, recorded in its result."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from ..endpoints import get_stack
 from ..scenario import Scenario, build, to_toml
 from ..testbed import Testbed
 from ..testbed.environment import environment
 from ..testbed.hostconfig import host_config_for
 from ..testbed.rundir import write_atomic, write_json
-from ..endpoints import get_stack
 from .base import Experiment, Options, RepResult, Summary
 
 

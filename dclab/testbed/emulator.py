@@ -6,11 +6,24 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..analysis.metrics import read_records
 from ..paths import DCEMU
+
+
+def topology_toml(server_ns: str, client_ns: str, tag: str) -> str:
+    """The [topology] section for a run's namespaces, for scenario files written by hand
+    (bench/run.py); TUN names carry the run tag."""
+    return (
+        "[topology]\n"
+        f'server_netns = "{server_ns}"\n'
+        f'client_netns = "{client_ns}"\n'
+        f'server_tun = "dcemu-{tag}s"\n'
+        f'client_tun = "dcemu-{tag}c"\n'
+    )
 
 
 class Emulator:

@@ -10,9 +10,10 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ..paths import state_dir
 
@@ -108,7 +109,7 @@ def undo_journal(path: Path) -> list[str]:
     the journal. Returns what it did."""
     from .netns import kill_in, sh
 
-    done = []
+    done: list[str] = []
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):

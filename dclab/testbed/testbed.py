@@ -11,8 +11,9 @@ import contextlib
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..endpoints import get_stack
 from ..endpoints.base import ClientSpec, ServerSpec, TransferResult
