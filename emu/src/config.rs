@@ -25,7 +25,11 @@ pub struct FieldError {
 }
 
 fn bad<T>(field: impl Into<String>, msg: impl Into<String>) -> Result<T> {
-    Err(FieldError { field: field.into(), msg: msg.into() }.into())
+    Err(FieldError {
+        field: field.into(),
+        msg: msg.into(),
+    }
+    .into())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -189,7 +193,10 @@ fn d_batch() -> u32 {
 }
 impl Default for SplitFile {
     fn default() -> Self {
-        SplitFile { batch: d_batch(), ratio: None }
+        SplitFile {
+            batch: d_batch(),
+            ratio: None,
+        }
     }
 }
 
@@ -212,7 +219,11 @@ fn d_interval() -> f64 {
 
 impl Default for StatsFile {
     fn default() -> Self {
-        StatsFile { interval_ms: d_interval(), path: None, pcap: None }
+        StatsFile {
+            interval_ms: d_interval(),
+            path: None,
+            pcap: None,
+        }
     }
 }
 
@@ -227,10 +238,21 @@ pub struct LegFile {
 }
 
 fn d_legs() -> Vec<LegFile> {
-    let uplink = DirectionFile { queue_packets: Some(10_000), ..DirectionFile::default() };
+    let uplink = DirectionFile {
+        queue_packets: Some(10_000),
+        ..DirectionFile::default()
+    };
     vec![
-        LegFile { name: "leg1".into(), downlink: DirectionFile::default(), uplink: Some(uplink) },
-        LegFile { name: "leg2".into(), downlink: DirectionFile::default(), uplink: None },
+        LegFile {
+            name: "leg1".into(),
+            downlink: DirectionFile::default(),
+            uplink: Some(uplink),
+        },
+        LegFile {
+            name: "leg2".into(),
+            downlink: DirectionFile::default(),
+            uplink: None,
+        },
     ]
 }
 
@@ -330,7 +352,10 @@ fn d_queue() -> Option<u32> {
     Some(100)
 }
 fn d_delay() -> DelayFile {
-    DelayFile::Normal { mean_ms: 10.0, std_ms: 1.0 }
+    DelayFile::Normal {
+        mean_ms: 10.0,
+        std_ms: 1.0,
+    }
 }
 fn d_delay_limit() -> Option<u32> {
     Some(10_000)
@@ -525,10 +550,26 @@ pub struct Change {
 
 #[derive(Debug, Clone)]
 pub enum ChangeKind {
-    Rate { leg: usize, uplink: bool, rate: RateSpec },
-    Delay { leg: usize, uplink: bool, delay: DelayDist },
-    Loss { leg: usize, uplink: bool, loss: LossModel },
-    Split { bearer: Option<usize>, batch: Option<u32>, ratio: Option<Vec<f64>> },
+    Rate {
+        leg: usize,
+        uplink: bool,
+        rate: RateSpec,
+    },
+    Delay {
+        leg: usize,
+        uplink: bool,
+        delay: DelayDist,
+    },
+    Loss {
+        leg: usize,
+        uplink: bool,
+        loss: LossModel,
+    },
+    Split {
+        bearer: Option<usize>,
+        batch: Option<u32>,
+        ratio: Option<Vec<f64>>,
+    },
 }
 
 // ---------------------------------------------------------------------------------------
@@ -550,7 +591,11 @@ pub fn parse(text: &str, base: &Path) -> Result<Scenario> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let msg = inner.message().to_string();
-        let field = if path == "." { "scenario".to_string() } else { path };
+        let field = if path == "." {
+            "scenario".to_string()
+        } else {
+            path
+        };
         anyhow::Error::from(FieldError { field, msg })
     })?;
     validate(file, base)
@@ -561,23 +606,35 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
     check_ns_name("topology.server_netns", &t.server_netns)?;
     check_ns_name("topology.client_netns", &t.client_netns)?;
     if t.server_netns == t.client_netns {
-        bad("topology.client_netns", "must differ from topology.server_netns")?;
+        bad(
+            "topology.client_netns",
+            "must differ from topology.server_netns",
+        )?;
     }
     check_bench_addr("topology.server_addr", t.server_addr)?;
     check_bench_addr("topology.client_addr", t.client_addr)?;
     if t.server_addr == t.client_addr {
-        bad("topology.client_addr", "must differ from topology.server_addr")?;
+        bad(
+            "topology.client_addr",
+            "must differ from topology.server_addr",
+        )?;
     }
     in_range("topology.mtu", t.mtu as f64, 576.0, 9000.0)?;
     check_ifname("topology.server_tun", &t.server_tun)?;
     check_ifname("topology.client_tun", &t.client_tun)?;
     if t.server_tun == t.client_tun {
-        bad("topology.client_tun", "must differ from topology.server_tun")?;
+        bad(
+            "topology.client_tun",
+            "must differ from topology.server_tun",
+        )?;
     }
 
     let p = &file.pdcp;
     if ![12u8, 16, 18].contains(&p.sn_bits) {
-        bad("pdcp.sn_bits", format!("must be 12, 16 or 18 (got {})", p.sn_bits))?;
+        bad(
+            "pdcp.sn_bits",
+            format!("must be 12, 16 or 18 (got {})", p.sn_bits),
+        )?;
     }
     in_range("pdcp.header_bytes", p.header_bytes as f64, 0.0, 64.0)?;
     let t_reordering = match p.t_reordering_ms {
@@ -588,7 +645,10 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         }
     };
     if p.out_of_order && !p.reordering {
-        bad("pdcp.out_of_order", "needs pdcp.reordering = true (bypass already delivers in arrival order)")?;
+        bad(
+            "pdcp.out_of_order",
+            "needs pdcp.reordering = true (bypass already delivers in arrival order)",
+        )?;
     }
     let pdcp = Pdcp {
         sn_bits: p.sn_bits,
@@ -599,31 +659,49 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         initial_count: p.initial_count,
     };
 
-    in_range("stats.interval_ms", file.stats.interval_ms, 1.0, 3_600_000.0)?;
+    in_range(
+        "stats.interval_ms",
+        file.stats.interval_ms,
+        1.0,
+        3_600_000.0,
+    )?;
 
     if file.legs.is_empty() || file.legs.len() > 8 {
-        bad("legs", format!("must list 1 to 8 legs (got {})", file.legs.len()))?;
+        bad(
+            "legs",
+            format!("must list 1 to 8 legs (got {})", file.legs.len()),
+        )?;
     }
     let mut names = HashSet::new();
     let mut legs = Vec::new();
     for (i, l) in file.legs.iter().enumerate() {
         let f = format!("legs[{i}]");
         if l.name.is_empty() || !names.insert(l.name.clone()) {
-            bad(format!("{f}.name"), format!("must be a unique non-empty name (got {:?})", l.name))?;
+            bad(
+                format!("{f}.name"),
+                format!("must be a unique non-empty name (got {:?})", l.name),
+            )?;
         }
         let downlink = direction_spec(&format!("{f}.downlink"), &l.downlink, base)?;
         let uplink = match &l.uplink {
             Some(u) => Some(direction_spec(&format!("{f}.uplink"), u, base)?),
             None => None,
         };
-        legs.push(Leg { name: l.name.clone(), downlink, uplink });
+        legs.push(Leg {
+            name: l.name.clone(),
+            downlink,
+            uplink,
+        });
     }
     let leg_index = |field: &str, name: &str| -> Result<usize> {
         match legs.iter().position(|l| l.name == name) {
             Some(i) => Ok(i),
             None => {
                 let known: Vec<_> = legs.iter().map(|l| l.name.as_str()).collect();
-                bad(field, format!("no leg named {name:?} (legs: {})", known.join(", ")))
+                bad(
+                    field,
+                    format!("no leg named {name:?} (legs: {})", known.join(", ")),
+                )
             }
         }
     };
@@ -647,7 +725,10 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
     for (i, b) in bearer_files.iter().enumerate() {
         let f = format!("bearers[{i}]");
         if b.name.is_empty() || !bnames.insert(b.name.clone()) {
-            bad(format!("{f}.name"), format!("must be a unique non-empty name (got {:?})", b.name))?;
+            bad(
+                format!("{f}.name"),
+                format!("must be a unique non-empty name (got {:?})", b.name),
+            )?;
         }
         let leg_ids: Vec<usize> = match &b.legs {
             None => (0..legs.len()).collect(),
@@ -664,9 +745,10 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
             }
         };
         match b.mode {
-            BearerMode::Sc if leg_ids.len() != 1 => {
-                bad(format!("{f}.legs"), format!("an sc bearer takes exactly 1 leg (got {})", leg_ids.len()))?
-            }
+            BearerMode::Sc if leg_ids.len() != 1 => bad(
+                format!("{f}.legs"),
+                format!("an sc bearer takes exactly 1 leg (got {})", leg_ids.len()),
+            )?,
             BearerMode::Dc | BearerMode::Dup if leg_ids.is_empty() => {
                 bad(format!("{f}.legs"), "must list at least 1 leg")?
             }
@@ -676,14 +758,20 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         let split = match (&b.split, b.mode) {
             (Some(s), _) => split_spec(&format!("{f}.split"), s, leg_ids.len())?,
             (None, BearerMode::Dc) => split_spec("split", &file.split, leg_ids.len())?,
-            (None, _) => Split { batch: file.split.batch, ratio: vec![1.0; leg_ids.len()] },
+            (None, _) => Split {
+                batch: file.split.batch,
+                ratio: vec![1.0; leg_ids.len()],
+            },
         };
         let uplink_leg = match &b.uplink_leg {
             None => first_uplink,
             Some(n) => {
                 let id = leg_index(&format!("{f}.uplink_leg"), n)?;
                 if legs[id].uplink.is_none() {
-                    bad(format!("{f}.uplink_leg"), format!("leg {n:?} has no uplink"))?;
+                    bad(
+                        format!("{f}.uplink_leg"),
+                        format!("leg {n:?} has no uplink"),
+                    )?;
                 }
                 Some(id)
             }
@@ -692,7 +780,14 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         for (j, r) in b.rules.iter().enumerate() {
             rules.push(rule_spec(&format!("{f}.match[{j}]"), r)?);
         }
-        bearers.push(Bearer { name: b.name.clone(), mode: b.mode, legs: leg_ids, uplink_leg, rules, split });
+        bearers.push(Bearer {
+            name: b.name.clone(),
+            mode: b.mode,
+            legs: leg_ids,
+            uplink_leg,
+            rules,
+            split,
+        });
     }
     let default_bearer = match &file.default_bearer {
         None => 0,
@@ -707,33 +802,71 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         let f = format!("schedule[{i}]");
         in_range(&format!("{f}.at_ms"), c.at_ms, 0.0, 1e9)?;
         let at = from_ms(c.at_ms);
-        let link_change = c.rate.is_some() || c.trace.is_some() || c.delay.is_some() || c.loss.is_some();
+        let link_change =
+            c.rate.is_some() || c.trace.is_some() || c.delay.is_some() || c.loss.is_some();
         if !link_change && c.split.is_none() {
-            bad(&f, "changes nothing: give rate, trace, delay, loss or split")?;
+            bad(
+                &f,
+                "changes nothing: give rate, trace, delay, loss or split",
+            )?;
         }
         if link_change {
             let Some(name) = &c.leg else {
-                return bad(format!("{f}.leg"), "required to change rate, trace, delay or loss");
+                return bad(
+                    format!("{f}.leg"),
+                    "required to change rate, trace, delay or loss",
+                );
             };
             let leg = leg_index(&format!("{f}.leg"), name)?;
             let uplink = c.direction == DirectionName::Uplink;
             if uplink && legs[leg].uplink.is_none() {
-                bad(format!("{f}.direction"), format!("leg {name:?} has no uplink"))?;
+                bad(
+                    format!("{f}.direction"),
+                    format!("leg {name:?} has no uplink"),
+                )?;
             }
             if c.rate.is_some() && c.trace.is_some() {
                 bad(format!("{f}.trace"), "give rate or trace, not both")?;
             }
             if let Some(r) = &c.rate {
-                schedule.push(Change { at, what: ChangeKind::Rate { leg, uplink, rate: rate_spec(&format!("{f}.rate"), r)? } });
+                schedule.push(Change {
+                    at,
+                    what: ChangeKind::Rate {
+                        leg,
+                        uplink,
+                        rate: rate_spec(&format!("{f}.rate"), r)?,
+                    },
+                });
             }
             if let Some(t) = &c.trace {
-                schedule.push(Change { at, what: ChangeKind::Rate { leg, uplink, rate: trace_spec(&format!("{f}.trace"), t, base)? } });
+                schedule.push(Change {
+                    at,
+                    what: ChangeKind::Rate {
+                        leg,
+                        uplink,
+                        rate: trace_spec(&format!("{f}.trace"), t, base)?,
+                    },
+                });
             }
             if let Some(d) = &c.delay {
-                schedule.push(Change { at, what: ChangeKind::Delay { leg, uplink, delay: delay_spec(&format!("{f}.delay"), d)? } });
+                schedule.push(Change {
+                    at,
+                    what: ChangeKind::Delay {
+                        leg,
+                        uplink,
+                        delay: delay_spec(&format!("{f}.delay"), d)?,
+                    },
+                });
             }
             if let Some(l) = &c.loss {
-                schedule.push(Change { at, what: ChangeKind::Loss { leg, uplink, loss: loss_spec(&format!("{f}.loss"), l)? } });
+                schedule.push(Change {
+                    at,
+                    what: ChangeKind::Loss {
+                        leg,
+                        uplink,
+                        loss: loss_spec(&format!("{f}.loss"), l)?,
+                    },
+                });
             }
         }
         if let Some(s) = &c.split {
@@ -750,13 +883,23 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
             if let Some(r) = &s.ratio {
                 let targets: Vec<&Bearer> = match bearer {
                     Some(i) => vec![&bearers[i]],
-                    None => bearers.iter().filter(|b| b.mode == BearerMode::Dc).collect(),
+                    None => bearers
+                        .iter()
+                        .filter(|b| b.mode == BearerMode::Dc)
+                        .collect(),
                 };
                 for b in targets {
                     check_ratio(&format!("{f}.split.ratio"), r, b.legs.len())?;
                 }
             }
-            schedule.push(Change { at, what: ChangeKind::Split { bearer, batch: s.batch, ratio: s.ratio.clone() } });
+            schedule.push(Change {
+                at,
+                what: ChangeKind::Split {
+                    bearer,
+                    batch: s.batch,
+                    ratio: s.ratio.clone(),
+                },
+            });
         }
     }
     schedule.sort_by_key(|c| c.at);
@@ -786,7 +929,8 @@ fn in_range(field: &str, v: f64, lo: f64, hi: f64) -> Result<()> {
 fn check_ns_name(field: &str, s: &str) -> Result<()> {
     let ok = !s.is_empty()
         && s.len() <= 64
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
         && !s.starts_with('.');
     if !ok {
         bad(field, format!("must be a network namespace name of 1-64 letters, digits, '-', '_' or '.' (got {s:?})"))?;
@@ -795,9 +939,15 @@ fn check_ns_name(field: &str, s: &str) -> Result<()> {
 }
 
 fn check_ifname(field: &str, s: &str) -> Result<()> {
-    let ok = !s.is_empty() && s.len() <= 15 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let ok = !s.is_empty()
+        && s.len() <= 15
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !ok {
-        bad(field, format!("must be an interface name of 1-15 letters, digits, '-' or '_' (got {s:?})"))?;
+        bad(
+            field,
+            format!("must be an interface name of 1-15 letters, digits, '-' or '_' (got {s:?})"),
+        )?;
     }
     Ok(())
 }
@@ -820,7 +970,11 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
             if t == "unlimited" || t == "inf" {
                 return Ok(None);
             }
-            let t = t.strip_suffix("/s").or_else(|| t.strip_suffix("ps")).unwrap_or(&t).to_string();
+            let t = t
+                .strip_suffix("/s")
+                .or_else(|| t.strip_suffix("ps"))
+                .unwrap_or(&t)
+                .to_string();
             let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
             let (n, unit) = t.split_at(split);
             let mult = match unit {
@@ -828,15 +982,23 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
                 "kbit" | "k" | "kb" => 1e3,
                 "mbit" | "m" | "mb" => 1e6,
                 "gbit" | "g" | "gb" => 1e9,
-                _ => return Err(format!("unknown unit {unit:?} in {s:?}; use bit, kbit, mbit or gbit (per second)")),
+                _ => {
+                    return Err(format!(
+                        "unknown unit {unit:?} in {s:?}; use bit, kbit, mbit or gbit (per second)"
+                    ))
+                }
             };
-            let n: f64 = n.parse().map_err(|_| format!("cannot read a number in {s:?}"))?;
+            let n: f64 = n
+                .parse()
+                .map_err(|_| format!("cannot read a number in {s:?}"))?;
             (n, mult)
         }
     };
     let bps = num * mult;
     if !(bps.is_finite() && bps >= 1000.0 && bps <= 1e12) {
-        return Err(format!("must be between 1kbit and 1000gbit per second, or \"unlimited\" (got {bps} bit/s)"));
+        return Err(format!(
+            "must be between 1kbit and 1000gbit per second, or \"unlimited\" (got {bps} bit/s)"
+        ));
     }
     Ok(Some(bps.round() as u64))
 }
@@ -850,7 +1012,11 @@ fn rate_spec(field: &str, v: &RateValue) -> Result<RateSpec> {
 }
 
 fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
-    let path = if t.path.is_absolute() { t.path.clone() } else { base.join(&t.path) };
+    let path = if t.path.is_absolute() {
+        t.path.clone()
+    } else {
+        base.join(&t.path)
+    };
     let format = match t.format.as_deref() {
         Some(f) => f.to_string(),
         None if path.extension().is_some_and(|e| e == "csv") => "csv".into(),
@@ -862,11 +1028,23 @@ fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
     let trace: RateTrace = match format.as_str() {
         "mahimahi" => link::load_mahimahi(&path),
         "csv" => link::load_csv(&path, &t.column, t.row_ms),
-        other => return bad(format!("{field}.format"), format!("must be \"mahimahi\" or \"csv\" (got {other:?})")),
+        other => {
+            return bad(
+                format!("{field}.format"),
+                format!("must be \"mahimahi\" or \"csv\" (got {other:?})"),
+            )
+        }
     }
-    .map_err(|e| FieldError { field: format!("{field}.path"), msg: format!("{e:#}") })?;
+    .map_err(|e| FieldError {
+        field: format!("{field}.path"),
+        msg: format!("{e:#}"),
+    })?;
     // Trace time 0 is the start of forwarding; a scheduled change moves it to the change.
-    Ok(RateSpec::Trace { trace: Arc::new(trace), looping: t.looping, start_offset: 0 })
+    Ok(RateSpec::Trace {
+        trace: Arc::new(trace),
+        looping: t.looping,
+        start_offset: 0,
+    })
 }
 
 fn delay_spec(field: &str, d: &DelayFile) -> Result<DelayDist> {
@@ -906,15 +1084,20 @@ fn loss_spec(field: &str, l: &LossFile) -> Result<LossModel> {
     };
     Ok(match *l {
         LossFile::None => LossModel::None,
-        LossFile::Bernoulli { percent } => LossModel::Bernoulli { p: pct("percent", percent)? },
-        LossFile::GilbertElliott { p_percent, r_percent, loss_good_percent, loss_bad_percent } => {
-            LossModel::GilbertElliott {
-                p: pct("p_percent", p_percent)?,
-                r: pct("r_percent", r_percent)?,
-                loss_good: pct("loss_good_percent", loss_good_percent)?,
-                loss_bad: pct("loss_bad_percent", loss_bad_percent)?,
-            }
-        }
+        LossFile::Bernoulli { percent } => LossModel::Bernoulli {
+            p: pct("percent", percent)?,
+        },
+        LossFile::GilbertElliott {
+            p_percent,
+            r_percent,
+            loss_good_percent,
+            loss_bad_percent,
+        } => LossModel::GilbertElliott {
+            p: pct("p_percent", p_percent)?,
+            r: pct("r_percent", r_percent)?,
+            loss_good: pct("loss_good_percent", loss_good_percent)?,
+            loss_bad: pct("loss_bad_percent", loss_bad_percent)?,
+        },
     })
 }
 
@@ -924,7 +1107,12 @@ fn direction_spec(field: &str, d: &DirectionFile, base: &Path) -> Result<LinkSpe
         None => rate_spec(&format!("{field}.rate"), &d.rate)?,
     };
     if let Some(q) = d.queue_packets {
-        in_range(&format!("{field}.queue_packets"), q as f64, 1.0, 10_000_000.0)?;
+        in_range(
+            &format!("{field}.queue_packets"),
+            q as f64,
+            1.0,
+            10_000_000.0,
+        )?;
     }
     if let Some(q) = d.queue_bytes {
         in_range(&format!("{field}.queue_bytes"), q as f64, 1500.0, 1e11)?;
@@ -945,7 +1133,13 @@ fn direction_spec(field: &str, d: &DirectionFile, base: &Path) -> Result<LinkSpe
 
 fn check_ratio(field: &str, r: &[f64], legs: usize) -> Result<()> {
     if r.len() != legs {
-        bad(field, format!("needs one share per leg of the bearer ({legs}), got {}", r.len()))?;
+        bad(
+            field,
+            format!(
+                "needs one share per leg of the bearer ({legs}), got {}",
+                r.len()
+            ),
+        )?;
     }
     for (i, v) in r.iter().enumerate() {
         in_range(&format!("{field}[{i}]"), *v, 0.0, 1e6)?;
@@ -961,17 +1155,25 @@ fn split_spec(field: &str, s: &SplitFile, legs: usize) -> Result<Split> {
     in_range(&format!("{field}.batch"), s.batch as f64, 1.0, 1_000_000.0)?;
     let ratio = s.ratio.clone().unwrap_or_else(|| vec![1.0; legs]);
     check_ratio(&format!("{field}.ratio"), &ratio, legs)?;
-    Ok(Split { batch: s.batch, ratio })
+    Ok(Split {
+        batch: s.batch,
+        ratio,
+    })
 }
 
 fn port_range(field: &str, p: &PortValue) -> Result<(u16, u16)> {
     match p {
         PortValue::One(v) => Ok((*v, *v)),
         PortValue::Range(s) => {
-            let parsed = s.split_once('-').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+            let parsed = s
+                .split_once('-')
+                .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
             match parsed {
                 Some((a, b)) if a <= b => Ok((a, b)),
-                _ => bad(field, format!("must be a port 0-65535 or a range \"lo-hi\" (got {s:?})")),
+                _ => bad(
+                    field,
+                    format!("must be a port 0-65535 or a range \"lo-hi\" (got {s:?})"),
+                ),
             }
         }
     }
@@ -987,7 +1189,10 @@ fn net(field: &str, s: &str) -> Result<(u32, u32)> {
             let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
             Ok((u32::from(addr) & mask, mask))
         }
-        _ => bad(field, format!("must be an IPv4 address or prefix like 198.18.0.0/15 (got {s:?})")),
+        _ => bad(
+            field,
+            format!("must be an IPv4 address or prefix like 198.18.0.0/15 (got {s:?})"),
+        ),
     }
 }
 
@@ -999,15 +1204,34 @@ fn rule_spec(field: &str, m: &MatchFile) -> Result<Rule> {
         Some("icmp") => Some(1),
         Some(other) => match other.parse::<u8>() {
             Ok(n) => Some(n),
-            Err(_) => bad(format!("{field}.protocol"), format!("must be tcp, udp, icmp or 0-255 (got {other:?})"))?,
+            Err(_) => bad(
+                format!("{field}.protocol"),
+                format!("must be tcp, udp, icmp or 0-255 (got {other:?})"),
+            )?,
         },
     };
     Ok(Rule {
         protocol,
-        server_ports: m.server_port.as_ref().map(|p| port_range(&format!("{field}.server_port"), p)).transpose()?,
-        client_ports: m.client_port.as_ref().map(|p| port_range(&format!("{field}.client_port"), p)).transpose()?,
-        server_net: m.server_addr.as_deref().map(|s| net(&format!("{field}.server_addr"), s)).transpose()?,
-        client_net: m.client_addr.as_deref().map(|s| net(&format!("{field}.client_addr"), s)).transpose()?,
+        server_ports: m
+            .server_port
+            .as_ref()
+            .map(|p| port_range(&format!("{field}.server_port"), p))
+            .transpose()?,
+        client_ports: m
+            .client_port
+            .as_ref()
+            .map(|p| port_range(&format!("{field}.client_port"), p))
+            .transpose()?,
+        server_net: m
+            .server_addr
+            .as_deref()
+            .map(|s| net(&format!("{field}.server_addr"), s))
+            .transpose()?,
+        client_net: m
+            .client_addr
+            .as_deref()
+            .map(|s| net(&format!("{field}.client_addr"), s))
+            .transpose()?,
     })
 }
 
@@ -1029,15 +1253,26 @@ mod tests {
     fn empty_file_is_the_reference_testbed() {
         let s = parse("", Path::new(".")).unwrap();
         assert_eq!(s.legs.len(), 2);
-        assert!(matches!(s.legs[0].downlink.rate, RateSpec::Fixed { bps: 20_000_000 }));
+        assert!(matches!(
+            s.legs[0].downlink.rate,
+            RateSpec::Fixed { bps: 20_000_000 }
+        ));
         assert_eq!(s.legs[0].downlink.queue_packets, Some(100));
         assert_eq!(s.legs[0].downlink.delay_limit, Some(10_000));
-        assert!(matches!(s.legs[0].downlink.delay, DelayDist::Normal { mean_ms, std_ms } if mean_ms == 10.0 && std_ms == 1.0));
+        assert!(
+            matches!(s.legs[0].downlink.delay, DelayDist::Normal { mean_ms, std_ms } if mean_ms == 10.0 && std_ms == 1.0)
+        );
         assert!(s.legs[0].uplink.is_some() && s.legs[1].uplink.is_none());
-        assert_eq!(s.legs[0].uplink.as_ref().unwrap().queue_packets, Some(10_000));
+        assert_eq!(
+            s.legs[0].uplink.as_ref().unwrap().queue_packets,
+            Some(10_000)
+        );
         assert_eq!(s.pdcp.sn_bits, 16);
         assert_eq!(s.pdcp.header_bytes, 2);
-        assert_eq!(s.pdcp.t_reordering, Some(200 * crate::core::time::NS_PER_MS));
+        assert_eq!(
+            s.pdcp.t_reordering,
+            Some(200 * crate::core::time::NS_PER_MS)
+        );
         assert_eq!(s.bearers.len(), 1);
         assert_eq!(s.bearers[0].legs, vec![0, 1]);
         assert_eq!(s.bearers[0].uplink_leg, Some(0));
@@ -1059,7 +1294,10 @@ mod tests {
         assert_eq!(r("1.5 Gbit/s"), Ok(Some(1_500_000_000)));
         assert_eq!(r("500kbit"), Ok(Some(500_000)));
         assert_eq!(r("unlimited"), Ok(None));
-        assert_eq!(parse_rate(&RateValue::Bps(33_330_000.0)), Ok(Some(33_330_000)));
+        assert_eq!(
+            parse_rate(&RateValue::Bps(33_330_000.0)),
+            Ok(Some(33_330_000))
+        );
         assert!(r("20 furlongs").unwrap_err().contains("unknown unit"));
         assert!(r("0mbit").is_err());
     }
@@ -1067,17 +1305,33 @@ mod tests {
     #[test]
     fn errors_name_the_field_and_range() {
         assert!(err("[pdcp]\nsn_bits = 15").contains("pdcp.sn_bits: must be 12, 16 or 18 (got 15)"));
-        assert!(err("[[legs]]\nname='a'\n[legs.downlink]\nqueue_packets = 0").contains("legs[0].downlink.queue_packets: must be between 1"));
-        assert!(err("[[legs]]\nname='a'\n[legs.downlink]\nrate = 'fast'").contains("legs[0].downlink.rate"));
-        assert!(err("[topology]\nserver_addr = '10.0.0.1'").contains("topology.server_addr: must be in 198.18.0.0/15"));
+        assert!(
+            err("[[legs]]\nname='a'\n[legs.downlink]\nqueue_packets = 0")
+                .contains("legs[0].downlink.queue_packets: must be between 1")
+        );
+        assert!(err("[[legs]]\nname='a'\n[legs.downlink]\nrate = 'fast'")
+            .contains("legs[0].downlink.rate"));
+        assert!(err("[topology]\nserver_addr = '10.0.0.1'")
+            .contains("topology.server_addr: must be in 198.18.0.0/15"));
         assert!(err("[pdcp]\nsn_bits = 'x'").contains("pdcp.sn_bits"));
         assert!(err("[pdcp]\nbogus = 1").contains("unknown field `bogus`"));
-        assert!(err("[split]\nratio = [1, 1, 1]").contains("split.ratio: needs one share per leg of the bearer (2), got 3"));
-        assert!(err("[[legs]]\nname='a'\n[legs.downlink.loss]\nmodel='bernoulli'\npercent=120").contains("legs[0].downlink.loss.percent: must be between 0 and 100"));
-        assert!(err("[[bearers]]\nname='x'\nmode='sc'\nlegs=['leg1','leg2']").contains("bearers[0].legs: an sc bearer takes exactly 1 leg"));
-        assert!(err("[[bearers]]\nname='x'\nmode='sc'\nlegs=['leg9']").contains("bearers[0].legs[0]: no leg named \"leg9\""));
+        assert!(err("[split]\nratio = [1, 1, 1]")
+            .contains("split.ratio: needs one share per leg of the bearer (2), got 3"));
+        assert!(
+            err("[[legs]]\nname='a'\n[legs.downlink.loss]\nmodel='bernoulli'\npercent=120")
+                .contains("legs[0].downlink.loss.percent: must be between 0 and 100")
+        );
+        assert!(
+            err("[[bearers]]\nname='x'\nmode='sc'\nlegs=['leg1','leg2']")
+                .contains("bearers[0].legs: an sc bearer takes exactly 1 leg")
+        );
+        assert!(err("[[bearers]]\nname='x'\nmode='sc'\nlegs=['leg9']")
+            .contains("bearers[0].legs[0]: no leg named \"leg9\""));
         assert!(err("[[schedule]]\nat_ms = 10").contains("schedule[0]: changes nothing"));
-        assert!(err("[[legs]]\nname='a'\n[legs.downlink.trace]\npath='/nonexistent.csv'").contains("legs[0].downlink.trace.path"));
+        assert!(
+            err("[[legs]]\nname='a'\n[legs.downlink.trace]\npath='/nonexistent.csv'")
+                .contains("legs[0].downlink.trace.path")
+        );
     }
 
     #[test]
@@ -1107,10 +1361,20 @@ mod tests {
         assert_eq!(s.bearers[0].rules[0].protocol, Some(17));
         assert_eq!(s.bearers[0].rules[0].server_ports, Some((4433, 4433)));
         assert_eq!(s.bearers[1].rules[0].server_ports, Some((8000, 8001)));
-        assert_eq!(s.bearers[1].rules[0].client_net, Some((0xC612_0000, 0xFFFE_0000)));
+        assert_eq!(
+            s.bearers[1].rules[0].client_net,
+            Some((0xC612_0000, 0xFFFE_0000))
+        );
         assert_eq!(s.schedule.len(), 2);
         assert_eq!(s.schedule[0].at, crate::core::time::NS_PER_S);
-        assert!(matches!(s.schedule[1].what, ChangeKind::Rate { leg: 1, uplink: false, rate: RateSpec::Fixed { bps: 5_000_000 } }));
+        assert!(matches!(
+            s.schedule[1].what,
+            ChangeKind::Rate {
+                leg: 1,
+                uplink: false,
+                rate: RateSpec::Fixed { bps: 5_000_000 }
+            }
+        ));
     }
 
     #[test]

@@ -828,7 +828,8 @@ mod tests {
         };
         let offset = 5 * NS_PER_S;
         let horizon = offset + (period_ms + 10_000) * NS_PER_MS; // past one loop
-                                                                 // Opportunities in [offset, horizon] counted straight from the file, two laps.
+
+        // Opportunities in [offset, horizon] counted straight from the file, two laps.
         let count = |lim_ms: u64| -> usize {
             times_ms.iter().filter(|&&t| t <= lim_ms).count()
                 + times_ms

@@ -168,7 +168,10 @@ pub(crate) mod tests {
     /// A trace shipped in the repository's `data/traces/` (always present).
     pub(crate) fn shared(rel: &str) -> Option<String> {
         let p = format!("{}/../data/traces/{rel}", env!("CARGO_MANIFEST_DIR"));
-        assert!(std::path::Path::new(&p).exists(), "shipped trace {p} is missing");
+        assert!(
+            std::path::Path::new(&p).exists(),
+            "shipped trace {p} is missing"
+        );
         Some(p)
     }
 

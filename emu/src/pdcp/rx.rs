@@ -7,8 +7,8 @@
 //! ring of W = 2^(L-1) slots created up front.
 
 use super::count::SnSpace;
-use crate::stats::Histogram;
 use crate::core::time::Nanos;
+use crate::stats::Histogram;
 use serde::Serialize;
 
 /// Receiver configuration.
