@@ -995,7 +995,7 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
         }
     };
     let bps = num * mult;
-    if !(bps.is_finite() && bps >= 1000.0 && bps <= 1e12) {
+    if !(1000.0..=1e12).contains(&bps) {
         return Err(format!(
             "must be between 1kbit and 1000gbit per second, or \"unlimited\" (got {bps} bit/s)"
         ));

@@ -58,9 +58,9 @@ pub fn five_tuple(pkt: &[u8], dir: Dir) -> Option<FiveTuple> {
 
 impl Rule {
     pub fn matches(&self, t: &FiveTuple) -> bool {
-        let port = |r: Option<(u16, u16)>, p: u16| r.map_or(true, |(lo, hi)| lo <= p && p <= hi);
-        let net = |n: Option<(u32, u32)>, a: u32| n.map_or(true, |(net, mask)| a & mask == net);
-        self.protocol.map_or(true, |p| p == t.protocol)
+        let port = |r: Option<(u16, u16)>, p: u16| r.is_none_or(|(lo, hi)| lo <= p && p <= hi);
+        let net = |n: Option<(u32, u32)>, a: u32| n.is_none_or(|(net, mask)| a & mask == net);
+        self.protocol.is_none_or(|p| p == t.protocol)
             && port(self.server_ports, t.server_port)
             && port(self.client_ports, t.client_port)
             && net(self.server_net, t.server_addr)

@@ -251,7 +251,7 @@ impl Engine {
         let mut best: Option<(Nanos, Due)> = None;
         let mut consider = |t: Option<Nanos>, d: Due| {
             if let Some(t) = t {
-                if best.map_or(true, |(b, _)| t < b) {
+                if best.is_none_or(|(b, _)| t < b) {
                     best = Some((t, d));
                 }
             }
