@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::core::time::{from_ms, Nanos};
+use crate::base::time::{from_ms, Nanos};
 use crate::link::{self, DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
 
 /// An invalid scenario: `field` is the path inside the file, `msg` says what is allowed.
@@ -1271,13 +1271,13 @@ mod tests {
         assert_eq!(s.pdcp.header_bytes, 2);
         assert_eq!(
             s.pdcp.t_reordering,
-            Some(200 * crate::core::time::NS_PER_MS)
+            Some(200 * crate::base::time::NS_PER_MS)
         );
         assert_eq!(s.bearers.len(), 1);
         assert_eq!(s.bearers[0].legs, vec![0, 1]);
         assert_eq!(s.bearers[0].uplink_leg, Some(0));
         assert_eq!(s.bearers[0].split.batch, 100);
-        assert_eq!(s.stats_interval, 100 * crate::core::time::NS_PER_MS);
+        assert_eq!(s.stats_interval, 100 * crate::base::time::NS_PER_MS);
     }
 
     #[test]
@@ -1366,7 +1366,7 @@ mod tests {
             Some((0xC612_0000, 0xFFFE_0000))
         );
         assert_eq!(s.schedule.len(), 2);
-        assert_eq!(s.schedule[0].at, crate::core::time::NS_PER_S);
+        assert_eq!(s.schedule[0].at, crate::base::time::NS_PER_S);
         assert!(matches!(
             s.schedule[1].what,
             ChangeKind::Rate {

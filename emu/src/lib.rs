@@ -4,6 +4,7 @@
 //! a clock it never reads) and reports its next deadline, so the same code runs in real
 //! time (`io`) and in virtual time (tests, `pdcp-replay`).
 
+pub mod base;
 pub mod config;
 pub mod core;
 pub mod io;

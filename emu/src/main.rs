@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use dcemu::base::time::from_ms;
 use dcemu::config;
-use dcemu::core::time::from_ms;
 use dcemu::io::runtime::{run, RunOptions};
 use dcemu::pdcp::replay::{run_replay, ReplayOptions};
 

@@ -1,7 +1,7 @@
 //! The real-time clock of the runtime: nanoseconds since the `Clock` was created, on
 //! `CLOCK_MONOTONIC` (never jumps with wall-clock changes; the same clock the timers use).
 
-use crate::core::time::{Nanos, NS_PER_S};
+use crate::base::time::{Nanos, NS_PER_S};
 
 /// Raw `CLOCK_MONOTONIC` in nanoseconds (vDSO, no syscall).
 pub fn monotonic_ns() -> u64 {

@@ -15,11 +15,12 @@ use super::pcap::PcapWriter;
 use super::signals::Signals;
 use super::timer::Waiter;
 use super::tun::{preflight, Tun, TunConfig};
+use crate::base::time::Nanos;
+use crate::base::Histogram;
 use crate::config::Scenario;
 use crate::core::classifier::Dir;
 use crate::core::engine::Engine;
-use crate::core::time::Nanos;
-use crate::stats::{Histogram, Record, RuntimeRecord};
+use crate::stats::{Record, RuntimeRecord};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {

@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use anyhow::{bail, Context};
 
 use super::clock::{monotonic_ns, ns_to_timespec, Clock};
-use crate::core::time::{Nanos, NS_PER_MS};
+use crate::base::time::{Nanos, NS_PER_MS};
 
 /// How the waiter sleeps until `deadline - spin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -481,7 +481,7 @@ fn timer_slack_of_spec(spec: &ProbeSpec) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::time::NS_PER_US;
+    use crate::base::time::NS_PER_US;
 
     // Precision is measured by `timer-probe` and `make bench`, not here: a loaded CI
     // machine can delay any one wake-up by tens of ms. The test checks correctness: never
@@ -561,7 +561,7 @@ mod tests {
                 .unwrap();
             assert!(ready.is_empty());
             // Written from another thread while waiting with a far deadline / no deadline.
-            for deadline in [Some(clock.now() + 10 * crate::core::time::NS_PER_S), None] {
+            for deadline in [Some(clock.now() + 10 * crate::base::time::NS_PER_S), None] {
                 let fd = wr.as_raw_fd();
                 let h = std::thread::spawn(move || {
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -577,7 +577,7 @@ mod tests {
                 }
                 h.join().unwrap();
                 assert_eq!(ready, vec![7], "{b:?}");
-                assert!(clock.now() - t0 < 2 * crate::core::time::NS_PER_S);
+                assert!(clock.now() - t0 < 2 * crate::base::time::NS_PER_S);
                 let mut buf = [0u8; 8];
                 assert_eq!(
                     unsafe { libc::read(r.as_raw_fd(), buf.as_mut_ptr().cast(), 8) },
@@ -638,7 +638,7 @@ mod tests {
             // 10 s deadline: must return far earlier thanks to EINTR.
             let r = w.wait(
                 &clock,
-                Some(t0 + 10 * crate::core::time::NS_PER_S),
+                Some(t0 + 10 * crate::base::time::NS_PER_S),
                 &mut ready,
             );
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -646,7 +646,7 @@ mod tests {
             r.unwrap();
             assert!(ready.is_empty());
             assert!(
-                clock.now() - t0 < 5 * crate::core::time::NS_PER_S,
+                clock.now() - t0 < 5 * crate::base::time::NS_PER_S,
                 "{b:?} did not return on EINTR"
             );
         }

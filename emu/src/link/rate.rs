@@ -37,8 +37,8 @@ use std::sync::Arc;
 
 use super::queue::DropTail;
 use super::trace::{RateTrace, OPPORTUNITY_BYTES};
-use crate::core::packet::Pkt;
-use crate::core::time::{Nanos, NS_PER_MS};
+use crate::base::packet::Pkt;
+use crate::base::time::{Nanos, NS_PER_MS};
 
 /// Work units per byte (bit·1e9 per byte).
 const UNITS_PER_BYTE: u128 = 8 * 1_000_000_000;
@@ -436,7 +436,7 @@ impl RateStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::time::NS_PER_S;
+    use crate::base::time::NS_PER_S;
 
     fn pkt(id: u32, len: u32) -> Pkt {
         Pkt::new(id, len, 0)

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
-use crate::core::time::{Nanos, NS_PER_MS};
+use crate::base::time::{Nanos, NS_PER_MS};
 
 /// Bytes one mahimahi delivery opportunity may carry.
 pub const OPPORTUNITY_BYTES: u64 = 1500;

@@ -15,7 +15,7 @@
 
 use super::count::SnSpace;
 use super::rx::{PdcpRx, RxConfig, RxCounters, RxEvent};
-use crate::core::time::{fmt_ms, Nanos, NS_PER_MS};
+use crate::base::time::{fmt_ms, Nanos, NS_PER_MS};
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
 use std::io::{BufRead, BufWriter, Write};

@@ -1,6 +1,4 @@
-//! Statistics: the JSON-lines records dcemu writes, and the histogram they use.
-pub mod histogram;
+//! Statistics: the JSON-lines records dcemu writes.
 pub mod record;
 
-pub use histogram::{HistSummary, Histogram};
 pub use record::{BearerRecord, DirRecord, EngineCounters, LegRecord, Record, RuntimeRecord};
