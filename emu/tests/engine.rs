@@ -5,8 +5,7 @@ use std::path::Path;
 
 use dcemu::base::time::{Nanos, NS_PER_MS, NS_PER_US};
 use dcemu::config::parse;
-use dcemu::core::classifier::Dir;
-use dcemu::core::engine::{Engine, Output};
+use dcemu::engine::{Dir, Engine, Output};
 
 fn udp(sport: u16, dport: u16, seq: u32, total: usize, down: bool) -> Vec<u8> {
     let (src, dst) = if down {

@@ -18,9 +18,7 @@ use super::tun::{preflight, Tun, TunConfig};
 use crate::base::time::Nanos;
 use crate::base::Histogram;
 use crate::config::Scenario;
-use crate::core::classifier::Dir;
-use crate::core::engine::Engine;
-use crate::stats::{Record, RuntimeRecord};
+use crate::engine::{Dir, Engine, Record, RuntimeRecord};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {

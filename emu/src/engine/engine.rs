@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 
 use super::classifier::{Classifier, Dir};
+use super::record::{BearerRecord, DirRecord, EngineCounters, LegRecord, Record};
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
 use crate::base::time::{Nanos, NS_PER_MS};
@@ -16,7 +17,6 @@ use crate::base::Histogram;
 use crate::config::{BearerMode, ChangeKind, Scenario};
 use crate::link::{LinkDirection, RateSpec};
 use crate::pdcp::{PdcpRx, PdcpTx, RxConfig, RxEvent, SplitPattern, TxMode};
-use crate::stats::{BearerRecord, DirRecord, EngineCounters, LegRecord, Record};
 
 /// A packet ready to be written: to the client (`Down`) or to the server (`Up`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,3 +1,0 @@
-//! Engine and the bearer classifier.
-pub mod classifier;
-pub mod engine;
