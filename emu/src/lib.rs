@@ -10,3 +10,4 @@ pub mod engine;
 pub mod io;
 pub mod link;
 pub mod pdcp;
+pub mod replay;

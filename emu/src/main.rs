@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use dcemu::base::time::from_ms;
 use dcemu::config;
 use dcemu::io::runtime::{run, RunOptions};
-use dcemu::pdcp::replay::{run_replay, ReplayOptions};
+use dcemu::replay::{run_replay, ReplayOptions};
 
 #[derive(Parser)]
 #[command(
