@@ -14,7 +14,11 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::base::time::{from_ms, Nanos};
-use crate::link::{self, DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
+use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
+
+pub mod trace_file;
+
+pub use trace_file::{load_csv, load_mahimahi, parse_csv, parse_mahimahi};
 
 /// An invalid scenario: `field` is the path inside the file, `msg` says what is allowed.
 #[derive(Debug, thiserror::Error)]
@@ -1026,8 +1030,8 @@ fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
         bad(format!("{field}.row_ms"), "must be at least 1")?;
     }
     let trace: RateTrace = match format.as_str() {
-        "mahimahi" => link::load_mahimahi(&path),
-        "csv" => link::load_csv(&path, &t.column, t.row_ms),
+        "mahimahi" => trace_file::load_mahimahi(&path),
+        "csv" => trace_file::load_csv(&path, &t.column, t.row_ms),
         other => {
             return bad(
                 format!("{field}.format"),
