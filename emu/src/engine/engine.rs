@@ -52,7 +52,7 @@ struct BearerState {
 }
 
 /// Components that have deadlines, in tie-break order: at the same instant a reordering
-/// timer fires before anything arrives (pdcp-reordering.md).
+/// timer fires before anything arrives (see docs/pdcp-reordering.md).
 #[derive(Clone, Copy, Debug)]
 enum Due {
     Rx(usize),
