@@ -235,7 +235,7 @@ pub struct RateStage {
     in_service: bool,
     /// Remaining work of the head, in units.
     work: u128,
-    /// Instant up to which the head's service is accounted (or the last departure).
+    /// The instant up to which the head's service is accounted (or the last departure).
     cursor: Nanos,
     /// Service done but not used, available to a packet starting at exactly `carry_at`.
     carry: u128,
