@@ -7,13 +7,17 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use dcemu::base::time::from_ms;
 use dcemu::config;
-use dcemu::core::time::from_ms;
 use dcemu::io::runtime::{run, RunOptions};
-use dcemu::pdcp::replay::{run_replay, ReplayOptions};
+use dcemu::replay::{run_replay, ReplayOptions};
 
 #[derive(Parser)]
-#[command(name = "dcemu", version, about = "Dual Connectivity emulator: PDCP split/duplication over emulated radio legs, with 3GPP reordering")]
+#[command(
+    name = "dcemu",
+    version,
+    about = "Dual Connectivity emulator: PDCP split/duplication over emulated radio legs, with 3GPP reordering"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -52,9 +56,7 @@ enum Cmd {
         realtime: bool,
     },
     /// Validate a scenario and print it with every default filled in.
-    Check {
-        scenario: PathBuf,
-    },
+    Check { scenario: PathBuf },
     /// Print the default scenario (the reference testbed) as TOML.
     Defaults,
     /// Run the PDCP receiver offline on arrivals read from stdin.
@@ -98,12 +100,26 @@ fn main() -> ExitCode {
 
 fn real_main(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, duration, stats, pcap, ready_file, spin_us, realtime } => {
+        Cmd::Run {
+            scenario,
+            duration,
+            stats,
+            pcap,
+            ready_file,
+            spin_us,
+            realtime,
+        } => {
             let s = config::load(&scenario)?;
             if let Some(d) = duration {
-                anyhow::ensure!(d > 0.0 && d.is_finite(), "--duration: must be a positive number of seconds (got {d})");
+                anyhow::ensure!(
+                    d > 0.0 && d.is_finite(),
+                    "--duration: must be a positive number of seconds (got {d})"
+                );
             }
-            anyhow::ensure!(spin_us <= 10_000, "--spin-us: must be between 0 and 10000 (got {spin_us})");
+            anyhow::ensure!(
+                spin_us <= 10_000,
+                "--spin-us: must be between 0 and 10000 (got {spin_us})"
+            );
             let opts = RunOptions {
                 duration: duration.map(Duration::from_secs_f64),
                 stats_path: stats,
@@ -120,18 +136,35 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             std::io::stdout().write_all(text.as_bytes())?;
         }
         Cmd::Defaults => print!("{}", config::default_toml()),
-        Cmd::PdcpReplay { sn_bits, t_reordering, initial_count, out_of_order } => {
+        Cmd::PdcpReplay {
+            sn_bits,
+            t_reordering,
+            initial_count,
+            out_of_order,
+        } => {
             let t = match t_reordering.as_str() {
                 "inf" | "infinity" => None,
                 v => match v.parse::<f64>() {
                     Ok(ms) if ms >= 0.0 && ms.is_finite() => Some(from_ms(ms)),
-                    _ => anyhow::bail!("--t-reordering: must be a number of ms >= 0 or \"inf\" (got {v:?})"),
+                    _ => anyhow::bail!(
+                        "--t-reordering: must be a number of ms >= 0 or \"inf\" (got {v:?})"
+                    ),
                 },
             };
-            let opts = ReplayOptions { sn_bits, t_reordering: t, initial_count, out_of_order };
+            let opts = ReplayOptions {
+                sn_bits,
+                t_reordering: t,
+                initial_count,
+                out_of_order,
+            };
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
-            run_replay(&opts, BufReader::new(stdin.lock()), std::io::BufWriter::new(stdout.lock()), std::io::stderr())?;
+            run_replay(
+                &opts,
+                BufReader::new(stdin.lock()),
+                std::io::BufWriter::new(stdout.lock()),
+                std::io::stderr(),
+            )?;
         }
     }
     Ok(())

@@ -3,13 +3,16 @@
 
 use std::path::Path;
 
+use dcemu::base::time::{Nanos, NS_PER_MS, NS_PER_US};
 use dcemu::config::parse;
-use dcemu::core::classifier::Dir;
-use dcemu::core::engine::{Engine, Output};
-use dcemu::core::time::{Nanos, NS_PER_MS, NS_PER_US};
+use dcemu::engine::{Dir, Engine, Output};
 
 fn udp(sport: u16, dport: u16, seq: u32, total: usize, down: bool) -> Vec<u8> {
-    let (src, dst) = if down { ([198, 18, 0, 1], [198, 18, 0, 2]) } else { ([198, 18, 0, 2], [198, 18, 0, 1]) };
+    let (src, dst) = if down {
+        ([198, 18, 0, 1], [198, 18, 0, 2])
+    } else {
+        ([198, 18, 0, 2], [198, 18, 0, 1])
+    };
     let mut p = vec![0u8; total];
     p[0] = 0x45;
     p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
@@ -33,7 +36,11 @@ struct Harness {
 impl Harness {
     fn new(text: &str) -> Harness {
         let s = parse(text, Path::new(".")).unwrap();
-        Harness { e: Engine::new(&s, 2048).unwrap(), now: 0, written: vec![] }
+        Harness {
+            e: Engine::new(&s, 2048).unwrap(),
+            now: 0,
+            written: vec![],
+        }
     }
 
     fn inject(&mut self, at: Nanos, dir: Dir, pkt: &[u8]) {
@@ -94,7 +101,11 @@ fn split_over_unequal_delays_arrives_in_order_with_exact_timing() {
     let mut h = Harness::new(TWO_LEGS);
     // 100 packets of 1000 bytes, one every 0.5 ms (16 Mbit/s, below the 20 of both legs).
     for i in 0..100u32 {
-        h.inject(i as Nanos * 500 * NS_PER_US, Dir::Down, &udp(4433, 5000, i, 1000, true));
+        h.inject(
+            i as Nanos * 500 * NS_PER_US,
+            Dir::Down,
+            &udp(4433, 5000, i, 1000, true),
+        );
     }
     h.run_until(200 * NS_PER_MS);
     let seqs: Vec<u32> = h.written.iter().map(|w| w.2).collect();
@@ -112,11 +123,21 @@ fn split_over_unequal_delays_arrives_in_order_with_exact_timing() {
     let t9 = 2_500_000 + 5 * 801_600 + 20 * NS_PER_MS;
     assert_eq!((h.written[9].1, h.written[10].1), (t9, t9));
     let rec = h.e.summary(h.now);
-    assert_eq!(rec.bearers[0].tx_pdus, vec![("a".to_string(), 50), ("b".to_string(), 50)]);
+    assert_eq!(
+        rec.bearers[0].tx_pdus,
+        vec![("a".to_string(), 50), ("b".to_string(), 50)]
+    );
     let rx = rec.bearers[0].rx.as_ref().unwrap();
-    assert_eq!((rx.delivered, rx.counts_given_up, rx.timer_expiries), (100, 0, 0));
+    assert_eq!(
+        (rx.delivered, rx.counts_given_up, rx.timer_expiries),
+        (100, 0, 0)
+    );
     assert_eq!(rec.bearers[0].delivered_bytes, 100 * 1000);
-    assert_eq!(rec.legs[0].downlink.counters.bytes_out, 50 * 1002, "the leg charges the PDCP header");
+    assert_eq!(
+        rec.legs[0].downlink.counters.bytes_out,
+        50 * 1002,
+        "the leg charges the PDCP header"
+    );
 }
 
 #[test]
@@ -132,19 +153,30 @@ fn duplication_delivers_each_packet_once_and_loads_both_legs() {
     let text = format!("{TWO_LEGS}\n[[bearers]]\nname = \"dup\"\nmode = \"dup\"\n");
     let mut h = Harness::new(&text);
     for i in 0..50u32 {
-        h.inject(i as Nanos * NS_PER_MS, Dir::Down, &udp(4433, 5000, i, 500, true));
+        h.inject(
+            i as Nanos * NS_PER_MS,
+            Dir::Down,
+            &udp(4433, 5000, i, 500, true),
+        );
     }
     h.run_until(300 * NS_PER_MS);
     let seqs: Vec<u32> = h.written.iter().map(|w| w.2).collect();
     assert_eq!(seqs, (0..50).collect::<Vec<_>>());
     // Every packet arrives first over the 5 ms leg.
-    assert!(h.written.iter().enumerate().all(|(i, w)| w.1 < (i as Nanos + 6) * NS_PER_MS));
+    assert!(h
+        .written
+        .iter()
+        .enumerate()
+        .all(|(i, w)| w.1 < (i as Nanos + 6) * NS_PER_MS));
     let rec = h.e.summary(h.now);
     assert_eq!(rec.legs[0].downlink.counters.packets_out, 50);
     assert_eq!(rec.legs[1].downlink.counters.packets_out, 50);
     // The second copies arrive after their COUNT was delivered: below RX_DELIV, so "late".
     let rx = rec.bearers[0].rx.as_ref().unwrap();
-    assert_eq!((rx.discarded_late, rx.discarded_duplicate, rx.delivered), (50, 0, 50));
+    assert_eq!(
+        (rx.discarded_late, rx.discarded_duplicate, rx.delivered),
+        (50, 0, 50)
+    );
     assert_eq!(rec.engine.buffers_in_use, 0, "every buffer returned");
 }
 
@@ -165,7 +197,11 @@ match = [{{ server_port = 9000 }}]
     );
     let mut h = Harness::new(&text);
     for i in 0..20u32 {
-        h.inject(i as Nanos * NS_PER_MS, Dir::Down, &udp(9000, 5000, i, 500, true));
+        h.inject(
+            i as Nanos * NS_PER_MS,
+            Dir::Down,
+            &udp(9000, 5000, i, 500, true),
+        );
     }
     h.run_until(100 * NS_PER_MS);
     let rec = h.e.summary(h.now);
@@ -190,7 +226,11 @@ rate = \"1mbit\"
     );
     let mut h = Harness::new(&text);
     for i in 0..40u32 {
-        h.inject(i as Nanos * 2 * NS_PER_MS, Dir::Down, &udp(4433, 5000, i, 998, true));
+        h.inject(
+            i as Nanos * 2 * NS_PER_MS,
+            Dir::Down,
+            &udp(4433, 5000, i, 998, true),
+        );
     }
     h.run_until(2000 * NS_PER_MS);
     let rec = h.e.summary(h.now);
@@ -277,5 +317,8 @@ delay = {{ distribution = "constant", ms = 0 }}
         .collect();
     let expected: u64 = rows.iter().map(|kbps| kbps * 1000 / 8).sum();
     let got = rec.legs[0].downlink.counters.bytes_out;
-    assert!(expected.abs_diff(got) <= 1000, "trace allows {expected} bytes in 5 s, leg sent {got}");
+    assert!(
+        expected.abs_diff(got) <= 1000,
+        "trace allows {expected} bytes in 5 s, leg sent {got}"
+    );
 }

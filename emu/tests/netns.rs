@@ -11,7 +11,13 @@ use common::*;
 
 /// Sends `count` UDP datagrams of `payload` bytes from the server namespace to the client
 /// at about `mbps` (paced in 1 ms rounds); each carries its sequence number.
-fn blast(server: &Netns, port: u16, payload: usize, mbps: f64, secs: f64) -> std::thread::JoinHandle<u64> {
+fn blast(
+    server: &Netns,
+    port: u16,
+    payload: usize,
+    mbps: f64,
+    secs: f64,
+) -> std::thread::JoinHandle<u64> {
     server.spawn(move || {
         let s = UdpSocket::bind((SERVER, 0)).unwrap();
         s.connect((CLIENT, port)).unwrap();
@@ -36,14 +42,32 @@ fn blast(server: &Netns, port: u16, payload: usize, mbps: f64, secs: f64) -> std
 /// (kernel arrival time since the Unix epoch, sequence number, bytes) per datagram.
 /// The kernel stamps each datagram and the socket buffer is 4 MB, so a receiving thread
 /// that a loaded machine delays neither drops datagrams nor shifts their times.
-fn sink(client: &Netns, port: u16, quiet: Duration) -> std::thread::JoinHandle<Vec<(Duration, u64, usize)>> {
+fn sink(
+    client: &Netns,
+    port: u16,
+    quiet: Duration,
+) -> std::thread::JoinHandle<Vec<(Duration, u64, usize)>> {
     client.spawn(move || {
         let s = UdpSocket::bind((CLIENT, port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
         let set = |opt: libc::c_int, v: libc::c_int| {
-            let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, (&v as *const libc::c_int).cast(), 4) };
-            assert_eq!(r, 0, "setsockopt {opt}: {}", std::io::Error::last_os_error());
+            let r = unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&v as *const libc::c_int).cast(),
+                    4,
+                )
+            };
+            assert_eq!(
+                r,
+                0,
+                "setsockopt {opt}: {}",
+                std::io::Error::last_os_error()
+            );
         };
         set(libc::SO_RCVBUFFORCE, 4 << 20);
         set(libc::SO_TIMESTAMPNS, 1);
@@ -53,7 +77,10 @@ fn sink(client: &Netns, port: u16, quiet: Duration) -> std::thread::JoinHandle<V
         let mut last = Instant::now();
         let start = Instant::now();
         loop {
-            let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_iov = &mut iov;
             msg.msg_iovlen = 1;
@@ -67,13 +94,18 @@ fn sink(client: &Netns, port: u16, quiet: Duration) -> std::thread::JoinHandle<V
                 while !c.is_null() {
                     let h = unsafe { &*c };
                     if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS {
-                        let ts: libc::timespec = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(c).cast()) };
+                        let ts: libc::timespec =
+                            unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(c).cast()) };
                         at = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
                     }
                     c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
                 }
                 let at = at.expect("the kernel stamps every datagram (SO_TIMESTAMPNS)");
-                got.push((at, u64::from_be_bytes(buf[..8].try_into().unwrap()), n as usize));
+                got.push((
+                    at,
+                    u64::from_be_bytes(buf[..8].try_into().unwrap()),
+                    n as usize,
+                ));
             } else if last.elapsed() > quiet || start.elapsed() > Duration::from_secs(60) {
                 break;
             }
@@ -114,7 +146,10 @@ fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
     let records = emu.stop();
     assert!(got.len() > 5000, "received only {} of {sent}", got.len());
     // Steady state: skip the first and last half second.
-    let (t0, t1) = (got[0].0 + Duration::from_millis(500), got.last().unwrap().0 - Duration::from_millis(500));
+    let (t0, t1) = (
+        got[0].0 + Duration::from_millis(500),
+        got.last().unwrap().0 - Duration::from_millis(500),
+    );
     let window: Vec<_> = got.iter().filter(|g| g.0 >= t0 && g.0 < t1).collect();
     let first = window.first().unwrap().0;
     let last = window.last().unwrap().0;
@@ -132,15 +167,27 @@ fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
     );
     assert_eq!(summary["type"], "summary");
     let leg = &summary["legs"][0]["downlink"];
-    assert!(leg["dropped_queue_packets"].as_u64().unwrap() > 0, "the sender must overload the leg");
+    assert!(
+        leg["dropped_queue_packets"].as_u64().unwrap() > 0,
+        "the sender must overload the leg"
+    );
     assert_eq!(summary["engine"]["dropped_no_buffer"], 0);
-    assert_eq!(summary["runtime"]["tun_kernel_drops"], 0, "dcemu must read everything the kernel hands it");
+    assert_eq!(
+        summary["runtime"]["tun_kernel_drops"], 0,
+        "dcemu must read everything the kernel hands it"
+    );
     assert_eq!(summary["runtime"]["tun_write_errors"], 0);
     // Every written packet has a departure lateness and a write cost.
     let writes = summary["runtime"]["tun_write_packets"].as_u64().unwrap();
     assert!(writes as usize >= got.len());
-    assert_eq!(summary["runtime"]["lateness"]["count"].as_u64(), Some(writes));
-    assert_eq!(summary["runtime"]["write_cost"]["count"].as_u64(), Some(writes));
+    assert_eq!(
+        summary["runtime"]["lateness"]["count"].as_u64(),
+        Some(writes)
+    );
+    assert_eq!(
+        summary["runtime"]["write_cost"]["count"].as_u64(),
+        Some(writes)
+    );
 }
 
 #[test]
@@ -197,9 +244,20 @@ delay = { distribution = "constant", ms = 5 }
     // Never faster than configured; the best echo within 0.5 ms shows no systematic
     // added delay. The median bound is looser: a loaded machine delays single echoes
     // (precision is measured by `make bench`, not asserted here).
-    assert!(sorted[0] >= 15.0, "faster than the configured 15 ms: {:?}", &sorted[..3]);
-    assert!(sorted[0] < 15.5, "best RTT {:.3} ms for 15 ms configured", sorted[0]);
-    assert!(median < 16.0, "median RTT {median:.3} ms for 15 ms configured");
+    assert!(
+        sorted[0] >= 15.0,
+        "faster than the configured 15 ms: {:?}",
+        &sorted[..3]
+    );
+    assert!(
+        sorted[0] < 15.5,
+        "best RTT {:.3} ms for 15 ms configured",
+        sorted[0]
+    );
+    assert!(
+        median < 16.0,
+        "median RTT {median:.3} ms for 15 ms configured"
+    );
 }
 
 #[test]
@@ -235,7 +293,11 @@ delay = {{ distribution = "constant", ms = 12 }}
         let sent = blast(&s, 9001, 1000, 10.0, 1.0).join().unwrap();
         let got = rx.join().unwrap();
         let records = emu.stop();
-        assert_eq!(got.len() as u64, sent, "nothing may be lost (reordering={reordering})");
+        assert_eq!(
+            got.len() as u64,
+            sent,
+            "nothing may be lost (reordering={reordering})"
+        );
         let inversions = got.windows(2).filter(|w| w[1].1 < w[0].1).count();
         let summary = records.last().unwrap();
         if reordering {
@@ -243,10 +305,21 @@ delay = {{ distribution = "constant", ms = 12 }}
             let rx = &summary["bearers"][0]["rx"];
             assert_eq!(rx["delivered"].as_u64().unwrap(), sent);
         } else {
-            assert!(inversions > 10, "bypass must show the legs' reordering ({inversions} inversions)");
+            assert!(
+                inversions > 10,
+                "bypass must show the legs' reordering ({inversions} inversions)"
+            );
         }
-        let pdus: Vec<u64> = summary["bearers"][0]["tx_pdus"].as_array().unwrap().iter().map(|p| p[1].as_u64().unwrap()).collect();
-        assert!(pdus[0].abs_diff(pdus[1]) <= 10, "1:1 split in batches of 10: {pdus:?}");
+        let pdus: Vec<u64> = summary["bearers"][0]["tx_pdus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_u64().unwrap())
+            .collect();
+        assert!(
+            pdus[0].abs_diff(pdus[1]) <= 10,
+            "1:1 split in batches of 10: {pdus:?}"
+        );
     }
 }
 
@@ -258,10 +331,16 @@ fn devices_are_removed_after_sigterm_and_after_duration() {
     let (s, c) = (Netns::new("s"), Netns::new("c"));
     let emu = Emu::start(&s, &c, "", &[]);
     let (st, ct) = (emu.server_tun.clone(), emu.client_tun.clone());
-    assert!(s.links().contains(&st) && c.links().contains(&ct), "devices exist while running");
+    assert!(
+        s.links().contains(&st) && c.links().contains(&ct),
+        "devices exist while running"
+    );
     let records = emu.stop();
     assert_eq!(records.last().unwrap()["type"], "summary");
-    assert!(!s.links().contains(&st) && !c.links().contains(&ct), "devices removed after SIGTERM");
+    assert!(
+        !s.links().contains(&st) && !c.links().contains(&ct),
+        "devices removed after SIGTERM"
+    );
 
     let emu = Emu::start(&s, &c, "", &["--duration", "0.3"]);
     let (st, ct) = (emu.server_tun.clone(), emu.client_tun.clone());
@@ -271,11 +350,17 @@ fn devices_are_removed_after_sigterm_and_after_duration() {
         if let Some(st) = emu.child.try_wait().unwrap() {
             break st;
         }
-        assert!(t0.elapsed() < Duration::from_secs(5), "--duration 0.3 did not end the run");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "--duration 0.3 did not end the run"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success());
-    assert!(!s.links().contains(&st) && !c.links().contains(&ct), "devices removed after --duration");
+    assert!(
+        !s.links().contains(&st) && !c.links().contains(&ct),
+        "devices removed after --duration"
+    );
     assert_eq!(emu.records().last().unwrap()["type"], "summary");
 }
 
@@ -285,20 +370,44 @@ fn setup_failures_exit_nonzero_with_a_clear_message() {
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[pdcp]\nsn_bits = 13\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_dcemu")).arg("run").arg(&bad).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dcemu"))
+        .arg("run")
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("pdcp.sn_bits: must be 12, 16 or 18 (got 13)"), "{err}");
+    assert!(
+        err.contains("pdcp.sn_bits: must be 12, 16 or 18 (got 13)"),
+        "{err}"
+    );
 
     if is_root() {
         let missing = dir.join("missing.toml");
         std::fs::write(&missing, "[topology]\nserver_netns = \"dcemu-test-nonexistent\"\nclient_netns = \"dcemu-test-nonexistent2\"\nserver_tun = \"dctmiss0\"\nclient_tun = \"dctmiss1\"\n").unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_dcemu")).arg("run").arg(&missing).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_dcemu"))
+            .arg("run")
+            .arg(&missing)
+            .output()
+            .unwrap();
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("dcemu-test-nonexistent") && err.contains("does not exist"), "{err}");
-        let links = String::from_utf8_lossy(&Command::new("ip").args(["-o", "link"]).output().unwrap().stdout).into_owned();
-        assert!(!links.contains("dctmiss"), "no device left behind after a failed setup");
+        assert!(
+            err.contains("dcemu-test-nonexistent") && err.contains("does not exist"),
+            "{err}"
+        );
+        let links = String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["-o", "link"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned();
+        assert!(
+            !links.contains("dctmiss"),
+            "no device left behind after a failed setup"
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -311,20 +420,40 @@ fn deleting_a_namespace_under_dcemu_ends_it_instead_of_spinning() {
     let (s, c) = (Netns::new("s"), Netns::new("c"));
     let mut emu = Emu::start(&s, &c, "", &[]);
     // Traffic so the client device has something to report, then the namespace goes.
-    Command::new("ip").args(["netns", "exec", &c.name, "ping", "-c", "2", "-i", "0.2", "-W", "1", SERVER]).output().unwrap();
-    Command::new("ip").args(["netns", "del", &c.name]).status().unwrap();
+    Command::new("ip")
+        .args([
+            "netns", "exec", &c.name, "ping", "-c", "2", "-i", "0.2", "-W", "1", SERVER,
+        ])
+        .output()
+        .unwrap();
+    Command::new("ip")
+        .args(["netns", "del", &c.name])
+        .status()
+        .unwrap();
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = emu.child.try_wait().unwrap() {
             break st;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "dcemu still running 10 s after its namespace was deleted");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "dcemu still running 10 s after its namespace was deleted"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(!status.success());
     let mut err = String::new();
     use std::io::Read;
-    emu.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    emu.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(err.contains("was the namespace deleted"), "{err}");
-    assert_eq!(emu.records().last().unwrap()["type"], "summary", "the summary is still written");
+    assert_eq!(
+        emu.records().last().unwrap()["type"],
+        "summary",
+        "the summary is still written"
+    );
 }

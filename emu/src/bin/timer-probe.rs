@@ -56,7 +56,9 @@ fn main() -> anyhow::Result<()> {
     add("pwait2 fifo spin50", Pwait2, None, true, 50);
 
     println!("pwait2 available: {}", pwait2_available());
-    println!("| config | samples | p50 us | p99 us | p99.9 us | max us | mean us | CPU s/s | fifo |");
+    println!(
+        "| config | samples | p50 us | p99 us | p99.9 us | max us | mean us | CPU s/s | fifo |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for s in specs.iter().filter(|s| s.label.contains(&filter)) {
         if s.backend == Pwait2 && !pwait2_available() {

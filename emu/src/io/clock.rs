@@ -1,11 +1,14 @@
 //! The real-time clock of the runtime: nanoseconds since the `Clock` was created, on
 //! `CLOCK_MONOTONIC` (never jumps with wall-clock changes; the same clock the timers use).
 
-use crate::core::time::{Nanos, NS_PER_S};
+use crate::base::time::{Nanos, NS_PER_S};
 
 /// Raw `CLOCK_MONOTONIC` in nanoseconds (vDSO, no syscall).
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     debug_assert_eq!(rc, 0);
@@ -14,7 +17,10 @@ pub fn monotonic_ns() -> u64 {
 
 /// Converts absolute `CLOCK_MONOTONIC` nanoseconds into a `timespec`.
 pub fn ns_to_timespec(ns: u64) -> libc::timespec {
-    libc::timespec { tv_sec: (ns / NS_PER_S) as libc::time_t, tv_nsec: (ns % NS_PER_S) as libc::c_long }
+    libc::timespec {
+        tv_sec: (ns / NS_PER_S) as libc::time_t,
+        tv_nsec: (ns % NS_PER_S) as libc::c_long,
+    }
 }
 
 /// Monotonic clock with its epoch at creation: `now()` starts at (about) 0.
@@ -31,7 +37,9 @@ impl Default for Clock {
 
 impl Clock {
     pub fn new() -> Clock {
-        Clock { origin: monotonic_ns() }
+        Clock {
+            origin: monotonic_ns(),
+        }
     }
 
     /// Nanoseconds since this clock was created.

@@ -26,7 +26,10 @@ impl PcapWriter {
 
     /// `unix_ns`: capture time in nanoseconds since the Unix epoch.
     pub fn write(&mut self, unix_ns: u64, pkt: &[u8]) -> std::io::Result<()> {
-        let (s, ns) = ((unix_ns / 1_000_000_000) as u32, (unix_ns % 1_000_000_000) as u32);
+        let (s, ns) = (
+            (unix_ns / 1_000_000_000) as u32,
+            (unix_ns % 1_000_000_000) as u32,
+        );
         let mut hdr = [0u8; 16];
         hdr[0..4].copy_from_slice(&s.to_le_bytes());
         hdr[4..8].copy_from_slice(&ns.to_le_bytes());

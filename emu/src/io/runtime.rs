@@ -15,11 +15,10 @@ use super::pcap::PcapWriter;
 use super::signals::Signals;
 use super::timer::Waiter;
 use super::tun::{preflight, Tun, TunConfig};
+use crate::base::time::Nanos;
+use crate::base::Histogram;
 use crate::config::Scenario;
-use crate::core::classifier::Dir;
-use crate::core::engine::Engine;
-use crate::core::time::Nanos;
-use crate::stats::{Histogram, Record, RuntimeRecord};
+use crate::engine::{Dir, Engine, Record, RuntimeRecord};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -90,21 +89,29 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
 
     let stats_path = opts.stats_path.clone().or_else(|| s.stats_path.clone());
     let mut stats: Box<dyn Write> = match &stats_path {
-        Some(p) if p.as_os_str() != "-" => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("cannot create stats file {}", p.display()))?,
-        )),
+        Some(p) if p.as_os_str() != "-" => {
+            Box::new(BufWriter::new(File::create(p).with_context(|| {
+                format!("cannot create stats file {}", p.display())
+            })?))
+        }
         _ => Box::new(BufWriter::new(std::io::stdout())),
     };
     let pcap_path = opts.pcap_path.clone().or_else(|| s.pcap_path.clone());
     let mut pcap = match &pcap_path {
-        Some(p) => Some(PcapWriter::create(p, t.mtu + 64).with_context(|| format!("cannot create pcap {}", p.display()))?),
+        Some(p) => Some(
+            PcapWriter::create(p, t.mtu + 64)
+                .with_context(|| format!("cannot create pcap {}", p.display()))?,
+        ),
         None => None,
     };
 
     let slot = t.mtu as usize + 64;
     let mut engine = Engine::new(s, slot)?;
     let clock = Clock::new();
-    let unix_at_start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+    let unix_at_start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
     let end = opts.duration.map(|d| d.as_nanos() as Nanos);
     if let Some(p) = &opts.ready_file {
         // PID and the Unix time (ns) of emulator time 0, to line stats up with endpoints;
@@ -131,7 +138,15 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     'forward: loop {
         let now = clock.now();
         engine.advance(now);
-        flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, unix_at_start, &mut c);
+        flush_outputs(
+            &mut engine,
+            &server,
+            &client,
+            &clock,
+            &mut pcap,
+            unix_at_start,
+            &mut c,
+        );
         for rec in engine.take_records() {
             write_record(&mut stats, rec, &c)?;
         }
@@ -163,12 +178,23 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     }
     let now = clock.now();
     let mut summary = engine.summary(now);
-    flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, unix_at_start, &mut c);
+    flush_outputs(
+        &mut engine,
+        &server,
+        &client,
+        &clock,
+        &mut pcap,
+        unix_at_start,
+        &mut c,
+    );
     for rec in engine.take_records() {
         write_record(&mut stats, rec, &c)?;
     }
     let mut rt = runtime_record(&c);
-    rt.tun_kernel_drops = [&server, &client].iter().map(|t| t.kernel_tx_dropped().unwrap_or(0)).sum();
+    rt.tun_kernel_drops = [&server, &client]
+        .iter()
+        .map(|t| t.kernel_tx_dropped().unwrap_or(0))
+        .sum();
     summary.runtime = Some(rt);
     serde_json::to_writer(&mut stats, &summary)?;
     stats.write_all(b"\n")?;
@@ -187,7 +213,13 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
 
 /// Reads what one device has (up to a burst). An error other than "nothing to read" means
 /// the device is gone (its namespace was deleted): fatal, or the loop would spin on it.
-fn read_burst(engine: &mut Engine, tun: &Tun, dir: Dir, clock: &Clock, c: &mut Counters) -> Result<()> {
+fn read_burst(
+    engine: &mut Engine,
+    tun: &Tun,
+    dir: Dir,
+    clock: &Clock,
+    c: &mut Counters,
+) -> Result<()> {
     for _ in 0..READ_BURST {
         let Some(id) = engine.alloc_buffer() else {
             // Every buffer in use: drain the device anyway so the kernel does not stall,

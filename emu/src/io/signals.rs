@@ -35,7 +35,9 @@ impl Signals {
             if fd < 0 {
                 return Err(io::Error::last_os_error()).context("signalfd");
             }
-            Ok(Signals { fd: OwnedFd::from_raw_fd(fd) })
+            Ok(Signals {
+                fd: OwnedFd::from_raw_fd(fd),
+            })
         }
     }
 
@@ -51,7 +53,11 @@ impl Signals {
         unsafe {
             let mut info: libc::signalfd_siginfo = std::mem::zeroed();
             let n = std::mem::size_of::<libc::signalfd_siginfo>();
-            let r = libc::read(self.fd.as_raw_fd(), (&mut info as *mut libc::signalfd_siginfo).cast(), n);
+            let r = libc::read(
+                self.fd.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                n,
+            );
             if r as usize == n {
                 Some(info.ssi_signo as i32)
             } else {
@@ -77,10 +83,12 @@ mod tests {
             w.add_fd(sig.fd(), 42).unwrap();
             let clock = Clock::new();
             let mut ready = Vec::new();
-            w.wait(&clock, Some(clock.now() + 1_000_000), &mut ready).unwrap();
+            w.wait(&clock, Some(clock.now() + 1_000_000), &mut ready)
+                .unwrap();
             assert!(ready.is_empty());
             unsafe { libc::pthread_kill(libc::pthread_self(), libc::SIGTERM) };
-            w.wait(&clock, Some(clock.now() + 2_000_000_000), &mut ready).unwrap();
+            w.wait(&clock, Some(clock.now() + 2_000_000_000), &mut ready)
+                .unwrap();
             assert_eq!(ready, vec![42]);
             assert_eq!(sig.take(), Some(libc::SIGTERM));
             assert_eq!(sig.take(), None);

@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use anyhow::{bail, Context};
 
 use super::clock::{monotonic_ns, ns_to_timespec, Clock};
-use crate::core::time::{Nanos, NS_PER_MS};
+use crate::base::time::{Nanos, NS_PER_MS};
 
 /// How the waiter sleeps until `deadline - spin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,9 @@ pub fn timer_slack() -> u64 {
 /// priority such as 10 is enough. The Waiter never spins for more than `spin_us` per
 /// `wait`, and the kernel's RT throttling (95% per second) still bounds a runaway loop.
 pub fn set_sched_fifo(prio: i32) -> io::Result<()> {
-    let p = libc::sched_param { sched_priority: prio };
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
     // SAFETY: pid 0 = calling thread; valid pointer.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
     if rc != 0 {
@@ -114,7 +116,11 @@ impl Waiter {
     /// that will call `wait` (timer slack is per thread). No scheduling-class change.
     pub fn new(spin_us: u32) -> anyhow::Result<Waiter> {
         set_timer_slack(1).context("prctl(PR_SET_TIMERSLACK, 1)")?;
-        let backend = if pwait2_available() { Backend::Pwait2 } else { Backend::Timerfd };
+        let backend = if pwait2_available() {
+            Backend::Pwait2
+        } else {
+            Backend::Timerfd
+        };
         Waiter::with_backend(backend, spin_us)
     }
 
@@ -138,7 +144,10 @@ impl Waiter {
         if backend == Backend::Timerfd {
             // SAFETY: plain syscall; result checked.
             let t = unsafe {
-                libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+                libc::timerfd_create(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                )
             };
             if t < 0 {
                 return Err(io::Error::last_os_error()).context("timerfd_create");
@@ -160,11 +169,16 @@ impl Waiter {
     }
 
     fn ctl_add(&mut self, fd: RawFd, token: u64) -> anyhow::Result<()> {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
         // SAFETY: valid epoll fd and event pointer.
-        let rc = unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        let rc =
+            unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
         if rc != 0 {
-            return Err(io::Error::last_os_error()).with_context(|| format!("epoll_ctl(ADD, fd {fd})"));
+            return Err(io::Error::last_os_error())
+                .with_context(|| format!("epoll_ctl(ADD, fd {fd})"));
         }
         Ok(())
     }
@@ -182,10 +196,16 @@ impl Waiter {
     pub fn remove_fd(&mut self, fd: RawFd) -> anyhow::Result<()> {
         // SAFETY: valid epoll fd; a null event is allowed for DEL since 2.6.9.
         let rc = unsafe {
-            libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut())
+            libc::epoll_ctl(
+                self.epfd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                std::ptr::null_mut(),
+            )
         };
         if rc != 0 {
-            return Err(io::Error::last_os_error()).with_context(|| format!("epoll_ctl(DEL, fd {fd})"));
+            return Err(io::Error::last_os_error())
+                .with_context(|| format!("epoll_ctl(DEL, fd {fd})"));
         }
         Ok(())
     }
@@ -197,7 +217,12 @@ impl Waiter {
     /// interrupted the sleep (EINTR is not an error): callers re-read the clock anyway.
     /// With `deadline == None` it blocks until an fd is readable (or EINTR).
     /// If the deadline has already passed, it still polls the fds once (no sleep).
-    pub fn wait(&mut self, clock: &Clock, deadline: Option<Nanos>, ready: &mut Vec<u64>) -> anyhow::Result<()> {
+    pub fn wait(
+        &mut self,
+        clock: &Clock,
+        deadline: Option<Nanos>,
+        ready: &mut Vec<u64>,
+    ) -> anyhow::Result<()> {
         ready.clear();
         loop {
             let timeout = match deadline {
@@ -272,13 +297,25 @@ impl Waiter {
             (Timeout::Until(at), Backend::Timerfd) => {
                 if self.armed != Some(at) {
                     let spec = libc::itimerspec {
-                        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                        it_interval: libc::timespec {
+                            tv_sec: 0,
+                            tv_nsec: 0,
+                        },
                         it_value: ns_to_timespec(at),
                     };
-                    let tfd = self.tfd.as_ref().expect("timerfd back-end owns a timerfd").as_raw_fd();
+                    let tfd = self
+                        .tfd
+                        .as_ref()
+                        .expect("timerfd back-end owns a timerfd")
+                        .as_raw_fd();
                     // SAFETY: valid timerfd and itimerspec pointer.
                     let r = unsafe {
-                        libc::timerfd_settime(tfd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+                        libc::timerfd_settime(
+                            tfd,
+                            libc::TFD_TIMER_ABSTIME,
+                            &spec,
+                            std::ptr::null_mut(),
+                        )
                     };
                     if r != 0 {
                         return Err(io::Error::last_os_error());
@@ -304,7 +341,10 @@ pub fn pwait2_available() -> bool {
             return false;
         }
         let mut ev = [libc::epoll_event { events: 0, u64: 0 }];
-        let ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         let rc = libc::epoll_pwait2(ep, ev.as_mut_ptr(), 1, &ts, std::ptr::null());
         libc::close(ep);
         rc >= 0
@@ -372,7 +412,10 @@ fn probe_in_thread(spec: &ProbeSpec) -> anyhow::Result<ProbeResult> {
         Some(p) => match set_sched_fifo(p) {
             Ok(()) => true,
             Err(e) => {
-                eprintln!("{}: SCHED_FIFO refused ({e}); measuring with SCHED_OTHER", spec.label);
+                eprintln!(
+                    "{}: SCHED_FIFO refused ({e}); measuring with SCHED_OTHER",
+                    spec.label
+                );
                 false
             }
         },
@@ -438,7 +481,7 @@ fn timer_slack_of_spec(spec: &ProbeSpec) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::time::NS_PER_US;
+    use crate::base::time::NS_PER_US;
 
     // Precision is measured by `timer-probe` and `make bench`, not here: a loaded CI
     // machine can delay any one wake-up by tens of ms. The test checks correctness: never
@@ -466,7 +509,12 @@ mod tests {
                 assert!(now >= deadline, "woke before the deadline");
                 best = best.min(now - deadline);
             }
-            assert!(best < LOOSE, "{:?}: woke at best {} ns late over {TRIES} tries", w.backend(), best);
+            assert!(
+                best < LOOSE,
+                "{:?}: woke at best {} ns late over {TRIES} tries",
+                w.backend(),
+                best
+            );
         }
         // A passed deadline returns at once (a bug would block: no fd is registered).
         let t0 = clock.now();
@@ -489,7 +537,10 @@ mod tests {
 
     fn pipe() -> (OwnedFd, OwnedFd) {
         let mut fds = [0; 2];
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+        assert_eq!(
+            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) },
+            0
+        );
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
     }
 
@@ -506,10 +557,11 @@ mod tests {
             let clock = Clock::new();
             let mut ready = vec![99];
             // Nothing readable: the deadline ends the wait.
-            w.wait(&clock, Some(clock.now() + 500 * NS_PER_US), &mut ready).unwrap();
+            w.wait(&clock, Some(clock.now() + 500 * NS_PER_US), &mut ready)
+                .unwrap();
             assert!(ready.is_empty());
             // Written from another thread while waiting with a far deadline / no deadline.
-            for deadline in [Some(clock.now() + 10 * crate::core::time::NS_PER_S), None] {
+            for deadline in [Some(clock.now() + 10 * crate::base::time::NS_PER_S), None] {
                 let fd = wr.as_raw_fd();
                 let h = std::thread::spawn(move || {
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -525,18 +577,26 @@ mod tests {
                 }
                 h.join().unwrap();
                 assert_eq!(ready, vec![7], "{b:?}");
-                assert!(clock.now() - t0 < 2 * crate::core::time::NS_PER_S);
+                assert!(clock.now() - t0 < 2 * crate::base::time::NS_PER_S);
                 let mut buf = [0u8; 8];
-                assert_eq!(unsafe { libc::read(r.as_raw_fd(), buf.as_mut_ptr().cast(), 8) }, 1);
+                assert_eq!(
+                    unsafe { libc::read(r.as_raw_fd(), buf.as_mut_ptr().cast(), 8) },
+                    1
+                );
             }
             // Level-triggered: readable data already present wakes immediately.
-            assert_eq!(unsafe { libc::write(wr.as_raw_fd(), b"y".as_ptr().cast(), 1) }, 1);
+            assert_eq!(
+                unsafe { libc::write(wr.as_raw_fd(), b"y".as_ptr().cast(), 1) },
+                1
+            );
             w.wait(&clock, None, &mut ready).unwrap();
             assert_eq!(ready, vec![7]);
-            w.wait(&clock, Some(clock.now() + 5 * NS_PER_MS), &mut ready).unwrap();
+            w.wait(&clock, Some(clock.now() + 5 * NS_PER_MS), &mut ready)
+                .unwrap();
             assert_eq!(ready, vec![7]);
             w.remove_fd(r.as_raw_fd()).unwrap();
-            w.wait(&clock, Some(clock.now() + NS_PER_MS), &mut ready).unwrap();
+            w.wait(&clock, Some(clock.now() + NS_PER_MS), &mut ready)
+                .unwrap();
             assert!(ready.is_empty());
         }
     }
@@ -576,12 +636,19 @@ mod tests {
             let mut ready = Vec::new();
             let t0 = clock.now();
             // 10 s deadline: must return far earlier thanks to EINTR.
-            let r = w.wait(&clock, Some(t0 + 10 * crate::core::time::NS_PER_S), &mut ready);
+            let r = w.wait(
+                &clock,
+                Some(t0 + 10 * crate::base::time::NS_PER_S),
+                &mut ready,
+            );
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
             h.join().unwrap();
             r.unwrap();
             assert!(ready.is_empty());
-            assert!(clock.now() - t0 < 5 * crate::core::time::NS_PER_S, "{b:?} did not return on EINTR");
+            assert!(
+                clock.now() - t0 < 5 * crate::base::time::NS_PER_S,
+                "{b:?} did not return on EINTR"
+            );
         }
     }
 

@@ -95,7 +95,12 @@ fn validate_name(what: &str, name: &str, max: usize) -> anyhow::Result<()> {
     if name.is_empty() || name.len() > max {
         bail!("{what} '{name}' must be 1 to {max} bytes long");
     }
-    if name == "." || name == ".." || name.bytes().any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace() || !b.is_ascii_graphic()) {
+    if name == "."
+        || name == ".."
+        || name
+            .bytes()
+            .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace() || !b.is_ascii_graphic())
+    {
         bail!("{what} '{name}' contains characters not allowed in an interface/namespace name");
     }
     Ok(())
@@ -140,7 +145,11 @@ impl Tun {
         validate_name("interface name", &cfg.name, MAX_IFNAME_LEN)?;
         validate_name("network namespace", &cfg.netns, 255)?;
         if !(68..=65535).contains(&cfg.mtu) {
-            bail!("MTU {} for '{}' is out of range (68..=65535)", cfg.mtu, cfg.name);
+            bail!(
+                "MTU {} for '{}' is out of range (68..=65535)",
+                cfg.mtu,
+                cfg.name
+            );
         }
         if !Path::new("/run/netns").join(&cfg.netns).exists() {
             bail!(
@@ -149,15 +158,25 @@ impl Tun {
             );
         }
         if link_exists(None, &cfg.name) {
-            bail!("a network device named '{}' already exists (in dcemu's namespace)", cfg.name);
+            bail!(
+                "a network device named '{}' already exists (in dcemu's namespace)",
+                cfg.name
+            );
         }
         if link_exists(Some(&cfg.netns), &cfg.name) {
-            bail!("a network device named '{}' already exists in namespace '{}'", cfg.name, cfg.netns);
+            bail!(
+                "a network device named '{}' already exists in namespace '{}'",
+                cfg.name,
+                cfg.netns
+            );
         }
 
         // SAFETY: open(2) with a static C string; result checked.
         let raw = unsafe {
-            libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            libc::open(
+                c"/dev/net/tun".as_ptr(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
         };
         if raw < 0 {
             let e = io::Error::last_os_error();
@@ -169,28 +188,55 @@ impl Tun {
         // SAFETY: fresh fd we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
 
-        let mut req = IfReqFlags { name: [0; 16], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
+        let mut req = IfReqFlags {
+            name: [0; 16],
+            flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+            _pad: [0; 22],
+        };
         req.name[..cfg.name.len()].copy_from_slice(cfg.name.as_bytes());
         // SAFETY: TUNSETIFF reads/writes a struct ifreq (40 bytes), which IfReqFlags is.
-        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF as _, &mut req as *mut IfReqFlags) };
+        let rc = unsafe {
+            libc::ioctl(
+                fd.as_raw_fd(),
+                libc::TUNSETIFF as _,
+                &mut req as *mut IfReqFlags,
+            )
+        };
         if rc < 0 {
             let e = io::Error::last_os_error();
             return Err(match e.raw_os_error() {
                 Some(libc::EPERM) => anyhow!(MSG_NOT_ROOT).context(e),
                 Some(libc::EBUSY) | Some(libc::EEXIST) | Some(libc::EINVAL) => {
-                    anyhow!("cannot create TUN '{}': a device of that name already exists ({e})", cfg.name)
+                    anyhow!(
+                        "cannot create TUN '{}': a device of that name already exists ({e})",
+                        cfg.name
+                    )
                 }
                 _ => anyhow!("ioctl(TUNSETIFF, '{}') failed: {e}", cfg.name),
             });
         }
-        let got = req.name.iter().position(|&b| b == 0).map_or(&req.name[..], |n| &req.name[..n]);
+        let got = req
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(&req.name[..], |n| &req.name[..n]);
         if got != cfg.name.as_bytes() {
-            bail!("kernel named the TUN '{}' instead of '{}'", String::from_utf8_lossy(got), cfg.name);
+            bail!(
+                "kernel named the TUN '{}' instead of '{}'",
+                String::from_utf8_lossy(got),
+                cfg.name
+            );
         }
 
         // From here on, Drop cleans up whatever state we reach.
-        let tun = Tun { fd: Some(fd), name: cfg.name.clone(), netns: cfg.netns.clone() };
-        tun.configure(cfg).with_context(|| format!("setting up TUN '{}' in namespace '{}'", cfg.name, cfg.netns))?;
+        let tun = Tun {
+            fd: Some(fd),
+            name: cfg.name.clone(),
+            netns: cfg.netns.clone(),
+        };
+        tun.configure(cfg).with_context(|| {
+            format!("setting up TUN '{}' in namespace '{}'", cfg.name, cfg.netns)
+        })?;
         Ok(tun)
     }
 
@@ -251,11 +297,24 @@ impl Tun {
     /// path; None if that fails.
     pub fn kernel_tx_dropped(&self) -> Option<u64> {
         let out = Command::new("ip")
-            .args(["-s", "-j", "-n", &self.netns, "link", "show", "dev", &self.name])
+            .args([
+                "-s",
+                "-j",
+                "-n",
+                &self.netns,
+                "link",
+                "show",
+                "dev",
+                &self.name,
+            ])
             .output()
             .ok()?;
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        v.get(0)?.get("stats64")?.get("tx")?.get("dropped")?.as_u64()
+        v.get(0)?
+            .get("stats64")?
+            .get("tx")?
+            .get("dropped")?
+            .as_u64()
     }
 }
 
@@ -312,7 +371,11 @@ mod tests {
     fn checksum(data: &[u8]) -> u16 {
         let mut sum: u32 = 0;
         for c in data.chunks(2) {
-            let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], 0]) };
+            let w = if c.len() == 2 {
+                u16::from_be_bytes([c[0], c[1]])
+            } else {
+                u16::from_be_bytes([c[0], 0])
+            };
             sum += w as u32;
         }
         while sum >> 16 != 0 {
@@ -439,12 +502,24 @@ mod tests {
         assert!(format!("{dup:#}").contains("already exists"), "{dup:#}");
 
         // Configuration is visible in the namespace.
-        let show = Command::new("ip").args(["-n", &ns_a, "-o", "link", "show", "dev", &cfg_a.name]).output().unwrap();
+        let show = Command::new("ip")
+            .args(["-n", &ns_a, "-o", "link", "show", "dev", &cfg_a.name])
+            .output()
+            .unwrap();
         let show = String::from_utf8_lossy(&show.stdout).to_string();
-        assert!(show.contains("mtu 1400") && show.contains("qlen 10000") && show.contains(",UP"), "{show}");
-        let routes = Command::new("ip").args(["-n", &ns_a, "route", "show"]).output().unwrap();
+        assert!(
+            show.contains("mtu 1400") && show.contains("qlen 10000") && show.contains(",UP"),
+            "{show}"
+        );
+        let routes = Command::new("ip")
+            .args(["-n", &ns_a, "route", "show"])
+            .output()
+            .unwrap();
         let routes = String::from_utf8_lossy(&routes.stdout).to_string();
-        assert!(routes.contains(&format!("198.18.2.0/24 dev {}", cfg_a.name)), "{routes}");
+        assert!(
+            routes.contains(&format!("198.18.2.0/24 dev {}", cfg_a.name)),
+            "{routes}"
+        );
 
         // a -> TUN: UDP datagrams to the peer and to the extra route.
         let send = format!(
@@ -458,11 +533,17 @@ mod tests {
             .unwrap();
         let (ok, out) = wait_child(child, Duration::from_secs(10));
         assert!(ok, "sender failed: {out}");
-        let pkt = read_until(&ta, Duration::from_secs(3), |p| udp_to(p, a_local, a_peer, 5000)).expect("datagram read from TUN a");
+        let pkt = read_until(&ta, Duration::from_secs(3), |p| {
+            udp_to(p, a_local, a_peer, 5000)
+        })
+        .expect("datagram read from TUN a");
         assert_eq!(&pkt[28..], b"hello-dcemu");
         assert_eq!(checksum(&pkt[..20]), 0, "kernel header checksum verifies");
         let routed = Ipv4Addr::new(198, 18, 2, 7);
-        let pkt2 = read_until(&ta, Duration::from_secs(3), |p| udp_to(p, a_local, routed, 5002)).expect("routed datagram");
+        let pkt2 = read_until(&ta, Duration::from_secs(3), |p| {
+            udp_to(p, a_local, routed, 5002)
+        })
+        .expect("routed datagram");
         assert_eq!(&pkt2[28..], b"via-route");
 
         // TUN -> b: a crafted datagram from b's peer is delivered to a socket in b.
@@ -496,12 +577,23 @@ mod tests {
         drop(ta);
         drop(tb);
         let t0 = Instant::now();
-        while (link_exists(Some(&ns_a), &na) || link_exists(Some(&ns_b), &nb)) && t0.elapsed() < Duration::from_secs(3) {
+        while (link_exists(Some(&ns_a), &na) || link_exists(Some(&ns_b), &nb))
+            && t0.elapsed() < Duration::from_secs(3)
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(!link_exists(Some(&ns_a), &na), "{na} still exists in {ns_a}");
-        assert!(!link_exists(Some(&ns_b), &nb), "{nb} still exists in {ns_b}");
-        assert!(!link_exists(None, &na) && !link_exists(None, &nb), "device came back to the root namespace");
+        assert!(
+            !link_exists(Some(&ns_a), &na),
+            "{na} still exists in {ns_a}"
+        );
+        assert!(
+            !link_exists(Some(&ns_b), &nb),
+            "{nb} still exists in {ns_b}"
+        );
+        assert!(
+            !link_exists(None, &na) && !link_exists(None, &nb),
+            "device came back to the root namespace"
+        );
     }
 
     #[test]
@@ -529,23 +621,44 @@ mod tests {
         );
         assert!(!link_exists(None, &cfg.name), "nothing created on error");
 
-        let long = TunConfig { name: "dcemu-way-too-long-name".into(), ..cfg.clone() };
+        let long = TunConfig {
+            name: "dcemu-way-too-long-name".into(),
+            ..cfg.clone()
+        };
         let err = format!("{:#}", Tun::create(&long).unwrap_err());
         assert!(err.contains("1 to 15 bytes"), "{err}");
 
-        let mtu = TunConfig { mtu: 10, ..cfg.clone() };
+        let mtu = TunConfig {
+            mtu: 10,
+            ..cfg.clone()
+        };
         assert!(format!("{:#}", Tun::create(&mtu).unwrap_err()).contains("MTU"));
 
         // `ip` failure surfaces its stderr.
-        let err = format!("{:#}", ip(&["link", "show", "dev", "dcemu-nonexistent"]).unwrap_err());
-        assert!(err.contains("`ip link show dev dcemu-nonexistent` failed") && err.contains("does not exist"), "{err}");
+        let err = format!(
+            "{:#}",
+            ip(&["link", "show", "dev", "dcemu-nonexistent"]).unwrap_err()
+        );
+        assert!(
+            err.contains("`ip link show dev dcemu-nonexistent` failed")
+                && err.contains("does not exist"),
+            "{err}"
+        );
 
         // A bad route fails setup after creation; the device must be cleaned up.
         let ns = format!("dcemu-test-c-{pid}");
         let _g = NsGuard::new(&[&ns]);
-        let bad = TunConfig { netns: ns.clone(), routes: vec!["not-a-prefix".into()], ..cfg.clone() };
+        let bad = TunConfig {
+            netns: ns.clone(),
+            routes: vec!["not-a-prefix".into()],
+            ..cfg.clone()
+        };
         let err = format!("{:#}", Tun::create(&bad).unwrap_err());
-        assert!(err.contains("route add not-a-prefix") && err.contains(&format!("setting up TUN '{}'", cfg.name)), "{err}");
+        assert!(
+            err.contains("route add not-a-prefix")
+                && err.contains(&format!("setting up TUN '{}'", cfg.name)),
+            "{err}"
+        );
         assert!(!link_exists(Some(&ns), &cfg.name) && !link_exists(None, &cfg.name));
     }
 

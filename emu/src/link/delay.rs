@@ -20,8 +20,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
-use crate::core::packet::Pkt;
-use crate::core::time::{from_ms, Nanos};
+use crate::base::packet::Pkt;
+use crate::base::time::{from_ms, Nanos};
 
 /// Delay distributions, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -222,7 +222,7 @@ impl DelayStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::time::NS_PER_MS;
+    use crate::base::time::NS_PER_MS;
     use statrs::distribution::{ContinuousCDF, Normal, Pareto, Uniform};
 
     fn pkt(id: u32) -> Pkt {

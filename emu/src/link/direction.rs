@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::delay::{DelayDist, DelayStage};
 use super::loss::{Loss, LossModel};
 use super::rate::{RateSpec, RateStage};
-use crate::core::packet::Pkt;
-use crate::core::time::Nanos;
+use crate::base::packet::Pkt;
+use crate::base::time::Nanos;
 
 /// Everything that shapes one direction of one leg.
 #[derive(Debug, Clone)]
@@ -187,7 +187,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::core::time::{NS_PER_MS, NS_PER_S};
+    use crate::base::time::{NS_PER_MS, NS_PER_S};
     use crate::link::trace::RateTrace;
 
     fn pkt(id: u32, len: u32) -> Pkt {

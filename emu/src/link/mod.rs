@@ -18,4 +18,4 @@ pub use direction::{LinkCounters, LinkDirection, LinkSpec};
 pub use loss::{Loss, LossModel};
 pub use queue::DropTail;
 pub use rate::{RateSpec, RateStage};
-pub use trace::{load_csv, load_mahimahi, RateTrace, OPPORTUNITY_BYTES};
+pub use trace::{RateTrace, OPPORTUNITY_BYTES};

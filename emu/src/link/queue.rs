@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use crate::core::packet::Pkt;
+use crate::base::packet::Pkt;
 
 /// Capacity reserved up front so the hot path does not reallocate for typical limits.
 const DEFAULT_CAPACITY: usize = 128;

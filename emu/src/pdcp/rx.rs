@@ -7,8 +7,8 @@
 //! ring of W = 2^(L-1) slots created up front.
 
 use super::count::SnSpace;
-use crate::stats::Histogram;
-use crate::core::time::Nanos;
+use crate::base::time::Nanos;
+use crate::base::Histogram;
 use serde::Serialize;
 
 /// Receiver configuration.
@@ -404,7 +404,7 @@ impl<T: Copy> PdcpRx<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::time::NS_PER_MS as MS;
+    use crate::base::time::NS_PER_MS as MS;
     use DiscardReason::*;
 
     /// An event without its item: `D(at, count)` or `X(at, sn, reason)`, times in ns.

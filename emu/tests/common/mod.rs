@@ -30,7 +30,10 @@ pub fn skip_unless_root() -> bool {
 }
 
 fn ip(args: &[&str]) -> std::process::Output {
-    Command::new("ip").args(args).output().expect("ip (iproute2) must be installed")
+    Command::new("ip")
+        .args(args)
+        .output()
+        .expect("ip (iproute2) must be installed")
 }
 
 /// A network namespace named `dcemu-test-...`, deleted on drop.
@@ -43,14 +46,21 @@ impl Netns {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let name = format!("dcemu-test-{role}-{}-{n}", std::process::id());
         let out = ip(&["netns", "add", &name]);
-        assert!(out.status.success(), "ip netns add {name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "ip netns add {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         ip(&["-n", &name, "link", "set", "lo", "up"]);
         Netns { name }
     }
 
     /// Runs `f` on a new thread that has entered this namespace (sockets it opens live
     /// there).
-    pub fn spawn<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
         let path = format!("/run/netns/{}", self.name);
         std::thread::spawn(move || {
             let fd = File::open(&path).expect("namespace file");
@@ -98,10 +108,15 @@ impl Emu {
     /// waits until it forwards.
     pub fn start(server: &Netns, client: &Netns, scenario: &str, extra: &[&str]) -> Emu {
         let tuns = tun_names();
-        let dir = std::env::temp_dir().join(format!("dcemu-test-{}-{}", std::process::id(), tuns.0));
+        let dir =
+            std::env::temp_dir().join(format!("dcemu-test-{}-{}", std::process::id(), tuns.0));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("scenario.toml");
-        std::fs::write(&path, format!("{}\n{}", topology(server, client, &tuns), scenario)).unwrap();
+        std::fs::write(
+            &path,
+            format!("{}\n{}", topology(server, client, &tuns), scenario),
+        )
+        .unwrap();
         let stats = dir.join("stats.jsonl");
         let ready = dir.join("ready");
         let child = Command::new(env!("CARGO_BIN_EXE_dcemu"))
@@ -115,16 +130,30 @@ impl Emu {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start dcemu");
-        let mut emu = Emu { child, dir, stats, server_tun: tuns.0, client_tun: tuns.1 };
+        let mut emu = Emu {
+            child,
+            dir,
+            stats,
+            server_tun: tuns.0,
+            client_tun: tuns.1,
+        };
         let t0 = Instant::now();
         while !ready.exists() {
             if let Some(st) = emu.child.try_wait().unwrap() {
                 let mut err = String::new();
                 use std::io::Read;
-                emu.child.stderr.take().unwrap().read_to_string(&mut err).ok();
+                emu.child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .ok();
                 panic!("dcemu exited early ({st}): {err}");
             }
-            assert!(t0.elapsed() < Duration::from_secs(10), "dcemu not ready after 10 s");
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "dcemu not ready after 10 s"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         emu
@@ -132,7 +161,11 @@ impl Emu {
 
     /// SIGTERM, wait (bounded), and return the parsed stats lines.
     pub fn stop(mut self) -> Vec<serde_json::Value> {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::SIGTERM).ok();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::SIGTERM,
+        )
+        .ok();
         let t0 = Instant::now();
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {

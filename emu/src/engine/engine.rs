@@ -9,13 +9,14 @@
 use std::collections::VecDeque;
 
 use super::classifier::{Classifier, Dir};
-use super::packet::{Pkt, PktId};
-use super::pool::PacketPool;
-use super::time::{Nanos, NS_PER_MS};
+use super::record::{BearerRecord, DirRecord, EngineCounters, LegRecord, Record};
+use crate::base::packet::{Pkt, PktId};
+use crate::base::pool::PacketPool;
+use crate::base::time::{Nanos, NS_PER_MS};
+use crate::base::Histogram;
 use crate::config::{BearerMode, ChangeKind, Scenario};
 use crate::link::{LinkDirection, RateSpec};
 use crate::pdcp::{PdcpRx, PdcpTx, RxConfig, RxEvent, SplitPattern, TxMode};
-use crate::stats::{BearerRecord, DirRecord, EngineCounters, Histogram, LegRecord, Record};
 
 /// A packet ready to be written: to the client (`Down`) or to the server (`Up`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +52,7 @@ struct BearerState {
 }
 
 /// Components that have deadlines, in tie-break order: at the same instant a reordering
-/// timer fires before anything arrives (pdcp-reordering.md).
+/// timer fires before anything arrives (see docs/pdcp-reordering.md).
 #[derive(Clone, Copy, Debug)]
 enum Due {
     Rx(usize),
@@ -90,7 +91,10 @@ impl Engine {
             .map(|(i, l)| LegState {
                 name: l.name.clone(),
                 down: LinkDirection::new(&l.downlink, seed(s.seed, i, 0)),
-                up: l.uplink.as_ref().map(|u| LinkDirection::new(u, seed(s.seed, i, 1))),
+                up: l
+                    .uplink
+                    .as_ref()
+                    .map(|u| LinkDirection::new(u, seed(s.seed, i, 1))),
                 prev_down_bytes: 0,
                 prev_up_bytes: 0,
             })
@@ -99,7 +103,9 @@ impl Engine {
         for b in &s.bearers {
             let mode = match b.mode {
                 BearerMode::Sc => TxMode::Single { leg: b.legs[0] },
-                BearerMode::Dup => TxMode::Duplicate { legs: b.legs.clone() },
+                BearerMode::Dup => TxMode::Duplicate {
+                    legs: b.legs.clone(),
+                },
                 BearerMode::Dc => TxMode::Split {
                     legs: b.legs.clone(),
                     pattern: SplitPattern::new(b.split.batch, &b.split.ratio)
@@ -172,7 +178,13 @@ impl Engine {
         self.advance(now);
         self.pool.set_len(id, len);
         let b = self.classifier.classify(self.pool.get(id), dir);
-        let pkt = Pkt { id, len: len as u32, born: now, count: 0, bearer: b as u16 };
+        let pkt = Pkt {
+            id,
+            len: len as u32,
+            born: now,
+            count: 0,
+            bearer: b as u16,
+        };
         match dir {
             Dir::Down => {
                 self.counters.packets_in_down += 1;
@@ -226,7 +238,11 @@ impl Engine {
             None => {
                 self.counters.uplink_unshaped += 1;
                 self.counters.packets_out_up += 1;
-                self.outputs.push_back(Output { dir: Dir::Up, id: pkt.id, at: now });
+                self.outputs.push_back(Output {
+                    dir: Dir::Up,
+                    id: pkt.id,
+                    at: now,
+                });
             }
         }
     }
@@ -236,7 +252,7 @@ impl Engine {
         let mut best: Option<(Nanos, Due)> = None;
         let mut consider = |t: Option<Nanos>, d: Due| {
             if let Some(t) = t {
-                if best.map_or(true, |(b, _)| t < b) {
+                if best.is_none_or(|(b, _)| t < b) {
                     best = Some((t, d));
                 }
             }
@@ -244,7 +260,10 @@ impl Engine {
         for (i, b) in self.bearers.iter().enumerate() {
             consider(b.rx.as_ref().and_then(|rx| rx.next_deadline()), Due::Rx(i));
         }
-        consider(self.schedule.get(self.next_change).map(|c| c.0), Due::Change);
+        consider(
+            self.schedule.get(self.next_change).map(|c| c.0),
+            Due::Change,
+        );
         for (i, l) in self.legs.iter().enumerate() {
             consider(l.down.next_deadline(), Due::Down(i));
         }
@@ -271,31 +290,71 @@ impl Engine {
     }
 
     fn step(&mut self, t: Nanos, due: Due) {
-        let Engine { legs, bearers, pool, outputs, counters, header_bytes, .. } = self;
+        let Engine {
+            legs,
+            bearers,
+            pool,
+            outputs,
+            counters,
+            header_bytes,
+            ..
+        } = self;
         let hdr = *header_bytes;
         match due {
             Due::Rx(b) => {
-                let BearerState { rx, delivered_bytes, delivered_packets, .. } = &mut bearers[b];
+                let BearerState {
+                    rx,
+                    delivered_bytes,
+                    delivered_packets,
+                    ..
+                } = &mut bearers[b];
                 if let Some(rx) = rx.as_mut() {
-                    rx.poll(t, &mut |ev| on_rx_event(ev, pool, outputs, counters, delivered_bytes, delivered_packets, hdr));
+                    rx.poll(t, &mut |ev| {
+                        on_rx_event(
+                            ev,
+                            pool,
+                            outputs,
+                            counters,
+                            delivered_bytes,
+                            delivered_packets,
+                            hdr,
+                        )
+                    });
                 }
             }
             Due::Down(l) => {
                 legs[l].down.poll(t, &mut |at, pkt| {
-                    let BearerState { rx, delivered_bytes, delivered_packets, sn_mask, .. } =
-                        &mut bearers[pkt.bearer as usize];
+                    let BearerState {
+                        rx,
+                        delivered_bytes,
+                        delivered_packets,
+                        sn_mask,
+                        ..
+                    } = &mut bearers[pkt.bearer as usize];
                     match rx.as_mut() {
                         Some(rx) => {
                             let sn = pkt.count & *sn_mask;
                             rx.receive(at, sn, pkt, &mut |ev| {
-                                on_rx_event(ev, pool, outputs, counters, delivered_bytes, delivered_packets, hdr)
+                                on_rx_event(
+                                    ev,
+                                    pool,
+                                    outputs,
+                                    counters,
+                                    delivered_bytes,
+                                    delivered_packets,
+                                    hdr,
+                                )
                             });
                         }
                         None => {
                             *delivered_bytes += (pkt.len - hdr) as u64;
                             *delivered_packets += 1;
                             counters.packets_out_down += 1;
-                            outputs.push_back(Output { dir: Dir::Down, id: pkt.id, at });
+                            outputs.push_back(Output {
+                                dir: Dir::Down,
+                                id: pkt.id,
+                                at,
+                            });
                         }
                     }
                 });
@@ -304,7 +363,11 @@ impl Engine {
                 if let Some(up) = legs[l].up.as_mut() {
                     up.poll(t, &mut |at, pkt| {
                         counters.packets_out_up += 1;
-                        outputs.push_back(Output { dir: Dir::Up, id: pkt.id, at });
+                        outputs.push_back(Output {
+                            dir: Dir::Up,
+                            id: pkt.id,
+                            at,
+                        });
                     });
                 }
             }
@@ -324,16 +387,28 @@ impl Engine {
 
     fn apply(&mut self, now: Nanos, what: ChangeKind) {
         match what {
-            ChangeKind::Rate { leg, uplink, mut rate } => {
+            ChangeKind::Rate {
+                leg,
+                uplink,
+                mut rate,
+            } => {
                 // A trace switched on mid-run starts from its beginning.
                 if let RateSpec::Trace { start_offset, .. } = &mut rate {
                     *start_offset = now;
                 }
                 self.direction(leg, uplink).set_rate(now, rate)
             }
-            ChangeKind::Delay { leg, uplink, delay } => self.direction(leg, uplink).set_delay(now, delay),
-            ChangeKind::Loss { leg, uplink, loss } => self.direction(leg, uplink).set_loss(now, loss),
-            ChangeKind::Split { bearer, batch, ratio } => {
+            ChangeKind::Delay { leg, uplink, delay } => {
+                self.direction(leg, uplink).set_delay(now, delay)
+            }
+            ChangeKind::Loss { leg, uplink, loss } => {
+                self.direction(leg, uplink).set_loss(now, loss)
+            }
+            ChangeKind::Split {
+                bearer,
+                batch,
+                ratio,
+            } => {
                 for (i, b) in self.bearers.iter_mut().enumerate() {
                     if bearer.map_or(b.mode == BearerMode::Dc, |x| x == i) {
                         if let TxMode::Split { pattern, .. } = b.tx.mode() {
@@ -380,7 +455,13 @@ impl Engine {
 
     fn record(&mut self, kind: &'static str, t: Nanos) -> Record {
         let dt = t.saturating_sub(self.last_stats);
-        let mbps = |bytes: u64| if dt == 0 { 0.0 } else { bytes as f64 * 8.0 / dt as f64 * 1e3 };
+        let mbps = |bytes: u64| {
+            if dt == 0 {
+                0.0
+            } else {
+                bytes as f64 * 8.0 / dt as f64 * 1e3
+            }
+        };
         let legs = self
             .legs
             .iter_mut()
@@ -394,7 +475,11 @@ impl Engine {
                     l.prev_up_bytes = b;
                     r
                 });
-                LegRecord { name: l.name.clone(), downlink, uplink }
+                LegRecord {
+                    name: l.name.clone(),
+                    downlink,
+                    uplink,
+                }
             })
             .collect();
         let leg_names: Vec<String> = self.legs.iter().map(|l| l.name.clone()).collect();
@@ -405,7 +490,11 @@ impl Engine {
                 let r = BearerRecord {
                     name: b.name.clone(),
                     mode: format!("{:?}", b.mode).to_lowercase(),
-                    tx_pdus: b.legs.iter().map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l])).collect(),
+                    tx_pdus: b
+                        .legs
+                        .iter()
+                        .map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l]))
+                        .collect(),
                     rx: b.rx.as_ref().map(|rx| rx.counters().clone()),
                     reorder_buffer: b.rx.as_ref().map_or(0, |rx| rx.occupancy()),
                     delivered_bytes: b.delivered_bytes,
@@ -437,7 +526,10 @@ impl Engine {
 
     /// Wait-time histogram of one bearer's receiver (None in bypass).
     pub fn rx_wait(&self, bearer: usize) -> Option<&Histogram> {
-        self.bearers[bearer].rx.as_ref().map(|rx| &rx.counters().wait)
+        self.bearers[bearer]
+            .rx
+            .as_ref()
+            .map(|rx| &rx.counters().wait)
     }
 }
 
@@ -469,7 +561,11 @@ fn on_rx_event(
             *delivered_bytes += (item.len - hdr) as u64;
             *delivered_packets += 1;
             counters.packets_out_down += 1;
-            outputs.push_back(Output { dir: Dir::Down, id: item.id, at });
+            outputs.push_back(Output {
+                dir: Dir::Down,
+                id: item.id,
+                at,
+            });
         }
         RxEvent::Discard { item, .. } => pool.free(item.id),
     }

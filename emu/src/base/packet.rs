@@ -22,6 +22,12 @@ pub struct Pkt {
 
 impl Pkt {
     pub fn new(id: PktId, len: u32, born: Nanos) -> Self {
-        Pkt { id, len, born, count: 0, bearer: 0 }
+        Pkt {
+            id,
+            len,
+            born,
+            count: 0,
+            bearer: 0,
+        }
     }
 }

@@ -17,7 +17,12 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: Box::new([0; BUCKETS]), count: 0, sum: 0, max: 0 }
+        Histogram {
+            counts: Box::new([0; BUCKETS]),
+            count: 0,
+            sum: 0,
+            max: 0,
+        }
     }
 }
 
@@ -156,7 +161,10 @@ mod tests {
         for q in [0.5, 0.9, 0.99] {
             let exact = q * 1_000_000.0;
             let got = h.quantile(q) as f64;
-            assert!((got - exact).abs() / exact < 0.07, "q={q} got {got} exact {exact}");
+            assert!(
+                (got - exact).abs() / exact < 0.07,
+                "q={q} got {got} exact {exact}"
+            );
         }
         assert_eq!(h.max(), 1_000_000);
         assert!((h.mean() - 500_005.0).abs() < 1.0);

@@ -13,9 +13,8 @@
 //! After the last arrival the running timer fires (repeatedly, if it restarts) until it
 //! stops; an infinite timer never fires. The final counters go to `err` as one JSON line.
 
-use super::count::SnSpace;
-use super::rx::{PdcpRx, RxConfig, RxCounters, RxEvent};
-use crate::core::time::{fmt_ms, Nanos, NS_PER_MS};
+use crate::base::time::{fmt_ms, Nanos, NS_PER_MS};
+use crate::pdcp::{PdcpRx, RxConfig, RxCounters, RxEvent, SnSpace};
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
 use std::io::{BufRead, BufWriter, Write};

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::histogram::HistSummary;
+use crate::base::HistSummary;
 use crate::link::LinkCounters;
 use crate::pdcp::RxCounters;
 

@@ -39,16 +39,28 @@ pub fn five_tuple(pkt: &[u8], dir: Dir) -> Option<FiveTuple> {
         dport = u16::from_be_bytes([pkt[ihl + 2], pkt[ihl + 3]]);
     }
     Some(match dir {
-        Dir::Down => FiveTuple { protocol, server_addr: src, client_addr: dst, server_port: sport, client_port: dport },
-        Dir::Up => FiveTuple { protocol, server_addr: dst, client_addr: src, server_port: dport, client_port: sport },
+        Dir::Down => FiveTuple {
+            protocol,
+            server_addr: src,
+            client_addr: dst,
+            server_port: sport,
+            client_port: dport,
+        },
+        Dir::Up => FiveTuple {
+            protocol,
+            server_addr: dst,
+            client_addr: src,
+            server_port: dport,
+            client_port: sport,
+        },
     })
 }
 
 impl Rule {
     pub fn matches(&self, t: &FiveTuple) -> bool {
-        let port = |r: Option<(u16, u16)>, p: u16| r.map_or(true, |(lo, hi)| lo <= p && p <= hi);
-        let net = |n: Option<(u32, u32)>, a: u32| n.map_or(true, |(net, mask)| a & mask == net);
-        self.protocol.map_or(true, |p| p == t.protocol)
+        let port = |r: Option<(u16, u16)>, p: u16| r.is_none_or(|(lo, hi)| lo <= p && p <= hi);
+        let net = |n: Option<(u32, u32)>, a: u32| n.is_none_or(|(net, mask)| a & mask == net);
+        self.protocol.is_none_or(|p| p == t.protocol)
             && port(self.server_ports, t.server_port)
             && port(self.client_ports, t.client_port)
             && net(self.server_net, t.server_addr)
@@ -75,7 +87,11 @@ impl Classifier {
 
     pub fn classify(&self, pkt: &[u8], dir: Dir) -> usize {
         match five_tuple(pkt, dir) {
-            Some(t) => self.rules.iter().find(|(_, r)| r.matches(&t)).map_or(self.default, |(b, _)| *b),
+            Some(t) => self
+                .rules
+                .iter()
+                .find(|(_, r)| r.matches(&t))
+                .map_or(self.default, |(b, _)| *b),
             None => self.default,
         }
     }
@@ -86,7 +102,14 @@ pub(crate) mod tests {
     use super::*;
 
     /// A minimal IPv4 packet (no valid checksums; the classifier does not look).
-    pub fn ipv4(protocol: u8, src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, total: usize) -> Vec<u8> {
+    pub fn ipv4(
+        protocol: u8,
+        src: [u8; 4],
+        dst: [u8; 4],
+        sport: u16,
+        dport: u16,
+        total: usize,
+    ) -> Vec<u8> {
         let mut p = vec![0u8; total.max(28)];
         p[0] = 0x45;
         let len = p.len() as u16;
@@ -102,7 +125,11 @@ pub(crate) mod tests {
 
     #[test]
     fn rules_match_in_both_directions() {
-        let rule = Rule { protocol: Some(17), server_ports: Some((4433, 4433)), ..Rule::default() };
+        let rule = Rule {
+            protocol: Some(17),
+            server_ports: Some((4433, 4433)),
+            ..Rule::default()
+        };
         let c = Classifier::new(&[vec![], vec![rule]], 0);
         let down = ipv4(17, [198, 18, 0, 1], [198, 18, 0, 2], 4433, 50000, 100);
         let up = ipv4(17, [198, 18, 0, 2], [198, 18, 0, 1], 50000, 4433, 100);
@@ -110,13 +137,23 @@ pub(crate) mod tests {
         assert_eq!(c.classify(&down, Dir::Down), 1);
         assert_eq!(c.classify(&up, Dir::Up), 1);
         assert_eq!(c.classify(&tcp, Dir::Down), 0, "protocol must match");
-        assert_eq!(c.classify(&[0x60; 40], Dir::Down), 0, "IPv6 goes to the default bearer");
+        assert_eq!(
+            c.classify(&[0x60; 40], Dir::Down),
+            0,
+            "IPv6 goes to the default bearer"
+        );
     }
 
     #[test]
     fn first_matching_bearer_wins_and_prefixes_work() {
-        let a = Rule { server_ports: Some((8000, 8000)), ..Rule::default() };
-        let b = Rule { client_net: Some((0xC612_0000, 0xFFFE_0000)), ..Rule::default() };
+        let a = Rule {
+            server_ports: Some((8000, 8000)),
+            ..Rule::default()
+        };
+        let b = Rule {
+            client_net: Some((0xC612_0000, 0xFFFE_0000)),
+            ..Rule::default()
+        };
         let c = Classifier::new(&[vec![], vec![a], vec![b]], 0);
         let p = ipv4(6, [198, 18, 0, 1], [198, 19, 3, 4], 8000, 1234, 60);
         assert_eq!(c.classify(&p, Dir::Down), 1);

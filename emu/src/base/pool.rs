@@ -14,7 +14,13 @@ pub struct PacketPool {
 
 impl PacketPool {
     pub fn new(slot_size: usize, initial: usize, max_packets: usize) -> Self {
-        let mut p = PacketPool { slot_size, data: Vec::new(), lens: Vec::new(), free: Vec::new(), max_packets };
+        let mut p = PacketPool {
+            slot_size,
+            data: Vec::new(),
+            lens: Vec::new(),
+            free: Vec::new(),
+            max_packets,
+        };
         p.grow(initial.max(1));
         p
     }

@@ -1,0 +1,24 @@
+//! The scenario file (TOML): what it may say, its defaults (the reference testbed's), and
+//! validation that names the offending field and the allowed range before anything starts.
+//!
+//! Parsing is two steps: serde reads the file into the `*File` structs of [`schema`]
+//! (unknown fields and wrong types are rejected with their path), then
+//! [`validate()`] checks ranges and cross references and produces the [`model`] the
+//! engine is built from. [`load()`] ties the steps together; [`trace_file`] reads the
+//! bandwidth traces a scenario names.
+
+pub mod load;
+pub mod model;
+pub mod schema;
+pub mod trace_file;
+pub mod validate;
+
+pub use load::{load, parse};
+pub use model::{Bearer, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
+pub use schema::{
+    default_toml, BearerFile, BearerMode, ChangeFile, DelayFile, DirectionFile, DirectionName,
+    InfWord, LegFile, LossFile, MatchFile, MsOrInf, PdcpFile, PortValue, RateValue, ScenarioFile,
+    SplitChangeFile, SplitFile, StatsFile, TopologyFile, TraceFile,
+};
+pub use trace_file::{load_csv, load_mahimahi, parse_csv, parse_mahimahi};
+pub use validate::{parse_rate, validate, FieldError};

@@ -1,0 +1,102 @@
+//! The validated scenario the engine is built from: names resolved to indices, times in
+//! nanoseconds, and the link specs ready to use.
+
+use std::path::PathBuf;
+
+use super::schema::{BearerMode, ScenarioFile, TopologyFile};
+use crate::base::time::Nanos;
+use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec};
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub seed: u64,
+    pub topology: TopologyFile,
+    pub pdcp: Pdcp,
+    pub stats_interval: Nanos,
+    pub stats_path: Option<PathBuf>,
+    pub pcap_path: Option<PathBuf>,
+    pub legs: Vec<Leg>,
+    pub bearers: Vec<Bearer>,
+    pub default_bearer: usize,
+    /// Sorted by time.
+    pub schedule: Vec<Change>,
+    /// The file as parsed with defaults filled in, for `dcemu check` and run records.
+    pub file: ScenarioFile,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pdcp {
+    pub sn_bits: u8,
+    pub header_bytes: u32,
+    /// None: infinity.
+    pub t_reordering: Option<Nanos>,
+    pub reordering: bool,
+    pub out_of_order: bool,
+    pub initial_count: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Leg {
+    pub name: String,
+    pub downlink: LinkSpec,
+    pub uplink: Option<LinkSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Split {
+    pub batch: u32,
+    pub ratio: Vec<f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Bearer {
+    pub name: String,
+    pub mode: BearerMode,
+    /// Indices into `Scenario::legs`.
+    pub legs: Vec<usize>,
+    /// Index of the leg whose uplink carries this bearer; None: uplink not emulated
+    /// (packets pass straight through).
+    pub uplink_leg: Option<usize>,
+    pub rules: Vec<Rule>,
+    pub split: Split,
+}
+
+/// A classifier rule; None fields match anything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rule {
+    pub protocol: Option<u8>,
+    pub server_ports: Option<(u16, u16)>,
+    pub client_ports: Option<(u16, u16)>,
+    pub server_net: Option<(u32, u32)>, // (address, mask)
+    pub client_net: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub at: Nanos,
+    pub what: ChangeKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum ChangeKind {
+    Rate {
+        leg: usize,
+        uplink: bool,
+        rate: RateSpec,
+    },
+    Delay {
+        leg: usize,
+        uplink: bool,
+        delay: DelayDist,
+    },
+    Loss {
+        leg: usize,
+        uplink: bool,
+        loss: LossModel,
+    },
+    Split {
+        bearer: Option<usize>,
+        batch: Option<u32>,
+        ratio: Option<Vec<f64>>,
+    },
+}

@@ -1,0 +1,454 @@
+//! The scenario file as written: the serde `*File` structs and their defaults, which are
+//! the reference testbed's. Unknown fields are rejected; ranges are checked later by
+//! `validate.rs`.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Seed for every random stage (delay jitter, loss); runs with the same seed and the
+    /// same arrivals make the same decisions.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub topology: TopologyFile,
+    #[serde(default)]
+    pub pdcp: PdcpFile,
+    #[serde(default)]
+    pub split: SplitFile,
+    #[serde(default)]
+    pub stats: StatsFile,
+    #[serde(default = "d_legs")]
+    pub legs: Vec<LegFile>,
+    #[serde(default)]
+    pub bearers: Vec<BearerFile>,
+    /// Bearer for packets no rule matches (default: the first bearer).
+    #[serde(default)]
+    pub default_bearer: Option<String>,
+    #[serde(default)]
+    pub schedule: Vec<ChangeFile>,
+}
+
+fn d_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    #[serde(default = "d_server_ns")]
+    pub server_netns: String,
+    #[serde(default = "d_client_ns")]
+    pub client_netns: String,
+    #[serde(default = "d_server_addr")]
+    pub server_addr: Ipv4Addr,
+    #[serde(default = "d_client_addr")]
+    pub client_addr: Ipv4Addr,
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    #[serde(default = "d_server_tun")]
+    pub server_tun: String,
+    #[serde(default = "d_client_tun")]
+    pub client_tun: String,
+}
+
+fn d_server_ns() -> String {
+    "dclab-server".into()
+}
+fn d_client_ns() -> String {
+    "dclab-client".into()
+}
+fn d_server_addr() -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, 1)
+}
+fn d_client_addr() -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, 2)
+}
+fn d_mtu() -> u32 {
+    1500
+}
+fn d_server_tun() -> String {
+    "dcemu-s".into()
+}
+fn d_client_tun() -> String {
+    "dcemu-c".into()
+}
+
+impl Default for TopologyFile {
+    fn default() -> Self {
+        TopologyFile {
+            server_netns: d_server_ns(),
+            client_netns: d_client_ns(),
+            server_addr: d_server_addr(),
+            client_addr: d_client_addr(),
+            mtu: d_mtu(),
+            server_tun: d_server_tun(),
+            client_tun: d_client_tun(),
+        }
+    }
+}
+
+/// A duration in ms, or the string "inf".
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum MsOrInf {
+    Ms(f64),
+    Word(InfWord),
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum InfWord {
+    Inf,
+    Infinity,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdcpFile {
+    #[serde(default = "d_sn_bits")]
+    pub sn_bits: u8,
+    #[serde(default = "d_header")]
+    pub header_bytes: u32,
+    #[serde(default = "d_t_reord")]
+    pub t_reordering_ms: MsOrInf,
+    #[serde(default = "d_true")]
+    pub reordering: bool,
+    #[serde(default)]
+    pub out_of_order: bool,
+    #[serde(default)]
+    pub initial_count: u32,
+}
+
+fn d_sn_bits() -> u8 {
+    16
+}
+fn d_header() -> u32 {
+    2
+}
+fn d_t_reord() -> MsOrInf {
+    MsOrInf::Ms(200.0)
+}
+fn d_true() -> bool {
+    true
+}
+
+impl Default for PdcpFile {
+    fn default() -> Self {
+        PdcpFile {
+            sn_bits: d_sn_bits(),
+            header_bytes: d_header(),
+            t_reordering_ms: d_t_reord(),
+            reordering: true,
+            out_of_order: false,
+            initial_count: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitFile {
+    #[serde(default = "d_batch")]
+    pub batch: u32,
+    /// Share per leg; default: equal shares over the bearer's legs.
+    #[serde(default)]
+    pub ratio: Option<Vec<f64>>,
+}
+
+fn d_batch() -> u32 {
+    100
+}
+impl Default for SplitFile {
+    fn default() -> Self {
+        SplitFile {
+            batch: d_batch(),
+            ratio: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsFile {
+    #[serde(default = "d_interval")]
+    pub interval_ms: f64,
+    /// JSON-lines output; "-" is standard output.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// pcap of what the client receives.
+    #[serde(default)]
+    pub pcap: Option<PathBuf>,
+}
+
+fn d_interval() -> f64 {
+    100.0
+}
+
+impl Default for StatsFile {
+    fn default() -> Self {
+        StatsFile {
+            interval_ms: d_interval(),
+            path: None,
+            pcap: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LegFile {
+    pub name: String,
+    #[serde(default)]
+    pub downlink: DirectionFile,
+    #[serde(default)]
+    pub uplink: Option<DirectionFile>,
+}
+
+fn d_legs() -> Vec<LegFile> {
+    let uplink = DirectionFile {
+        queue_packets: Some(10_000),
+        ..DirectionFile::default()
+    };
+    vec![
+        LegFile {
+            name: "leg1".into(),
+            downlink: DirectionFile::default(),
+            uplink: Some(uplink),
+        },
+        LegFile {
+            name: "leg2".into(),
+            downlink: DirectionFile::default(),
+            uplink: None,
+        },
+    ]
+}
+
+/// A rate: bit/s as a number, a string with a unit ("20mbit", "1.5 Gbit/s"), or "unlimited".
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum RateValue {
+    Bps(f64),
+    Text(String),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceFile {
+    pub path: PathBuf,
+    /// "mahimahi" or "csv"; default from the extension (.csv is csv, anything else mahimahi).
+    #[serde(default)]
+    pub format: Option<String>,
+    /// CSV column with kbit/s values.
+    #[serde(default = "d_column")]
+    pub column: String,
+    /// CSV row duration.
+    #[serde(default = "d_row_ms")]
+    pub row_ms: u64,
+    #[serde(default = "d_true")]
+    pub looping: bool,
+}
+
+fn d_column() -> String {
+    "DL_bitrate".into()
+}
+fn d_row_ms() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "distribution", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum DelayFile {
+    Constant { ms: f64 },
+    Normal { mean_ms: f64, std_ms: f64 },
+    Uniform { min_ms: f64, max_ms: f64 },
+    Pareto { mean_ms: f64, std_ms: f64 },
+    ParetoNormal { mean_ms: f64, std_ms: f64 },
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum LossFile {
+    None,
+    Bernoulli {
+        percent: f64,
+    },
+    GilbertElliott {
+        /// Good to bad transition probability per packet.
+        p_percent: f64,
+        /// Bad to good transition probability per packet.
+        r_percent: f64,
+        #[serde(default)]
+        loss_good_percent: f64,
+        #[serde(default = "d_hundred")]
+        loss_bad_percent: f64,
+    },
+}
+
+fn d_hundred() -> f64 {
+    100.0
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionFile {
+    #[serde(default = "d_rate")]
+    pub rate: RateValue,
+    /// A bandwidth trace instead of a fixed rate.
+    #[serde(default)]
+    pub trace: Option<TraceFile>,
+    /// Rate-stage queue limit in packets (the reference: 100 downlink, 10000 uplink).
+    #[serde(default = "d_queue")]
+    pub queue_packets: Option<u32>,
+    #[serde(default)]
+    pub queue_bytes: Option<u64>,
+    #[serde(default = "d_delay")]
+    pub delay: DelayFile,
+    /// Delay-stage limit in packets (netem's `limit`).
+    #[serde(default = "d_delay_limit")]
+    pub delay_limit: Option<u32>,
+    #[serde(default = "d_true")]
+    pub jitter_reorders: bool,
+    #[serde(default = "d_loss")]
+    pub loss: LossFile,
+}
+
+fn d_rate() -> RateValue {
+    RateValue::Text("20mbit".into())
+}
+fn d_queue() -> Option<u32> {
+    Some(100)
+}
+fn d_delay() -> DelayFile {
+    DelayFile::Normal {
+        mean_ms: 10.0,
+        std_ms: 1.0,
+    }
+}
+fn d_delay_limit() -> Option<u32> {
+    Some(10_000)
+}
+fn d_loss() -> LossFile {
+    LossFile::None
+}
+
+impl Default for DirectionFile {
+    fn default() -> Self {
+        DirectionFile {
+            rate: d_rate(),
+            trace: None,
+            queue_packets: d_queue(),
+            queue_bytes: None,
+            delay: d_delay(),
+            delay_limit: d_delay_limit(),
+            jitter_reorders: true,
+            loss: d_loss(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BearerMode {
+    /// Split over the bearer's legs by the split pattern.
+    Dc,
+    /// Pinned to one leg.
+    Sc,
+    /// Every packet on every leg of the bearer.
+    Dup,
+}
+
+/// A port or an inclusive range "lo-hi".
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum PortValue {
+    One(u16),
+    Range(String),
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MatchFile {
+    /// "tcp", "udp", "icmp" or an IP protocol number.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default)]
+    pub server_port: Option<PortValue>,
+    #[serde(default)]
+    pub client_port: Option<PortValue>,
+    /// Address or CIDR prefix.
+    #[serde(default)]
+    pub server_addr: Option<String>,
+    #[serde(default)]
+    pub client_addr: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BearerFile {
+    pub name: String,
+    pub mode: BearerMode,
+    /// Downlink legs by name (one for `sc`); default: all legs.
+    #[serde(default)]
+    pub legs: Option<Vec<String>>,
+    /// Leg whose uplink carries this bearer's uplink; default: the first leg with an uplink.
+    #[serde(default)]
+    pub uplink_leg: Option<String>,
+    /// A packet belongs to the bearer if any rule matches (all given fields must match).
+    #[serde(default, rename = "match")]
+    pub rules: Vec<MatchFile>,
+    /// Overrides the global split for this bearer.
+    #[serde(default)]
+    pub split: Option<SplitFile>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DirectionName {
+    #[default]
+    Downlink,
+    Uplink,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeFile {
+    pub at_ms: f64,
+    /// Leg to change (with `direction`), for rate/trace/delay/loss.
+    #[serde(default)]
+    pub leg: Option<String>,
+    #[serde(default)]
+    pub direction: DirectionName,
+    #[serde(default)]
+    pub rate: Option<RateValue>,
+    #[serde(default)]
+    pub trace: Option<TraceFile>,
+    #[serde(default)]
+    pub delay: Option<DelayFile>,
+    #[serde(default)]
+    pub loss: Option<LossFile>,
+    /// New split (batch and/or ratio) for `bearer`, or every split bearer.
+    #[serde(default)]
+    pub split: Option<SplitChangeFile>,
+    #[serde(default)]
+    pub bearer: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitChangeFile {
+    #[serde(default)]
+    pub batch: Option<u32>,
+    #[serde(default)]
+    pub ratio: Option<Vec<f64>>,
+}
+
+/// The built-in default scenario (the reference testbed) as TOML text.
+pub fn default_toml() -> String {
+    let file: ScenarioFile = toml::from_str("").expect("empty scenario parses");
+    toml::to_string_pretty(&file).expect("serializable")
+}
