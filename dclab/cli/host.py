@@ -54,6 +54,7 @@ def doctor() -> None:
             netns_ok = False
     checks.append(("network namespaces", netns_ok, "needs root and a kernel with network namespaces"))
     checks.append(("iptables (MSS clamp)", shutil.which("iptables") is not None, "apt-get install iptables"))
+    checks.append(rust_toolchain())
     checks.append(("dcemu built", DCEMU.exists(), "make build"))
     for name in STACKS:
         try:
@@ -76,3 +77,25 @@ def doctor() -> None:
     Console().print(t)
     if not all(ok for _, ok, _ in checks):
         sys.exit(1)
+
+
+RUST_MIN = (1, 82)  # emu/Cargo.toml's rust-version
+
+
+def rust_toolchain() -> tuple[str, bool, str]:
+    """Whether cargo and a new enough rustc are on PATH or in ~/.cargo/bin (make build needs them)."""
+    import re
+    import subprocess
+
+    paths = [shutil.which("rustc"), str(Path.home() / ".cargo" / "bin" / "rustc")]
+    rustc = next((p for p in paths if p and Path(p).exists()), None)
+    fix = "install Rust (https://rustup.rs, or apt-get install cargo rustc if Debian's is new enough)"
+    if rustc is None or (shutil.which("cargo") is None and not (Path.home() / ".cargo" / "bin" / "cargo").exists()):
+        return ("Rust toolchain (cargo, rustc)", False, fix)
+    out = subprocess.run([rustc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    ok = version >= RUST_MIN
+    return (f"Rust toolchain ({out.strip() or 'unknown'})", ok,
+            "" if ok else f"rustc {RUST_MIN[0]}.{RUST_MIN[1]} or newer is needed: rustup update")
+
