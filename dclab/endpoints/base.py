@@ -69,7 +69,7 @@ class Workload:
     cc_options: tuple[dict[str, str], ...] = ()
 
     @classmethod
-    def single(cls, size: int) -> "Workload":
+    def single(cls, size: int) -> Workload:
         """One object on one connection: the study's download."""
         return cls(objects=(size,))
 
@@ -90,11 +90,11 @@ class Workload:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Workload":
+    def from_dict(cls, d: dict[str, Any]) -> Workload:
         """Reads ``to_dict``'s form; missing keys take the defaults, unknown keys are a
-        ValueError. The values are not checked here: see ``errors``."""
+        ValueError (not a dict: TypeError). The values are not checked here: see ``errors``."""
         if not isinstance(d, dict):
-            raise ValueError(f"workload: must be a JSON object (got {type(d).__name__})")
+            raise TypeError(f"workload: must be a JSON object (got {type(d).__name__})")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -133,7 +133,7 @@ class Workload:
             elif any(not isinstance(c, int) or not 0 <= c < self.connections for c in self.assignment):
                 errs.append(f"assignment: connection numbers must be 0 to {self.connections - 1}")
                 assignment_ok = False
-        if assignment_ok and 1 <= self.connections <= MAX_CONNECTIONS:
+        if assignment_ok and self.objects and 1 <= self.connections <= MAX_CONNECTIONS:
             # A connection without objects would measure nothing (and has no first byte).
             idle = sorted(set(range(self.connections)) - {self.connection_of(i) for i in range(len(self.objects))})
             if idle:
@@ -238,7 +238,7 @@ class TransferResult:
         return d
 
     @classmethod
-    def failed(cls, error: str, **kw: Any) -> "TransferResult":
+    def failed(cls, error: str, **kw: Any) -> TransferResult:
         return cls(ok=False, bytes=0, error=error, **kw)
 
     @classmethod
@@ -250,7 +250,7 @@ class TransferResult:
         request_wall: float | None = None,
         error: str | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> "TransferResult":
+    ) -> TransferResult:
         """The totals of per-object and per-connection results, as the class docstring
         says: ok only when every object is ok (and no ``error``); a failure names the
         first failed object and how many failed."""
@@ -373,7 +373,7 @@ class Stack(ABC):
 def run_bounded(cmd: list[str], timeout_s: float, **kw: Any) -> subprocess.CompletedProcess[str]:
     """Runs a command with a hard time limit; a timeout becomes returncode -9."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, **kw)
+        return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s, **kw)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
