@@ -5,6 +5,7 @@ resumption, 0-RTT)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import signal
 import subprocess
@@ -13,11 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SERVER, start_in
 
 from dclab.endpoints.aioquic.adapter import AioquicStack
-from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
-
-from conftest import SERVER, start_in
+from dclab.endpoints.base import (
+    ClientSpec,
+    ServerSpec,
+    StackError,
+    TransferResult,
+    Workload,
+)
 
 PORT = 4433
 
@@ -95,7 +101,7 @@ def test_client_refuses_unknown_cc_without_network(tmp_path):
     p = subprocess.run(
         [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--size", "1", "--cc", "vegas",
          "--insecure", "--timeout", "5"],
-        capture_output=True, text=True, timeout=30,
+        check=False, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert p.returncode == 2
     d = json.loads(p.stdout.strip().splitlines()[-1])
@@ -124,9 +130,8 @@ def test_download_5mb(veth_pair, certs, tmp_path, cc):
 def test_concurrent_downloads(veth_pair, certs, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    with server(veth_pair, certs, tmp_path / "srv"):
-        with ThreadPoolExecutor(3) as ex:
-            rs = list(ex.map(lambda i: download(veth_pair, certs, tmp_path / f"cli{i}", 1_000_000 + i, "reno"), range(3)))
+    with server(veth_pair, certs, tmp_path / "srv"), ThreadPoolExecutor(3) as ex:
+        rs = list(ex.map(lambda i: download(veth_pair, certs, tmp_path / f"cli{i}", 1_000_000 + i, "reno"), range(3)))
     for i, r in enumerate(rs):
         assert r.ok and r.bytes == 1_000_000 + i, r.error
 
@@ -287,7 +292,7 @@ def test_sequential_streams(veth_pair, certs, tmp_path):
         mine = [o for o in r.objects if o.connection == c]
         assert [o.index for o in mine] == [c, c + 2, c + 4, c + 6]
         assert all(o.ok and o.bytes == o.size for o in mine)
-        for prev, nxt in zip(mine, mine[1:]):
+        for prev, nxt in itertools.pairwise(mine):
             assert nxt.request_s >= prev.last_byte_s, (prev, nxt)
             assert nxt.first_byte_s > prev.last_byte_s
 
@@ -347,7 +352,7 @@ def test_client_workload_argument(tmp_path):
         p = subprocess.run(
             [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--workload", arg,
              "--insecure", "--timeout", "5"],
-            capture_output=True, text=True, timeout=30,
+            check=False, capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert p.returncode == 2, p.stderr
         d = json.loads(p.stdout.strip().splitlines()[-1])

@@ -5,15 +5,22 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import subprocess
 import threading
 import time
 
 import pytest
-
 from conftest import SERVER, ServerPool
-from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
+
+from dclab.endpoints.base import (
+    ClientSpec,
+    ServerSpec,
+    StackError,
+    TransferResult,
+    Workload,
+)
 from dclab.endpoints.tcp import adapter, h2_app
 from dclab.endpoints.tcp.adapter import TcpStack
 
@@ -107,6 +114,7 @@ def server_cc_seen(ns, tmp_path, certs, cc: str) -> str:
         while t.is_alive() and time.monotonic() < deadline:
             out = subprocess.run(
                 ["ip", "netns", "exec", ns.server, "ss", "-H", "-tin", "state", "established", f"sport = :{PORT}"],
+                check=False,
                 capture_output=True,
                 text=True,
                 timeout=5,
@@ -203,7 +211,7 @@ def test_sequential_streams(veth_pair, servers, certs, tmp_path):
     assert len(set(r.extra["local_ports"])) == 2
     for c in range(2):
         mine = [o for o in r.objects if o.connection == c]
-        for prev, nxt in zip(mine, mine[1:]):
+        for prev, nxt in itertools.pairwise(mine):
             assert nxt.request_s >= prev.last_byte_s, (prev, nxt)
 
 

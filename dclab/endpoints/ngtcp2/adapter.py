@@ -290,7 +290,7 @@ class Ngtcp2Stack(Stack):
     def version(self) -> str:
         try:
             p = subprocess.run(
-                ["dpkg-query", "-W", "-f=${Version}", "ngtcp2-client"], capture_output=True, text=True, timeout=5
+                ["dpkg-query", "-W", "-f=${Version}", "ngtcp2-client"], check=False, capture_output=True, text=True, timeout=5
             )
             if p.returncode == 0 and p.stdout.strip():
                 return f"ngtcp2 {p.stdout.strip()} (gtlsclient/gtlsserver)"

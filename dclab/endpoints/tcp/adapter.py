@@ -154,7 +154,7 @@ class TcpStack(Stack):
         if shutil.which("curl") is None:
             out.append("curl not found: apt-get install curl")
         else:
-            p = subprocess.run(["curl", "--version"], capture_output=True, text=True)
+            p = subprocess.run(["curl", "--version"], check=False, capture_output=True, text=True)
             if "HTTP2" not in p.stdout:
                 out.append("curl lacks HTTP/2 support: apt-get install curl (built with nghttp2)")
         if importlib.util.find_spec("hypercorn") is None:
@@ -307,7 +307,10 @@ class TcpStack(Stack):
                 o.ok = not problems
                 o.error = "; ".join(problems) or None
             # One connection per process, or it is not the workload asked for.
-            ports = sorted({w.get("local_port") for w in reports.values() if not w.get("exitcode")} - {None, -1, 0})
+            ports = sorted(
+                {w["local_port"] for w in reports.values() if isinstance(w.get("local_port"), int) and not w.get("exitcode")}
+                - {-1, 0}
+            )
             connects = sum(int(w.get("num_connects") or 0) for w in reports.values())
             extra["local_ports"].append(ports[0] if len(ports) == 1 else ports)
             if len(ports) > 1 or connects > 1:
@@ -323,7 +326,7 @@ class TcpStack(Stack):
         except importlib.metadata.PackageNotFoundError:
             parts.append("hypercorn missing")
         try:
-            p = subprocess.run(["curl", "--version"], capture_output=True, text=True, timeout=5)
+            p = subprocess.run(["curl", "--version"], check=False, capture_output=True, text=True, timeout=5)
             parts.append(" ".join(p.stdout.split()[:2]) or "curl unknown")
         except (OSError, subprocess.SubprocessError):
             parts.append("curl missing")
