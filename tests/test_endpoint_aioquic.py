@@ -357,3 +357,16 @@ def test_client_workload_argument(tmp_path):
         assert p.returncode == 2, p.stderr
         d = json.loads(p.stdout.strip().splitlines()[-1])
         assert d["ok"] is False and word in d["error"]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.parametrize("streams", ["parallel", "sequential"])
+def test_declared_maximum(veth_pair, certs, tmp_path, streams):
+    """What the capabilities declare really runs: 64 connections, 10,000 objects."""
+    caps = AioquicStack().capabilities
+    wl = Workload(objects=(100,) * caps.max_objects, connections=caps.max_connections, streams=streams)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl, timeout_s=60)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes and all(c.bytes == 100 * len(wl.objects_of(c.index)) for c in r.connections)

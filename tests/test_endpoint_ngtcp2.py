@@ -172,3 +172,14 @@ def test_refuses_what_it_cannot_do(tmp_path, certs):
         spec = ClientSpec(SERVER, PORT, wl, "cubic", tmp_path, certs, 5.0)
         r = STACK.run(spec, ["false"])
         assert not r.ok and word in r.error and "ngtcp2" in r.error
+
+
+@pytest.mark.slow
+def test_declared_maximum(veth_pair, servers, certs, tmp_path):
+    """What the capabilities declare really runs: 100 objects over 64 connections."""
+    servers(server_spec(tmp_path, certs))
+    caps = STACK.capabilities
+    wl = Workload(objects=sizes(caps.max_objects, 1000), connections=caps.max_connections)
+    r = fetch(veth_pair, tmp_path, certs, wl, timeout_s=60)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes

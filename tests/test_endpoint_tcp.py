@@ -261,3 +261,15 @@ def test_app_sends_exactly_n_bytes(n):
 def test_app_404(path):
     status, _ = run_app(path)
     assert status == 404
+
+
+@needs_stack
+@pytest.mark.slow
+def test_declared_maximum(veth_pair, servers, certs, tmp_path):
+    """What the capabilities declare really runs: 64 connections (curl processes), 10,000 objects."""
+    servers(server_spec(tmp_path, certs))
+    caps = STACK.capabilities
+    wl = Workload(objects=(100,) * caps.max_objects, connections=caps.max_connections)
+    r = fetch(veth_pair, tmp_path, certs, wl, timeout_s=60)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes and len(set(r.extra["local_ports"])) == caps.max_connections

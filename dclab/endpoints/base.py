@@ -205,7 +205,8 @@ class TransferResult:
     """What one client workload measured. Times are seconds relative to the request (0),
     or None where the stack cannot tell; totals span every object and connection
     (handshake: the first connection's; first byte: the earliest; last byte: the
-    latest)."""
+    latest). With resumption the warm-up connection comes before the request and is not
+    counted (a stack may describe it in ``extra["warmup"]``)."""
 
     ok: bool
     bytes: int
