@@ -90,6 +90,14 @@ def test_workload_errors_name_the_problem(kw, words):
         assert word in errs[0]
 
 
+def test_wrong_types_are_errors_not_exceptions():
+    w = Workload.from_dict({"objects": [1, 2], "connections": "2", "zero_rtt": 1})
+    errs = w.errors()
+    assert any("connections: must be int (got str)" in e for e in errs)
+    assert any("zero_rtt: must be bool (got int)" in e for e in errs)
+    assert Workload(connections=True).errors() == ["connections: must be int (got bool)"]  # type: ignore[arg-type]
+
+
 def test_round_trip_through_json():
     w = Workload(objects=(5, 0, 7), connections=2, assignment=(1, 0, 1), streams="sequential", resumption=True,
                  zero_rtt=True, cc_options=({"a": "1"}, {}))  # fmt: skip
@@ -131,6 +139,13 @@ def test_check_refuses_beyond_capabilities_naming_what(wl, words):
     assert msg.startswith("toy cannot run this workload")
     for word in words:
         assert word in msg, msg
+
+
+def test_check_refuses_a_malformed_workload_without_crashing():
+    with pytest.raises(StackError, match="connections: must be int"):
+        Toy().check("reno", Workload.from_dict({"objects": [1], "connections": "1"}))
+    with pytest.raises(StackError, match="cc_options: each entry"):
+        Toy().check("reno", Workload.from_dict({"objects": [1], "cc_options": ["pacing"]}))
 
 
 def test_check_accepts_within_capabilities():
@@ -180,7 +195,7 @@ def test_run_refuses_without_raising_or_starting_anything(tmp_path, name):
     r = st.run(spec(tmp_path, Workload.single(10), "vegas"), boom)
     assert not r.ok and "vegas" in r.error and r.bytes == 0
     r = st.run(spec(tmp_path, Workload(objects=(1,) * 65, connections=65), st.default_cc), boom)
-    assert not r.ok and "65 connections" in r.error
+    assert not r.ok and "connections: must be 1 to 64 (got 65)" in r.error
     if not st.capabilities.resumption:
         r = st.run(spec(tmp_path, Workload(objects=(1,), resumption=True), st.default_cc), boom)
         assert not r.ok and "resumption" in r.error

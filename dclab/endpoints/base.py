@@ -118,6 +118,15 @@ class Workload:
 
     def errors(self) -> list[str]:
         """What is wrong with the workload itself, whatever the stack (empty when valid)."""
+        # Types first (a workload may come from JSON); the checks below rely on them.
+        types = {"connections": int, "objects": tuple, "streams": str, "resumption": bool, "zero_rtt": bool,
+                 "cc_options": tuple}  # fmt: skip
+        wrong = [f"{k}: must be {t.__name__} (got {type(getattr(self, k)).__name__})" for k, t in types.items()
+                 if not isinstance(getattr(self, k), t) or (t is int and isinstance(getattr(self, k), bool))]  # fmt: skip
+        if self.assignment is not None and not isinstance(self.assignment, tuple):
+            wrong.append(f"assignment: must be a tuple or None (got {type(self.assignment).__name__})")
+        if wrong:
+            return wrong
         errs: list[str] = []
         if not 1 <= self.connections <= MAX_CONNECTIONS:
             errs.append(f"connections: must be 1 to {MAX_CONNECTIONS} (got {self.connections})")
@@ -140,6 +149,8 @@ class Workload:
                 errs.append(f"connections: every connection needs an object (none on {', '.join(map(str, idle[:5]))})")
         if self.streams not in ("parallel", "sequential"):
             errs.append(f"streams: must be parallel or sequential (got {self.streams!r})")
+        if any(not isinstance(o, dict) for o in self.cc_options):
+            errs.append("cc_options: each entry must be an object of knob names to values")
         if self.cc_options and len(self.cc_options) != self.connections:
             errs.append(f"cc_options: needs one entry per connection ({self.connections}), got {len(self.cc_options)}")
         if self.zero_rtt and not self.resumption:
@@ -318,6 +329,8 @@ class Stack(ABC):
             return cc
         caps = self.capabilities
         errs = workload.errors()
+        if errs:  # the workload itself is wrong: the checks below would not make sense
+            raise StackError(f"{self.name} cannot run this workload: " + "; ".join(errs))
         if workload.connections > caps.max_connections:
             errs.append(f"{workload.connections} connections (at most {caps.max_connections})")
         if len(workload.objects) > caps.max_objects:
