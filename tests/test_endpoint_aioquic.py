@@ -5,6 +5,7 @@ resumption, 0-RTT)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import signal
 import subprocess
@@ -16,7 +17,13 @@ import pytest
 from conftest import SERVER, start_in
 
 from dclab.endpoints.aioquic.adapter import AioquicStack
-from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
+from dclab.endpoints.base import (
+    ClientSpec,
+    ServerSpec,
+    StackError,
+    TransferResult,
+    Workload,
+)
 
 PORT = 4433
 
@@ -94,7 +101,7 @@ def test_client_refuses_unknown_cc_without_network(tmp_path):
     p = subprocess.run(
         [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--size", "1", "--cc", "vegas",
          "--insecure", "--timeout", "5"],
-        capture_output=True, text=True, timeout=30,
+        check=False, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert p.returncode == 2
     d = json.loads(p.stdout.strip().splitlines()[-1])
@@ -123,9 +130,8 @@ def test_download_5mb(veth_pair, certs, tmp_path, cc):
 def test_concurrent_downloads(veth_pair, certs, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    with server(veth_pair, certs, tmp_path / "srv"):
-        with ThreadPoolExecutor(3) as ex:
-            rs = list(ex.map(lambda i: download(veth_pair, certs, tmp_path / f"cli{i}", 1_000_000 + i, "reno"), range(3)))
+    with server(veth_pair, certs, tmp_path / "srv"), ThreadPoolExecutor(3) as ex:
+        rs = list(ex.map(lambda i: download(veth_pair, certs, tmp_path / f"cli{i}", 1_000_000 + i, "reno"), range(3)))
     for i, r in enumerate(rs):
         assert r.ok and r.bytes == 1_000_000 + i, r.error
 
@@ -286,7 +292,7 @@ def test_sequential_streams(veth_pair, certs, tmp_path):
         mine = [o for o in r.objects if o.connection == c]
         assert [o.index for o in mine] == [c, c + 2, c + 4, c + 6]
         assert all(o.ok and o.bytes == o.size for o in mine)
-        for prev, nxt in zip(mine, mine[1:]):
+        for prev, nxt in itertools.pairwise(mine):
             assert nxt.request_s >= prev.last_byte_s, (prev, nxt)
             assert nxt.first_byte_s > prev.last_byte_s
 
@@ -346,8 +352,21 @@ def test_client_workload_argument(tmp_path):
         p = subprocess.run(
             [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--workload", arg,
              "--insecure", "--timeout", "5"],
-            capture_output=True, text=True, timeout=30,
+            check=False, capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert p.returncode == 2, p.stderr
         d = json.loads(p.stdout.strip().splitlines()[-1])
         assert d["ok"] is False and word in d["error"]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.parametrize("streams", ["parallel", "sequential"])
+def test_declared_maximum(veth_pair, certs, tmp_path, streams):
+    """What the capabilities declare really runs: 64 connections, 10,000 objects."""
+    caps = AioquicStack().capabilities
+    wl = Workload(objects=(100,) * caps.max_objects, connections=caps.max_connections, streams=streams)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl, timeout_s=60)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes and all(c.bytes == 100 * len(wl.objects_of(c.index)) for c in r.connections)

@@ -1,5 +1,6 @@
 """ngtcp2 (gtlsserver/gtlsclient) over a plain veth pair: every cc, byte counts past the
-default 20M dyn length, short bodies, qlog, refused and timed-out downloads."""
+default 20M dyn length, short bodies, qlog, refused and timed-out downloads, and workloads
+(several connections, parallel streams)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ from pathlib import Path
 
 import pytest
 from conftest import SERVER, ServerPool
-from dclab.endpoints.ngtcp2_stack import Ngtcp2Stack
 
-from dclab.endpoints.base import DownloadSpec, ServerSpec
+from dclab.endpoints.base import (
+    ClientSpec,
+    ServerSpec,
+    StackError,
+    TransferResult,
+    Workload,
+)
+from dclab.endpoints.ngtcp2.adapter import Ngtcp2Stack
 
 STACK = Ngtcp2Stack()
 PORT = 4433
@@ -35,11 +42,17 @@ def server_spec(tmp_path: Path, certs, cc: str = "cubic", qlog: bool = False) ->
     return ServerSpec(port=PORT, cc=cc, workdir=tmp_path / "srv", certs=certs, address=SERVER, qlog=qlog)
 
 
+def fetch(ns, tmp_path, certs, workload: Workload, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT,
+          qlog: bool = False) -> TransferResult:  # fmt: skip
+    spec = ClientSpec(
+        address=SERVER, port=port, workload=workload, cc=cc, workdir=tmp_path / "cli", certs=certs, timeout_s=timeout_s,
+        qlog=qlog,
+    )  # fmt: skip
+    return STACK.run(spec, ["ip", "netns", "exec", ns.client])
+
+
 def download(ns, tmp_path, certs, size: int, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT, qlog=False):
-    spec = DownloadSpec(
-        address=SERVER, port=port, size=size, cc=cc, workdir=tmp_path / "cli", certs=certs, timeout_s=timeout_s, qlog=qlog
-    )
-    return STACK.download(spec, ["ip", "netns", "exec", ns.client])
+    return fetch(ns, tmp_path, certs, Workload.single(size), cc, timeout_s, port, qlog)
 
 
 def check_ok(r, size: int) -> None:
@@ -52,9 +65,10 @@ def check_ok(r, size: int) -> None:
 
 
 def test_ccs_are_what_this_build_accepts():
-    out = subprocess.run(["gtlsserver", "--help"], capture_output=True, text=True).stdout + subprocess.run(
-        ["gtlsclient", "--help"], capture_output=True, text=True
-    ).stdout
+    out = "".join(
+        subprocess.run([prog, "--help"], check=False, capture_output=True, text=True).stdout
+        for prog in ("gtlsserver", "gtlsclient")
+    )
     for cc in STACK.ccs:
         assert cc in out
     assert STACK.ccs[0] == "cubic"
@@ -121,5 +135,51 @@ def test_timeout_returns_quickly(veth_pair, servers, certs, tmp_path):
 def test_unknown_cc_does_not_raise(veth_pair, certs, tmp_path):
     r = download(veth_pair, tmp_path, certs, 1000, cc="vegas", timeout_s=2.0)
     assert not r.ok and "vegas" in r.error
-    with pytest.raises(ValueError):
+    with pytest.raises(StackError, match="vegas"):
         STACK.server_command(server_spec(tmp_path, certs, cc="vegas"))
+
+
+def sizes(n: int, base: int = 200_000) -> tuple[int, ...]:
+    """n different odd sizes, so that a body counted on the wrong object shows."""
+    return tuple(base + 7919 * i for i in range(n))
+
+
+def test_three_connections_six_objects_each(veth_pair, servers, certs, tmp_path):
+    servers(server_spec(tmp_path, certs))
+    # two objects of the same size on one connection: their bodies must not mix
+    wl = Workload(objects=(*sizes(17), 200_000), connections=3)
+    r = fetch(veth_pair, tmp_path, certs, wl, qlog=True)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes
+    for o in r.objects:
+        assert o.ok and o.bytes == o.size == wl.objects[o.index] and o.connection == o.index % 3
+        assert 0 < o.request_s <= o.first_byte_s <= o.last_byte_s
+    for c in r.connections:
+        mine = [o for o in r.objects if o.connection == c.index]
+        assert len(mine) == 6 and c.bytes == sum(o.size for o in mine)
+        assert c.handshake_s == min(o.request_s for o in mine)
+        assert max(o.request_s for o in mine) < min(o.last_byte_s for o in mine)  # parallel streams
+        assert c.resumed is None and c.early_data is None
+    assert len(list((tmp_path / "cli" / "qlog-client").iterdir())) == 3  # three QUIC connections
+
+
+def test_refuses_what_it_cannot_do(tmp_path, certs):
+    for wl, word in (
+        (Workload(objects=(1, 2), streams="sequential"), "sequential"),
+        (Workload(objects=(1,), resumption=True), "resumption"),
+        (Workload(objects=(1,) * 101), "101 objects"),
+    ):
+        spec = ClientSpec(SERVER, PORT, wl, "cubic", tmp_path, certs, 5.0)
+        r = STACK.run(spec, ["false"])
+        assert not r.ok and word in r.error and "ngtcp2" in r.error
+
+
+@pytest.mark.slow
+def test_declared_maximum(veth_pair, servers, certs, tmp_path):
+    """What the capabilities declare really runs: 100 objects over 64 connections."""
+    servers(server_spec(tmp_path, certs))
+    caps = STACK.capabilities
+    wl = Workload(objects=sizes(caps.max_objects, 1000), connections=caps.max_connections)
+    r = fetch(veth_pair, tmp_path, certs, wl, timeout_s=60)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes

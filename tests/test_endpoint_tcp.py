@@ -1,10 +1,11 @@
 """Kernel TCP (Hypercorn HTTP/2 + TLS 1.3, curl --http2) over a plain veth pair: every cc
-(checked with ss on the live connection), refused and timed-out downloads, and the ASGI
-app itself."""
+(checked with ss on the live connection), refused and timed-out downloads, workloads
+(connections, parallel and sequential streams), and the ASGI app itself."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import subprocess
 import threading
@@ -12,10 +13,16 @@ import time
 
 import pytest
 from conftest import SERVER, ServerPool
-from dclab.endpoints.tcp_stack import TcpStack
 
-from dclab.endpoints import h2_app
-from dclab.endpoints.base import DownloadSpec, ServerSpec
+from dclab.endpoints.base import (
+    ClientSpec,
+    ServerSpec,
+    StackError,
+    TransferResult,
+    Workload,
+)
+from dclab.endpoints.tcp import adapter, h2_app
+from dclab.endpoints.tcp.adapter import TcpStack
 
 STACK = TcpStack()
 PORT = 8443
@@ -74,17 +81,22 @@ def server_spec(tmp_path, certs, cc: str = "cubic") -> ServerSpec:
     return ServerSpec(port=PORT, cc=cc, workdir=tmp_path / "srv", certs=certs, address=SERVER)
 
 
-def download(ns, tmp_path, certs, size: int, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT):
-    spec = DownloadSpec(
-        address=SERVER, port=port, size=size, cc=cc, workdir=tmp_path / "cli", certs=certs, timeout_s=timeout_s
+def fetch(ns, tmp_path, certs, workload: Workload, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT
+          ) -> TransferResult:  # fmt: skip
+    spec = ClientSpec(
+        address=SERVER, port=port, workload=workload, cc=cc, workdir=tmp_path / "cli", certs=certs, timeout_s=timeout_s
     )
-    return STACK.download(spec, ["ip", "netns", "exec", ns.client])
+    return STACK.run(spec, ["ip", "netns", "exec", ns.client])
+
+
+def download(ns, tmp_path, certs, size: int, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT):
+    return fetch(ns, tmp_path, certs, Workload.single(size), cc, timeout_s, port)
 
 
 def check_ok(r, size: int) -> None:
     assert r.ok, r.error
     assert r.bytes == size
-    assert r.extra["http_code"] == 200 and r.extra["http_version"] == "2"
+    assert r.extra["http_codes"] == [200] and r.extra["http_versions"] == ["2"]
     assert r.request_wall is not None and abs(r.request_wall - time.time()) < 60
     assert 0 <= r.request_s < r.handshake_s <= r.first_byte_s <= r.last_byte_s
     assert r.goodput_mbps is not None and r.goodput_mbps > 1.0
@@ -102,6 +114,7 @@ def server_cc_seen(ns, tmp_path, certs, cc: str) -> str:
         while t.is_alive() and time.monotonic() < deadline:
             out = subprocess.run(
                 ["ip", "netns", "exec", ns.server, "ss", "-H", "-tin", "state", "established", f"sport = :{PORT}"],
+                check=False,
                 capture_output=True,
                 text=True,
                 timeout=5,
@@ -147,11 +160,74 @@ def test_timeout_returns_quickly(veth_pair, servers, certs, tmp_path):
 
 
 def test_unknown_cc_is_refused(tmp_path, certs):
-    with pytest.raises(ValueError):
+    with pytest.raises(StackError, match="vegas"):
         STACK.server_sysctls("vegas")
-    with pytest.raises(ValueError):
+    with pytest.raises(StackError, match="vegas"):
         STACK.server_command(server_spec(tmp_path, certs, cc="vegas"))
     assert STACK.server_sysctls("bbr") == {CC_KEY: "bbr"}
+    spec = ClientSpec(SERVER, PORT, Workload.single(1000), "vegas", tmp_path, certs, 5.0)
+    r = STACK.run(spec, ["false"])  # refused before any command runs
+    assert not r.ok and "vegas" in r.error
+
+
+def sizes(n: int, base: int = 200_000) -> tuple[int, ...]:
+    """n different odd sizes, so that a body counted on the wrong object shows."""
+    return tuple(base + 7919 * i for i in range(n))
+
+
+def check_objects(r: TransferResult, wl: Workload) -> None:
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes and len(r.objects) == len(wl.objects)
+    for o in r.objects:
+        assert o.ok and o.bytes == o.size == wl.objects[o.index] and o.connection == wl.connection_of(o.index)
+        assert 0 < o.request_s <= o.first_byte_s <= o.last_byte_s
+    for c in r.connections:
+        mine = [o for o in r.objects if o.connection == c.index]
+        assert c.handshake_s is not None and 0 < c.handshake_s <= min(o.request_s for o in mine)
+        assert c.bytes == sum(o.size for o in mine)
+        assert c.resumed is None and c.early_data is None  # curl cannot tell
+    assert r.extra["stamped_requests"] == len(wl.objects)  # every request timed by curl's own stamp
+
+
+@needs_stack
+def test_three_connections_six_objects_each_in_parallel(veth_pair, servers, certs, tmp_path):
+    servers(server_spec(tmp_path, certs))
+    wl = Workload(objects=sizes(18), connections=3)
+    r = fetch(veth_pair, tmp_path, certs, wl)
+    check_objects(r, wl)
+    # three TCP connections (one local port each, curl opened no other)
+    assert len(set(r.extra["local_ports"])) == 3 and all(isinstance(p, int) for p in r.extra["local_ports"])
+    for c in range(3):
+        mine = [o for o in r.objects if o.connection == c]
+        assert max(o.request_s for o in mine) < min(o.last_byte_s for o in mine)  # all requested at once
+
+
+@needs_stack
+def test_sequential_streams(veth_pair, servers, certs, tmp_path):
+    servers(server_spec(tmp_path, certs))
+    wl = Workload(objects=sizes(6, 1_000_000), connections=2, streams="sequential")
+    r = fetch(veth_pair, tmp_path, certs, wl)
+    check_objects(r, wl)
+    assert len(set(r.extra["local_ports"])) == 2
+    for c in range(2):
+        mine = [o for o in r.objects if o.connection == c]
+        for prev, nxt in itertools.pairwise(mine):
+            assert nxt.request_s >= prev.last_byte_s, (prev, nxt)
+
+
+@needs_stack
+def test_more_streams_than_curl_multiplexes_is_caught(veth_pair, servers, certs, tmp_path, monkeypatch):
+    """Beyond 100 streams at once curl opens more connections; the run says so and fails
+    rather than measuring another workload. Within the cap, 150 objects share one connection."""
+    servers(server_spec(tmp_path, certs))
+    wl = Workload(objects=(1000,) * 150)
+    r = fetch(veth_pair, tmp_path, certs, wl)
+    assert r.ok, r.error
+    assert isinstance(r.extra["local_ports"][0], int)
+    monkeypatch.setattr(adapter, "PARALLEL_MAX", 150)
+    r = fetch(veth_pair, tmp_path, certs, wl)
+    assert not r.ok and "TCP connections" in r.error and "not one" in r.error
+    assert all(o.ok for o in r.objects)  # every object arrived; the connections were wrong
 
 
 # The ASGI app itself (no namespaces needed).
@@ -185,3 +261,15 @@ def test_app_sends_exactly_n_bytes(n):
 def test_app_404(path):
     status, _ = run_app(path)
     assert status == 404
+
+
+@needs_stack
+@pytest.mark.slow
+def test_declared_maximum(veth_pair, servers, certs, tmp_path):
+    """What the capabilities declare really runs: 64 connections (curl processes), 10,000 objects."""
+    servers(server_spec(tmp_path, certs))
+    caps = STACK.capabilities
+    wl = Workload(objects=(100,) * caps.max_objects, connections=caps.max_connections)
+    r = fetch(veth_pair, tmp_path, certs, wl, timeout_s=60)
+    assert r.ok, r.error
+    assert r.bytes == wl.total_bytes and len(set(r.extra["local_ports"])) == caps.max_connections

@@ -69,7 +69,7 @@ class Workload:
     cc_options: tuple[dict[str, str], ...] = ()
 
     @classmethod
-    def single(cls, size: int) -> "Workload":
+    def single(cls, size: int) -> Workload:
         """One object on one connection: the study's download."""
         return cls(objects=(size,))
 
@@ -90,11 +90,11 @@ class Workload:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Workload":
+    def from_dict(cls, d: dict[str, Any]) -> Workload:
         """Reads ``to_dict``'s form; missing keys take the defaults, unknown keys are a
-        ValueError. The values are not checked here: see ``errors``."""
+        ValueError (not a dict: TypeError). The values are not checked here: see ``errors``."""
         if not isinstance(d, dict):
-            raise ValueError(f"workload: must be a JSON object (got {type(d).__name__})")
+            raise TypeError(f"workload: must be a JSON object (got {type(d).__name__})")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -118,6 +118,15 @@ class Workload:
 
     def errors(self) -> list[str]:
         """What is wrong with the workload itself, whatever the stack (empty when valid)."""
+        # Types first (a workload may come from JSON); the checks below rely on them.
+        types = {"connections": int, "objects": tuple, "streams": str, "resumption": bool, "zero_rtt": bool,
+                 "cc_options": tuple}  # fmt: skip
+        wrong = [f"{k}: must be {t.__name__} (got {type(getattr(self, k)).__name__})" for k, t in types.items()
+                 if not isinstance(getattr(self, k), t) or (t is int and isinstance(getattr(self, k), bool))]  # fmt: skip
+        if self.assignment is not None and not isinstance(self.assignment, tuple):
+            wrong.append(f"assignment: must be a tuple or None (got {type(self.assignment).__name__})")
+        if wrong:
+            return wrong
         errs: list[str] = []
         if not 1 <= self.connections <= MAX_CONNECTIONS:
             errs.append(f"connections: must be 1 to {MAX_CONNECTIONS} (got {self.connections})")
@@ -133,13 +142,15 @@ class Workload:
             elif any(not isinstance(c, int) or not 0 <= c < self.connections for c in self.assignment):
                 errs.append(f"assignment: connection numbers must be 0 to {self.connections - 1}")
                 assignment_ok = False
-        if assignment_ok and 1 <= self.connections <= MAX_CONNECTIONS:
+        if assignment_ok and self.objects and 1 <= self.connections <= MAX_CONNECTIONS:
             # A connection without objects would measure nothing (and has no first byte).
             idle = sorted(set(range(self.connections)) - {self.connection_of(i) for i in range(len(self.objects))})
             if idle:
                 errs.append(f"connections: every connection needs an object (none on {', '.join(map(str, idle[:5]))})")
         if self.streams not in ("parallel", "sequential"):
             errs.append(f"streams: must be parallel or sequential (got {self.streams!r})")
+        if any(not isinstance(o, dict) for o in self.cc_options):
+            errs.append("cc_options: each entry must be an object of knob names to values")
         if self.cc_options and len(self.cc_options) != self.connections:
             errs.append(f"cc_options: needs one entry per connection ({self.connections}), got {len(self.cc_options)}")
         if self.zero_rtt and not self.resumption:
@@ -205,7 +216,8 @@ class TransferResult:
     """What one client workload measured. Times are seconds relative to the request (0),
     or None where the stack cannot tell; totals span every object and connection
     (handshake: the first connection's; first byte: the earliest; last byte: the
-    latest)."""
+    latest). With resumption the warm-up connection comes before the request and is not
+    counted (a stack may describe it in ``extra["warmup"]``)."""
 
     ok: bool
     bytes: int
@@ -238,7 +250,7 @@ class TransferResult:
         return d
 
     @classmethod
-    def failed(cls, error: str, **kw: Any) -> "TransferResult":
+    def failed(cls, error: str, **kw: Any) -> TransferResult:
         return cls(ok=False, bytes=0, error=error, **kw)
 
     @classmethod
@@ -250,7 +262,7 @@ class TransferResult:
         request_wall: float | None = None,
         error: str | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> "TransferResult":
+    ) -> TransferResult:
         """The totals of per-object and per-connection results, as the class docstring
         says: ok only when every object is ok (and no ``error``); a failure names the
         first failed object and how many failed."""
@@ -317,6 +329,8 @@ class Stack(ABC):
             return cc
         caps = self.capabilities
         errs = workload.errors()
+        if errs:  # the workload itself is wrong: the checks below would not make sense
+            raise StackError(f"{self.name} cannot run this workload: " + "; ".join(errs))
         if workload.connections > caps.max_connections:
             errs.append(f"{workload.connections} connections (at most {caps.max_connections})")
         if len(workload.objects) > caps.max_objects:
@@ -373,7 +387,7 @@ class Stack(ABC):
 def run_bounded(cmd: list[str], timeout_s: float, **kw: Any) -> subprocess.CompletedProcess[str]:
     """Runs a command with a hard time limit; a timeout becomes returncode -9."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, **kw)
+        return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s, **kw)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")

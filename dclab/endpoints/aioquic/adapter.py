@@ -143,7 +143,8 @@ class AioquicStack(Stack):
         objects = []
         for i, size in enumerate(wl.objects):
             o = reported.get(i, {})
-            nbytes = o.get("bytes") if isinstance(o.get("bytes"), int) else 0
+            got = o.get("bytes")
+            nbytes = got if isinstance(got, int) else 0
             ok = o.get("ok") is True and nbytes == size
             objects.append(
                 ObjectResult(
@@ -151,7 +152,7 @@ class AioquicStack(Stack):
                     request_s=_num(o, "request_s"), first_byte_s=_num(o, "first_byte_s"),
                     last_byte_s=_num(o, "last_byte_s"),
                     error=None if ok else (o.get("error") or ("not reported" if not o else f"got {nbytes} of {size} bytes")),
-                )  # fmt: skip
+                )
             )
         conns_in = {c.get("index"): c for c in d.get("connections") or [] if isinstance(c, dict)}
         connections = []
@@ -161,7 +162,7 @@ class AioquicStack(Stack):
                 ConnectionResult(
                     index=c, handshake_s=_num(cd, "handshake_s"), resumed=_flag(cd, "resumed"),
                     early_data=_flag(cd, "early_data"),
-                )  # fmt: skip
+                )
             )
         # An error of the whole workload (not of one object), e.g. a failed warm-up, or
         # the client's own summary when it failed but no object did.

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aioquic.asyncio import QuicConnectionProtocol
+from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic import events as qe
@@ -65,8 +65,8 @@ CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workl
 class Obj:
     """One object's progress; times are monotonic seconds after ``Run.t0``."""
 
-    __slots__ = ("index", "size", "connection", "bytes", "status", "request_s", "first_byte_s", "last_byte_s",
-                 "error", "done")  # fmt: skip
+    __slots__ = ("bytes", "connection", "done", "error", "first_byte_s", "index", "last_byte_s", "request_s", "size",
+                 "status")  # fmt: skip
 
     def __init__(self, index: int, size: int, connection: int) -> None:
         self.index, self.size, self.connection = index, size, connection
@@ -213,6 +213,8 @@ class H3ClientProtocol(QuicConnectionProtocol):
     def quic_event_received(self, event: qe.QuicEvent) -> None:
         if isinstance(event, qe.StreamDataReceived):
             for ev in self._h3.handle_event(event):
+                if not isinstance(ev, (DataReceived, HeadersReceived)):
+                    continue
                 o = self._open.get(ev.stream_id)
                 if o is None:
                     continue
@@ -225,7 +227,7 @@ class H3ClientProtocol(QuicConnectionProtocol):
                         o.bytes += n
                         if o.bytes >= o.size:
                             o.last_byte_s = now
-                elif isinstance(ev, HeadersReceived) and o.status is None:
+                elif o.status is None:
                     o.status = dict(ev.headers).get(b":status")
                 if ev.stream_ended:
                     self._end(ev.stream_id, o)
@@ -375,16 +377,16 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
             p.transmit()
         _, pending = await asyncio.wait({p.done for p in measured}, timeout=max(0.0, deadline - time.monotonic()))
         if pending:
-            for p, c in zip(measured, run.connections):
-                p.fail_open(timeout_reason(args, c.handshake_s is not None, p.refused))
+            for p, conn in zip(measured, run.connections):
+                p.fail_open(timeout_reason(args, conn.handshake_s is not None, p.refused))
         # Measurement done: print now, then close (the close only frees state and
         # finishes the qlogs).
         run.emit()
-        for p in protocols:
-            p.close()
+        for proto in protocols:
+            proto.close()
         left = min(CLOSE_WAIT_S, deadline + CLOSE_WAIT_S - time.monotonic())
         if left > 0:
-            await asyncio.wait([asyncio.ensure_future(p.wait_closed()) for p in protocols], timeout=left)
+            await asyncio.wait([asyncio.ensure_future(proto.wait_closed()) for proto in protocols], timeout=left)
     finally:
         for t in transports:
             t.close()

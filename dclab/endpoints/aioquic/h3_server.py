@@ -26,8 +26,10 @@ import signal
 import sys
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
-from aioquic.asyncio import QuicConnectionProtocol, serve
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.asyncio.server import serve
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import HeadersReceived
 from aioquic.quic import events as qe
@@ -75,7 +77,7 @@ def cc_error(name: str) -> str | None:
     try:
         base.create_congestion_control(name, max_datagram_size=DEFAULT_DATAGRAM)
         return None
-    except Exception:
+    except Exception:  # noqa: BLE001 - aioquic raises a bare Exception for an unknown name
         known = sorted(getattr(base, "_factories", {}) or ("reno", "cubic"))
         return f"unknown congestion control {name!r} (aioquic offers: {', '.join(known)})"
 
@@ -83,7 +85,7 @@ def cc_error(name: str) -> str | None:
 class H3ServerProtocol(QuicConnectionProtocol):
     """One QUIC connection: HTTP/3 requests in, generated bodies out."""
 
-    def __init__(self, *args, registry: set | None = None, **kw) -> None:
+    def __init__(self, *args: Any, registry: set[H3ServerProtocol] | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self._h3 = H3Connection(self._quic)
         # stream id -> [body bytes still to write, stream bytes written as DATA frames]
@@ -152,13 +154,13 @@ class H3ServerProtocol(QuicConnectionProtocol):
             unsent = written - stream.sender.highest_offset
             try:
                 while unsent < UNSENT_TARGET and remaining > 0:
-                    n = CHUNK if remaining >= CHUNK else remaining
+                    n = min(CHUNK, remaining)
                     remaining -= n
                     self._h3.send_data(sid, _BLOCK if n == CHUNK else _BLOCK[:n], remaining == 0)
                     step = n + _frame_overhead(n)
                     written += step
                     unsent += step
-            except Exception:  # stream reset or connection closing: stop this body
+            except Exception:  # noqa: BLE001 - stream reset or connection closing: stop this body
                 remaining = 0
             if remaining:
                 state[0], state[1] = remaining, written

@@ -17,13 +17,22 @@ import asyncio
 import re
 import ssl
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from hypercorn.config import Config
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 CHUNK = 64 * 1024
 _ZEROS = bytes(CHUNK)
 _PATH = re.compile(r"/(\d{1,15})")
 
 
-async def _lifespan(receive, send) -> None:
+async def _lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -33,7 +42,7 @@ async def _lifespan(receive, send) -> None:
             return
 
 
-async def _plain(send, status: int, text: bytes) -> None:
+async def _plain(send: Send, status: int, text: bytes) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -44,7 +53,7 @@ async def _plain(send, status: int, text: bytes) -> None:
     await send({"type": "http.response.body", "body": text, "more_body": False})
 
 
-async def app(scope, receive, send) -> None:
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
     """ASGI 3 application: ``GET /<n>`` streams n bytes, anything else is a 404."""
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
@@ -80,7 +89,7 @@ async def app(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": _ZEROS[:left], "more_body": False})
 
 
-def _config(bind: str, certfile: str, keyfile: str, log_level: str):
+def _config(bind: str, certfile: str, keyfile: str, log_level: str) -> Config:
     from hypercorn.config import Config
 
     class _Tls13Config(Config):
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = _config(a.bind, a.certfile, a.keyfile, a.log_level)
     try:
-        asyncio.run(serve(app, config))
+        asyncio.run(serve(cast(Any, app), config))  # hypercorn types ASGI messages as TypedDicts
     except KeyboardInterrupt:
         pass
     return 0
