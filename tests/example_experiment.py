@@ -20,6 +20,7 @@ class ShortOptions(StackOptions):
     size: Size = Field(100_000, description="Bytes of each object.", json_schema_extra={"show": "100KB"})
     objects: int = Field(4, ge=1, le=100, description="Objects to fetch.")
     connections: int = Field(1, ge=1, le=8, description="Connections to fetch them over (round-robin).")
+    sequential: bool = Field(False, description="One object after another on each connection (default: all at once).")
 
 
 class ShortDownloads(Experiment):
@@ -29,7 +30,8 @@ class ShortDownloads(Experiment):
     metrics = (Metric("completion_s", "completion time (s)", 3),)
 
     def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        w = Workload(objects=(options.size,) * options.objects, connections=options.connections)
+        w = Workload(objects=(options.size,) * options.objects, connections=options.connections,
+                     streams="sequential" if options.sequential else "parallel")
         return single_bearer_plan(scenario, [Flow("client", options.stack, "dc", w, options.cc)])
 
     def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:

@@ -125,25 +125,40 @@ def load(name_or_path: str) -> Campaign:
 def _first_error(e: ValidationError) -> str:
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"]) or "options"
-    return f"{loc}: {err['msg'].removeprefix('Value error, ')}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return msg if msg.startswith(f"{loc}:") or (loc == "options" and ":" in msg) else f"{loc}: {msg}"
 
 
 def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: int, s: Scenario,
             options: dict[str, Any]) -> str:
-    """Stable over releases: the fields of the first store's key (experiment, config, sweep,
-    value, repetition, scenario, size, duration) in that order, then any other option that
-    differs from the experiment's default, so stores written before plug-ins still resume."""
+    """Stable over releases and machines: the fields of the first store's key (experiment,
+    config, sweep, value, repetition, scenario, size, duration) in that order, then any other
+    option that differs from the experiment's default, so stores written before plug-ins
+    still resume. A trace in the repository enters by its relative path (earlier releases
+    used the absolute one, so their trace-driven runs had other keys in every checkout)."""
     exp = get_experiment(experiment)
     defaults = exp.options().model_dump(mode="json")
     base = {"stack", "cc", "udp_buffer", "size", "duration"}
     extra = {k: v for k, v in options.items() if k not in base and v != defaults.get(k)}
     duration = options.get("duration")
-    fields: list[Any] = [experiment, cfg.stack, cfg.cc, cfg.udp_buffer, sweep, value, rep, s.model_dump(mode="json"),
+    scenario = s.model_dump(mode="json")
+    if scenario.get("trace"):
+        scenario["trace"] = _portable(Path(scenario["trace"]))
+    fields: list[Any] = [experiment, cfg.stack, cfg.cc, cfg.udp_buffer, sweep, value, rep, scenario,
                          options.get("size"), float(duration) if duration is not None else None]
     if extra:
         fields.append(extra)
     blob = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _portable(path: Path) -> str:
+    """A trace inside the repository by its path from the repository's root, so that a run
+    has one key on every machine and in every checkout (shards merge by key)."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def estimate(exp: Experiment, s: Scenario, options: Options) -> float:
