@@ -23,7 +23,9 @@ with ``objects``/``connections`` as ``base.ObjectResult``/``base.ConnectionResul
 totals as ``base.TransferResult.from_parts``. ``request_wall`` is ``time.time()`` when the
 measured connection attempts start (after any warm-up); the ``*_s`` times are seconds after
 it (monotonic clock), null when not reached. An object is ok only with status 200 and
-exactly its size in body bytes; the whole only when every object is. A global timeout
+exactly its size in body bytes; the whole only when every object is. An object's
+``request_s`` is when its request is handed to aioquic: beyond the server's stream limit
+(128 open at once) it waits there for credit. A global timeout
 (default 600 s, warm-up included) ends the workload with ``ok: false``; a watchdog thread
 guarantees the process ends even if the event loop does not. Exit status: 0 ok,
 1 failed, 2 bad arguments.
