@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+import example_experiment
 import pytest
 from click.testing import CliRunner
 
-import example_experiment
 from dclab.campaign import plan as cp
 from dclab.campaign.report import build_report
 from dclab.campaign.runner import execute

@@ -379,7 +379,7 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
             p.transmit()
         _, pending = await asyncio.wait({p.done for p in measured}, timeout=max(0.0, deadline - time.monotonic()))
         if pending:
-            for p, conn in zip(measured, run.connections):
+            for p, conn in zip(measured, run.connections, strict=True):
                 p.fail_open(timeout_reason(args, conn.handshake_s is not None, p.refused))
         # Measurement done: print now, then close (the close only frees state and
         # finishes the qlogs).
