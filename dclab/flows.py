@@ -10,7 +10,7 @@ counters. Experiments build plans; nothing else knows which flows an experiment 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from .endpoints import get_stack
@@ -56,7 +56,6 @@ class FlowPlan:
     bearers: tuple[Bearer, ...]
     flows: tuple[Flow, ...]
     stats_interval_ms: float | None = None  # the experiment's wish for dcemu's stats records
-    notes: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, bearers: list[Bearer], flows: list[Flow], scenario: Scenario,

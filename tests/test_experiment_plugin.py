@@ -58,6 +58,9 @@ def test_it_runs_is_stored_and_reports(short, tmp_path):
     assert out["seeds"] == [7, 8]
     rep = json.loads((tmp_path / "run" / "rep-02" / "result.json").read_text())
     assert rep["seed"] == 8 and rep["flows"][0]["transfer"]["bytes"] == 4 * 50_000
+    import tomllib
+
+    assert tomllib.loads((tmp_path / "run" / "rep-02" / "scenario.toml").read_text())["seed"] == 8  # dcemu got it
     assert len(rep["flows"][0]["transfer"]["objects"]) == 4 and len(rep["flows"][0]["transfer"]["connections"]) == 2
 
     c = cp.sweep_campaign("plug", 1, ["short"], [cp.parse_config("aioquic")], [("batch", [10])], {"short": {"objects": 2}})

@@ -14,8 +14,11 @@ What a stack can do is declared once (``ccs``, ``capabilities``) and checked in 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -356,6 +359,25 @@ class Stack(ABC):
         except StackError as e:
             return TransferResult.failed(str(e))
         return None
+
+    def guarded(self, spec: ClientSpec, prefix: str, body: Callable[[Path], TransferResult]) -> TransferResult:
+        """``body(scratch)`` after the one check (``refusal``), with a scratch directory in the
+        client's workdir that is removed afterwards; an exception becomes a failed result,
+        so ``run`` never raises."""
+        refused = self.refusal(spec)
+        if refused is not None:
+            return refused
+        try:
+            Path(spec.workdir).mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=spec.workdir))
+        except Exception as e:  # noqa: BLE001 - run never raises
+            return TransferResult.failed(f"setup: {type(e).__name__}: {e}")
+        try:
+            return body(tmp)
+        except Exception as e:  # noqa: BLE001
+            return TransferResult.failed(f"{type(e).__name__}: {e}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     @abstractmethod
     def missing(self) -> list[str]:

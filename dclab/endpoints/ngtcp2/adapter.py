@@ -39,7 +39,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -196,20 +195,7 @@ class Ngtcp2Stack(Stack):
 
     def run(self, spec: ClientSpec, netns_exec: list[str]) -> TransferResult:
         """Runs the workload; see the module docstring for what is measured."""
-        refused = self.refusal(spec)
-        if refused is not None:
-            return refused
-        try:
-            Path(spec.workdir).mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix="ngtcp2-dl-", dir=spec.workdir))
-        except Exception as e:  # noqa: BLE001 - run never raises
-            return TransferResult.failed(f"setup: {e}")
-        try:
-            return self._run(spec, netns_exec, tmp)
-        except Exception as e:  # noqa: BLE001
-            return TransferResult.failed(f"{type(e).__name__}: {e}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return self.guarded(spec, "ngtcp2-dl-", lambda tmp: self._run(spec, netns_exec, tmp))
 
     def _run(self, spec: ClientSpec, netns_exec: list[str], tmp: Path) -> TransferResult:
         wl = spec.workload

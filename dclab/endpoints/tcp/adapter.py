@@ -40,7 +40,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -203,20 +202,7 @@ class TcpStack(Stack):
         path.write_text("\n".join(lines) + "\n")
 
     def run(self, spec: ClientSpec, netns_exec: list[str]) -> TransferResult:
-        refused = self.refusal(spec)
-        if refused is not None:
-            return refused
-        try:
-            spec.workdir.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix="curl-", dir=spec.workdir))
-        except Exception as e:  # noqa: BLE001 - run never raises
-            return TransferResult.failed(f"setup: {type(e).__name__}: {e}")
-        try:
-            return self._run(spec, netns_exec, tmp)
-        except Exception as e:  # noqa: BLE001
-            return TransferResult.failed(f"{type(e).__name__}: {e}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return self.guarded(spec, "curl-", lambda tmp: self._run(spec, netns_exec, tmp))
 
     def _run(self, spec: ClientSpec, netns_exec: list[str], tmp: Path) -> TransferResult:
         wl = spec.workload

@@ -1,0 +1,109 @@
+"""Flow plans: validation naming the flow or bearer, port allocation, labels, and their
+rendering into dcemu scenario files that dcemu accepts (no root)."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+
+import pytest
+
+from dclab.endpoints.base import Workload
+from dclab.flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments, single_bearer_plan
+from dclab.paths import DCEMU
+from dclab.scenario import Scenario, build
+from dclab.testbed.dcemu_config import to_dcemu
+from dclab.testbed.hostconfig import host_config_for
+
+W = Workload.single(1000)
+
+
+def flow(name: str, stack: str = "aioquic", bearer: str = "dc", **kw) -> Flow:
+    return Flow(name, stack, bearer, W, **kw)
+
+
+def test_ports_are_allocated_around_the_given_ones():
+    plan = FlowPlan.build([Bearer("dc")], [flow("a"), flow("b", port=4434), flow("c"), flow("d")], Scenario())
+    assert [f.port for f in plan.flows] == [4433, 4434, 4435, 4436]
+    assert len({f.port for f in plan.flows}) == 4
+
+
+def test_congestion_control_is_resolved_per_stack():
+    plan = FlowPlan.build([Bearer("dc")], [flow("q"), flow("t", "tcp"), flow("n", "ngtcp2", cc="bbr")], Scenario())
+    assert [f.cc for f in plan.flows] == ["reno", "cubic", "bbr"]
+    assert plan.tcp_ccs() == ("cubic",)
+    assert plan.transports() == {"udp", "tcp"}
+    assert plan.stack_label() == "q=aioquic,t=tcp,n=ngtcp2" and plan.cc_label() == "bbr,cubic,reno"
+    assert host_config_for(plan.transports(), "large").name == "quic-large+tcp"
+    one = single_bearer_plan(Scenario(), [flow("x", "tcp")])
+    assert one.stack_label() == "tcp" and host_config_for(one.transports(), "large").name == "tcp"
+
+
+@pytest.mark.parametrize(
+    "bearers, flows, message",
+    [
+        ([], [flow("a")], "at least one bearer"),
+        ([Bearer("dc")], [], "1 to 64 flows"),
+        ([Bearer("dc"), Bearer("dc")], [flow("a")], "bearer names must be unique"),
+        ([Bearer("dc")], [flow("a"), flow("a")], "flow names must be unique"),
+        ([Bearer("dc")], [flow("a", port=5000), flow("b", port=5000)], "same port"),
+        ([Bearer("dc")], [flow("a", bearer="sc9")], "flow a: no bearer 'sc9' (bearers: dc)"),
+        ([Bearer("sc", "sc", (3,))], [flow("a", bearer="sc")], "bearer sc: leg 3 does not exist (the scenario has 2)"),
+        ([Bearer("sc", "sc", (1, 2))], [flow("a", bearer="sc")], "an SC bearer is on exactly one leg"),
+        ([Bearer("dc", split=(1, 2, 3))], [flow("a")], "split needs one share per leg of the bearer (2)"),
+        ([Bearer("dc")], [flow("a", cc="vegas")], "flow a: --cc: aioquic offers reno, cubic (got 'vegas')"),
+        ([Bearer("dc")], [flow("a", "nope")], "--stack: must be one of"),
+    ],
+)
+def test_bad_plans_are_refused_naming_what_is_wrong(bearers, flows, message):
+    with pytest.raises((PlanError, ValueError), match=message.replace("(", r"\(").replace(")", r"\)")):
+        FlowPlan.build(bearers, flows, Scenario())
+
+
+def test_a_workload_beyond_the_stack_is_refused_with_the_flow_named():
+    w = Workload(objects=(10, 10), connections=1, streams="sequential")
+    with pytest.raises(PlanError, match="flow a: ngtcp2 cannot run this workload"):
+        FlowPlan.build([Bearer("dc")], [Flow("a", "ngtcp2", "dc", w)], Scenario())
+
+
+def test_assignments():
+    assert parse_assignments("dc=aioquic,sc2=tcp", ["dc", "sc1", "sc2"], "--stacks") == {"dc": "aioquic", "sc2": "tcp"}
+    with pytest.raises(PlanError, match="--stacks: expected dc=VALUE,sc1=VALUE"):
+        parse_assignments("xx=tcp", ["dc", "sc1"], "--stacks")
+
+
+def rendered(s: Scenario, plan: FlowPlan, tmp_path) -> dict:
+    """The plan as dcemu reads it back (`dcemu check` fills in every default)."""
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    f = tmp_path / "d.toml"
+    f.write_text(to_dcemu(s, plan, {"server_netns": "dclab-a", "client_netns": "dclab-b"}))
+    p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return tomllib.loads(p.stdout)
+
+
+def test_many_flows_over_three_bearers_and_three_legs_render_for_dcemu(tmp_path):
+    s = build(bw=[10.0, 20.0, 30.0], split=[1.0, 1.0, 1.0], delay=[5.0, 10.0, 20.0], loss=[0.0, 0.0, 0.0])
+    bearers = [Bearer("dc"), Bearer("pair", "dc", (2, 3), split=(3.0, 1.0)), Bearer("sc3", "sc", (3,)),
+               Bearer("dup", "dup", (1, 2))]
+    flows = [flow(f"f{i}", bearer=b) for i, b in enumerate(["dc", "dc", "pair", "sc3", "sc3", "dup"])]
+    plan = FlowPlan.build(bearers, flows, s, stats_interval_ms=50.0)
+    d = rendered(s, plan, tmp_path)
+    by = {b["name"]: b for b in d["bearers"]}
+    assert d["default_bearer"] == "dc" and d["stats"]["interval_ms"] == 50.0
+    assert [m["server_port"] for m in by["dc"]["match"]] == [4433, 4434]
+    assert by["pair"]["legs"] == ["leg2", "leg3"] and by["pair"]["split"]["ratio"] == [3.0, 1.0]
+    assert by["sc3"]["mode"] == "sc" and by["sc3"]["legs"] == ["leg3"] and len(by["sc3"]["match"]) == 2
+    assert by["dup"]["mode"] == "dup"
+    assert [leg["downlink"]["rate"] for leg in d["legs"]] == ["10.0mbit", "20.0mbit", "30.0mbit"]
+
+
+def test_one_leg_and_duplication(tmp_path):
+    one = build(bw=[20.0], split=[100.0], delay=[10.0], loss=[0.0])
+    d = rendered(one, single_bearer_plan(one, [flow("a")]), tmp_path)
+    assert len(d["legs"]) == 1 and d["bearers"][0]["mode"] == "dc"
+    dup = build(duplicate=True)
+    d = rendered(dup, FlowPlan.build([Bearer("dc"), Bearer("sc1", "sc", (1,))], [flow("a"), flow("b", bearer="sc1")], dup),
+                 tmp_path)
+    assert [b["mode"] for b in d["bearers"]] == ["dup", "sc"]  # duplication turns DC bearers only
