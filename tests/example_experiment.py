@@ -27,7 +27,7 @@ class ShortDownloads(Experiment):
     name = "short"
     help = "Short downloads: completion time of a few objects over one or more connections."
     options_model = ShortOptions
-    metrics = (Metric("completion_s", "completion time (s)", 3),)
+    metrics = (Metric("completion_s", "completion time", "s", 3),)
 
     def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
         w = Workload(objects=(options.size,) * options.objects, connections=options.connections,

@@ -72,5 +72,5 @@ def test_it_runs_is_stored_and_reports(short, tmp_path):
     assert row["experiment"] == "short" and row["metrics"]["completion_s"] > 0 and row["flows"][0]["name"] == "client"
     index = build_report(store, tmp_path / "report", "plug-in")
     html = index.read_text()
-    assert "short: batch" in html and "completion time (s) mean" in html
+    assert "short: batch" in html and "completion time mean (s)" in html
     assert (tmp_path / "report" / "short-batch.png").stat().st_size > 10_000

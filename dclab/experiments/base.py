@@ -75,8 +75,16 @@ class Metric:
     standard deviation, stored, plotted against swept parameters."""
 
     name: str
-    label: str  # axis label with unit
+    label: str  # what it is, e.g. "goodput"
+    unit: str = ""  # e.g. "Mbit/s"
     digits: int = 2
+
+    @property
+    def axis(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+    def column(self, what: str = "mean") -> str:
+        return f"{self.label} {what}" + (f" ({self.unit})" if self.unit else "")
 
 
 class FlowResult(BaseModel):
@@ -243,11 +251,11 @@ class Experiment(ABC):
 
     def table(self, summary: Summary) -> Table:
         """The table ``dclab run`` prints."""
-        cols = ["stack", "cc", "host config"] + [f"{m.label} mean" for m in self.metrics] + ["runs"]
+        cols = ["stack", "cc", "host config"] + [c for m in self.metrics for c in (m.column(), "std")] + ["runs"]
         row = [summary.stack or "-", summary.cc or "-", summary.host_config or "-"]
         for m in self.metrics:
             ms = summary.metrics[m.name]
-            row.append(_fmt(ms.mean, m.digits) + (f" ± {_fmt(ms.std, m.digits)}" if ms.std is not None else ""))
+            row += [_fmt(ms.mean, m.digits), _fmt(ms.std, m.digits)]
         row.append(f"{summary.reps - summary.failed}/{summary.reps}")
         return Table(cols, [row], [summary.failed == summary.reps])
 
@@ -270,7 +278,7 @@ class Experiment(ABC):
     def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
         """Per sweep (default): the primary metric against the swept value, one line per series."""
         m = self.metrics[0]
-        return figures.metric_vs_param(rows, m.name, m.label, path, title, xlabel)
+        return figures.metric_vs_param(rows, m.name, m.axis, path, title, xlabel)
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
         m = self.metrics[0]
@@ -279,7 +287,7 @@ class Experiment(ABC):
             out.append([d["value"] or "-", d["series"], _fmt(d["mean"], m.digits), _fmt(d["std"], m.digits), str(d["n"]),
                         str(d["failed"])])
             failed.append(d["n"] == 0)
-        return Table(["value", "series", f"{m.label} mean", "std", "n", "failed"], out, failed)
+        return Table(["value", "series", m.column(), "std", "n", "failed"], out, failed)
 
 
 def _flow_value(r: RepResult, name: str) -> float | None:

@@ -124,7 +124,8 @@ class Fairness(Experiment):
         return figures.flow_bars(rows, FLOW_NAMES, path, title, xlabel, labels=LABELS, annotate="jfi")
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
-        cols = ["value", "series"] + [c for f in FLOW_NAMES for c in (f"{f.upper()} mean (Mbit/s)", f"{f.upper()} std")]
+        cols = ["value", "series"] + [c for i, f in enumerate(FLOW_NAMES)
+                                      for c in (f"{f.upper()} mean" + (" (Mbit/s)" if i == 0 else ""), f"{f.upper()} std")]
         cols += ["JFI", "n", "failed"]
         out, failed = [], []
         for d in figures.flow_table(rows, FLOW_NAMES, annotate="jfi"):

@@ -29,7 +29,7 @@ class Throughput(Experiment):
     help = ("One client downloads a file through the DC bearer; goodput per repetition, mean and standard "
             "deviation, PDCP statistics and a per-leg link-utilization plot.")
     options_model = ThroughputOptions
-    metrics = (Metric("goodput_mbps", "goodput (Mbit/s)"),)
+    metrics = (Metric("goodput_mbps", "goodput", "Mbit/s"),)
     run_figure_name = "link-utilization.png"
     run_figure_kind = "links"
     default = True
