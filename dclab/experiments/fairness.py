@@ -58,7 +58,7 @@ class Fairness(Experiment):
     help = ("Three flows at once: DC (port 4433, both legs), SC on leg 1 (8000), SC on leg 2 (9000). Each flow's "
             "mean throughput over the window and Jain's fairness index.")
     options_model = FairnessOptions
-    metrics = (Metric("jfi", "Jain's fairness index", 3),)
+    metrics = (Metric("jfi", "Jain's fairness index", digits=3),)
     run_figure_name = "flows.png"
     run_figure_kind = "flows"
 
