@@ -182,3 +182,20 @@ def test_sweep_sets_experiment_options(tmp_path, monkeypatch):
     assert "2 runs, 0 done, 2 to do" in " ".join(r.output.split())
     r = CliRunner().invoke(app, ["sweep", "--param", "batch=10", "--set", "fairness.window=3", "--plan"])
     assert r.exit_code == 2 and "fairness has no option 'window'" in r.output
+
+
+def test_dry_runs_and_refused_campaigns_create_no_store(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from dclab.cli import app
+
+    monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path / "results"))
+    r = CliRunner().invoke(app, ["sweep", "--param", "batch=10,20", "--config", "tcp", "--plan", "--name", "dry"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["campaign", "plan", "smoke"])
+    assert r.exit_code == 0, r.output
+    f = tmp_path / "bad.toml"
+    f.write_text('[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = [{ name = "batch", values = [0] }]\n')
+    r = CliRunner().invoke(app, ["campaign", "run", str(f)])
+    assert r.exit_code == 2 and "--param batch=0" in r.output, r.output
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("store.sqlite"))

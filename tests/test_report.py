@@ -436,3 +436,32 @@ def test_page_renders_in_headless_chromium(built, tmp_path):
     rgb = (img[:, :, :3] * 255).astype(int)
     blue = np.all(np.abs(rgb - np.array([31, 119, 180])) <= 12, axis=2)
     assert blue.sum() > 200, "no figure pixels in the screenshot: images did not load"
+
+
+# ---------------------------------------------------------------------------------------
+# Read-only commands stay read-only
+
+def foreign_db(path: Path) -> bytes:
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE notes (x TEXT)")
+    db.execute("INSERT INTO notes VALUES ('mine')")
+    db.commit()
+    db.close()
+    return path.read_bytes()
+
+
+def test_commands_refuse_a_database_that_is_not_a_store_and_write_nothing(tmp_path, store):
+    before = foreign_db(tmp_path / "other.sqlite")
+    for args in (["--store", str(tmp_path / "other.sqlite"), "--out", str(tmp_path / "rep")],):
+        for cmd in (report, plot):
+            r = CliRunner().invoke(cmd, args)
+            assert r.exit_code == 1 and "is not a dclab result store" in r.output, r.output
+    r = CliRunner().invoke(results, ["export", str(tmp_path / "other.sqlite"), "--csv", str(tmp_path / "x.csv")])
+    assert r.exit_code == 1 and "is not a dclab result store" in r.output and not (tmp_path / "x.csv").exists()
+    r = CliRunner().invoke(results, ["merge", str(tmp_path / "dest.sqlite"), str(store.path), str(tmp_path / "other.sqlite")])
+    assert r.exit_code == 1 and "cannot merge" in r.output
+    assert not (tmp_path / "dest.sqlite").exists(), "a refused merge makes no destination"
+    r = CliRunner().invoke(results, ["merge", str(tmp_path / "other.sqlite"), str(store.path)])
+    assert r.exit_code == 1 and "cannot merge into" in r.output
+    assert (tmp_path / "other.sqlite").read_bytes() == before, "the foreign database is untouched"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"], "nothing else was written"

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..analysis import figures
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
-from .store import Store
+from .store import Store, open_existing
 from .sweeps import SWEEPS
 
 CSS = """
@@ -213,7 +213,7 @@ def _runs_summary(rows: list[dict]) -> str:
 
 def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
     """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path."""
-    store = store if isinstance(store, Store) else Store(Path(store))
+    store = store if isinstance(store, Store) else open_existing(Path(store))
     base = store.path.resolve().parent
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -173,7 +173,7 @@ class Store:
     def merge(self, other: Path) -> int:
         """Adds the runs (and their flows) of another store that this one lacks; returns how
         many. A schema-1 store is migrated first (its copy kept beside it)."""
-        Store(other)  # migrates it if needed
+        open_existing(other)  # refuses what is not a store; migrates an old one
         with closing(self._connect()) as db, db:
             before = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
             db.execute("ATTACH DATABASE ? AS other", (str(other),))
@@ -194,6 +194,32 @@ class Store:
                 w.writerow([json.dumps(r[c]) if c in JSON_COLUMNS else r[c] for c in COLUMNS] + [json.dumps(r["flows"])])
                 n += 1
         return n
+
+
+class NotAStore(ValueError):
+    pass
+
+
+def check_store(path: Path) -> None:
+    """Raises NotAStore unless ``path`` is a dclab result store (any schema), reading it
+    only: nothing is written to a file that is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise NotAStore(f"no result store at {path}")
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            cols = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
+    except sqlite3.DatabaseError as e:
+        raise NotAStore(f"{path} is not a dclab result store: {e}") from None
+    if not {"run_key", "experiment", "scenario", "metrics"} <= cols:
+        raise NotAStore(f"{path} is not a dclab result store (no table of runs)")
+
+
+def open_existing(path: Path) -> Store:
+    """An existing store (migrated if it is from before the flow table); NotAStore for
+    anything else, which is left untouched."""
+    check_store(path)
+    return Store(path)
 
 
 def _is_v1(db: sqlite3.Connection) -> bool:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..campaign import plan as cp
-from ..campaign.runner import CampaignError, Outcome, calibration, pending, run_campaign
+from ..campaign.runner import CampaignError, Outcome, calibration, run_campaign
 from ..campaign.store import Store, campaign_dir
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..experiments import default_experiment, experiments
@@ -111,12 +111,11 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True) -
     and those not yet stored."""
     try:
         c = cp.load(name)
+        runs = cp.shard(cp.plan(c, reps), shard)  # a campaign that does not plan makes no store
         path = campaign_dir(c.name) / "store.sqlite"
         store = Store(path) if create or path.exists() else None
-        if store:
-            runs, todo = pending(c, store, reps, shard)
-        else:
-            runs = todo = cp.shard(cp.plan(c, reps), shard)
+        done = store.keys() if store else set()
+        todo = [r for r in runs if r.key not in done]
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
     return c, store, runs, todo
@@ -190,16 +189,18 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
         if duration is not None and "duration" in fields:
             options.setdefault(exp_name, {})["duration"] = duration
     c = cp.sweep_campaign(name or "sweep-" + "-".join(p for p, _ in parsed), reps, chosen, cfgs, parsed, options)
-    store = Store(campaign_dir(c.name) / "store.sqlite")
     try:
         runs = cp.plan(c, base=base)
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
-    done = store.keys()
+    path = campaign_dir(c.name) / "store.sqlite"
+    existing = Store(path) if path.exists() else None  # a dry run creates no store
+    done = existing.keys() if existing else set()
     todo = [r for r in runs if r.key not in done]
-    print_plan(c, runs, todo, store, full=True)
+    print_plan(c, runs, todo, existing, full=True)
     if plan_only:
         return
+    store = existing or Store(path)
     root_or_exit()
     run_all(c, store, todo)
     click.echo(f"store {store.path}; figures: dclab report {c.name}")

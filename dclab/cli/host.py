@@ -16,18 +16,23 @@ from .options import root_or_exit
 
 
 @click.command()
-def clean() -> None:
-    """Remove what killed runs left: namespaces, processes, TUN devices; restore sysctls.
+@click.option("--no-wait", is_flag=True, help="If a run holds the host, say so and exit 1 instead of waiting for it.")
+def clean(no_wait: bool) -> None:
+    """Remove what killed runs left: processes, namespaces (and the TUN devices in them),
+    private keys; restore the host's original sysctls.
 
-    Runs that are still going are left alone."""
-    from ..testbed.hostconfig import live_namespaces, stale_journals, undo_journal
-    from ..testbed.netns import clean as clean_namespaces
+    Takes the host lock first, so it never touches a live run: while one holds the host it
+    waits (or, with --no-wait, exits 1). A new run does the same by itself before it starts."""
+    from ..testbed.hostconfig import HostBusy, HostLock, recover
 
     root_or_exit()
-    actions: list[str] = []
-    for j in stale_journals():
-        actions += undo_journal(j)
-    actions += [f"removed namespace {n}" for n in clean_namespaces(keep=live_namespaces())]
+    try:
+        with HostLock(on_wait=lambda: click.echo("a dclab run holds the host; waiting for it to finish ...", err=True),
+                      wait=not no_wait):
+            actions = recover()
+    except HostBusy as e:
+        click.echo(f"{e}: nothing cleaned (run `dclab clean` again when it ends)", err=True)
+        sys.exit(1)
     for line in actions:
         click.echo(line)
     click.echo("nothing to clean" if not actions else f"{len(actions)} action(s)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..campaign.store import Store, campaign_dir
+from ..campaign.store import NotAStore, Store, campaign_dir, check_store, open_existing
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -23,8 +23,10 @@ def open_store(campaign: str | None, store_path: Path | None) -> Store:
         hint = "" if campaign is None else f" (has campaign {campaign!r} run yet? or give --store PATH)"
         raise click.ClickException(f"no result store at {store_path}{hint}")
     try:
-        store = Store(store_path)
+        store = open_existing(store_path)
         n = len(store.keys())
+    except NotAStore as e:
+        raise click.ClickException(str(e)) from None
     except sqlite3.DatabaseError as e:
         raise click.ClickException(f"{store_path} is not a dclab result store: {e}") from None
     if n == 0:
@@ -125,15 +127,29 @@ def results_merge(dest: Path, srcs: tuple[Path, ...]) -> None:
 
     Runs are matched by run key: a run DEST already has is kept as it is. Prints how many
     runs each SRC added."""
+    for src in srcs:
+        if dest.exists() and src.resolve() == dest.resolve():
+            raise click.ClickException(f"{src} is the destination itself")
+        try:
+            check_store(src)  # every source first: a refused merge makes no destination
+        except NotAStore as e:
+            raise click.ClickException(f"cannot merge: {e}") from None
+    if dest.exists():
+        try:
+            check_store(dest)
+        except NotAStore as e:
+            raise click.ClickException(f"cannot merge into {dest}: {e}") from None
+    created = not dest.exists()
     try:
         target = Store(dest)
         for src in srcs:
-            if dest.exists() and src.resolve() == dest.resolve():
-                raise click.ClickException(f"{src} is the destination itself")
             n = target.merge(src)
             click.echo(f"{src}: {n} run(s) added")
         click.echo(f"{dest}: {len(target.keys())} run(s)")
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, NotAStore) as e:
+        if created:
+            for p in (dest, dest.with_name(dest.name + "-wal"), dest.with_name(dest.name + "-shm")):
+                p.unlink(missing_ok=True)
         raise click.ClickException(f"cannot merge: {e}") from None
 
 
@@ -146,8 +162,8 @@ def results_merge(dest: Path, srcs: tuple[Path, ...]) -> None:
 def results_export(store_path: Path, csv_out: Path, where: str) -> None:
     """Export the runs of STORE as CSV, one row per run with every column."""
     try:
-        n = Store(store_path).export_csv(csv_out, where)
-    except sqlite3.DatabaseError as e:
+        n = open_existing(store_path).export_csv(csv_out, where)
+    except (sqlite3.DatabaseError, NotAStore) as e:
         csv_out.unlink(missing_ok=True)
         raise click.ClickException(f"cannot export: {e}") from None
     click.echo(f"{n} run(s) written to {csv_out}")

@@ -41,7 +41,8 @@ def run() -> None:
 
 def _command(exp: Experiment) -> click.Command:
     @click.pass_context
-    def cmd(ctx: click.Context, reps: int, seed: int | None, out: Path | None, as_json: bool, **kw: Any) -> None:
+    def cmd(ctx: click.Context, reps: int, seed: int | None, out: Path | None, as_json: bool, on_error: str,
+            **kw: Any) -> None:
         options = options_from(exp.options_model, kw)
         s = scenario_from(kw)
         if seed is not None:
@@ -64,7 +65,7 @@ def _command(exp: Experiment) -> click.Command:
         err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, bw {s.bw} Mbit/s, "
                   f"split {s.split}, batch {s.batch}, seed {s.seed} -> {out_dir}")
         summary = run_with_progress(reps, out_dir, exp.describe,
-                                    lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait))
+                                    lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait, on_error))
         if as_json:
             click.echo(json.dumps({**exp.json_output(summary), "out": str(out_dir)}))
         else:
@@ -76,11 +77,15 @@ def _command(exp: Experiment) -> click.Command:
                 table.add_row(*row)
             Console().print(table)
             click.echo(exp.headline(summary))
-            click.echo(f"results: {out_dir}/results.json, plot: {out_dir}/{exp.run_figure_name}")
+            figure = out_dir / exp.run_figure_name
+            click.echo(f"results: {out_dir}/results.json" + (f", plot: {figure}" if figure.exists() else " (no plot: no repetition got that far)"))
         if summary.failed == reps:
             sys.exit(1)
 
     f: Any = cmd
+    f = click.option("--on-error", type=click.Choice(["stop", "continue"]), default="stop", show_default=True,
+                     help="When a part of the testbed dies (dcemu, a server) or a repetition cannot be set up: end "
+                          "the run (its repetitions so far kept), or record that repetition as failed and go on.")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results on stdout.")(f)
     f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
                      help=f"Run directory [default: runs/{exp.name}-TIME].")(f)

@@ -1,6 +1,6 @@
 """One run's testbed: namespaces, host settings, the emulator process, run directories and
 the record of the environment. ``Testbed`` is the context manager experiments use."""
 
-from .testbed import Testbed, TestbedError
+from .testbed import PartDied, Testbed, TestbedError
 
-__all__ = ["Testbed", "TestbedError"]
+__all__ = ["PartDied", "Testbed", "TestbedError"]

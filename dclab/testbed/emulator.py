@@ -12,6 +12,7 @@ from typing import Any
 
 from ..analysis.metrics import read_records
 from ..paths import DCEMU
+from .netns import die_with_parent
 
 
 def topology_toml(server_ns: str, client_ns: str, tag: str) -> str:
@@ -49,7 +50,8 @@ class Emulator:
         ready.unlink(missing_ok=True)
         log = open(self.log, "wb")
         self.proc = subprocess.Popen(
-            [str(DCEMU), "run", str(self.scenario), "--stats", str(self.stats), "--ready-file", str(ready), *self.extra_args],
+            die_with_parent([str(DCEMU), "run", str(self.scenario), "--stats", str(self.stats), "--ready-file", str(ready),
+                             *self.extra_args]),
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -5,9 +5,12 @@ because net.core.rmem_* are global: two runs with different settings must not ov
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -69,15 +72,90 @@ def write_sysctl(name: str, value: str, netns: str | None = None) -> None:
         raise RuntimeError(f"cannot set sysctl {name}={value}{' in ' + netns if netns else ''}: {p.stderr.strip()}")
 
 
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (clock ticks since boot), None if it is
+    gone: with the pid it names one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def alive(pid: int, start: str | None) -> bool:
+    """Whether the process that wrote a record still lives (not a zombie, not a reuse)."""
+    now = process_start(pid)
+    if now is None or (start is not None and now != start):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Originals:
+    """The host's own values of the global sysctls runs change, recorded once, before the
+    first run changes them, apart from any run's journal: a run that crashed can never
+    make its own values the originals of later runs. An entry is dropped once its value is
+    back on the host (a later change by hand is then the host's own)."""
+
+    def __init__(self) -> None:
+        self.path = state_dir() / "host-originals.json"
+
+    def load(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text())
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    def _save(self, data: dict[str, str]) -> None:
+        state_dir().mkdir(parents=True, exist_ok=True)
+        if not data:
+            self.path.unlink(missing_ok=True)
+            return
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.path)
+
+    def remember(self, name: str) -> str:
+        """The original of ``name``: recorded now from the host if there is none yet."""
+        data = self.load()
+        if name not in data:
+            data[name] = read_sysctl(name)
+            self._save(data)
+        return data[name]
+
+    def restore(self, names: list[str]) -> list[str]:
+        """Puts back the originals of ``names`` and forgets them; returns what it did."""
+        data = self.load()
+        done = []
+        for name in names:
+            if name not in data:
+                continue
+            try:
+                if read_sysctl(name) != data[name]:
+                    write_sysctl(name, data[name])
+                    done.append(f"restored {name} = {data[name]}")
+                del data[name]
+            except RuntimeError as e:
+                done.append(f"could not restore {name}: {e}")
+        self._save(data)
+        return done
+
+
 class Journal:
-    """What a run changed on the host, on disk before it is changed: original sysctl
-    values, process ids, namespaces. `undo()` (or `dclab clean` after a crash) puts the
-    host back."""
+    """What a run changed on the host, on disk before it is changed: which global sysctls
+    (their originals are in ``Originals``), process ids, namespaces, and the run's own
+    process (pid and start time, to tell a dead run from a live one). `undo()` (or the
+    next run, or `dclab clean`, after a crash) puts the host back."""
 
     def __init__(self, tag: str):
         state_dir().mkdir(parents=True, exist_ok=True)
         self.path = state_dir() / f"run-{tag}.json"
-        self.data: dict[str, Any] = {"tag": tag, "pid": os.getpid(), "sysctls": {}, "pids": [], "namespaces": []}
+        pid = os.getpid()
+        self.data: dict[str, Any] = {"tag": tag, "pid": pid, "start": process_start(pid), "sysctls": {}, "pids": [],
+                                     "namespaces": [], "private": []}
         self._save()
 
     def _save(self) -> None:
@@ -86,28 +164,60 @@ class Journal:
         tmp.replace(self.path)
 
     def set_sysctl(self, name: str, value: str) -> None:
-        """Sets a global sysctl, remembering the first original value."""
+        """Sets a global sysctl; its original is recorded first (once for all runs)."""
         if name not in self.data["sysctls"]:
-            self.data["sysctls"][name] = read_sysctl(name)
+            self.data["sysctls"][name] = Originals().remember(name)
             self._save()
         write_sysctl(name, value)
 
     def add_pid(self, pid: int) -> None:
-        self.data["pids"].append(pid)
+        self.data["pids"].append([pid, process_start(pid)])
         self._save()
 
     def add_namespaces(self, *names: str) -> None:
         self.data["namespaces"].extend(names)
         self._save()
 
+    def add_ns_inodes(self, inodes: dict[str, int]) -> None:
+        self.data["ns_inodes"] = dict(inodes)
+        self._save()
+
+    def add_private(self, path: Path) -> None:
+        """A directory of secrets (the run's TLS key) that must not outlive the run."""
+        self.data["private"].append(str(path))
+        self._save()
+
     def undo(self) -> list[str]:
         return undo_journal(self.path)
 
 
+STOP_WAIT_S = 5.0
+
+
+def _stop(pids: list[tuple[int, str | None]]) -> list[str]:
+    """SIGTERM to the recorded processes still alive, SIGKILL after STOP_WAIT_S; waits until
+    they are gone, so nothing of a dead run lives beside the next one."""
+    live = [(p, s) for p, s in pids if alive(p, s)]
+    for pid, _ in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while any(alive(p, s) for p, s in live) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid, s in live:
+        if alive(pid, s):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    while any(alive(p, s) for p, s in live) and time.monotonic() < deadline + STOP_WAIT_S:
+        time.sleep(0.02)
+    return [f"stopped process {p}" for p, _ in live]
+
+
 def undo_journal(path: Path) -> list[str]:
-    """Restores sysctls, kills recorded processes, deletes recorded namespaces; removes
-    the journal. Returns what it did."""
-    from .netns import kill_in, sh
+    """Stops the recorded processes (and waits for them), deletes the recorded namespaces
+    (and what lives in them), restores the sysctls' originals; removes the journal.
+    Returns what it did."""
+    from .netns import kill_in, kill_inode, sh
 
     done: list[str] = []
     try:
@@ -115,33 +225,57 @@ def undo_journal(path: Path) -> list[str]:
     except (OSError, json.JSONDecodeError):
         path.unlink(missing_ok=True)
         return done
-    for pid in data.get("pids", []):
-        try:
-            os.kill(pid, 15)
-            done.append(f"stopped process {pid}")
-        except (ProcessLookupError, PermissionError):
-            pass
+    pids = [(int(p[0]), p[1]) if isinstance(p, list) else (int(p), None) for p in data.get("pids", [])]
+    done += _stop(pids)
     for ns in data.get("namespaces", []):
         if sh("ip", "netns", "pids", ns, check=False).returncode == 0:
             kill_in(ns)
             sh("ip", "netns", "del", ns, check=False)
             done.append(f"removed namespace {ns}")
-    for name, value in data.get("sysctls", {}).items():
-        try:
-            if read_sysctl(name) != value:
-                write_sysctl(name, value)
-                done.append(f"restored {name} = {value}")
-        except RuntimeError as e:
-            done.append(f"could not restore {name}: {e}")
+    for ns, inode in (data.get("ns_inodes") or {}).items():  # a namespace whose name was deleted by hand
+        gone = kill_inode(int(inode))
+        if gone:
+            done.append(f"stopped {len(gone)} process(es) left in deleted namespace {ns}")
+    sysctls = data.get("sysctls", {})
+    originals = Originals()
+    known = originals.load()
+    for name, value in sysctls.items():  # journals from before Originals carry the value themselves
+        if name not in known:
+            try:
+                if read_sysctl(name) != value:
+                    write_sysctl(name, value)
+                    done.append(f"restored {name} = {value}")
+            except RuntimeError as e:
+                done.append(f"could not restore {name}: {e}")
+    done += originals.restore([n for n in sysctls if n in known])
+    for d in data.get("private", []):
+        if Path(d).exists():
+            shutil.rmtree(d, ignore_errors=True)
+            done.append(f"removed private keys {d}")
     path.unlink(missing_ok=True)
     return done
 
 
+def journals() -> list[Path]:
+    return sorted(state_dir().glob("run-*.json"))
+
+
+def journal_is_live(path: Path) -> bool:
+    """Whether the run that wrote the journal is still alive (and is not this process:
+    whoever asks holds the host lock, so nothing of its own earlier runs is live)."""
+    try:
+        data = json.loads(path.read_text())
+        pid = int(data.get("pid"))
+    except (OSError, json.JSONDecodeError, TypeError, ValueError):
+        return False
+    return pid != os.getpid() and alive(pid, data.get("start"))
+
+
 def live_namespaces() -> set[str]:
     """Namespaces of runs that are still alive (never to be cleaned)."""
-    live = set()
-    for p in state_dir().glob("run-*.json"):
-        if p in stale_journals():
+    live: set[str] = set()
+    for p in journals():
+        if not journal_is_live(p):
             continue
         try:
             live.update(json.loads(p.read_text()).get("namespaces", []))
@@ -152,30 +286,53 @@ def live_namespaces() -> set[str]:
 
 def stale_journals() -> list[Path]:
     """Journals whose run is no longer alive."""
-    out = []
-    for p in sorted(state_dir().glob("run-*.json")):
-        try:
-            pid = json.loads(p.read_text()).get("pid")
-            os.kill(pid, 0)
-        except (OSError, json.JSONDecodeError, TypeError):
-            out.append(p)
-    return out
+    return [p for p in journals() if not journal_is_live(p)]
+
+
+def recover() -> list[str]:
+    """Undoes what dead runs left (their journals, then any other dclab namespace no live
+    run owns). Call with the host lock held: it is how a run starts on a clean host."""
+    from .netns import clean as clean_namespaces
+
+    done: list[str] = []
+    for j in stale_journals():
+        done += undo_journal(j)
+    done += [f"removed namespace {n}" for n in clean_namespaces(keep=live_namespaces())]
+    return done
+
+
+class HostBusy(RuntimeError):
+    pass
 
 
 class HostLock:
-    """Exclusive use of the host's global settings for the duration of a run."""
+    """Exclusive use of the host's global settings for the duration of a run (or of
+    `dclab clean`). The holder's pid is written into the lock file for messages. The
+    descriptor is not inherited: when dclab dies the lock goes with it, and the next
+    holder undoes what the dead run left (``recover``)."""
 
-    def __init__(self, on_wait: Callable[[], None] | None = None):
+    def __init__(self, on_wait: Callable[[], None] | None = None, wait: bool = True):
         state_dir().mkdir(parents=True, exist_ok=True)
         self.path = state_dir() / "host.lock"
         self.fd: int | None = None
         self.on_wait = on_wait
+        self.wait = wait
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "?"
+        except OSError:
+            return "?"
 
     def __enter__(self) -> "HostLock":
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not self.wait:
+                os.close(self.fd)
+                self.fd = None
+                raise HostBusy(f"a dclab run (pid {self.holder()}) holds the host") from None
             if self.on_wait:
                 self.on_wait()
             t0 = time.monotonic()
@@ -187,10 +344,13 @@ class HostLock:
                     if time.monotonic() - t0 > 24 * 3600:
                         raise RuntimeError("waited a day for another dclab run to finish") from None
                     time.sleep(0.2)
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
+            os.ftruncate(self.fd, 0)
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 
@@ -35,6 +36,7 @@ class Namespaces:
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
     server: str = ""
     client: str = ""
+    inodes: dict[str, int] = field(default_factory=dict)  # name -> nsfs inode, to find them if deleted by hand
 
     def __post_init__(self) -> None:
         self.server = f"{PREFIX}{self.tag}-srv"
@@ -45,6 +47,9 @@ class Namespaces:
             for ns in (self.server, self.client):
                 sh("ip", "netns", "add", ns)
                 sh("ip", "-n", ns, "link", "set", "lo", "up")
+                inode = ns_inode(ns)
+                if inode is not None:
+                    self.inodes[ns] = inode
         except BaseException:
             self.close()
             raise
@@ -56,10 +61,51 @@ class Namespaces:
     def close(self) -> None:
         for ns in (self.server, self.client):
             kill_in(ns)
+            if ns in self.inodes:
+                kill_inode(self.inodes[ns])  # also when its name was deleted under the run
             sh("ip", "netns", "del", ns, check=False)
 
+    def missing(self) -> list[str]:
+        """Namespaces of this run whose name is gone (deleted under the run)."""
+        return [ns for ns in (self.server, self.client) if not (NETNS_DIR / ns).exists()]
+
     def exec(self, ns: str, *cmd: str) -> list[str]:
-        return ["ip", "netns", "exec", ns, *cmd]
+        """``cmd`` in namespace ``ns``, dying with the process that starts it."""
+        return die_with_parent(["ip", "netns", "exec", ns, *cmd])
+
+
+def die_with_parent(cmd: list[str]) -> list[str]:
+    """``cmd`` with a parent-death signal (SIGTERM when the dclab process that starts it
+    dies, even by SIGKILL), so nothing of a run outlives it unguarded. setpriv (util-linux,
+    always on Debian) sets it and execs; `ip netns exec` execs without forking, so the
+    signal reaches the program itself."""
+    return ["setpriv", "--pdeathsig", "TERM", "--", *cmd]
+
+
+NETNS_DIR = Path("/run/netns")
+
+
+def ns_inode(name: str) -> int | None:
+    try:
+        return os.stat(NETNS_DIR / name).st_ino
+    except OSError:
+        return None
+
+
+def kill_inode(inode: int) -> list[int]:
+    """Kills every process whose network namespace is the one with this nsfs inode (found
+    through /proc, so also after the namespace's name was deleted); returns their pids."""
+    killed = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.readlink(d / "ns" / "net") == f"net:[{inode}]":
+                os.kill(int(d.name), signal.SIGKILL)
+                killed.append(int(d.name))
+        except (OSError, ValueError):
+            continue
+    return killed
 
 
 def kill_in(ns: str) -> None:

@@ -8,6 +8,7 @@ SIGTERM). What a killed run leaves, the journal lets `dclab clean` undo.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import threading
 import time
@@ -23,14 +24,22 @@ from ..scenario import Scenario
 from .certs import make_certs
 from .dcemu_config import to_dcemu
 from .emulator import Emulator, require_root
-from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, write_sysctl
-from .netns import Namespaces, sh, stop_process, wait_listening
+from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
+from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, wait_listening
 
 MSS = 1280
 
 
 class TestbedError(RuntimeError):
     pass
+
+
+class PartDied(TestbedError):
+    """dcemu or a server exited while the clients ran; the message names it, its exit
+    status and the end of its log."""
+
+
+WATCH_S = 0.1  # how often the parts are checked while clients run
 
 
 class Testbed:
@@ -50,8 +59,10 @@ class Testbed:
         self.journal: Journal | None = None
         self.emulator: Emulator | None = None
         self.servers: list[subprocess.Popen[bytes]] = []
+        self._server_info: dict[int, tuple[str, Path]] = {}  # pid -> (what, log)
         self.settings: dict[str, str] = {}  # every host setting in force, for the record
         self._records: list[dict[str, Any]] | None = None
+        self.recovered: list[str] = []  # what dead runs had left, undone before this run
         self._exit = contextlib.ExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -61,13 +72,17 @@ class Testbed:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
             self._exit.enter_context(HostLock(self.on_wait))
+            self.recovered = recover()  # what dead runs left goes before this run starts
             self.journal = Journal(self.ns.tag)
             self._exit.callback(self.journal.undo)
             self.journal.add_namespaces(self.ns.server, self.ns.client)
             self._exit.enter_context(self.ns)
+            self.journal.add_ns_inodes(self.ns.inodes)
             self._apply_host_settings()
             self._start_emulator()
             self._clamp_mss()
+            self.journal.add_private(self.workdir / "certs")
+            self._exit.callback(shutil.rmtree, self.workdir / "certs", True)  # a private key; nothing to keep
             self.certs = make_certs(self.workdir / "certs", SERVER_ADDR)
         except BaseException:
             self.close()
@@ -169,6 +184,7 @@ class Testbed:
         log.close()  # the child holds its own descriptor
         self.journal.add_pid(proc.pid)
         self.servers.append(proc)
+        self._server_info[proc.pid] = (f"{stack.name} server of flow {flow.name}", workdir / "server.log")
         try:
             wait_listening(self.ns.server, flow.port, stack.transport, proc, 15)
             deadline = time.monotonic() + 15
@@ -185,7 +201,7 @@ class Testbed:
         assert flow.port is not None and flow.cc is not None
         spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=flow.workload, cc=flow.cc,
                           workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s, qlog=qlog)
-        return get_stack(flow.stack).run(spec, ["ip", "netns", "exec", self.ns.client])
+        return get_stack(flow.stack).run(spec, self.ns.exec(self.ns.client))
 
     def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None) -> dict[str, TransferResult]:
         """Every flow's client (or those named), started together; their results by flow."""
@@ -198,15 +214,46 @@ class Testbed:
             except Exception as e:  # noqa: BLE001 - a client that cannot start is a failed flow
                 results[f.name] = TransferResult.failed(f"{type(e).__name__}: {e}")
 
-        if len(chosen) == 1:
-            one(chosen[0])
-            return results
         threads = [threading.Thread(target=one, args=(f,), name=f"client-{f.name}") for f in chosen]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        died = self._watch(threads)
+        if died:
+            raise PartDied(died)
         return {f.name: results[f.name] for f in chosen}
+
+    def _watch(self, threads: list[threading.Thread]) -> str | None:
+        """Waits for the client threads, checking dcemu and every server every WATCH_S. If
+        one exits, the clients are stopped at once (everything in the client namespace is
+        killed) and its description is returned."""
+        died: str | None = None
+        while any(t.is_alive() for t in threads):
+            if died is None:
+                died = self.dead_part()
+                if died:
+                    kill_in(self.ns.client)
+                    if self.ns.client in self.ns.inodes:
+                        kill_inode(self.ns.inodes[self.ns.client])
+            for t in threads:
+                t.join(WATCH_S / len(threads))
+        return died or self.dead_part()
+
+    def dead_part(self) -> str | None:
+        """'dcemu exited with status 1: <log tail>' for the first part that is gone, else None."""
+        for ns in self.ns.missing():
+            return f"network namespace {ns} was deleted under the run"
+        parts: list[tuple[str, subprocess.Popen[bytes] | None, Path]] = []
+        if self.emulator:
+            parts.append(("dcemu", self.emulator.proc, self.emulator.log))
+        for p in self.servers:
+            what, log = self._server_info.get(p.pid, ("a server", self.workdir / "server.log"))
+            parts.append((what, p, log))
+        for what, proc, log in parts:
+            if proc is not None and proc.poll() is not None:
+                code = proc.returncode
+                how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+                return f"{what} {how} while the clients ran: {tail(log) or '(empty log)'}"
+        return None
 
     @property
     def start_wall(self) -> float | None:
