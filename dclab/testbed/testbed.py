@@ -40,6 +40,7 @@ class PartDied(TestbedError):
 
 
 WATCH_S = 0.1  # how often the parts are checked while clients run
+DEATH_GRACE_S = 0.5
 
 
 class Testbed:
@@ -217,15 +218,17 @@ class Testbed:
         threads = [threading.Thread(target=one, args=(f,), name=f"client-{f.name}") for f in chosen]
         for t in threads:
             t.start()
-        died = self._watch(threads)
+        died = self._watch(threads, any_failed=lambda: any(not r.ok for r in results.values()))
         if died:
             raise PartDied(died)
         return {f.name: results[f.name] for f in chosen}
 
-    def _watch(self, threads: list[threading.Thread]) -> str | None:
+    def _watch(self, threads: list[threading.Thread], any_failed: Callable[[], bool]) -> str | None:
         """Waits for the client threads, checking dcemu and every server every WATCH_S. If
         one exits, the clients are stopped at once (everything in the client namespace is
-        killed) and its description is returned."""
+        killed) and its description is returned. When a client failed, the parts get
+        DEATH_GRACE_S to show they died: a dying dcemu's devices are gone (and a client
+        fails) a moment before the process can be reaped."""
         died: str | None = None
         while any(t.is_alive() for t in threads):
             if died is None:
@@ -236,6 +239,11 @@ class Testbed:
                         kill_inode(self.ns.inodes[self.ns.client])
             for t in threads:
                 t.join(WATCH_S / len(threads))
+        if died is None and any_failed():
+            deadline = time.monotonic() + DEATH_GRACE_S
+            while died is None and time.monotonic() < deadline:
+                died = self.dead_part()
+                time.sleep(0.02)
         return died or self.dead_part()
 
     def dead_part(self) -> str | None:
