@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 PosMbps = Annotated[float, Field(gt=0, le=100_000)]
 DelayMs = Annotated[float, Field(ge=0, le=10_000)]
@@ -38,8 +38,8 @@ class Scenario(BaseModel):
     delay: Annotated[list[DelayMs], Field(min_length=1, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
     delay_cov: Annotated[float, Field(ge=0, le=1, description="delay std / mean (normal jitter)")] = 0.1
     loss: Annotated[list[LossPct], Field(min_length=1, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
-    duplicate: bool = False
-    reordering: bool = True
+    duplicate: StrictBool = False
+    reordering: StrictBool = True
     t_reordering: Annotated[float | None, Field(ge=0, le=60_000, description="ms; None is infinity")] = 200.0
     trace: Path | None = None
     uplink_bw: PosMbps = 20.0
@@ -51,7 +51,7 @@ class Scenario(BaseModel):
     header_bytes: Annotated[int, Field(ge=0, le=64)] = 2
     mtu: Annotated[int, Field(ge=1280, le=9000)] = 1500
     stats_interval_ms: Annotated[float, Field(ge=1, le=10_000)] = 10.0
-    seed: Annotated[int, Field(ge=0)] = 1
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
 
     @model_validator(mode="after")
     def _legs_agree(self) -> "Scenario":
@@ -93,8 +93,9 @@ RANGES: dict[str, tuple[object, object]] = {
 }
 
 
-def describe(e: ValidationError) -> str:
-    """One line per problem: the field (as its CLI option) and what is allowed."""
+def describe(e: ValidationError, as_file: bool = False) -> str:
+    """One line per problem: the field (as its CLI option, or as the file's field with
+    ``as_file``) and what is allowed."""
     lines = []
     for err in e.errors():
         loc = [str(p) for p in err["loc"]]
@@ -102,12 +103,17 @@ def describe(e: ValidationError) -> str:
         field = loc[0] if loc else ""
         if not field and ":" in msg:  # a cross-field check names its field first
             field, msg = (x.strip() for x in msg.split(":", 1))
-        option = "--" + (field or "scenario").replace("_", "-")
+        field = field.lstrip("-").replace("-", "_")
+        option = (field or "scenario") if as_file else "--" + (field or "scenario").replace("_", "-")
         leg = f" (leg {int(loc[1]) + 1})" if len(loc) > 1 and loc[1].isdigit() else ""
+        if as_file and leg:
+            leg = f"[{int(loc[1])}]"
         if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and field in RANGES:
             lo, hi = RANGES[field]
             lo_text = f"above {str(lo)[2:]}" if isinstance(lo, str) else f"at least {lo}"
             msg = f"must be {lo_text} and at most {hi} (got {err.get('input')})"
+        elif err["type"] == "extra_forbidden":
+            msg = f"unknown field (known: {', '.join(Scenario.model_fields)})"
         lines.append(f"{option}{leg}: {msg}")
     return "; ".join(lines)
 
@@ -125,7 +131,7 @@ def load(path: Path) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ScenarioError(f"{path}: {describe(e)}") from None
+        raise ScenarioError(f"{path}: {describe(e, as_file=True)}") from None
 
 
 def to_toml(s: Scenario) -> str:
@@ -139,7 +145,10 @@ def to_toml(s: Scenario) -> str:
 def parse_list(option: str, text: str, sep: str = ",") -> list[float]:
     """"20,20" or "50:50" to floats, naming the option on error."""
     try:
-        return [float(x) for x in text.split(sep)]
+        values = [float(x) for x in text.split(sep)]
+        if any(v != v or v in (float("inf"), float("-inf")) for v in values):
+            raise ValueError
+        return values
     except ValueError:
         raise ScenarioError(f"{option}: expected numbers separated by '{sep}' (got {text!r})") from None
 

@@ -13,7 +13,7 @@ def parse_size(text: str | int, option: str = "--size") -> int:
     if isinstance(text, int):
         n = text
     else:
-        m = re.fullmatch(r"\s*([\d.]+)\s*([a-zA-Z]*)\s*", text)
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
         if not m or m.group(2).lower() not in SIZE_UNITS:
             raise ValueError(f"{option}: expected a size like 100MB, 1GB or 5000000 (got {text!r})")
         n = int(float(m.group(1)) * SIZE_UNITS[m.group(2).lower()])

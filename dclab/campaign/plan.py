@@ -13,9 +13,9 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
@@ -85,8 +85,54 @@ def parse_config(spec: str | dict[str, Any]) -> StackConfig:
     return StackConfig(st.name, cc, buf if st.transport == "udp" else "default")
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SweepEntry(_Strict):
+    name: str
+    values: list[float] | None = Field(None, min_length=1, max_length=10_000)
+    range: list[float] | None = Field(None, min_length=3, max_length=3)  # lo, hi, step
+
+
+class ConfigEntry(_Strict):
+    stack: str
+    cc: str | None = None
+    udp_buffer: Literal["default", "large"] = "default"
+
+
+class GroupFile(_Strict):
+    name: str | None = None
+    experiments: list[str] | None = Field(None, min_length=1)
+    configs: list[ConfigEntry] = Field(min_length=1)
+    sweeps: list[str | SweepEntry] = Field(min_length=1)
+    scenario: dict[str, Any] = {}
+
+
+class CampaignFile(BaseModel):
+    """A campaign file as written; experiments' option tables are the other keys."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    description: str = ""
+    name: str | None = None
+    reps: int = Field(10, ge=1, le=1000)
+    group: list[GroupFile] = Field(min_length=1)
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """('group', 0, 'configs', 1, 'cc') -> 'group[0].configs[1].cc'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not str(part).startswith(("str", "SweepEntry", "function")):  # union branch names
+            out += ("." if out else "") + str(part)
+    return out or "file"
+
+
 def load(name_or_path: str) -> Campaign:
-    """A campaign by name (campaigns/NAME.toml) or path; errors name the file and key."""
+    """A campaign by name (campaigns/NAME.toml) or path; errors name the file and the field
+    (e.g. ``group[0].configs[1].udp_buffer``), with what is allowed."""
     path = Path(name_or_path)
     if not path.suffix:
         path = CAMPAIGNS / f"{name_or_path}.toml"
@@ -95,18 +141,26 @@ def load(name_or_path: str) -> Campaign:
         raise ScenarioError(f"no campaign {name_or_path!r} (known: {names})")
     try:
         d = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"{path}: {e}") from None
     known = experiments()
-    c = Campaign(name=d.get("name", path.stem), description=d.get("description", ""), reps=int(d.get("reps", 10)))
-    c.experiment_options = {k: dict(v) for k, v in d.items() if k in known and isinstance(v, dict)}
-    c.groups = d.get("group", [])
-    if not c.groups:
-        raise ScenarioError(f"{path}: no [[group]] tables")
+    try:
+        f = CampaignFile.model_validate(d)
+    except ValidationError as e:
+        # Of a union's alternatives (a sweep is a name or a table), the one that got furthest.
+        err = max(e.errors(), key=lambda x: len(x["loc"]))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing" and err["loc"] == ("group",):
+            msg = "no [[group]] tables"
+        raise ScenarioError(f"{path}: {_where(err['loc'])}: {msg}") from None
+    for key, value in (f.model_extra or {}).items():
+        if key not in known or not isinstance(value, dict):
+            raise ScenarioError(f"{path}: {key}: unknown key (known: description, name, reps, group, and a table of "
+                                f"options per experiment: {', '.join(known)})")
+    c = Campaign(name=f.name or path.stem, description=f.description, reps=f.reps)
+    c.experiment_options = {k: dict(v) for k, v in (f.model_extra or {}).items()}
+    c.groups = [g.model_dump(exclude_none=True) for g in f.group]
     for i, g in enumerate(c.groups):
-        for k in ("configs", "sweeps"):
-            if not g.get(k):
-                raise ScenarioError(f"{path}: group[{i}] needs '{k}'")
         for s in g["sweeps"]:
             sname = s if isinstance(s, str) else s.get("name")
             if sname not in SWEEPS:
@@ -186,7 +240,10 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> 
         changes = dict(g.get("scenario", {}))
         if changes.get("trace") and not Path(changes["trace"]).is_absolute():
             changes["trace"] = str(ROOT / changes["trace"])  # relative to the repository
-        group_base = build(base, **changes)
+        try:
+            group_base = build(base, **changes)
+        except ScenarioError as e:
+            raise ScenarioError(f"group {g.get('name') or c.groups.index(g)}: scenario: {e}") from None
         configs = [parse_config(x) for x in g["configs"]]
         for name in g.get("experiments", list(experiments())):
             exp = get_experiment(name)

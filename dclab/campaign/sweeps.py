@@ -90,10 +90,14 @@ def parse_param(spec: str) -> tuple[str, list[float]]:
     try:
         if ":" in values:
             lo, hi, step = (float(x) for x in values.split(":"))
-            return name, frange(lo, hi, step)
-        return name, [float(x) for x in values.split(",")]
+        else:
+            return name, [float(x) for x in values.split(",")]
     except ValueError:
         raise ScenarioError(f"--param {name}: expected a list like 2,10,50 or a range lo:hi:step (got {values!r})") from None
+    try:
+        return name, frange(lo, hi, step)
+    except ScenarioError as e:
+        raise ScenarioError(f"--param {name}: {e}") from None
 
 
 def expand(name: str, values: list[float], base: Scenario) -> list[Point]:

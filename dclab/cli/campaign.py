@@ -78,6 +78,24 @@ class BarProgress:
         self.bar.console.print("waiting for another dclab run ...")
 
 
+def preflight_all(todo: list[cp.PlannedRun]) -> None:
+    """dcemu reads the scenario of one run per experiment and trace before anything starts
+    (a bad trace is refused now, not hours into a campaign)."""
+    from ..experiments import get_experiment
+    from ..experiments.runner import preflight
+
+    seen: set[tuple[str, str]] = set()
+    for run in todo:
+        key = (run.experiment, str(run.scenario.trace))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            preflight(get_experiment(run.experiment), run.scenario, run.options)
+        except (ScenarioError, ValueError) as e:
+            raise click.UsageError(f"{run.label}: {e}") from None
+
+
 def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun]) -> Outcome:
     """The campaign runner under a progress bar; Ctrl-C exits 130 with nothing of the
     interrupted run stored."""
@@ -139,8 +157,9 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool) ->
 def campaign_run(name: str, reps: int | None, shard: str | None) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will."""
     root_or_exit()
-    c, store, runs, todo = _load(name, reps, shard)
-    assert store is not None  # created when asked to run
+    c, existing, runs, todo = _load(name, reps, shard, create=False)
+    preflight_all(todo)  # before the store exists: a refused campaign creates nothing
+    store = existing or Store(campaign_dir(c.name) / "store.sqlite")
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
     outcome = run_all(c, store, todo)
@@ -200,8 +219,9 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     print_plan(c, runs, todo, existing, full=True)
     if plan_only:
         return
-    store = existing or Store(path)
     root_or_exit()
+    preflight_all(todo)
+    store = existing or Store(path)
     run_all(c, store, todo)
     click.echo(f"store {store.path}; figures: dclab report {c.name}")
 

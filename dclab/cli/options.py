@@ -83,10 +83,10 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
         changes: dict[str, Any] = {}
         if kw.get("batch") is not None:
             changes["batch"] = kw["batch"]
-        if kw.get("split"):
+        if kw.get("split") is not None:
             changes["split"] = sc.parse_list("--split", kw["split"], ":")
         for name in ("bw", "delay", "loss"):
-            if kw.get(name):
+            if kw.get(name) is not None:
                 changes[name] = sc.parse_list(f"--{name}", kw[name])
         if kw.get("delay_cov") is not None:
             changes["delay_cov"] = kw["delay_cov"]
@@ -101,7 +101,10 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                 data["t_reordering"] = None
                 base = sc.Scenario.model_validate(data)
             else:
-                changes["t_reordering"] = sc.parse_list("--t-reordering", t)[0]
+                values = sc.parse_list("--t-reordering", t)
+                if len(values) != 1:
+                    raise sc.ScenarioError(f"--t-reordering: expected one value in ms, or 'inf' (got {t!r})")
+                changes["t_reordering"] = values[0]
         if kw.get("trace"):
             changes["trace"] = Path(kw["trace"]).resolve()
         # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.

@@ -18,6 +18,7 @@ from ..endpoints.base import StackError
 from ..experiments import experiments
 from ..experiments.base import Experiment
 from ..flows import PlanError
+from ..scenario import ScenarioError
 from ..testbed.rundir import new_run_dir
 from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
 
@@ -47,11 +48,12 @@ def _command(exp: Experiment) -> click.Command:
         s = scenario_from(kw)
         if seed is not None:
             s = s.model_copy(update={"seed": seed})
-        from ..experiments.runner import run_reps
+        from ..experiments.runner import preflight, run_reps
 
         try:
             plan = exp.plan(exp.scenario(s, options), options)
-        except (PlanError, StackError) as e:
+            preflight(exp, s, options)
+        except (PlanError, StackError, ScenarioError) as e:
             raise click.UsageError(str(e)) from None
         for name in plan.stacks():
             missing = get_stack(name).missing()

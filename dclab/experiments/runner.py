@@ -10,12 +10,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..endpoints import get_stack
-from ..scenario import Scenario, build, to_toml
+from ..paths import CLIENT_ADDR, SERVER_ADDR
+from ..scenario import Scenario, ScenarioError, build, to_toml
 from ..testbed import Testbed
+from ..testbed.dcemu_config import to_dcemu
+from ..testbed.emulator import check_scenario
 from ..testbed.environment import environment
 from ..testbed.hostconfig import host_config_for
 from ..testbed.rundir import write_atomic, write_json
 from .base import Experiment, Options, RepResult, Summary
+
+
+def preflight(exp: Experiment, scenario: Scenario, options: Options) -> None:
+    """Everything that can be checked before the host lock and the namespaces: the plan,
+    and the dcemu scenario it renders to, read by dcemu itself (trace files included).
+    Raises PlanError, StackError or ScenarioError."""
+    s = exp.scenario(scenario, options)
+    plan = exp.plan(s, options)
+    topology = {"server_netns": "dclab-check-s", "client_netns": "dclab-check-c", "server_addr": SERVER_ADDR,
+                "client_addr": CLIENT_ADDR}
+    err = check_scenario(to_dcemu(s, plan, topology))
+    if err:
+        raise ScenarioError(f"the emulator refuses this scenario: {err}")
 
 
 def rep_seed(base: int, rep: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from ..analysis.metrics import pdcp_summary
 from ..endpoints.base import Workload
@@ -20,7 +20,7 @@ DC_PORT = 4433  # the study's port of the DC flow
 
 class ThroughputOptions(StackOptions):
     size: Size = Field(100_000_000, description="Bytes to download (100MB, 1GB, ...).", json_schema_extra={"show": "100MB"})
-    qlog: bool = Field(False, description="Write qlog files (QUIC stacks) into the run directory.")
+    qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks) into the run directory.")
     timeout: float | None = Field(None, ge=1, le=86400, description="Seconds a download may take [default: from size and rate].")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,23 @@ def topology_toml(server_ns: str, client_ns: str, tag: str) -> str:
         f'server_tun = "dcemu-{tag}s"\n'
         f'client_tun = "dcemu-{tag}c"\n'
     )
+
+
+def check_scenario(text: str) -> str | None:
+    """What `dcemu check` says is wrong with a scenario file (None: nothing). The same code
+    that runs it reads it, traces included, so a bad trace is refused before a run starts."""
+    if not DCEMU.exists():
+        return f"{DCEMU} is missing: run `make build` first"
+    with tempfile.TemporaryDirectory(prefix="dclab-check-") as d:
+        f = Path(d) / "scenario.toml"
+        f.write_text(text)
+        try:
+            p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return "dcemu check took more than 60 s"
+    if p.returncode == 0:
+        return None
+    return (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").removeprefix("dcemu: ").replace(str(f), "scenario")
 
 
 class Emulator:
