@@ -31,6 +31,8 @@ def test_short_download_through_dcemu(tmp_path, stack_name, cc):
         r = tb.run_clients(timeout_s=60)["dc"]
         records = tb.finish()
     assert r.ok and r.bytes == size, r.error
+    codes = r.extra.get("returncodes", [r.extra.get("returncode")])
+    assert codes and all(c == 0 for c in codes), f"a successful client records exit status 0 ({codes})"
     # Two 20 Mbit/s legs: faster than one leg alone is possible, beyond 40 is not.
     assert 1 < r.goodput_mbps < 40.5
     summary = records[-1]
