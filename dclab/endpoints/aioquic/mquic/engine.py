@@ -119,7 +119,7 @@ class ConnState:
 
 @dataclass(frozen=True)
 class Record:
-    """One log line: an NFE, or a synchronization at the end of a round. ``before`` and
+    """One log line: an NFE, or an equalization at the end of a round (cwnd or rate). ``before`` and
     ``after`` map each connection to its cwnd in bytes (delivery rate in bit/s for
     ``event`` "rate"); ``after`` is ``before`` when nothing changed."""
 
@@ -128,7 +128,7 @@ class Record:
     event: Literal["nfe", "round", "rate"]
     conn: ConnId
     action: Action
-    stopped: bool  # slow-start synchronization is over (at or before this event)
+    stopped: bool  # the group is in congestion avoidance after this event (Group.in_congestion_avoidance)
     before: dict[ConnId, float]
     after: dict[ConnId, float]
     i: int | None = None  # the group's NFE number, from 1
