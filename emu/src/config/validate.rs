@@ -486,8 +486,15 @@ fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
         None if path.extension().is_some_and(|e| e == "csv") => "csv".into(),
         None => "mahimahi".into(),
     };
-    if t.row_ms == 0 {
-        bad(format!("{field}.row_ms"), "must be at least 1")?;
+    if !(1..=trace_file::MAX_ROW_MS).contains(&t.row_ms) {
+        bad(
+            format!("{field}.row_ms"),
+            format!(
+                "must be between 1 and {} (got {})",
+                trace_file::MAX_ROW_MS,
+                t.row_ms
+            ),
+        )?;
     }
     let trace: RateTrace = match format.as_str() {
         "mahimahi" => trace_file::load_mahimahi(&path),
