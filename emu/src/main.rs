@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use dcemu::base::time::from_ms;
-use dcemu::config;
+use dcemu::base::time::{from_ms, MAX_TIME_S};
+use dcemu::config::{self, fmt_num, MAX_T_REORDERING_MS};
 use dcemu::io::runtime::{run, RunOptions};
 use dcemu::replay::{run_replay, ReplayOptions};
 
@@ -33,8 +33,8 @@ enum Cmd {
     Run {
         /// Scenario file (TOML); see the README for every field.
         scenario: PathBuf,
-        /// Stop after this many seconds.
-        #[arg(long)]
+        /// Stop after this many seconds (more than 0, at most 10 years).
+        #[arg(long, allow_negative_numbers = true)]
         duration: Option<f64>,
         /// Stats output (JSON lines; "-" for stdout). Overrides stats.path.
         #[arg(long)]
@@ -46,8 +46,10 @@ enum Cmd {
         /// time in ns of emulator time 0, the origin of the stats' t_ms).
         #[arg(long)]
         ready_file: Option<PathBuf>,
-        /// Busy-wait the last N microseconds before each deadline (costs CPU, cuts lateness).
-        #[arg(long, default_value_t = dcemu::io::DEFAULT_SPIN_US)]
+        /// Busy-wait the last N microseconds before each deadline (costs CPU, cuts lateness);
+        /// 0 to 10000.
+        #[arg(long, default_value_t = dcemu::io::DEFAULT_SPIN_US, value_parser = parse_spin_us,
+              allow_negative_numbers = true)]
         spin_us: u32,
         /// Run with real-time (SCHED_FIFO) priority: shorter timer tails when the CPU is
         /// contended (emu/src/io/TIMER.md), but dcemu then wins every contest for CPU
@@ -68,11 +70,12 @@ enum Cmd {
         /// SN length in bits.
         #[arg(long, default_value_t = 12, value_parser = parse_sn_bits)]
         sn_bits: u8,
-        /// t-Reordering in ms, or "inf".
-        #[arg(long, default_value = "100")]
+        /// t-Reordering in ms (0 to 3600000), or "inf".
+        #[arg(long, default_value = "100", allow_negative_numbers = true)]
         t_reordering: String,
-        /// Initial COUNT (RX_NEXT = RX_DELIV = this).
-        #[arg(long, default_value_t = 0)]
+        /// Initial COUNT (RX_NEXT = RX_DELIV = this), 0 to 2^32 - 1.
+        #[arg(long, default_value_t = 0, value_parser = parse_initial_count,
+              allow_negative_numbers = true)]
         initial_count: u32,
         /// Out-of-order delivery mode.
         #[arg(long)]
@@ -85,6 +88,25 @@ fn parse_sn_bits(s: &str) -> Result<u8, String> {
         "12" | "16" | "18" => Ok(s.parse().unwrap()),
         _ => Err(format!("must be 12, 16 or 18 (got {s:?})")),
     }
+}
+
+/// Largest `--spin-us`: past 10 ms of busy-waiting per deadline dcemu would just spin.
+const MAX_SPIN_US: u32 = 10_000;
+
+fn parse_spin_us(s: &str) -> Result<u32, String> {
+    s.parse()
+        .ok()
+        .filter(|v| *v <= MAX_SPIN_US)
+        .ok_or_else(|| format!("must be an integer between 0 and {MAX_SPIN_US} (got {s:?})"))
+}
+
+fn parse_initial_count(s: &str) -> Result<u32, String> {
+    s.parse().map_err(|_| {
+        format!(
+            "must be a COUNT between 0 and {} (2^32 - 1) (got {s:?})",
+            u32::MAX
+        )
+    })
 }
 
 fn main() -> ExitCode {
@@ -111,15 +133,14 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
         } => {
             let s = config::load(&scenario)?;
             if let Some(d) = duration {
+                // Also keeps Duration::from_secs_f64 from panicking on huge values.
                 anyhow::ensure!(
-                    d > 0.0 && d.is_finite(),
-                    "--duration: must be a positive number of seconds (got {d})"
+                    d > 0.0 && d <= MAX_TIME_S as f64,
+                    "--duration: must be a number of seconds above 0 and at most {MAX_TIME_S} \
+                     (10 years) (got {})",
+                    fmt_num(d)
                 );
             }
-            anyhow::ensure!(
-                spin_us <= 10_000,
-                "--spin-us: must be between 0 and 10000 (got {spin_us})"
-            );
             let opts = RunOptions {
                 duration: duration.map(Duration::from_secs_f64),
                 stats_path: stats,
@@ -145,9 +166,10 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             let t = match t_reordering.as_str() {
                 "inf" | "infinity" => None,
                 v => match v.parse::<f64>() {
-                    Ok(ms) if ms >= 0.0 && ms.is_finite() => Some(from_ms(ms)),
+                    Ok(ms) if (0.0..=MAX_T_REORDERING_MS).contains(&ms) => Some(from_ms(ms)),
                     _ => anyhow::bail!(
-                        "--t-reordering: must be a number of ms >= 0 or \"inf\" (got {v:?})"
+                        "--t-reordering: must be a number of ms between 0 and {MAX_T_REORDERING_MS} \
+                         (1 hour), or \"inf\" (got {v:?})"
                     ),
                 },
             };

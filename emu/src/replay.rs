@@ -2,8 +2,9 @@
 //! `PdcpRx` in virtual time and prints what it delivers and discards.
 //!
 //! Input, one arrival per line: `<time_ms> <sn>`. Times may have up to 6 decimals (exact
-//! nanoseconds, no float rounding) and must not decrease. Blank lines and `#` comments are
-//! ignored. Output, one line per event in time order:
+//! nanoseconds, no float rounding), must not decrease and are at most 10 years
+//! ([`MAX_TIME_MS`]), so a timer started at the last arrival still expires at an instant
+//! that exists. Blank lines and `#` comments are ignored. Output, one line per event in time order:
 //!
 //! ```text
 //! deliver <time_ms> <count>
@@ -13,7 +14,7 @@
 //! After the last arrival the running timer fires (repeatedly, if it restarts) until it
 //! stops; an infinite timer never fires. The final counters go to `err` as one JSON line.
 
-use crate::base::time::{fmt_ms, Nanos, NS_PER_MS};
+use crate::base::time::{fmt_ms, Nanos, MAX_TIME_MS, NS_PER_MS};
 use crate::pdcp::{PdcpRx, RxConfig, RxCounters, RxEvent, SnSpace};
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
@@ -116,32 +117,34 @@ fn parse_line(line: &str, space: SnSpace) -> Result<Option<(Nanos, u32)>, String
         return Err(format!("expected `<time_ms> <sn>`, got {:?}", line.trim()));
     };
     let now = parse_ms(time).map_err(|e| format!("bad time {time:?}: {e}"))?;
-    let sn: u32 = sn
-        .parse()
-        .map_err(|_| format!("bad SN {sn:?}: not a non-negative integer"))?;
-    if sn >= space.modulus() {
-        return Err(format!(
+    if sn.is_empty() || !sn.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("bad SN {sn:?}: not a non-negative integer"));
+    }
+    match sn.parse::<u32>() {
+        Ok(v) if v < space.modulus() => Ok(Some((now, v))),
+        _ => Err(format!(
             "SN {sn} does not fit in {} bits (must be < {})",
             space.bits(),
             space.modulus()
-        ));
+        )),
     }
-    Ok(Some((now, sn)))
 }
 
 /// Parses a non-negative decimal millisecond value ("12", "0.5", "3.000001") into exact
-/// nanoseconds. At most 6 decimals, unless the extra ones are zeros.
+/// nanoseconds. At most 6 decimals, unless the extra ones are zeros; at most
+/// [`MAX_TIME_MS`] (10 years).
 pub fn parse_ms(s: &str) -> Result<Nanos, String> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
     if int.is_empty() || !digits(int) || !digits(frac) {
-        return Err("expected milliseconds like 12 or 12.345".into());
+        return Err("expected milliseconds like 12 or 12.345 (no sign, no exponent)".into());
     }
+    let too_large = || format!("must be at most {MAX_TIME_MS} ms (10 years)");
     let (frac, extra) = frac.split_at(frac.len().min(6));
     if extra.bytes().any(|b| b != b'0') {
         return Err("more than 6 decimals (nanosecond resolution)".into());
     }
-    let whole: u64 = int.parse().map_err(|_| "too large".to_string())?;
+    let whole: u64 = int.parse().map_err(|_| too_large())?;
     // Right-pad the fraction to 6 digits: "5" -> 500000 ns.
     let frac_ns = frac
         .bytes()
@@ -151,7 +154,8 @@ pub fn parse_ms(s: &str) -> Result<Nanos, String> {
     whole
         .checked_mul(NS_PER_MS)
         .and_then(|ns| ns.checked_add(frac_ns))
-        .ok_or_else(|| "too large".to_string())
+        .filter(|&ns| ns <= MAX_TIME_MS * NS_PER_MS)
+        .ok_or_else(too_large)
 }
 
 #[cfg(test)]
@@ -284,6 +288,69 @@ mod tests {
     }
 
     #[test]
+    fn times_and_sns_near_the_integer_limits_are_refused() {
+        let o = opts(12, Some(100), 0, false);
+        let msg = |input: &str| replay(&o, input).unwrap_err().to_string();
+        let ten_years = "must be at most 315360000000 ms (10 years)";
+        let bad_form = "expected milliseconds like 12 or 12.345 (no sign, no exponent)";
+        for (input, want) in [
+            ("1e300 5", format!("line 1: bad time \"1e300\": {bad_form}")),
+            (
+                "9.3e15 1",
+                format!("line 1: bad time \"9.3e15\": {bad_form}"),
+            ),
+            ("inf 1", format!("line 1: bad time \"inf\": {bad_form}")),
+            ("NaN 1", format!("line 1: bad time \"NaN\": {bad_form}")),
+            (
+                "18446744073709551615 1",
+                format!("line 1: bad time \"18446744073709551615\": {ten_years}"),
+            ),
+            (
+                "18446744073709.551615 1",
+                format!("line 1: bad time \"18446744073709.551615\": {ten_years}"),
+            ),
+            (
+                "# c\n9300000000000000 1",
+                format!("line 2: bad time \"9300000000000000\": {ten_years}"),
+            ),
+            (
+                "315360000000.000001 1",
+                format!("line 1: bad time \"315360000000.000001\": {ten_years}"),
+            ),
+            (
+                "0 99999999999",
+                "line 1: SN 99999999999 does not fit in 12 bits (must be < 4096)".into(),
+            ),
+            (
+                "0 340282366920938463463374607431768211456",
+                "line 1: SN 340282366920938463463374607431768211456 does not fit in 12 bits \
+                 (must be < 4096)"
+                    .into(),
+            ),
+            (
+                "0 -1",
+                "line 1: bad SN \"-1\": not a non-negative integer".into(),
+            ),
+            (
+                "0 +1",
+                "line 1: bad SN \"+1\": not a non-negative integer".into(),
+            ),
+        ] {
+            assert_eq!(msg(input), want, "{input:?}");
+        }
+        // The last instant allowed still has room for the timer: it expires 100 ms later.
+        let (out, _) = replay(&o, "315360000000 1\n").unwrap();
+        assert_eq!(out, "deliver 315360000100 1\n");
+        let o = opts(18, Some(3_600_000), u32::MAX, false);
+        let (out, err) = replay(&o, "315360000000 0\n315360000000 262143\n").unwrap();
+        assert_eq!(
+            out,
+            "discard 315360000000 0 hfn\ndeliver 315360000000 4294967295\n"
+        );
+        assert!(err.contains("\"rx_next\":4294967296"), "{err}");
+    }
+
+    #[test]
     fn ms_parsing_is_exact() {
         assert_eq!(parse_ms("0"), Ok(0));
         assert_eq!(parse_ms("12"), Ok(12_000_000));
@@ -302,6 +369,7 @@ mod tests {
             "0x10",
             "1.0000001",
             "99999999999999999999",
+            "315360000001",
         ] {
             assert!(parse_ms(bad).is_err(), "{bad:?}");
         }

@@ -276,6 +276,39 @@ delay = { distribution = "constant", ms = 0 }
 }
 
 #[test]
+fn an_initial_count_at_the_top_of_the_space_drops_instead_of_panicking() {
+    let text = r#"
+[pdcp]
+initial_count = 4294967294
+[[legs]]
+name = "a"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 1 }
+"#;
+    let mut h = Harness::new(text);
+    for i in 0..5u32 {
+        h.inject(
+            i as Nanos * NS_PER_MS,
+            Dir::Down,
+            &udp(4433, 5000, i, 100, true),
+        );
+    }
+    h.run_until(100 * NS_PER_MS);
+    let rec = h.e.summary(h.now);
+    // COUNTs 2^32 - 2 and 2^32 - 1 go out; the rest are dropped and their buffers freed.
+    assert_eq!(h.written.iter().map(|w| w.2).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(rec.engine.dropped_count_exhausted, 3);
+    assert_eq!(rec.engine.buffers_in_use, 0);
+    let json = serde_json::to_string(&rec).unwrap();
+    assert!(json.contains("\"dropped_count_exhausted\":3"), "{json}");
+    // While nothing is dropped the field is left out, so records stay as they were.
+    let mut h = Harness::new(TWO_LEGS);
+    let json = serde_json::to_string(&h.e.summary(0)).unwrap();
+    assert!(!json.contains("dropped_count_exhausted"), "{json}");
+}
+
+#[test]
 fn csv_trace_from_the_shipped_data_drives_the_leg() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let csv = root.join("data/traces/raca4g/4G_A_2018.01.27_13.58.29.csv");

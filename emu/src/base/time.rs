@@ -7,7 +7,16 @@ pub const NS_PER_US: Nanos = 1_000;
 pub const NS_PER_MS: Nanos = 1_000_000;
 pub const NS_PER_S: Nanos = 1_000_000_000;
 
+/// The longest time an input may name (a run's duration, a replayed arrival, a trace's
+/// length): 10 years of 365 days, in ms. Far below `Nanos::MAX` (about 584 years), so
+/// sums of such times and of the shorter configured durations never overflow.
+pub const MAX_TIME_MS: u64 = 10 * 365 * 86_400 * 1_000;
+/// [`MAX_TIME_MS`] in seconds.
+pub const MAX_TIME_S: u64 = MAX_TIME_MS / 1_000;
+
 /// Milliseconds (possibly fractional) to nanoseconds, rounded to the nearest nanosecond.
+/// Saturates: negative values and NaN give 0, values beyond `Nanos::MAX` ns give
+/// `Nanos::MAX` (inputs are range-checked before they get here; this never wraps).
 pub fn from_ms(ms: f64) -> Nanos {
     (ms * NS_PER_MS as f64).round().max(0.0) as Nanos
 }
@@ -38,5 +47,20 @@ mod tests {
         assert_eq!(fmt_ms(5_500_000), "5.5");
         assert_eq!(fmt_ms(1), "0.000001");
         assert_eq!(from_ms(0.25), 250_000);
+    }
+
+    #[test]
+    fn from_ms_saturates() {
+        assert_eq!(from_ms(-1.0), 0);
+        assert_eq!(from_ms(f64::NAN), 0);
+        assert_eq!(from_ms(f64::NEG_INFINITY), 0);
+        assert_eq!(from_ms(1e300), Nanos::MAX);
+        assert_eq!(from_ms(f64::INFINITY), Nanos::MAX);
+        assert_eq!(
+            from_ms(MAX_TIME_MS as f64),
+            MAX_TIME_MS * NS_PER_MS,
+            "10 years fit"
+        );
+        assert!(MAX_TIME_MS.checked_mul(NS_PER_MS).unwrap() < Nanos::MAX / 50);
     }
 }

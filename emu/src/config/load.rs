@@ -1,9 +1,10 @@
 //! Reading a scenario: file to text, text to [`ScenarioFile`] (serde, errors carry the
-//! field path), then [`validate`] to the [`Scenario`].
+//! field path and the line and column), then [`validate`] to the [`Scenario`].
 
+use std::ops::Range;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use super::model::Scenario;
 use super::schema::ScenarioFile;
@@ -20,19 +21,113 @@ pub fn load(path: &Path) -> Result<Scenario> {
 
 /// Parses and validates scenario text; `base` resolves relative trace paths.
 pub fn parse(text: &str, base: &Path) -> Result<Scenario> {
-    let de = toml::Deserializer::new(text);
-    let file: ScenarioFile = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let msg = inner.message().to_string();
-        let field = if path == "." {
-            "scenario".to_string()
-        } else {
-            path
-        };
-        anyhow::Error::from(FieldError { field, msg })
-    })?;
+    let file = deserialize(text).map_err(|e| syntax_error(text, e))?;
     validate(file, base)
+}
+
+type DeError = serde_path_to_error::Error<toml::de::Error>;
+
+fn deserialize(text: &str) -> std::result::Result<ScenarioFile, DeError> {
+    serde_path_to_error::deserialize(toml::Deserializer::new(text))
+}
+
+/// A TOML or schema error as "line L, column C: FIELD: what is wrong", FIELD being the
+/// path inside the file (omitted when the text does not parse as TOML there).
+fn syntax_error(text: &str, e: DeError) -> anyhow::Error {
+    let mut path = e.path().to_string();
+    let inner = e.into_inner();
+    let span = inner.span();
+    let mut msg = inner.message().trim().replace('\n', ", ");
+    if let Some(span) = span.clone().filter(|_| path == ".") {
+        // A number TOML cannot represent is a syntax error with no field path: find the
+        // field by putting a value no field accepts in its place and parsing again.
+        let token = token_at(text, span.start);
+        if !token.is_empty() {
+            let infinite = || token.replace('_', "").parse().is_ok_and(f64::is_infinite);
+            msg = match msg.as_str() {
+                "number too large to fit in target type"
+                | "number too small to fit in target type" => {
+                    format!(
+                        "integer out of range: TOML integers are between {} and {} (got {token})",
+                        i64::MIN,
+                        i64::MAX
+                    )
+                }
+                "invalid floating-point number" if infinite() => format!(
+                    "number out of range: TOML floats are at most about 1.8e308 (got {token})"
+                ),
+                _ => format!("{msg} (at {token:?})"),
+            };
+            if let Some(p) = field_at(text, span.start, token.len()) {
+                path = p;
+            }
+        }
+    }
+    msg = friendly_int_range(&msg).unwrap_or(msg);
+    let err = if path == "." {
+        anyhow!(msg)
+    } else {
+        FieldError { field: path, msg }.into()
+    };
+    match span {
+        Some(span) => {
+            let (line, column) = line_column(text, span);
+            err.context(format!("line {line}, column {column}"))
+        }
+        None => err,
+    }
+}
+
+/// 1-based line and column (in characters) of the start of `span` in `text`.
+fn line_column(text: &str, span: Range<usize>) -> (usize, usize) {
+    let mut at = span.start.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// The bare value (number, date, word) starting at byte `at`, or "".
+fn token_at(text: &str, at: usize) -> &str {
+    let rest = text.get(at..).unwrap_or("");
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "+-._:".contains(c)))
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The field path of the value at `at..at + len`: the text parsed again with a date there
+/// (no field takes one), if that makes the error fall on this very spot.
+fn field_at(text: &str, at: usize, len: usize) -> Option<String> {
+    let probe = format!(
+        "{}1979-05-27T07:32:00Z{}",
+        &text[..at],
+        text.get(at + len..)?
+    );
+    let e = deserialize(&probe).err()?;
+    let path = e.path().to_string();
+    // The value itself, or the inline table around it (an internally tagged enum).
+    let hit = e.inner().span().is_some_and(|s| s.contains(&at));
+    (hit && path != ".").then_some(path)
+}
+
+/// serde's "invalid value: integer `N`, expected u32" as the range it means.
+fn friendly_int_range(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("invalid value: integer `")?;
+    let (got, ty) = rest.split_once("`, expected ")?;
+    let max = match ty {
+        "u8" => u8::MAX as u64,
+        "u16" => u16::MAX as u64,
+        "u32" => u32::MAX as u64,
+        "u64" => u64::MAX,
+        _ => return None,
+    };
+    Some(format!(
+        "must be an integer between 0 and {max} (got {got})"
+    ))
 }
 
 #[cfg(test)]
@@ -113,6 +208,133 @@ mod tests {
             err("[[legs]]\nname='a'\n[legs.downlink.trace]\npath='/nonexistent.csv'")
                 .contains("legs[0].downlink.trace.path")
         );
+    }
+
+    #[test]
+    fn syntax_errors_give_line_and_column() {
+        assert_eq!(
+            err("batch = ["),
+            "line 1, column 10: invalid array, expected `]`"
+        );
+        assert_eq!(
+            err("[topology]\nserver_netns = \"abc"),
+            "line 2, column 20: invalid basic string"
+        );
+        assert_eq!(
+            err("seed = 1\nseed = 2"),
+            "line 2, column 1: duplicate key `seed` in document root (at \"seed\")"
+        );
+        // Columns count characters, not bytes.
+        assert_eq!(
+            err("[topology]\nserver_netns = \"é\" x"),
+            "line 2, column 20: expected newline, `#` (at \"x\")"
+        );
+        assert_eq!(err("é = 1"), "line 1, column 1: invalid key");
+    }
+
+    #[test]
+    fn out_of_range_numbers_name_the_field() {
+        let toml_int = "integer out of range: TOML integers are between \
+                        -9223372036854775808 and 9223372036854775807";
+        assert_eq!(
+            err("seed = 18446744073709551616"),
+            format!("line 1, column 8: seed: {toml_int} (got 18446744073709551616)")
+        );
+        assert_eq!(
+            err("seed = -1"),
+            "line 1, column 8: seed: must be an integer between 0 and 18446744073709551615 (got -1)"
+        );
+        let leg = "[[legs]]\nname = 'a'\n[[legs]]\nname = 'b'\n[legs.downlink]\n";
+        assert_eq!(
+            err(&format!("{leg}queue_packets = 99999999999999999999")),
+            format!(
+                "line 6, column 17: legs[1].downlink.queue_packets: {toml_int} \
+                 (got 99999999999999999999)"
+            )
+        );
+        assert_eq!(
+            err(&format!("{leg}delay_limit = 9999999999")),
+            "line 6, column 15: legs[1].downlink.delay_limit: \
+             must be an integer between 0 and 4294967295 (got 9999999999)"
+        );
+        assert_eq!(
+            err(&format!(
+                "{leg}delay = {{ distribution = 'constant', ms = 99999999999999999999 }}"
+            )),
+            format!(
+                "line 6, column 43: legs[1].downlink.delay: {toml_int} (got 99999999999999999999)"
+            )
+        );
+        assert_eq!(
+            err(&format!(
+                "{leg}delay = {{ distribution = 'constant', ms = 1e400 }}"
+            )),
+            "line 6, column 43: legs[1].downlink.delay: \
+             number out of range: TOML floats are at most about 1.8e308 (got 1e400)"
+        );
+        assert_eq!(
+            err("[split]\nratio = [1, -99999999999999999999]"),
+            format!("line 2, column 13: split.ratio[1]: {toml_int} (got -99999999999999999999)")
+        );
+        assert_eq!(
+            err("[pdcp]\ninitial_count = 4294967296"),
+            "line 2, column 17: pdcp.initial_count: \
+             must be an integer between 0 and 4294967295 (got 4294967296)"
+        );
+        assert_eq!(
+            err("[pdcp]\nsn_bits = 300"),
+            "line 2, column 11: pdcp.sn_bits: must be an integer between 0 and 255 (got 300)"
+        );
+        assert_eq!(
+            err("[pdcp]\nt_reordering_ms = 'x'"),
+            "line 2, column 19: pdcp.t_reordering_ms: must be a number of ms or \"inf\""
+        );
+        assert_eq!(
+            err("[[bearers]]\nname = 'a'\nmode = 'dc'\nmatch = [{ server_port = 70000 }]"),
+            "line 4, column 26: bearers[0].match[0].server_port: \
+             must be a port 0-65535 or a range \"lo-hi\" as a string"
+        );
+        // Values TOML reads but the ranges refuse: checked after parsing, by field.
+        for (text, want) in [
+            (
+                "[[schedule]]\nat_ms = 1e30\nsplit = { batch = 5 }",
+                "schedule[0].at_ms: must be between 0 and 1000000000 (got 1e30)",
+            ),
+            (
+                "[stats]\ninterval_ms = 1e-9",
+                "stats.interval_ms: must be between 1 and 3600000 (got 1e-9)",
+            ),
+            (
+                "[pdcp]\nt_reordering_ms = inf",
+                "pdcp.t_reordering_ms: must be between 0 and 3600000 (got inf)",
+            ),
+            (
+                "[[legs]]\nname = 'a'\n[legs.downlink]\nrate = '1e30 Gbit/s'",
+                "legs[0].downlink.rate: must be between 1kbit and 1000gbit per second, \
+                 or \"unlimited\" (got 1e39 bit/s)",
+            ),
+            (
+                "[[legs]]\nname = 'a'\n[legs.downlink]\nrate = nan",
+                "legs[0].downlink.rate: must be between 1kbit and 1000gbit per second, \
+                 or \"unlimited\" (got NaN bit/s)",
+            ),
+            (
+                "[[legs]]\nname = 'a'\n[legs.downlink]\n\
+                 delay = { distribution = 'constant', ms = 1e300 }",
+                "legs[0].downlink.delay.ms: must be between 0 and 100000 (got 1e300)",
+            ),
+            (
+                "[[legs]]\nname = 'a'\n[legs.downlink]\nqueue_bytes = 9223372036854775807",
+                "legs[0].downlink.queue_bytes: must be between 1500 and 100000000000 \
+                 (got 9.223372e18)",
+            ),
+            (
+                "[split]\nratio = [1e308, 1e308]",
+                "split.ratio[0]: must be between 0 and 1000000 (got 1e308)",
+            ),
+        ] {
+            assert_eq!(err(text), want, "{text}");
+        }
     }
 
     #[test]

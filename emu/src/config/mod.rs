@@ -21,4 +21,4 @@ pub use schema::{
     SplitChangeFile, SplitFile, StatsFile, TopologyFile, TraceFile,
 };
 pub use trace_file::{load_csv, load_mahimahi, parse_csv, parse_mahimahi};
-pub use validate::{parse_rate, validate, FieldError};
+pub use validate::{fmt_num, parse_rate, validate, FieldError, MAX_T_REORDERING_MS};

@@ -94,7 +94,7 @@ impl Default for TopologyFile {
 
 /// A duration in ms, or the string "inf".
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be a number of ms or \"inf\"")]
 pub enum MsOrInf {
     Ms(f64),
     Word(InfWord),
@@ -230,7 +230,10 @@ fn d_legs() -> Vec<LegFile> {
 
 /// A rate: bit/s as a number, a string with a unit ("20mbit", "1.5 Gbit/s"), or "unlimited".
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "must be a number of bit/s, a string like \"20mbit\" or \"1.5 Gbit/s\", or \"unlimited\""
+)]
 pub enum RateValue {
     Bps(f64),
     Text(String),
@@ -364,7 +367,10 @@ pub enum BearerMode {
 
 /// A port or an inclusive range "lo-hi".
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "must be a port 0-65535 or a range \"lo-hi\" as a string"
+)]
 pub enum PortValue {
     One(u16),
     Range(String),

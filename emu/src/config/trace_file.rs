@@ -8,11 +8,17 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
-use crate::base::time::NS_PER_MS;
+use crate::base::time::{MAX_TIME_MS, NS_PER_MS};
 use crate::link::RateTrace;
 
-/// Loads a mahimahi trace: one non-negative integer (ms) per line, non-decreasing.
-/// Blank lines are ignored. The last timestamp must be > 0 (it is the loop period).
+/// Longest CSV row, ms (an hour).
+pub const MAX_ROW_MS: u64 = 3_600_000;
+/// Largest CSV rate, kbit/s (1000 gbit/s, as for a fixed rate).
+pub const MAX_KBPS: f64 = 1e9;
+
+/// Loads a mahimahi trace: one non-negative integer (ms) per line, non-decreasing, at
+/// most [`MAX_TIME_MS`] (10 years). Blank lines are ignored. The last timestamp must be
+/// > 0 (it is the loop period).
 pub fn load_mahimahi(path: impl AsRef<Path>) -> anyhow::Result<RateTrace> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path)
@@ -28,9 +34,13 @@ pub fn parse_mahimahi(text: &str) -> anyhow::Result<RateTrace> {
         if s.is_empty() {
             continue;
         }
-        let t: u64 = s.parse().with_context(|| {
-            format!("line {}: {s:?} is not a non-negative integer of ms", i + 1)
-        })?;
+        let Some(t) = s.parse::<u64>().ok().filter(|t| *t <= MAX_TIME_MS) else {
+            bail!(
+                "line {}: {s:?} is not a whole number of ms between 0 and {MAX_TIME_MS} \
+                 (10 years)",
+                i + 1
+            );
+        };
         if let Some(&prev) = times_ms.last() {
             if t < prev {
                 bail!(
@@ -53,8 +63,9 @@ pub fn parse_mahimahi(text: &str) -> anyhow::Result<RateTrace> {
     })
 }
 
-/// Loads a UCC-style CSV: a header row naming the columns, then one row per `row_ms` whose
-/// `column` holds the rate in kbit/s (decimals allowed). Timestamps in the file are
+/// Loads a UCC-style CSV: a header row naming the columns, then one row per `row_ms`
+/// (1 to [`MAX_ROW_MS`]) whose `column` holds the rate in kbit/s (decimals allowed, 0 to
+/// [`MAX_KBPS`]); all rows together last at most 10 years. Timestamps in the file are
 /// ignored: rows are taken as consecutive `row_ms` slots (the 5G files repeat timestamps).
 /// Callers without a preference pass `"DL_bitrate"` and `1000`.
 pub fn load_csv(path: impl AsRef<Path>, column: &str, row_ms: u64) -> anyhow::Result<RateTrace> {
@@ -67,8 +78,8 @@ pub fn load_csv(path: impl AsRef<Path>, column: &str, row_ms: u64) -> anyhow::Re
 /// Parses CSV text (see [`load_csv`]). Fields are split on commas; surrounding quotes are
 /// stripped (quoted commas are not supported: the datasets have none).
 pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTrace> {
-    if row_ms == 0 {
-        bail!("row duration must be > 0 ms");
+    if !(1..=MAX_ROW_MS).contains(&row_ms) {
+        bail!("row duration must be between 1 and {MAX_ROW_MS} ms (got {row_ms})");
     }
     let field = |s: &str| s.trim().trim_matches('"').trim().to_string();
     let mut lines = text
@@ -88,6 +99,7 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
         );
     };
     let mut steps = Vec::new();
+    let mut total_ms: u64 = 0;
     for (i, line) in lines {
         let raw = line.split(',').nth(col).with_context(|| {
             format!(
@@ -100,13 +112,22 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
         let kbps: f64 = v
             .parse()
             .ok()
-            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+            .filter(|x: &f64| (0.0..=MAX_KBPS).contains(x))
             .with_context(|| {
                 format!(
-                    "line {}, column {column:?}: {v:?} is not a non-negative kbit/s value",
+                    "line {}, column {column:?}: {v:?} is not a kbit/s value between 0 and \
+                     {MAX_KBPS} (1000 gbit/s)",
                     i + 1
                 )
             })?;
+        total_ms += row_ms;
+        if total_ms > MAX_TIME_MS {
+            bail!(
+                "line {}: the trace lasts more than {MAX_TIME_MS} ms (10 years) at {row_ms} ms \
+                 per row",
+                i + 1
+            );
+        }
         steps.push((row_ms * NS_PER_MS, (kbps * 1000.0).round() as u64));
     }
     if steps.is_empty() {
@@ -158,6 +179,126 @@ mod tests {
         assert!(format!("{:#}", parse_mahimahi("0\n0\n").unwrap_err()).contains("nonzero"));
         let e = format!("{:#}", load_mahimahi("/nonexistent/x.down").unwrap_err());
         assert!(e.contains("/nonexistent/x.down"), "{e}");
+    }
+
+    #[test]
+    fn bad_mahimahi_values_name_the_line() {
+        let range = "is not a whole number of ms between 0 and 315360000000 (10 years)";
+        for (text, want) in [
+            ("", "empty trace: no timestamps".to_string()),
+            ("  \n\t\n", "empty trace: no timestamps".to_string()),
+            ("1\nabc\n", format!("line 2: \"abc\" {range}")),
+            ("1\n\n-5\n", format!("line 3: \"-5\" {range}")),
+            ("1.5\n", format!("line 1: \"1.5\" {range}")),
+            ("NaN\n", format!("line 1: \"NaN\" {range}")),
+            ("inf\n", format!("line 1: \"inf\" {range}")),
+            ("1e3\n", format!("line 1: \"1e3\" {range}")),
+            (
+                "99999999999999999999\n",
+                format!("line 1: \"99999999999999999999\" {range}"),
+            ),
+            (
+                "315360000001\n",
+                format!("line 1: \"315360000001\" {range}"),
+            ),
+            (
+                "5\n7\n6\n",
+                "line 3: timestamp 6 ms goes back in time (previous 7 ms)".to_string(),
+            ),
+        ] {
+            let e = format!("{:#}", parse_mahimahi(text).unwrap_err());
+            assert_eq!(e, want, "{text:?}");
+        }
+        // The largest timestamp is allowed, and its duration fits.
+        let t = parse_mahimahi("0\n315360000000\n").unwrap();
+        assert_eq!(t.duration(), MAX_TIME_MS * NS_PER_MS);
+    }
+
+    #[test]
+    fn bad_csv_values_name_the_line() {
+        let range = "is not a kbit/s value between 0 and 1000000000 (1000 gbit/s)";
+        for (text, row_ms, want) in [
+            ("", 1000, "empty file: no header row".to_string()),
+            (
+                "DL\n",
+                1000,
+                "empty trace: header but no data rows".to_string(),
+            ),
+            (
+                "a,b\n1,2\n",
+                1000,
+                "line 1: no column named \"DL\" in header (have: a, b)".to_string(),
+            ),
+            (
+                "DL\n1\nx\n",
+                1000,
+                format!("line 3, column \"DL\": \"x\" {range}"),
+            ),
+            (
+                "DL\n-1\n",
+                1000,
+                format!("line 2, column \"DL\": \"-1\" {range}"),
+            ),
+            (
+                "DL\nNaN\n",
+                1000,
+                format!("line 2, column \"DL\": \"NaN\" {range}"),
+            ),
+            (
+                "DL\ninf\n",
+                1000,
+                format!("line 2, column \"DL\": \"inf\" {range}"),
+            ),
+            (
+                "DL\n1e30\n",
+                1000,
+                format!("line 2, column \"DL\": \"1e30\" {range}"),
+            ),
+            (
+                "DL\n\"\"\n",
+                1000,
+                format!("line 2, column \"DL\": \"\" {range}"),
+            ),
+            (
+                "DL\n1\n",
+                0,
+                "row duration must be between 1 and 3600000 ms (got 0)".to_string(),
+            ),
+            (
+                "DL\n1\n",
+                u64::MAX,
+                "row duration must be between 1 and 3600000 ms (got 18446744073709551615)"
+                    .to_string(),
+            ),
+        ] {
+            let e = format!("{:#}", parse_csv(text, "DL", row_ms).unwrap_err());
+            assert_eq!(e, want, "{text:?} {row_ms}");
+        }
+        // The largest rate and row are allowed; 10 years of rows fit, one more does not.
+        let t = parse_csv("DL\n1000000000\n", "DL", MAX_ROW_MS).unwrap();
+        assert_eq!(
+            t,
+            RateTrace::Steps {
+                steps: vec![(MAX_ROW_MS * NS_PER_MS, 1_000_000_000_000)]
+            }
+        );
+        let rows = (MAX_TIME_MS / MAX_ROW_MS) as usize;
+        let text = format!("DL\n{}", "1\n".repeat(rows));
+        assert_eq!(
+            parse_csv(&text, "DL", MAX_ROW_MS).unwrap().duration(),
+            MAX_TIME_MS * NS_PER_MS
+        );
+        let e = format!(
+            "{:#}",
+            parse_csv(&format!("{text}1\n"), "DL", MAX_ROW_MS).unwrap_err()
+        );
+        assert_eq!(
+            e,
+            format!(
+                "line {}: the trace lasts more than 315360000000 ms (10 years) at 3600000 ms per row",
+                rows + 2
+            )
+        );
     }
 
     #[test]

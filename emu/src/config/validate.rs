@@ -17,6 +17,9 @@ use super::trace_file;
 use crate::base::time::from_ms;
 use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
 
+/// Largest finite t-Reordering, ms (1 hour; `pdcp.t_reordering_ms`, `--t-reordering`).
+pub const MAX_T_REORDERING_MS: f64 = 3_600_000.0;
+
 /// An invalid scenario: `field` is the path inside the file, `msg` says what is allowed.
 #[derive(Debug, thiserror::Error)]
 #[error("{field}: {msg}")]
@@ -73,7 +76,7 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
     let t_reordering = match p.t_reordering_ms {
         MsOrInf::Word(_) => None,
         MsOrInf::Ms(ms) => {
-            in_range("pdcp.t_reordering_ms", ms, 0.0, 3_600_000.0)?;
+            in_range("pdcp.t_reordering_ms", ms, 0.0, MAX_T_REORDERING_MS)?;
             Some(from_ms(ms))
         }
     };
@@ -354,9 +357,32 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
 
 fn in_range(field: &str, v: f64, lo: f64, hi: f64) -> Result<()> {
     if !(v.is_finite() && v >= lo && v <= hi) {
-        bad(field, format!("must be between {lo} and {hi} (got {v})"))?;
+        bad(
+            field,
+            format!(
+                "must be between {} and {} (got {})",
+                fmt_num(lo),
+                fmt_num(hi),
+                fmt_num(v)
+            ),
+        )?;
     }
     Ok(())
+}
+
+/// A number for a message: plain ("1500", "0.25") unless so large or small that plain
+/// notation would run to dozens of digits ("1e300", "1e-9").
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a.is_finite() && a != 0.0 && !(1e-6..1e15).contains(&a) {
+        // 7 significant digits at most: "1e39", not "1.0000000000000001e39".
+        let s = format!("{v:.6e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        format!("{mantissa}e{exp}")
+    } else {
+        format!("{v}")
+    }
 }
 
 fn check_ns_name(field: &str, s: &str) -> Result<()> {
@@ -408,7 +434,11 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
                 .or_else(|| t.strip_suffix("ps"))
                 .unwrap_or(&t)
                 .to_string();
-            let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+            // The unit is the trailing run of letters, so an exponent ("1e3mbit") stays
+            // with the number.
+            let split = t
+                .rfind(|c: char| !c.is_ascii_alphabetic())
+                .map_or(0, |i| i + 1);
             let (n, unit) = t.split_at(split);
             let mult = match unit {
                 "" | "bit" | "b" => 1.0,
@@ -430,7 +460,8 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
     let bps = num * mult;
     if !(1000.0..=1e12).contains(&bps) {
         return Err(format!(
-            "must be between 1kbit and 1000gbit per second, or \"unlimited\" (got {bps} bit/s)"
+            "must be between 1kbit and 1000gbit per second, or \"unlimited\" (got {} bit/s)",
+            fmt_num(bps)
         ));
     }
     Ok(Some(bps.round() as u64))
@@ -455,8 +486,15 @@ fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
         None if path.extension().is_some_and(|e| e == "csv") => "csv".into(),
         None => "mahimahi".into(),
     };
-    if t.row_ms == 0 {
-        bad(format!("{field}.row_ms"), "must be at least 1")?;
+    if !(1..=trace_file::MAX_ROW_MS).contains(&t.row_ms) {
+        bad(
+            format!("{field}.row_ms"),
+            format!(
+                "must be between 1 and {} (got {})",
+                trace_file::MAX_ROW_MS,
+                t.row_ms
+            ),
+        )?;
     }
     let trace: RateTrace = match format.as_str() {
         "mahimahi" => trace_file::load_mahimahi(&path),
@@ -685,5 +723,28 @@ mod tests {
         );
         assert!(r("20 furlongs").unwrap_err().contains("unknown unit"));
         assert!(r("0mbit").is_err());
+        // An exponent belongs to the number, not the unit.
+        assert_eq!(r("1.5e3 kbit"), Ok(Some(1_500_000)));
+        assert_eq!(
+            r("1e30 Gbit/s").unwrap_err(),
+            "must be between 1kbit and 1000gbit per second, or \"unlimited\" (got 1e39 bit/s)"
+        );
+        assert!(r("nan mbit").unwrap_err().contains("unknown unit"));
+        assert!(r("mbit").unwrap_err().contains("cannot read a number"));
+    }
+
+    #[test]
+    fn big_and_tiny_numbers_are_short_in_messages() {
+        assert_eq!(fmt_num(1e300), "1e300");
+        assert_eq!(fmt_num(-1e20), "-1e20");
+        assert_eq!(fmt_num(1e30 * 1e9), "1e39");
+        assert_eq!(fmt_num(1.5e30), "1.5e30");
+        assert_eq!(fmt_num(1.23456789e20), "1.234568e20");
+        assert_eq!(fmt_num(1e-9), "1e-9");
+        assert_eq!(fmt_num(3_600_000.0), "3600000");
+        assert_eq!(fmt_num(0.25), "0.25");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(f64::NAN), "NaN");
+        assert_eq!(fmt_num(f64::INFINITY), "inf");
     }
 }

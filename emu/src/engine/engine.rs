@@ -199,7 +199,13 @@ impl Engine {
 
     fn send_down(&mut self, now: Nanos, mut pkt: Pkt) {
         let bearer = &mut self.bearers[pkt.bearer as usize];
-        let (count, _sn, legs) = bearer.tx.next();
+        // All 2^32 COUNTs used (soon, with pdcp.initial_count near the top): a COUNT must
+        // never repeat, so the bearer sends nothing more.
+        let Some((count, _sn, legs)) = bearer.tx.try_next() else {
+            self.counters.dropped_count_exhausted += 1;
+            self.pool.free(pkt.id);
+            return;
+        };
         pkt.count = count;
         pkt.len += self.header_bytes;
         let mut first = true;

@@ -79,6 +79,14 @@ pub struct EngineCounters {
     /// Uplink packets of bearers whose uplink is not emulated (forwarded at once).
     pub uplink_unshaped: u64,
     pub buffers_in_use: u64,
+    /// Downlink packets dropped because their bearer had used all 2^32 PDCP COUNTs
+    /// (possible with `pdcp.initial_count` near 2^32); absent while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_count_exhausted: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Real-time runtime figures.
