@@ -136,7 +136,7 @@ def test_clean_never_touches_a_live_run(tmp_path):
     out = tmp_path / "run"
     with dclab_process("run", "throughput", "--stack", "tcp", "--size", "500MB", "--out", str(out),
                        stderr=subprocess.PIPE, text=True) as p:
-        wait_for(lambda: (out / "rep-01" / "environment.json").exists(), 30, "run start", p)
+        wait_for(lambda: (out / "rep-01" / "environment.json").exists(), 90, "run start", p)
         pid = dcemu_pid(out / "rep-01")
         r = run_dclab("clean", "--no-wait", timeout=60)
         assert r.returncode == 1 and "holds the host" in r.stderr and "nothing cleaned" in r.stderr
@@ -178,3 +178,14 @@ def test_on_error_stop_ends_the_run_naming_the_part(tmp_path):
         _, err = p.communicate(timeout=60)
     assert p.returncode == 1 and "dcemu was killed by signal 9" in err
     assert not (out / "rep-02").exists()
+
+
+def test_clean_and_new_runs_leave_namespaces_of_live_processes_alone(veth_pair, tmp_path):
+    """Namespaces a live process made (a test fixture here, or `make bench`) are not a dead
+    run's remains: neither `dclab clean` nor a run's own recovery removes them."""
+    r = run_dclab("clean", timeout=60)
+    assert r.returncode == 0, r.stderr
+    r = run_dclab("run", "throughput", "--stack", "tcp", "--size", "1MB", "--out", str(tmp_path / "run"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    names = leftovers()
+    assert veth_pair.server in names and veth_pair.client in names

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..paths import state_dir
+from .procs import alive, process_start
 
 HostConfigName = Literal["quic-default", "quic-large", "tcp"]
 
@@ -70,27 +71,6 @@ def write_sysctl(name: str, value: str, netns: str | None = None) -> None:
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"cannot set sysctl {name}={value}{' in ' + netns if netns else ''}: {p.stderr.strip()}")
-
-
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of process ``pid`` (clock ticks since boot), None if it is
-    gone: with the pid it names one process, even after the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def alive(pid: int, start: str | None) -> bool:
-    """Whether the process that wrote a record still lives (not a zombie, not a reuse)."""
-    now = process_start(pid)
-    if now is None or (start is not None and now != start):
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Originals:

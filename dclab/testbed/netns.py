@@ -6,6 +6,7 @@ Every name starts with ``dclab-`` and carries a per-run tag, so two runs never c
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -16,7 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import CLIENT_ADDR, SERVER_ADDR
+from ..paths import CLIENT_ADDR, SERVER_ADDR, state_dir
+from .procs import alive, process_start
 
 PREFIX = "dclab-"
 
@@ -43,6 +45,9 @@ class Namespaces:
         self.client = f"{PREFIX}{self.tag}-cli"
 
     def __enter__(self) -> "Namespaces":
+        _owner_file(self.tag).parent.mkdir(parents=True, exist_ok=True)
+        _owner_file(self.tag).write_text(json.dumps({"pid": os.getpid(), "start": process_start(os.getpid()),
+                                                     "namespaces": [self.server, self.client]}))
         try:
             for ns in (self.server, self.client):
                 sh("ip", "netns", "add", ns)
@@ -64,6 +69,7 @@ class Namespaces:
             if ns in self.inodes:
                 kill_inode(self.inodes[ns])  # also when its name was deleted under the run
             sh("ip", "netns", "del", ns, check=False)
+        _owner_file(self.tag).unlink(missing_ok=True)
 
     def missing(self) -> list[str]:
         """Namespaces of this run whose name is gone (deleted under the run)."""
@@ -118,6 +124,26 @@ def kill_in(ns: str) -> None:
             pass
 
 
+def _owner_file(tag: str) -> Path:
+    return state_dir() / f"netns-{tag}.json"
+
+
+def owned_by_live_processes() -> set[str]:
+    """dclab namespaces whose creator still runs (a run, a test fixture, `make bench`):
+    never to be cleaned, whatever journals say. Owner files of dead creators are removed."""
+    live: set[str] = set()
+    for f in state_dir().glob("netns-*.json"):
+        try:
+            d = json.loads(f.read_text())
+            if alive(int(d["pid"]), d.get("start")):
+                live.update(d.get("namespaces", []))
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        f.unlink(missing_ok=True)
+    return live
+
+
 def leftovers() -> list[str]:
     out = sh("ip", "netns", "list", check=False).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]
@@ -127,6 +153,7 @@ def clean(keep: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """Removes every dclab namespace but those in ``keep`` (the processes and devices in
     them go too)."""
     gone = []
+    keep = set(keep) | owned_by_live_processes()
     for ns in leftovers():
         if ns in keep:
             continue

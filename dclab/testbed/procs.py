@@ -1,0 +1,26 @@
+"""Which process wrote a record, and whether it still lives: a pid and its start time name
+one process, even after the pid is reused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (clock ticks since boot), None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def alive(pid: int, start: str | None) -> bool:
+    """Whether that process still runs (not a zombie, not a reuse of its pid)."""
+    now = process_start(pid)
+    if now is None or (start is not None and now != start):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
