@@ -34,6 +34,12 @@ def leftovers() -> str:
     return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
+def run_namespaces(out: Path) -> list[str]:
+    """The namespaces a run's first repetition used (from dcemu's scenario file)."""
+    text = (out / "rep-01" / "scenario.toml").read_text()
+    return [line.split('"')[1] for line in text.splitlines() if line.startswith(("server_netns", "client_netns"))]
+
+
 def dcemu_pid(rep_dir: Path) -> int:
     return int((rep_dir / "dcemu.ready").read_text().split()[0])
 
@@ -68,7 +74,7 @@ def test_killed_dclab_then_a_queued_run_starts_on_a_clean_host(tmp_path):
     assert env["host_settings"]["net.core.rmem_default"] == before["net.core.rmem_default"]
     assert any("removed namespace" in x for x in env.get("recovered_before_run", [])), env.get("recovered_before_run")
     assert host_state() == before
-    assert "dclab-" not in leftovers()
+    assert not set(run_namespaces(a_out)) & set(leftovers().split()), "A's namespaces are gone"
     assert not list(a_out.rglob("key.pem")), "A's private key was removed"
 
 
@@ -97,6 +103,7 @@ def test_a_dead_part_ends_the_repetition_at_once_naming_it(tmp_path, part):
     before = host_state()
     with pytest.raises(PartDied) as e:
         with tcp_bed(tmp_path) as tb:
+            tag = tb.ns.tag
             tb.start_servers()
             when = kill_later(lambda: tb.emulator.proc.pid if part == "dcemu" else tb.servers[0].pid)
             try:
@@ -107,7 +114,7 @@ def test_a_dead_part_ends_the_repetition_at_once_naming_it(tmp_path, part):
     assert noticed < 5, "noticed long before any idle timeout"  # the watch checks every 0.1 s
     msg = str(e.value)
     assert ("dcemu" if part == "dcemu" else "tcp server of flow dc") in msg and "killed by signal 9" in msg
-    assert host_state() == before and "dclab-" not in leftovers()
+    assert host_state() == before and tag not in leftovers()
 
 
 def test_a_namespace_deleted_under_a_run(tmp_path):
@@ -115,7 +122,7 @@ def test_a_namespace_deleted_under_a_run(tmp_path):
     with pytest.raises(PartDied) as e:
         with tcp_bed(tmp_path) as tb:
             tb.start_servers()
-            ns = tb.ns.client
+            ns, tag = tb.ns.client, tb.ns.tag
 
             def delete() -> None:
                 time.sleep(1.0)
@@ -128,7 +135,7 @@ def test_a_namespace_deleted_under_a_run(tmp_path):
             finally:
                 print(f"namespace deleted: run ended {time.monotonic() - t0 - 1.0:.2f} s later")
     assert f"network namespace {ns} was deleted under the run" in str(e.value)
-    assert host_state() == before and "dclab-" not in leftovers()
+    assert host_state() == before and tag not in leftovers()
 
 
 def test_clean_never_touches_a_live_run(tmp_path):

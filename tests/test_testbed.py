@@ -149,6 +149,7 @@ def test_clean_undoes_a_killed_run(tmp_path):
         ready = out / "rep-01" / "dcemu.ready"
         wait_for(lambda: ready.exists() and (out / "rep-01" / "environment.json").exists(), 30, "run start", p)
         pid_dcemu = int(ready.read_text().split()[0])
+        tag = (out / "rep-01" / "scenario.toml").read_text().split("server_netns = \"dclab-", 1)[1][:6]
         p.kill()  # SIGKILL to dclab alone: it can clean up nothing
         p.wait()
         # What the run started dies with it (parent-death signal) ...
@@ -161,8 +162,8 @@ def test_clean_undoes_a_killed_run(tmp_path):
     assert "restored net.core.rmem_default" in r.stdout and "removed namespace" in r.stdout
     assert "removed private keys" in r.stdout and not list(out.rglob("*.pem"))
     assert host_state() == before
-    assert "dclab-" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert subprocess.run(["pgrep", "-f", "h3_server"], capture_output=True).returncode == 1
+    assert tag not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert subprocess.run(["pgrep", "-f", f"h3_server.*{out}"], capture_output=True).returncode == 1
 
 
 def test_a_run_with_sigint_ignored_at_start_still_stops_on_sigint(tmp_path):
