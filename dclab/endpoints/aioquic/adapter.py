@@ -46,7 +46,7 @@ def _flag(d: dict[str, Any], key: str) -> bool | None:
 class AioquicStack(Stack):
     name = "aioquic"
     transport = "udp"
-    ccs = ("reno", "cubic")
+    ccs = ("reno", "cubic", "bbr")  # bbr: our BBR v1 (bbr.py), registered by the server and client
     capabilities = Capabilities(
         max_connections=64,
         max_objects=10_000,

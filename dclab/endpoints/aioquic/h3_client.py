@@ -1,7 +1,7 @@
 """An HTTP/3 client workload with aioquic, timed, printed as one JSON line.
 
     python -m dclab.endpoints.aioquic.h3_client --host 198.18.0.1 --port 4433 \\
-        (--size N | --workload JSON-or-FILE) --cc reno|cubic --ca cert.pem \\
+        (--size N | --workload JSON-or-FILE) --cc reno|cubic|bbr --ca cert.pem \\
         [--qlog-dir DIR] [--timeout S]
 
 ``--size N`` is one object on one connection (``GET /<N>``). ``--workload`` takes a
@@ -59,6 +59,7 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.tls import SessionTicket
 
 from ..base import ConnectionResult, ObjectResult, TransferResult, Workload
+from . import bbr  # noqa: F401 - registers "bbr" with aioquic
 from .h3_server import DEFAULT_DATAGRAM, FLOW_WINDOW  # one setting for both ends
 
 CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workload
@@ -407,7 +408,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--size", type=int, help="one object of this many bytes on one connection (GET /<size>)")
     what.add_argument("--workload", help="a workload as a JSON object, or the path of a JSON file")
-    ap.add_argument("--cc", default="reno", help="aioquic congestion control: reno, cubic")
+    ap.add_argument("--cc", default="reno", help="congestion control: aioquic's reno, cubic, or our bbr (BBR v1, bbr.py)")
     ap.add_argument("--ca", help="certificate to trust (the server's self-signed one)")
     ap.add_argument("--insecure", action="store_true", help="skip certificate verification")
     ap.add_argument("--qlog-dir", help="write each connection's qlog here (costs CPU)")
