@@ -69,7 +69,7 @@ RUN_OPTIONS = [
     (["throughput", "--seed", BIG], "--seed"),
     (["throughput", "--timeout", "0"], "--timeout"),
     (["throughput", "--stack", "quiche"], "--stack"),
-    (["throughput", "--cc", "vegas"], "aioquic offers reno, cubic (got 'vegas')"),
+    (["throughput", "--cc", "vegas"], "aioquic offers reno, cubic, bbr (got 'vegas')"),
     (["throughput", "--udp-buffer", "huge"], "--udp-buffer"),
     (["throughput", "--on-error", "ignore"], "--on-error"),
     (["fairness", "--duration", "0"], "--duration"),

@@ -18,7 +18,7 @@ from dclab.experiments.throughput import EXPERIMENT as THROUGHPUT
         (["throughput", "--size", "0"], "--size: must be between 1 B and 100 GB"),
         (["throughput", "--timeout", "0"], "--timeout"),
         (["throughput", "--stack", "quiche"], "'quiche' is not one of 'aioquic', 'ngtcp2', 'tcp'"),
-        (["throughput", "--cc", "vegas"], "aioquic offers reno, cubic (got 'vegas')"),
+        (["throughput", "--cc", "vegas"], "aioquic offers reno, cubic, bbr (got 'vegas')"),
         (["throughput", "--stack", "tcp", "--cc", "bbr2"], "tcp offers cubic, reno, bbr (got 'bbr2')"),
         (["throughput", "--udp-buffer", "huge"], "'huge' is not one of 'default', 'large'"),
         (["throughput", "--batch", "0"], "--batch: must be at least 1"),

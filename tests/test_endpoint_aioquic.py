@@ -81,7 +81,7 @@ def download(ns, certs, workdir: Path, size: int, cc: str, timeout_s: float = 30
 def test_stack_description(tmp_path):
     st = AioquicStack()
     assert st.missing() == []
-    assert (st.name, st.transport, st.ccs) == ("aioquic", "udp", ("reno", "cubic"))
+    assert (st.name, st.transport, st.ccs) == ("aioquic", "udp", ("reno", "cubic", "bbr"))
     caps = st.capabilities
     assert (caps.max_connections, caps.max_objects, caps.resumption, caps.zero_rtt) == (64, 10_000, True, True)
     assert set(caps.streams) == {"parallel", "sequential"} and caps.cc_options == ()

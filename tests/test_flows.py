@@ -51,7 +51,7 @@ def test_congestion_control_is_resolved_per_stack():
         ([Bearer("sc", "sc", (3,))], [flow("a", bearer="sc")], "bearer sc: leg 3 does not exist (the scenario has 2)"),
         ([Bearer("sc", "sc", (1, 2))], [flow("a", bearer="sc")], "an SC bearer is on exactly one leg"),
         ([Bearer("dc", split=(1, 2, 3))], [flow("a")], "split needs one share per leg of the bearer (2)"),
-        ([Bearer("dc")], [flow("a", cc="vegas")], "flow a: --cc: aioquic offers reno, cubic (got 'vegas')"),
+        ([Bearer("dc")], [flow("a", cc="vegas")], "flow a: --cc: aioquic offers reno, cubic, bbr (got 'vegas')"),
         ([Bearer("dc")], [flow("a", "nope")], "--stack: must be one of"),
     ],
 )
