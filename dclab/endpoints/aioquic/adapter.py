@@ -5,6 +5,7 @@ the client namespace and reads back the JSON line it prints."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -24,6 +25,10 @@ from ..base import (
 )
 
 SERVER_MODULE = "dclab.endpoints.aioquic.h3_server"
+MQUIC_LOG = "mquic.jsonl"  # in the server's workdir: the mQUIC groups' JSON lines
+MQUIC_CCS = ("mquic-reno", "mquic-cubic")
+# Workload.cc_options knobs of AioquicMquicStack (dclab.endpoints.aioquic.mquic.OPTIONS)
+MQUIC_OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params")
 CLIENT_MODULE = "dclab.endpoints.aioquic.h3_client"
 STOP_S = 10.0  # beyond the client's own timeout: its watchdog ends it 5 s after
 
@@ -46,7 +51,7 @@ def _flag(d: dict[str, Any], key: str) -> bool | None:
 class AioquicStack(Stack):
     name = "aioquic"
     transport = "udp"
-    ccs = ("reno", "cubic", "bbr")  # bbr: our BBR v1 (bbr.py), registered by the server and client
+    ccs: tuple[str, ...] = ("reno", "cubic", "bbr")  # bbr: our BBR v1 (bbr.py), registered by the server and client
     capabilities = Capabilities(
         max_connections=64,
         max_objects=10_000,
@@ -75,6 +80,8 @@ class AioquicStack(Stack):
         ]  # fmt: skip
         if spec.qlog:
             cmd += ["--qlog-dir", str(spec.workdir / "qlog-server")]
+        if cc.startswith("mquic-"):
+            cmd += ["--mquic-log", str(spec.workdir / MQUIC_LOG)]
         return cmd
 
     def client_command(self, spec: ClientSpec, workload_file: Path) -> list[str]:
@@ -183,3 +190,15 @@ class AioquicStack(Stack):
             return str(aioquic.__version__)
         except Exception:  # noqa: BLE001
             return "unknown"
+
+
+class AioquicMquicStack(AioquicStack):
+    """aioquic with mQUIC (docs/mquic.md, "The server"): the controllers ``mquic-reno``
+    and ``mquic-cubic`` (the server runs them, the client the wrapped reno/cubic) and the
+    per-connection ``cc_options`` ``mquic_group``, ``mquic_n``, ``mquic_sync`` (full|cwnd)
+    and ``mquic_params`` (aioquic|paper). A separate class, not registered as a stack, so
+    that ``aioquic``'s advertised controllers and options stay as they were; the server
+    writes its groups' log to ``<server workdir>/mquic.jsonl``."""
+
+    ccs = MQUIC_CCS
+    capabilities = dataclasses.replace(AioquicStack.capabilities, cc_options=MQUIC_OPTIONS)

@@ -30,6 +30,11 @@ exactly its size in body bytes; the whole only when every object is. An object's
 guarantees the process ends even if the event loop does not. Exit status: 0 ok,
 1 failed, 2 bad arguments.
 
+mQUIC (docs/mquic.md, "The server"): a connection whose ``cc_options`` entry names an
+``mquic_group`` sends ``dclab-mquic: group=..; conn=..; n=..; sync=..; params=..`` with
+each of its requests (``mquic.from_options``). The engine lives in the server, so with
+``--cc mquic-reno|mquic-cubic`` the client itself runs the wrapped ``reno``/``cubic``.
+
 The UDP sockets keep the kernel's default receive buffer (``net.core.rmem_default``): no
 SO_RCVBUF here, the testbed varies that sysctl. The receive path does no per-event work
 beyond counting, since aioquic is CPU bound on the receiver.
@@ -61,6 +66,14 @@ from aioquic.tls import SessionTicket
 from ..base import ConnectionResult, ObjectResult, TransferResult, Workload
 from . import bbr  # noqa: F401 - registers "bbr" with aioquic
 from .h3_server import DEFAULT_DATAGRAM, FLOW_WINDOW  # one setting for both ends
+from .mquic import HEADER as MQUIC_HEADER
+from .mquic import from_options
+
+
+def client_cc(cc: str) -> str:
+    """The controller the client runs: an mQUIC name's wrapped controller (the engine is
+    the server's), else ``cc``."""
+    return cc.removeprefix("mquic-") if cc in ("mquic-reno", "mquic-cubic") else cc
 
 CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workload
 
@@ -141,8 +154,9 @@ class H3ClientProtocol(QuicConnectionProtocol):
     """One measured connection: requests its objects and counts their bodies."""
 
     def __init__(self, quic: QuicConnection, *, run: Run, conn: ConnectionResult, objects: list[Obj],
-                 authority: bytes, sequential: bool) -> None:  # fmt: skip
+                 authority: bytes, sequential: bool, mquic: bytes | None = None) -> None:  # fmt: skip
         super().__init__(quic)
+        self._extra_headers = [(MQUIC_HEADER, mquic)] if mquic else []
         self._h3 = H3Connection(quic)
         self._run = run
         self._conn = conn
@@ -180,6 +194,7 @@ class H3ClientProtocol(QuicConnectionProtocol):
                     (b":authority", self._authority),
                     (b":path", f"/{o.size}".encode()),
                     (b"user-agent", b"dclab-aioquic"),
+                    *self._extra_headers,
                 ],
                 end_stream=True,
             )
@@ -360,10 +375,11 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
         for c in range(wl.connections):
             quic = QuicConnection(configuration=make_config(args, ticket))
             mine = [run.objects[i] for i in wl.objects_of(c)]
+            membership = from_options(wl.cc_options, c)
             # A connected socket each (so that ICMP errors are reported), default buffers.
             factory = functools.partial(
                 H3ClientProtocol, quic, run=run, conn=run.connections[c], objects=mine, authority=authority,
-                sequential=wl.streams == "sequential",
+                sequential=wl.streams == "sequential", mquic=membership.header() if membership else None,
             )  # fmt: skip
             transport, protocol = await loop.create_datagram_endpoint(factory, family=family, remote_addr=addr[:2])
             transports.append(transport)
@@ -408,7 +424,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--size", type=int, help="one object of this many bytes on one connection (GET /<size>)")
     what.add_argument("--workload", help="a workload as a JSON object, or the path of a JSON file")
-    ap.add_argument("--cc", default="reno", help="congestion control: aioquic's reno, cubic, or our bbr (BBR v1, bbr.py)")
+    ap.add_argument("--cc", default="reno",
+                    help="congestion control: aioquic's reno, cubic, or our bbr (BBR v1, bbr.py); mquic-X runs X")
     ap.add_argument("--ca", help="certificate to trust (the server's self-signed one)")
     ap.add_argument("--insecure", action="store_true", help="skip certificate verification")
     ap.add_argument("--qlog-dir", help="write each connection's qlog here (costs CPU)")
@@ -434,7 +451,13 @@ def main(argv: list[str] | None = None) -> int:
     errs = wl.errors()
     if errs:
         return bad("workload: " + "; ".join(errs))
+    try:
+        for c in range(wl.connections):
+            from_options(wl.cc_options, c)
+    except ValueError as e:
+        return bad(f"workload: cc_options: {e}")
     run = Run(wl)
+    args.cc = client_cc(args.cc)
 
     from .h3_server import cc_error
 

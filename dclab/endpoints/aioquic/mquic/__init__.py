@@ -1,8 +1,13 @@
 """mQUIC: N connections of one download share congestion state through a server-side
-engine (docs/mquic.md). ``engine`` is the sans-IO core; the aioquic controllers that
-wrap it come later."""
+engine (docs/mquic.md). ``engine`` is the sans-IO core, ``controllers`` the aioquic
+controllers wrapping it (imported on demand: it needs aioquic). The request header that
+names a connection's group (``dclab-mquic``) is built and parsed here, so that client and
+server share one format."""
+
+from dataclasses import dataclass
 
 from .engine import (
+    MAX_CONNECTIONS,
     ConnId,
     ConnState,
     Decision,
@@ -10,20 +15,115 @@ from .engine import (
     Params,
     RateDecision,
     Record,
+    SyncMode,
     gamma_sequence,
     next_gamma,
     stop_nfe,
 )
 
+HEADER = b"dclab-mquic"
+# Workload.cc_options knobs (per connection) that the aioquic client turns into the header
+OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params")
+PARAM_SETS = ("aioquic", "paper")
+
+
+@dataclass(frozen=True)
+class Membership:
+    """What the ``dclab-mquic`` header says: connection ``conn`` of group ``group`` of
+    ``n`` connections, with the sync mode and the parameter set (``aioquic``:
+    ``Params.for_controller`` of the wrapped controller; ``paper``: ``Params.paper``)."""
+
+    group: str
+    conn: ConnId
+    n: int
+    sync: SyncMode = "full"
+    params: str = "aioquic"
+
+    def header(self) -> bytes:
+        return f"group={self.group}; conn={self.conn}; n={self.n}; sync={self.sync}; params={self.params}".encode()
+
+    def to_params(self, controller: str) -> Params:
+        """The group's parameters for wrapped controller ``controller`` (reno, cubic)."""
+        if self.params == "paper":
+            return Params.paper(self.n, self.sync)
+        return Params.for_controller(controller, self.n, self.sync)
+
+
+def _int(key: str, text: str, lo: int, hi: int) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError(f"{key}: must be an integer (got {text!r})") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{key}: must be from {lo} to {hi} (got {v})")
+    return v
+
+
+def parse_header(value: bytes | str) -> Membership:
+    """The header's value (``group=g1; conn=0; n=3; sync=full; params=aioquic``; group,
+    conn and n required) as a Membership; ValueError naming what is wrong."""
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+    fields: dict[str, str] = {}
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        key, eq, val = part.partition("=")
+        key, val = key.strip(), val.strip()
+        if not eq or not key:
+            raise ValueError(f"not key=value: {part!r}")
+        if key not in ("group", "conn", "n", "sync", "params"):
+            raise ValueError(f"unknown field {key!r}")
+        fields[key] = val
+    for key in ("group", "conn", "n"):
+        if not fields.get(key):
+            raise ValueError(f"{key}: missing")
+    n = _int("n", fields["n"], 1, MAX_CONNECTIONS)
+    conn = _int("conn", fields["conn"], 0, n - 1)
+    sync = fields.get("sync", "full")
+    if sync not in ("full", "cwnd"):
+        raise ValueError(f"sync: must be full or cwnd (got {sync!r})")
+    params = fields.get("params", "aioquic")
+    if params not in PARAM_SETS:
+        raise ValueError(f"params: must be {' or '.join(PARAM_SETS)} (got {params!r})")
+    return Membership(fields["group"], conn, n, "full" if sync == "full" else "cwnd", params)
+
+
+def from_options(options: tuple[dict[str, str], ...], conn: ConnId) -> Membership | None:
+    """Connection ``conn``'s membership from a workload's ``cc_options`` (None: no
+    ``mquic_group`` for it). ``mquic_n`` defaults to the number of connections naming the
+    same group; ValueError on a bad value."""
+    if not options or not 0 <= conn < len(options):
+        return None
+    mine = options[conn]
+    group = mine.get("mquic_group")
+    if not group:
+        return None
+    if any(c in group for c in ";=") or group != group.strip():
+        raise ValueError(f"mquic_group: no ';', '=' or surrounding spaces (got {group!r})")
+    n_text = mine.get("mquic_n") or str(sum(1 for o in options if o.get("mquic_group") == group))
+    # the connection's index among those of its group is its conn id
+    index = sum(1 for o in options[:conn] if o.get("mquic_group") == group)
+    return parse_header(
+        f"group={group}; conn={index}; n={n_text}; sync={mine.get('mquic_sync', 'full')}; "
+        f"params={mine.get('mquic_params', 'aioquic')}"
+    )
+
 __all__ = [
+    "HEADER",
+    "OPTIONS",
+    "PARAM_SETS",
     "ConnId",
     "ConnState",
     "Decision",
     "Group",
+    "Membership",
     "Params",
     "RateDecision",
     "Record",
     "gamma_sequence",
+    "from_options",
     "next_gamma",
+    "parse_header",
     "stop_nfe",
 ]
