@@ -51,8 +51,7 @@ def _command(exp: Experiment) -> click.Command:
         from ..experiments.runner import preflight, run_reps
 
         try:
-            plan = exp.plan(exp.scenario(s, options), options)
-            preflight(exp, s, options)
+            plan = preflight(exp, s, options)
         except (PlanError, StackError, ScenarioError) as e:
             raise click.UsageError(str(e)) from None
         for name in plan.stacks():

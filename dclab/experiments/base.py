@@ -212,10 +212,10 @@ class Experiment(ABC):
         """Seconds one repetition measures (setup excluded), for campaign estimates."""
         return 10.0
 
-    def timeout_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+    def timeout_s(self, plan: FlowPlan, capacity_mbps: float) -> float:
         """How long the clients may take: ten times the transfer at ``capacity_mbps`` (at
         least 2 Mbit/s) plus a minute."""
-        nbytes = sum(f.workload.total_bytes for f in self.plan(scenario, options).flows)
+        nbytes = sum(f.workload.total_bytes for f in plan.flows)
         return nbytes * 8 / (max(capacity_mbps, 2.0) * 1e6) * 10 + 60
 
     # -- repetitions ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..endpoints import get_stack
+from ..flows import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario, ScenarioError, build, to_toml
 from ..testbed import Testbed
@@ -21,10 +22,10 @@ from ..testbed.rundir import write_atomic, write_json
 from .base import Experiment, Options, RepResult, Summary
 
 
-def preflight(exp: Experiment, scenario: Scenario, options: Options) -> None:
-    """Everything that can be checked before the host lock and the namespaces: the plan,
-    and the dcemu scenario it renders to, read by dcemu itself (trace files included).
-    Raises PlanError, StackError or ScenarioError."""
+def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan:
+    """Everything that can be checked before the host lock and the namespaces: the plan
+    (returned), and the dcemu scenario it renders to, read by dcemu itself (trace files
+    included). Raises PlanError, StackError or ScenarioError."""
     s = exp.scenario(scenario, options)
     plan = exp.plan(s, options)
     topology = {"server_netns": "dclab-check-s", "client_netns": "dclab-check-c", "server_addr": SERVER_ADDR,
@@ -32,6 +33,7 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> None:
     err = check_scenario(to_dcemu(s, plan, topology))
     if err:
         raise ScenarioError(f"the emulator refuses this scenario: {err}")
+    return plan
 
 
 def rep_seed(base: int, rep: int) -> int:

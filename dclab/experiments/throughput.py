@@ -49,7 +49,7 @@ class Throughput(Experiment):
     def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
         o: ThroughputOptions = options
         capacity = 2.0 if scenario.trace else sum(scenario.bw)  # traces: assume at least 2 Mbit/s
-        timeout = o.timeout or self.timeout_s(scenario, o, capacity)
+        timeout = o.timeout or self.timeout_s(plan, capacity)
         r = bed.run_clients(timeout, qlog=o.qlog)["dc"]
         records = bed.finish()
         result.ok, result.error = r.ok, r.error

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from aioquic.quic.congestion.base import QuicRttMonitor, register_congestion_control
+from aioquic.quic.congestion.base import QuicCongestionControl, QuicRttMonitor, register_congestion_control
 from aioquic.quic.congestion.cubic import CubicCongestionControl
 from aioquic.quic.congestion.reno import RenoCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
@@ -113,13 +113,37 @@ class GroupRegistry:
 groups = GroupRegistry()
 
 
-class MquicController:
-    """The mQUIC part of :class:`MquicReno` and :class:`MquicCubic` (a mixin: the
-    aioquic controller's state is read and set through the attributes below)."""
+class MquicController(QuicCongestionControl):
+    """The mQUIC part of :class:`MquicReno` and :class:`MquicCubic`: it comes first in
+    their bases, so each aioquic callback reaches the wrapped controller (``super()``)
+    before mQUIC looks at what it did."""
 
-    congestion_window: int
-    ssthresh: int | None
     _rtt_monitor: QuicRttMonitor
+    _congestion_recovery_start_time: float
+
+    def __init__(self, *, max_datagram_size: int) -> None:
+        self._mq_init()  # before the wrapped controller's __init__: CUBIC's calls reset()
+        super().__init__(max_datagram_size=max_datagram_size)
+
+    def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
+        super().on_packet_acked(now=now, packet=packet)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
+        self._mq_acked(now, packet)
+
+    def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
+        super().on_packet_sent(packet=packet)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
+        self._mq_sent(packet)
+
+    def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
+        recovery_start = self._congestion_recovery_start_time
+        super().on_packets_lost(now=now, packets=packets)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
+        if self._congestion_recovery_start_time != recovery_start:  # a congestion event
+            self._mq_nfe(now, "loss")
+
+    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
+        ssthresh = self.ssthresh
+        super().on_rtt_measurement(now=now, rtt=rtt)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
+        if ssthresh is None and self.ssthresh is not None:  # the delay-based exit
+            self._mq_nfe(now, "delay")
 
     def _mq_init(self) -> None:
         self._mq_entry: GroupEntry | None = None
@@ -221,37 +245,13 @@ def _apply(entry: GroupEntry, decision: Decision) -> None:
     entry.log.append(decision.record)
 
 
-class MquicReno(RenoCongestionControl, MquicController):
+class MquicReno(MquicController, RenoCongestionControl):
     """aioquic's NewReno with mQUIC; registered as "mquic-reno". Its recovery period is
     left as NewReno keeps it: a connection put back in slow start still does not grow on
     ACKs of packets sent before the loss."""
 
-    def __init__(self, *, max_datagram_size: int) -> None:
-        super().__init__(max_datagram_size=max_datagram_size)
-        self._mq_init()
 
-    def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
-        super().on_packet_acked(now=now, packet=packet)
-        self._mq_acked(now, packet)
-
-    def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
-        super().on_packet_sent(packet=packet)
-        self._mq_sent(packet)
-
-    def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
-        recovery_start = self._congestion_recovery_start_time
-        super().on_packets_lost(now=now, packets=packets)
-        if self._congestion_recovery_start_time != recovery_start:  # a congestion event
-            self._mq_nfe(now, "loss")
-
-    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
-        ssthresh = self.ssthresh
-        super().on_rtt_measurement(now=now, rtt=rtt)
-        if ssthresh is None and self.ssthresh is not None:  # the delay-based exit
-            self._mq_nfe(now, "delay")
-
-
-class MquicCubic(CubicCongestionControl, MquicController):
+class MquicCubic(MquicController, CubicCongestionControl):
     """aioquic's CUBIC with mQUIC; registered as "mquic-cubic".
 
     When put back in slow start, CUBIC's state is that of a first slow start (its next
@@ -260,36 +260,12 @@ class MquicCubic(CubicCongestionControl, MquicController):
     new cwnd, so that neither the Reno-friendly estimate nor the cubic curve of the old
     epoch undoes the change. An idle reset (2 s) takes IW/N instead of IW."""
 
-    def __init__(self, *, max_datagram_size: int) -> None:
-        self._mq_init()
-        super().__init__(max_datagram_size=max_datagram_size)
-
     def reset(self) -> None:
         super().reset()
-        entry = getattr(self, "_mq_entry", None)
+        entry = self._mq_entry
         if entry is not None:
             self.congestion_window = self._W_max = entry.group.initial_cwnd
             self._rtt_monitor._increases = 0
-
-    def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
-        super().on_packet_acked(now=now, packet=packet)
-        self._mq_acked(now, packet)
-
-    def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
-        super().on_packet_sent(packet=packet)
-        self._mq_sent(packet)
-
-    def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
-        recovery_start = self._congestion_recovery_start_time
-        super().on_packets_lost(now=now, packets=packets)
-        if self._congestion_recovery_start_time != recovery_start:  # a congestion event
-            self._mq_nfe(now, "loss")
-
-    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
-        ssthresh = self.ssthresh
-        super().on_rtt_measurement(now=now, rtt=rtt)
-        if ssthresh is None and self.ssthresh is not None:  # the delay-based exit
-            self._mq_nfe(now, "delay")
 
     def _mq_adjust(self, back_to_slow_start: bool) -> None:
         if self.ssthresh is None:
