@@ -107,6 +107,7 @@ class GroupFile(_Strict):
     configs: list[ConfigEntry] = Field(min_length=1)
     sweeps: list[str | SweepEntry] = Field(min_length=1)
     scenario: dict[str, Any] = {}
+    options: dict[str, dict[str, Any]] = {}  # per experiment: option values of this group (over the file's [NAME])
 
 
 class CampaignFile(BaseModel):
@@ -168,6 +169,13 @@ def load(name_or_path: str) -> Campaign:
         for name in g.get("experiments", list(known)):
             if name not in known:
                 raise ScenarioError(f"{path}: group[{i}]: unknown experiment {name!r}; one of {', '.join(known)}")
+        for name, opts in g.get("options", {}).items():
+            if name not in known:
+                raise ScenarioError(f"{path}: group[{i}].options: unknown experiment {name!r}; one of {', '.join(known)}")
+            try:
+                known[name].options(**{**c.experiment_options.get(name, {}), **opts})
+            except ValidationError as err:
+                raise ScenarioError(f"{path}: group[{i}].options.{name}: {_first_error(err)}") from None
     for name, opts in c.experiment_options.items():
         try:
             known[name].options(**opts)
@@ -255,7 +263,7 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> 
                     if not SWEEPS[sname].applies_to(sweepable):
                         continue
                     for p in expand(sname, values, group_base):
-                        values_ = {**c.experiment_options.get(name, {}),
+                        values_ = {**c.experiment_options.get(name, {}), **g.get("options", {}).get(name, {}),
                                    **{k: v for k, v in cfg.option_values().items() if k in fields}, **p.options}
                         try:
                             options = exp.options(**values_)

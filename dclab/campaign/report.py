@@ -234,13 +234,18 @@ def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
         body.append(f'<h2 id="{name}">{_e(heading)}</h2>\n'
                     f'<p class="meta">parameter: {_e(", ".join(params) or "-")}; {len(rs)} runs, '
                     f"{len(rs) - nok} failed</p>\n")
-        fig = sweep_figure(experiment, rs, out_dir / f"{name}.png", heading)
         exp = experiments().get(experiment)
-        body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", f"{heading} (mean, std over repetitions)"))
         if exp is None:
+            fig = figures.empty_figure(out_dir / f"{name}.png", heading, f"experiment {experiment!r} is not installed here")
+            body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", heading))
             body.append(f"<p>Experiment {_e(experiment)} is not installed here: no table.</p>\n")
             continue
-        body.append(html_table(exp.sweep_table(rs), experiment))
+        for fig, caption in exp.sweep_figures(rs, out_dir, name, heading, sweep_label(rs)):
+            body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", caption))
+        for caption, table in exp.sweep_tables(rs):
+            if caption:
+                body.append(f'<p class="meta">{_e(caption)}</p>\n')
+            body.append(html_table(table, experiment))
 
         labels = figures.series_of(rs)
         for r in _chosen_runs(rs):

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from ..experiments import get_experiment
 from ..experiments.base import RepResult
-from ..experiments.runner import run_rep
+from ..experiments.runner import Session, run_rep
 from .plan import Campaign, PlannedRun, plan, shard
 from .store import RunRecord, Store, campaign_dir
 
@@ -37,8 +37,9 @@ def now() -> str:
 
 
 def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], None] | None = None,
-            runs_dir: Path | None = None) -> RepResult:
-    """Runs one planned run in a fresh directory and stores it once it has finished."""
+            runs_dir: Path | None = None, session: Session | None = None) -> RepResult:
+    """Runs one planned run in a fresh directory and stores it once it has finished; a
+    ``one_testbed`` experiment's run uses the session's testbed when it can."""
     exp = get_experiment(run.experiment)
     run_dir = (runs_dir or campaign_dir(c.name) / "runs") / run.key
     if run_dir.exists():
@@ -46,7 +47,7 @@ def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], No
     run_dir.mkdir(parents=True)
     started = now()
     t0 = time.monotonic()
-    rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait)
+    rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait, session)
     elapsed = time.monotonic() - t0
     stored = rec.record()
     store.add(RunRecord(
@@ -111,24 +112,30 @@ def run_campaign(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
     through (the interrupted run is not stored)."""
     out = Outcome()
     consecutive = 0
-    for i, run in enumerate(todo, 1):
-        progress.start(run, i, len(todo))
-        try:
-            rec = execute(c, run, store, on_wait=progress.waiting)
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # noqa: BLE001 - one broken run must not end an 80-hour campaign
-            out.errors += 1
-            consecutive += 1
-            progress.done(run, None, e)
-            if consecutive >= MAX_CONSECUTIVE_ERRORS:
-                raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping "
-                                    "(see `dclab doctor`)") from e
-            continue
-        consecutive = 0
-        if rec.ok:
-            out.stored_ok += 1
-        else:
-            out.stored_failed += 1
-        progress.done(run, rec, None)
+    with Session(campaign_dir(c.name) / "testbeds", progress.waiting) as session:
+        for i, run in enumerate(todo, 1):
+            consecutive = _one(c, store, run, i, len(todo), progress, out, consecutive, session)
     return out
+
+
+def _one(c: Campaign, store: Store, run: PlannedRun, i: int, n: int, progress: Progress, out: Outcome,
+         consecutive: int, session: Session) -> int:
+    """One run of ``run_campaign``; returns the count of runs in a row that could not start."""
+    progress.start(run, i, n)
+    try:
+        rec = execute(c, run, store, on_wait=progress.waiting, session=session)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - one broken run must not end an 80-hour campaign
+        out.errors += 1
+        progress.done(run, None, e)
+        if consecutive + 1 >= MAX_CONSECUTIVE_ERRORS:
+            raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping "
+                                "(see `dclab doctor`)") from e
+        return consecutive + 1
+    if rec.ok:
+        out.stored_ok += 1
+    else:
+        out.stored_failed += 1
+    progress.done(run, rec, None)
+    return 0

@@ -65,6 +65,12 @@ SWEEPS: dict[str, SweepDef] = {
         SweepDef("loss", "random loss per leg (%)", frange(0, 0.2, 0.01), lambda v: {"loss": [v, v]}),
         SweepDef("loss-dup", "random loss per leg with duplication (%)", frange(0, 5, 0.2),
                  lambda v: {"loss": [v, v], "duplicate": True}),
+        # One point: the group's own configuration (a group must name a sweep).
+        SweepDef("none", "-", [0], lambda v: {}),
+        # The mquic experiment's options (docs/mquic.md).
+        SweepDef("conns", "connections (N)", [2, 3, 4, 5, 6], lambda v: {"conns": int(v)}),
+        SweepDef("iw", "initial window (packets)", [10, 30, 60], lambda v: {"iw": int(v)}),
+        SweepDef("radio", "cell rate before scaling (Mbit/s)", [35.4, 65.9, 94.1], lambda v: {"radio": v}),
     ]
 }
 

@@ -15,10 +15,18 @@ STACKS: dict[str, str] = {
 }
 
 
+# Variants an experiment uses by name but --stack does not offer (their controllers and
+# options are those of one study): the mquic experiment's aioquic with the mQUIC engine.
+VARIANTS: dict[str, str] = {
+    "aioquic-mquic": "dclab.endpoints.aioquic.adapter:AioquicMquicStack",
+}
+
+
 def get_stack(name: str) -> Stack:
-    """The stack called ``name``; StackError naming the valid ones otherwise."""
-    if name not in STACKS:
+    """The stack (or variant) called ``name``; StackError naming the valid stacks otherwise."""
+    spec = STACKS.get(name) or VARIANTS.get(name)
+    if spec is None:
         raise StackError(f"--stack: must be one of {', '.join(STACKS)} (got {name!r})")
-    module, cls = STACKS[name].split(":")
+    module, cls = spec.split(":")
     stack: Stack = getattr(importlib.import_module(module), cls)()
     return stack

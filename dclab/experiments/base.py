@@ -162,6 +162,7 @@ class Summary(BaseModel):
     seeds: list[int]
     options: dict[str, Any]
     scenario: dict[str, Any]
+    extra: dict[str, Any] = {}  # experiment-specific (e.g. per-size tables)
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,10 @@ class Experiment(ABC):
     run_figure_name: ClassVar[str] = "run.png"  # the per-run figure in each rep directory
     run_figure_kind: ClassVar[str] = "run"  # what the per-run figure shows, for captions
     default: ClassVar[bool] = False  # the experiment `make demo` and `scenario show` use
+    # Repetitions share one testbed (experiments/runner.py, Session): ``measure`` must then
+    # leave the testbed running (no ``bed.finish()``) and put what its figure needs in the
+    # repetition's directory.
+    one_testbed: ClassVar[bool] = False
 
     # -- what a repetition needs and does -------------------------------------------------
 
@@ -279,6 +284,18 @@ class Experiment(ABC):
         """Per sweep (default): the primary metric against the swept value, one line per series."""
         m = self.metrics[0]
         return figures.metric_vs_param(rows, m.name, m.axis, path, title, xlabel)
+
+    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+                      xlabel: str) -> list[tuple[Path, str]]:
+        """Every figure of a sweep with its caption, files named ``out_dir/stem*.png``
+        (default: ``sweep_figure`` alone)."""
+        m = self.metrics[0]
+        path = self.sweep_figure(rows, out_dir / f"{stem}.png", title, xlabel)
+        return [(path, f"{title} ({m.label}: mean, std over repetitions)")]
+
+    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+        """Every table of a sweep with its caption (default: ``sweep_table`` alone)."""
+        return [("", self.sweep_table(rows))]
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
         m = self.metrics[0]

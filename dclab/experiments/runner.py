@@ -1,7 +1,13 @@
 """Running an experiment: one repetition in a fresh testbed, and repetitions into a run
 directory (each in its own `rep-NN/`, the summary rewritten after each, so an
 interrupted run keeps what finished). Every repetition has its own seed: the scenario's
-seed plus the repetition number minus one, recorded in its result."""
+seed plus the repetition number minus one, recorded in its result.
+
+An experiment with ``one_testbed`` (many short measurements, where a testbed's few
+seconds of setup would dominate) runs its repetitions on one testbed kept by a
+:class:`Session`: consecutive repetitions with the same scenario, plan and host
+configuration share it, every one of them recording the testbed's seed (the scenario's
+own); a repetition that raises closes it and the next one starts a fresh testbed."""
 
 from __future__ import annotations
 
@@ -17,8 +23,9 @@ from ..testbed import Testbed
 from ..testbed.dcemu_config import to_dcemu
 from ..testbed.emulator import check_scenario
 from ..testbed.environment import environment
-from ..testbed.hostconfig import host_config_for
+from ..testbed.hostconfig import HostConfig, host_config_for
 from ..testbed.rundir import write_atomic, write_json
+from ..testbed.testbed import PartDied
 from .base import Experiment, Options, RepResult, Summary
 
 
@@ -40,23 +47,89 @@ def rep_seed(base: int, rep: int) -> int:
     return base + rep - 1
 
 
+class Session:
+    """Testbeds kept open across repetitions (for ``one_testbed`` experiments), in
+    ``workdir/testbed-K``; use as a context manager, so that the last one is closed
+    whatever happens."""
+
+    def __init__(self, workdir: Path, on_wait: Callable[[], None] | None = None):
+        self.workdir = Path(workdir)
+        self.on_wait = on_wait
+        self.bed: Testbed | None = None
+        self._key: str | None = None
+        self.opened = 0  # testbeds started so far
+
+    def testbed(self, s: Scenario, plan: FlowPlan, host: HostConfig, qlog: bool) -> tuple[Testbed, bool]:
+        """The open testbed when it was made for the same scenario, plan and host
+        configuration, else a fresh one with its servers up; and whether it is fresh."""
+        key = repr((to_toml(s), plan, host.name, qlog))
+        if self.bed is not None and key == self._key and not self.bed.dead_part():
+            return self.bed, False
+        self.close()
+        self.opened += 1
+        bed = Testbed(s, plan, host, self.workdir / f"testbed-{self.opened}", on_wait=self.on_wait)
+        bed.__enter__()
+        try:
+            bed.start_servers(qlog=qlog)
+        except BaseException:
+            bed.close()
+            raise
+        self.bed, self._key = bed, key
+        return bed, True
+
+    def close(self) -> None:
+        if self.bed is not None:
+            bed, self.bed, self._key = self.bed, None, None
+            bed.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path, rep: int = 1,
-            on_wait: Callable[[], None] | None = None) -> RepResult:
-    """One repetition in a fresh testbed; returns (and writes as result.json) its result,
-    and draws the experiment's per-run figure."""
-    s = build(exp.scenario(scenario, options), seed=rep_seed(scenario.seed, rep))
+            on_wait: Callable[[], None] | None = None, session: Session | None = None) -> RepResult:
+    """One repetition in a fresh testbed (or, for a ``one_testbed`` experiment, on the
+    session's); returns (and writes as result.json) its result, and draws the
+    experiment's per-run figure."""
+    shared = exp.one_testbed and session is not None
+    s = build(exp.scenario(scenario, options), seed=scenario.seed if shared else rep_seed(scenario.seed, rep))
     plan = exp.plan(s, options)
     host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
     result = RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, stack=plan.stack_label(),
                        cc=plan.cc_label(), host_config=host.name)
-    with Testbed(s, plan, host, rep_dir, on_wait=on_wait) as tb:
-        tb.start_servers(qlog=bool(getattr(options, "qlog", False)))
-        result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
-        if tb.recovered:
-            result.environment["recovered_before_run"] = tb.recovered
-        write_json(rep_dir / "environment.json", result.environment)  # on disk before the clients start
-        result = exp.measure(tb, s, plan, options, result)
-    if (rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None:
+    qlog = bool(getattr(options, "qlog", False))
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    if shared:
+        assert session is not None
+        try:
+            tb, fresh = session.testbed(s, plan, host, qlog)
+            result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
+            result.environment["testbed"] = str(tb.workdir)
+            if fresh and tb.recovered:
+                result.environment["recovered_before_run"] = tb.recovered
+            write_json(rep_dir / "environment.json", result.environment)
+            tb.state["rep_dir"] = rep_dir  # where the repetition's own files go (the testbed's are elsewhere)
+            result = exp.measure(tb, s, plan, options, result)
+            died = tb.dead_part()
+        except BaseException:
+            session.close()  # a part may be dead or the run interrupted: the next repetition starts afresh
+            raise
+        if died:
+            session.close()
+            raise PartDied(died)
+    else:
+        with Testbed(s, plan, host, rep_dir, on_wait=on_wait) as tb:
+            tb.start_servers(qlog=qlog)
+            result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
+            if tb.recovered:
+                result.environment["recovered_before_run"] = tb.recovered
+            write_json(rep_dir / "environment.json", result.environment)  # on disk before the clients start
+            result = exp.measure(tb, s, plan, options, result)
+    # A one_testbed experiment draws from what its measure left in rep_dir (dcemu's stats are the testbed's).
+    if exp.one_testbed or ((rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None):
         exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,
                        exp.run_title(s, options, result))
     write_json(rep_dir / "result.json", result.model_dump(mode="json"))
@@ -66,7 +139,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
 def failed_rep(exp: Experiment, scenario: Scenario, options: Options, rep: int, error: str) -> RepResult:
     """The record of a repetition that could not be measured (a part of the testbed died,
     or it could not be set up)."""
-    s = build(exp.scenario(scenario, options), seed=rep_seed(scenario.seed, rep))
+    s = build(exp.scenario(scenario, options), seed=scenario.seed if exp.one_testbed else rep_seed(scenario.seed, rep))
     plan = exp.plan(s, options)
     host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
     return RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, error=error, stack=plan.stack_label(),
@@ -84,26 +157,27 @@ def run_reps(exp: Experiment, scenario: Scenario, options: Options, reps: int, o
     write_json(out / "options.json", {"experiment": exp.name, "reps": reps, **options.model_dump(mode="json")})
     runs: list[RepResult] = []
     summary = exp.summarize(runs, scenario, options)
-    for rep in range(1, reps + 1):
-        rep_dir = out / f"rep-{rep:02d}"
-        try:
-            rec = run_rep(exp, scenario, options, rep_dir, rep, on_wait)
-        except Exception as e:  # noqa: BLE001 - the policy decides; KeyboardInterrupt passes
-            if on_error != "continue":
-                raise
-            rec = failed_rep(exp, scenario, options, rep, f"{type(e).__name__}: {e}")
-            rep_dir.mkdir(parents=True, exist_ok=True)
-            write_json(rep_dir / "result.json", rec.model_dump(mode="json"))
-        if rep == 1 and rec.environment:
-            write_json(out / "environment.json", rec.environment)
-            if (rep_dir / exp.run_figure_name).exists():
-                shutil.copy(rep_dir / exp.run_figure_name, out / exp.run_figure_name)
-        runs.append(rec)
-        summary = exp.summarize(runs, scenario, options)
-        write_json(out / "results.json", summary.model_dump(mode="json"))
-        if on_rep:
-            on_rep(rep, rec)
+    with Session(out, on_wait) as session:
+        for rep in range(1, reps + 1):
+            rep_dir = out / f"rep-{rep:02d}"
+            try:
+                rec = run_rep(exp, scenario, options, rep_dir, rep, on_wait, session)
+            except Exception as e:  # noqa: BLE001 - the policy decides; KeyboardInterrupt passes
+                if on_error != "continue":
+                    raise
+                rec = failed_rep(exp, scenario, options, rep, f"{type(e).__name__}: {e}")
+                rep_dir.mkdir(parents=True, exist_ok=True)
+                write_json(rep_dir / "result.json", rec.model_dump(mode="json"))
+            if rep == 1 and rec.environment:
+                write_json(out / "environment.json", rec.environment)
+                if (rep_dir / exp.run_figure_name).exists():
+                    shutil.copy(rep_dir / exp.run_figure_name, out / exp.run_figure_name)
+            runs.append(rec)
+            summary = exp.summarize(runs, scenario, options)
+            write_json(out / "results.json", summary.model_dump(mode="json"))
+            if on_rep:
+                on_rep(rep, rec)
     return summary
 
 
-__all__ = ["run_rep", "run_reps", "rep_seed"]
+__all__ = ["Session", "run_rep", "run_reps", "rep_seed"]

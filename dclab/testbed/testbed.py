@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..endpoints import get_stack
-from ..endpoints.base import ClientSpec, ServerSpec, TransferResult
+from ..endpoints.base import ClientSpec, ServerSpec, TransferResult, Workload
 from ..flows import Flow, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
@@ -64,6 +64,7 @@ class Testbed:
         self.settings: dict[str, str] = {}  # every host setting in force, for the record
         self._records: list[dict[str, Any]] | None = None
         self.recovered: list[str] = []  # what dead runs had left, undone before this run
+        self.state: dict[str, Any] = {}  # an experiment's own bookkeeping across repetitions on this testbed
         self._exit = contextlib.ExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -196,22 +197,27 @@ class Testbed:
         except RuntimeError as e:
             raise TestbedError(f"{stack.name} server of flow {flow.name}: {e}: {tail(workdir / 'server.log')}") from None
 
-    def run_client(self, flow: Flow, timeout_s: float, qlog: bool = False) -> TransferResult:
-        """Runs the flow's workload in the client namespace; never raises for a failed
+    def run_client(self, flow: Flow, timeout_s: float, qlog: bool = False, workload: Workload | None = None) -> TransferResult:
+        """Runs the flow's workload (or ``workload`` instead, for an experiment that fetches
+        several on one testbed) in the client namespace; never raises for a failed
         transfer."""
         assert flow.port is not None and flow.cc is not None
-        spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=flow.workload, cc=flow.cc,
+        spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=workload or flow.workload, cc=flow.cc,
                           workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s, qlog=qlog)
         return get_stack(flow.stack).run(spec, self.ns.exec(self.ns.client))
 
-    def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None) -> dict[str, TransferResult]:
-        """Every flow's client (or those named), started together; their results by flow."""
+    def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,
+                    workloads: dict[str, Workload] | None = None) -> dict[str, TransferResult]:
+        """Every flow's client (or those named), started together; their results by flow.
+        ``workloads`` replaces named flows' workloads for this call (checked by the stack
+        like the plan's)."""
         chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
+        workloads = workloads or {}
         results: dict[str, TransferResult] = {}
 
         def one(f: Flow) -> None:
             try:
-                results[f.name] = self.run_client(f, timeout_s, qlog)
+                results[f.name] = self.run_client(f, timeout_s, qlog, workloads.get(f.name))
             except Exception as e:  # noqa: BLE001 - a client that cannot start is a failed flow
                 results[f.name] = TransferResult.failed(f"{type(e).__name__}: {e}")
 

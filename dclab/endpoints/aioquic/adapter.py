@@ -196,9 +196,10 @@ class AioquicMquicStack(AioquicStack):
     """aioquic with mQUIC (docs/mquic.md, "The server"): the controllers ``mquic-reno``
     and ``mquic-cubic`` (the server runs them, the client the wrapped reno/cubic) and the
     per-connection ``cc_options`` ``mquic_group``, ``mquic_n``, ``mquic_sync`` (full|cwnd)
-    and ``mquic_params`` (aioquic|paper). A separate class, not registered as a stack, so
-    that ``aioquic``'s advertised controllers and options stay as they were; the server
-    writes its groups' log to ``<server workdir>/mquic.jsonl``."""
+    and ``mquic_params`` (aioquic|paper). A variant (endpoints.VARIANTS), not offered by
+    --stack, so that ``aioquic``'s advertised controllers and options stay as they were;
+    the server writes its groups' log to ``<server workdir>/mquic.jsonl``."""
 
+    name = "aioquic-mquic"
     ccs = MQUIC_CCS
     capabilities = dataclasses.replace(AioquicStack.capabilities, cc_options=MQUIC_OPTIONS)
