@@ -192,8 +192,9 @@ class H3ClientProtocol(QuicConnectionProtocol):
         self._open: dict[int, Obj] = {}  # stream id -> object whose response is under way
         self._left = len(objects)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # preconnect: the requests wait for the workload's request (``request_now``), and
-        # ``handshake`` tells whether the handshake completed (False: the connection ended).
+        # preconnect: the requests wait for the workload's request (``preconnected`` calls
+        # ``queue_requests``); ``handshake`` tells whether the handshake completed (False:
+        # the connection ended first).
         self._preconnect = preconnect
         self.handshake: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._connect_t: float | None = None
