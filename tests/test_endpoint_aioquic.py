@@ -578,3 +578,23 @@ def test_preconnect_without_a_handshake_fails_every_object(veth_pair, certs, tmp
         assert not o.ok and o.request_s is None
         assert o.error.startswith("preconnect: timeout after 3 s before the handshake completed"), o.error
     assert all(c.handshake_s is None for c in r.connections)
+
+
+@pytest.mark.root
+def test_preconnect_failed_handshake_is_named(veth_pair, certs, tmp_path):
+    """A client that does not trust the server's certificate: the handshake fails (TLS
+    alert) on both connections and their objects fail saying so, well before the timeout;
+    a client that trusts it runs the same workload."""
+    from dclab.testbed.certs import make_certs
+
+    other = make_certs(tmp_path / "other-certs", SERVER)  # a certificate the server does not have
+    wl = Workload(objects=(1000, 2000), connections=2, preconnect=True)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        t = time.monotonic()
+        r = fetch(veth_pair, other, tmp_path / "cli", wl, timeout_s=20)
+        assert time.monotonic() - t < 15, "failed at the handshake, not at the timeout"
+        good = fetch(veth_pair, certs, tmp_path / "cli2", wl)
+    assert not r.ok and r.bytes == 0
+    for o in r.objects:
+        assert o.error.startswith("preconnect: the handshake failed: connection closed"), o.error
+    assert good.ok, good.error
