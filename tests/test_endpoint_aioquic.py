@@ -370,3 +370,231 @@ def test_declared_maximum(veth_pair, certs, tmp_path, streams):
         r = fetch(veth_pair, certs, tmp_path / "cli", wl, timeout_s=60)
     assert r.ok, r.error
     assert r.bytes == wl.total_bytes and all(c.bytes == 100 * len(wl.objects_of(c.index)) for c in r.connections)
+
+
+# Byte ranges (Workload.ranged) and pre-established connections (Workload.preconnect).
+
+
+def test_client_checks_status_and_content_range():
+    """Without network: a ranged object is ok only with 206, its bytes and a matching
+    content-range (when there is one)."""
+    from dclab.endpoints.aioquic.h3_client import Obj
+
+    def obj(status: bytes, got: int = 5, content_range: bytes | None = b"bytes 10-14/30") -> Obj:
+        o = Obj(1, 5, 1, path_size=30, byte_range=(10, 14))
+        o.status, o.bytes, o.done, o.content_range = status, got, True, content_range
+        return o
+
+    assert obj(b"206").range_header() == b"bytes=10-14"
+    assert obj(b"206").result().ok and obj(b"206", content_range=None).result().ok
+    r = obj(b"200").result()
+    assert not r.ok and r.error == "HTTP status 200 (wanted 206)"
+    r = obj(b"206", content_range=b"bytes 0-4/30").result()
+    assert not r.ok and "content-range 'bytes 0-4/30'" in r.error and "bytes 10-14/30" in r.error
+    r = obj(b"206", got=4).result()
+    assert not r.ok and r.error == "got 4 of 5 bytes"
+    plain = Obj(0, 5, 0)
+    plain.status, plain.bytes, plain.done = b"200", 5, True
+    assert plain.range_header() is None and plain.result().ok
+
+
+# A bare HTTP/3 client for the server tests: each request's headers and body (hex).
+RAW_CLIENT = r"""
+import asyncio, json, sys
+from aioquic.asyncio.client import connect
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+
+
+class P(QuicConnectionProtocol):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.h3, self.got, self.waiting = H3Connection(self._quic), {}, {}
+
+    def quic_event_received(self, event):
+        for ev in self.h3.handle_event(event):
+            if not isinstance(ev, (HeadersReceived, DataReceived)):
+                continue
+            r = self.got.setdefault(ev.stream_id, {"headers": {}, "body": b""})
+            if isinstance(ev, HeadersReceived):
+                r["headers"].update({k.decode(): v.decode() for k, v in ev.headers})
+            else:
+                r["body"] += ev.data
+            if ev.stream_ended:
+                self.waiting.pop(ev.stream_id).set_result(r)
+
+    async def get(self, path, headers):
+        sid = self._quic.get_next_available_stream_id()
+        self.waiting[sid] = fut = asyncio.get_running_loop().create_future()
+        hs = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"dclab"), (b":path", path.encode())]
+        self.h3.send_headers(sid, hs + [(k.encode(), v.encode()) for k, v in headers], end_stream=True)
+        self.transmit()
+        return await asyncio.wait_for(fut, 10)
+
+
+async def main(host, port, ca, requests):
+    config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=host)
+    config.load_verify_locations(cafile=ca)
+    async with connect(host, port, configuration=config, create_protocol=P) as p:
+        out = []
+        for path, headers in requests:
+            r = await p.get(path, headers)
+            out.append({"headers": r["headers"], "body": r["body"].hex()})
+    print(json.dumps(out))
+
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])))
+"""
+
+
+def raw_get(ns, certs, tmp_path: Path, requests: list[tuple[str, list[tuple[str, str]]]]) -> list[dict]:
+    script = tmp_path / "raw_client.py"
+    script.write_text(RAW_CLIENT)
+    p = subprocess.run(
+        ["ip", "netns", "exec", ns.client, sys.executable, str(script), SERVER, str(PORT), str(certs.cert),
+         json.dumps(requests)],
+        check=False, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def body_bytes(first: int, last: int) -> bytes:
+    """Bytes first..last of a generated body (byte k is k % 256)."""
+    return bytes(k % 256 for k in range(first, last + 1))
+
+
+@pytest.mark.root
+def test_server_ranges(veth_pair, certs, tmp_path):
+    ok = [
+        ("bytes=1000-1999", 5000, 1000, 1999),
+        ("bytes=4990-", 5000, 4990, 4999),
+        ("bytes=-7", 5000, 4993, 4999),
+        ("bytes=4000-9999", 5000, 4000, 4999),  # a last position beyond the body is cut
+        ("bytes=100001-250000", 300_000, 100_001, 250_000),  # several DATA frames, unaligned start
+        ("bytes=0-0", 1, 0, 0),
+    ]
+    bad = [("bytes=5000-5001", 5000), ("bytes=9-3", 5000), ("bytes=0-1,5-6", 5000), ("items=0-1", 5000),
+           ("bytes=x-1", 5000), ("bytes=0-0", 0)]  # fmt: skip
+    requests = [(f"/{n}", [("range", v)]) for v, n, *_ in ok] + [(f"/{n}", [("range", v)]) for v, n in bad]
+    requests.append(("/5000", []))
+    with server(veth_pair, certs, tmp_path / "srv"):
+        got = raw_get(veth_pair, certs, tmp_path, requests)
+    assert len(got) == len(requests)
+    for (value, n, first, last), r in zip(ok, got[: len(ok)], strict=True):
+        h, body = r["headers"], bytes.fromhex(r["body"])
+        assert h[":status"] == "206", (value, h)
+        assert h["content-range"] == f"bytes {first}-{last}/{n}", value
+        assert int(h["content-length"]) == last - first + 1 == len(body), value
+        assert body == body_bytes(first, last), value
+    for (value, n), r in zip(bad, got[len(ok) : -1], strict=True):
+        h = r["headers"]
+        assert h[":status"] == "416", (value, h)
+        assert h["content-range"] == f"bytes */{n}", value
+        assert bytes.fromhex(r["body"]).startswith(b"range: "), value
+    # no range header: unchanged, the whole body with 200
+    h, body = got[-1]["headers"], bytes.fromhex(got[-1]["body"])
+    assert h[":status"] == "200" and "content-range" not in h and body == body_bytes(0, 4999)
+
+
+@pytest.mark.root
+def test_ranged_download(veth_pair, certs, tmp_path):
+    size = 3_000_001
+    wl = Workload.ranges(size, 3)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl)
+    assert r.ok, r.error
+    assert r.bytes == size == sum(o.bytes for o in r.objects)
+    assert [o.size for o in r.objects] == [1_000_001, 1_000_000, 1_000_000]
+    for o in r.objects:
+        assert o.ok and o.error is None and o.bytes == o.size and o.connection == o.index
+        assert 0 <= o.request_s <= o.first_byte_s <= o.last_byte_s
+    assert [c.bytes for c in r.connections] == [o.size for o in r.objects]
+
+
+@pytest.mark.root
+def test_ranged_download_sequential_on_one_connection(veth_pair, certs, tmp_path):
+    wl = Workload(objects=(70_001, 1, 65_536, 200_000), streams="sequential", ranged=True)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl)
+    assert r.ok, r.error
+    assert [o.bytes for o in r.objects] == list(wl.objects) and r.bytes == wl.total_bytes
+
+
+def finished_and_first_request(events: list[dict]) -> tuple[float | None, float | None]:
+    """Wall-clock times (ms, aioquic's qlog) in a client qlog of the client's Finished (the
+    first Handshake packet it sends with a CRYPTO frame: its handshake completed) and of
+    the first packet it sends with a request stream's frame."""
+    finished = request = None
+    for ev in events:
+        if not ev.get("name", "").endswith("packet_sent"):
+            continue
+        data = ev.get("data", {})
+        frames = data.get("frames", [])
+        if finished is None and data.get("header", {}).get("packet_type") == "handshake" and any(
+            f.get("frame_type") == "crypto" for f in frames
+        ):
+            finished = ev["time"]
+        if request is None and any(f.get("frame_type") == "stream" and f["stream_id"] % 4 == 0 for f in frames):
+            request = ev["time"]
+    return finished, request
+
+
+@pytest.mark.root
+def test_preconnect(veth_pair, certs, tmp_path):
+    wl = Workload.ranges(3_000_001, 3, preconnect=True)
+    t = time.time()
+    with server(veth_pair, certs, tmp_path / "srv"):
+        r = fetch(veth_pair, certs, tmp_path / "cli", wl, qlog=True)
+    assert r.ok, r.error
+    assert r.bytes == 3_000_001
+    assert t < r.request_wall < time.time()
+    for c in r.connections:
+        assert c.handshake_s is not None and c.handshake_s > 0  # a duration, before the request
+    assert r.handshake_s == r.connections[0].handshake_s
+    for o in r.objects:
+        assert o.ok and o.request_s == 0.0  # all requests at the measured start
+        assert 0 < o.first_byte_s <= o.last_byte_s
+    assert r.completion_s == max(o.last_byte_s for o in r.objects)
+    # From the client's qlogs: every handshake completed before request_wall, and no
+    # request went out before it.
+    traces = qlog_traces(tmp_path / "cli" / "qlog-client")
+    assert len(traces) == 3
+    times = [finished_and_first_request(events) for events in traces]
+    assert all(f is not None and q is not None for f, q in times), times
+    assert max(f for f, _ in times) <= r.request_wall * 1000 <= min(q for _, q in times), (r.request_wall, times)
+
+
+@pytest.mark.root
+def test_preconnect_without_a_handshake_fails_every_object(veth_pair, certs, tmp_path):
+    wl = Workload(objects=(1000, 2000), connections=2, preconnect=True)
+    t = time.monotonic()
+    r = fetch(veth_pair, certs, tmp_path, wl, timeout_s=3, port=4499)  # nothing listens there
+    assert time.monotonic() - t < 3 + 5
+    assert not r.ok and r.bytes == 0
+    for o in r.objects:
+        assert not o.ok and o.request_s is None
+        assert o.error.startswith("preconnect: timeout after 3 s before the handshake completed"), o.error
+    assert all(c.handshake_s is None for c in r.connections)
+
+
+@pytest.mark.root
+def test_preconnect_failed_handshake_is_named(veth_pair, certs, tmp_path):
+    """A client that does not trust the server's certificate: the handshake fails (TLS
+    alert) on both connections and their objects fail saying so, well before the timeout;
+    a client that trusts it runs the same workload."""
+    from dclab.testbed.certs import make_certs
+
+    other = make_certs(tmp_path / "other-certs", SERVER)  # a certificate the server does not have
+    wl = Workload(objects=(1000, 2000), connections=2, preconnect=True)
+    with server(veth_pair, certs, tmp_path / "srv"):
+        t = time.monotonic()
+        r = fetch(veth_pair, other, tmp_path / "cli", wl, timeout_s=20)
+        assert time.monotonic() - t < 15, "failed at the handshake, not at the timeout"
+        good = fetch(veth_pair, certs, tmp_path / "cli2", wl)
+    assert not r.ok and r.bytes == 0
+    for o in r.objects:
+        assert o.error.startswith("preconnect: the handshake failed: connection closed"), o.error
+    assert good.ok, good.error

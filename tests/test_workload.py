@@ -81,6 +81,8 @@ def test_round_robin_and_assignment():
         ({"streams": "interleaved"}, ["streams", "interleaved"]),
         ({"cc_options": ({}, {})}, ["cc_options", "one entry per connection"]),
         ({"zero_rtt": True}, ["zero_rtt", "needs resumption"]),
+        ({"objects": (5, 0, 3), "ranged": True}, ["ranged", "at least 1 byte", "object 1"]),
+        ({"resumption": True, "zero_rtt": True, "preconnect": True}, ["preconnect", "zero_rtt"]),
     ],
 )
 def test_workload_errors_name_the_problem(kw, words):
@@ -96,12 +98,56 @@ def test_wrong_types_are_errors_not_exceptions():
     assert any("connections: must be int (got str)" in e for e in errs)
     assert any("zero_rtt: must be bool (got int)" in e for e in errs)
     assert Workload(connections=True).errors() == ["connections: must be int (got bool)"]  # type: ignore[arg-type]
+    errs = Workload.from_dict({"objects": [1], "ranged": 1, "preconnect": "yes"}).errors()
+    assert errs == ["ranged: must be bool (got int)", "preconnect: must be bool (got str)"]
+
+
+@pytest.mark.parametrize(
+    "size, n, objects",
+    [(10, 3, (4, 3, 3)), (9, 3, (3, 3, 3)), (3_000_001, 3, (1_000_001, 1_000_000, 1_000_000)), (7, 1, (7,)),
+     (5, 4, (2, 1, 1, 1))],
+)  # fmt: skip
+def test_ranges_split_one_body(size, n, objects):
+    w = Workload.ranges(size, n)
+    assert w.objects == objects and w.total_bytes == size
+    assert (w.connections, w.assignment, w.ranged, w.preconnect) == (n, tuple(range(n)), True, False)
+    assert w.errors() == []
+    assert [w.connection_of(i) for i in range(n)] == list(range(n))
+    # consecutive, inclusive, covering 0..size-1 exactly; every request names the whole body
+    rs = w.byte_ranges()
+    assert rs[0][0] == 0 and rs[-1][1] == size - 1
+    assert all(b[0] == a[1] + 1 for a, b in zip(rs, rs[1:]))
+    assert [last - first + 1 for first, last in rs] == list(objects)
+    assert {w.path_size(i) for i in range(n)} == {size}
+
+
+def test_ranges_details():
+    assert Workload.ranges(10, 3).byte_ranges() == [(0, 3), (4, 6), (7, 9)]
+    w = Workload.ranges(10, 2, preconnect=True, streams="sequential")
+    assert w.preconnect and w.streams == "sequential" and w.objects == (5, 5)
+    # not ranged: no ranges, each object its own body
+    plain = Workload(objects=(4, 6))
+    assert plain.byte_ranges() == [None, None] and [plain.path_size(i) for i in range(2)] == [4, 6]
+    # more ranges than bytes: a 0-byte range, refused by errors
+    errs = Workload.ranges(2, 3).errors()
+    assert len(errs) == 1 and "ranged: every range needs at least 1 byte (not object 2)" in errs[0]
+    for n in (0, -1):
+        with pytest.raises(ValueError, match="n must be"):
+            Workload.ranges(10, n)
+    # preconnect alone, ranged with several objects per connection: both fine
+    assert Workload(objects=(1, 2), preconnect=True).errors() == []
+    assert Workload(objects=(1, 2, 3), connections=2, ranged=True).errors() == []
 
 
 def test_round_trip_through_json():
     w = Workload(objects=(5, 0, 7), connections=2, assignment=(1, 0, 1), streams="sequential", resumption=True,
                  zero_rtt=True, cc_options=({"a": "1"}, {}))  # fmt: skip
     assert Workload.from_dict(json.loads(json.dumps(w.to_dict()))) == w
+    r = Workload.ranges(3_000_001, 3, preconnect=True, cc_options=({"a": "1"}, {}, {}))
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["ranged"] is True and d["preconnect"] is True and d["assignment"] == [0, 1, 2]
+    assert Workload.from_dict(d) == r
+    assert Workload.from_dict({"objects": [3]}).ranged is False
     assert Workload.from_dict({"objects": [3]}) == Workload.single(3)
     with pytest.raises(ValueError, match="objekts"):
         Workload.from_dict({"objekts": [3]})
@@ -130,6 +176,8 @@ def test_check_cc():
         (Workload(objects=(1,), resumption=True), ["session resumption", "not offered"]),
         (Workload(objects=(1,), resumption=True, zero_rtt=True), ["0-RTT", "not offered"]),
         (Workload(objects=(1,), cc_options=({"beta": "0.7"},)), ["beta", "accepts pacing"]),
+        (Workload.ranges(10, 2), ["byte ranges (not offered)"]),
+        (Workload(objects=(1,), preconnect=True), ["pre-established connections (not offered)"]),
     ],
 )
 def test_check_refuses_beyond_capabilities_naming_what(wl, words):
@@ -177,9 +225,28 @@ def test_registry():
 
 def test_declared_capabilities():
     caps = {name: get_stack(name).capabilities for name in STACKS}
-    assert caps["aioquic"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, ())
-    assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), False, False, ())
-    assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), False, False, ())
+    assert caps["aioquic"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), True, True)
+    assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), False, False, (), False, False)
+    assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), False, False, (), False, False)
+
+
+@pytest.mark.parametrize("name", ["ngtcp2", "tcp"])
+def test_real_stacks_without_ranges_or_preconnect_refuse_them(name):
+    st = get_stack(name)
+    with pytest.raises(StackError) as e:
+        st.check(None, Workload.ranges(3_000_001, 3))
+    assert str(e.value) == f"{name} cannot run this workload: byte ranges (not offered)"
+    with pytest.raises(StackError) as e:
+        st.check(None, Workload(objects=(1, 2), connections=2, preconnect=True))
+    assert str(e.value) == f"{name} cannot run this workload: pre-established connections (not offered)"
+    with pytest.raises(StackError, match="byte ranges .* pre-established connections"):
+        st.check(None, Workload.ranges(10, 2, preconnect=True))
+
+
+def test_aioquic_accepts_ranges_and_preconnect():
+    assert get_stack("aioquic").check("cubic", Workload.ranges(3_000_001, 3, preconnect=True)) == "cubic"
+    with pytest.raises(StackError, match="preconnect: not with zero_rtt"):
+        get_stack("aioquic").check(None, Workload(objects=(1,), resumption=True, zero_rtt=True, preconnect=True))
 
 
 def spec(tmp_path: Path, wl: Workload, cc: str) -> ClientSpec:
@@ -199,6 +266,12 @@ def test_run_refuses_without_raising_or_starting_anything(tmp_path, name):
     if not st.capabilities.resumption:
         r = st.run(spec(tmp_path, Workload(objects=(1,), resumption=True), st.default_cc), boom)
         assert not r.ok and "resumption" in r.error
+    if not st.capabilities.ranges:
+        r = st.run(spec(tmp_path, Workload.ranges(10, 2), st.default_cc), boom)
+        assert not r.ok and "byte ranges (not offered)" in r.error
+    if not st.capabilities.preconnect:
+        r = st.run(spec(tmp_path, Workload(objects=(1,), preconnect=True), st.default_cc), boom)
+        assert not r.ok and "pre-established connections (not offered)" in r.error
     assert not (tmp_path / "cli").exists()  # refused before any setup
 
 

@@ -3,8 +3,10 @@
 A stack starts an HTTP server for generated bodies (``GET /<n>`` returns n bytes) inside
 the server namespace, and runs a client *workload* inside the client namespace: one or
 more connections fetching a list of objects, over streams in parallel or one after
-another, optionally resuming a session and sending the requests in 0-RTT. It reports
-per-object and per-connection timings besides the totals. The testbed owns the
+another, optionally resuming a session and sending the requests in 0-RTT or handshaking
+every connection before the requests; the objects may also be byte ranges of one body
+(``range: bytes=A-B``). It reports per-object and per-connection timings besides the
+totals. The testbed owns the
 namespaces, the processes' lifetime and the host settings; a stack only builds commands
 and reads results.
 
@@ -61,6 +63,16 @@ class Workload:
     ``resumption`` a warm-up connection (not measured) obtains a session ticket first and
     every measured connection resumes it; ``zero_rtt`` also sends the requests as 0-RTT
     early data. ``cc_options`` are per-connection stack-specific knobs (empty: none).
+
+    ``ranged``: the objects are consecutive byte ranges of ONE body of ``total_bytes``
+    bytes: object i covers bytes ``[sum(objects[:i]), sum(objects[:i+1]))`` and is
+    requested as ``GET /<total_bytes>`` with ``range: bytes=A-B`` (B inclusive, RFC 9110);
+    it is ok only with status 206 and exactly its range's bytes (``ranges`` builds one
+    range per connection). ``preconnect``: every connection completes its handshake
+    first; then all requests go out at once, and that moment is the workload's request
+    (``request_wall``, 0 of every ``*_s`` time), so the completion time excludes the
+    handshake and each connection's ``handshake_s`` is its handshake's duration. A
+    connection whose handshake fails or times out fails its objects.
     """
 
     objects: tuple[int, ...] = (100_000_000,)
@@ -70,15 +82,43 @@ class Workload:
     resumption: bool = False
     zero_rtt: bool = False
     cc_options: tuple[dict[str, str], ...] = ()
+    ranged: bool = False
+    preconnect: bool = False
 
     @classmethod
     def single(cls, size: int) -> Workload:
         """One object on one connection: the study's download."""
         return cls(objects=(size,))
 
+    @classmethod
+    def ranges(cls, size: int, n: int, **kw: Any) -> Workload:
+        """One body of ``size`` bytes fetched as ``n`` byte ranges of nearly equal size (the
+        first ``size % n`` one byte longer), range i on connection i; ``kw`` sets the other
+        fields (e.g. ``preconnect=True``). A range of 0 bytes (size < n) is left to
+        ``errors``; n < 1 is a ValueError."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"ranges: n must be a whole number >= 1 (got {n!r})")
+        base, extra = divmod(size, n)
+        objects = tuple(base + 1 if i < extra else base for i in range(n))
+        return cls(objects=objects, connections=n, assignment=tuple(range(n)), ranged=True, **kw)
+
     @property
     def total_bytes(self) -> int:
         return sum(self.objects)
+
+    def byte_ranges(self) -> list[tuple[int, int] | None]:
+        """Each object's byte range ``(first, last)``, both inclusive, when ``ranged``;
+        None for every object otherwise (and for an empty object)."""
+        out: list[tuple[int, int] | None] = []
+        first = 0
+        for size in self.objects:
+            out.append((first, first + size - 1) if self.ranged and size > 0 else None)
+            first += size
+        return out
+
+    def path_size(self, i: int) -> int:
+        """The n of object i's ``GET /<n>``: the whole body when ``ranged``, else its size."""
+        return self.total_bytes if self.ranged else self.objects[i]
 
     def connection_of(self, i: int) -> int:
         return self.assignment[i] if self.assignment is not None else i % self.connections
@@ -123,7 +163,7 @@ class Workload:
         """What is wrong with the workload itself, whatever the stack (empty when valid)."""
         # Types first (a workload may come from JSON); the checks below rely on them.
         types = {"connections": int, "objects": tuple, "streams": str, "resumption": bool, "zero_rtt": bool,
-                 "cc_options": tuple}  # fmt: skip
+                 "cc_options": tuple, "ranged": bool, "preconnect": bool}  # fmt: skip
         wrong = [f"{k}: must be {t.__name__} (got {type(getattr(self, k)).__name__})" for k, t in types.items()
                  if not isinstance(getattr(self, k), t) or (t is int and isinstance(getattr(self, k), bool))]  # fmt: skip
         if self.assignment is not None and not isinstance(self.assignment, tuple):
@@ -158,6 +198,12 @@ class Workload:
             errs.append(f"cc_options: needs one entry per connection ({self.connections}), got {len(self.cc_options)}")
         if self.zero_rtt and not self.resumption:
             errs.append("zero_rtt: needs resumption (0-RTT resumes an earlier session)")
+        if self.ranged:
+            empty = [i for i, s in enumerate(self.objects) if isinstance(s, int) and s < 1]
+            if empty:
+                errs.append(f"ranged: every range needs at least 1 byte (not object {', '.join(map(str, empty[:5]))})")
+        if self.preconnect and self.zero_rtt:
+            errs.append("preconnect: not with zero_rtt (0-RTT exists to overlap the handshake)")
         return errs
 
 
@@ -171,6 +217,8 @@ class Capabilities:
     resumption: bool = False
     zero_rtt: bool = False
     cc_options: tuple[str, ...] = ()  # names of the per-connection knobs it accepts
+    ranges: bool = False  # Workload.ranged: objects as byte ranges of one body
+    preconnect: bool = False  # Workload.preconnect: every handshake before the requests
 
 
 @dataclass(frozen=True)
@@ -203,7 +251,9 @@ class ObjectResult:
 @dataclass
 class ConnectionResult:
     """One connection; ``first_byte_s``, ``last_byte_s`` and ``bytes`` span its objects
-    (``TransferResult.from_parts`` fills them in)."""
+    (``TransferResult.from_parts`` fills them in). ``handshake_s`` is when its handshake
+    completed, after the request; with ``Workload.preconnect`` (every handshake before
+    the request) it is instead the handshake's duration, from its first packet."""
 
     index: int
     handshake_s: float | None = None
@@ -220,7 +270,10 @@ class TransferResult:
     or None where the stack cannot tell; totals span every object and connection
     (handshake: the first connection's; first byte: the earliest; last byte: the
     latest). With resumption the warm-up connection comes before the request and is not
-    counted (a stack may describe it in ``extra["warmup"]``)."""
+    counted (a stack may describe it in ``extra["warmup"]``). With ``Workload.preconnect``
+    the handshakes come before the request too: ``handshake_s`` (the first connection's,
+    like each ``ConnectionResult.handshake_s``) is then a handshake's duration, not a
+    time after the request."""
 
     ok: bool
     bytes: int
@@ -344,6 +397,10 @@ class Stack(ABC):
             errs.append("session resumption (not offered)")
         if workload.zero_rtt and not caps.zero_rtt:
             errs.append("0-RTT (not offered)")
+        if workload.ranged and not caps.ranges:
+            errs.append("byte ranges (not offered)")
+        if workload.preconnect and not caps.preconnect:
+            errs.append("pre-established connections (not offered)")
         unknown = sorted({k for o in workload.cc_options for k in o} - set(caps.cc_options))
         if unknown:
             errs.append(f"congestion control options {', '.join(unknown)} (accepts {', '.join(caps.cc_options) or 'none'})")

@@ -58,6 +58,8 @@ class AioquicStack(Stack):
         streams=("parallel", "sequential"),
         resumption=True,
         zero_rtt=True,
+        ranges=True,
+        preconnect=True,
     )
 
     def missing(self) -> list[str]:

@@ -6,14 +6,19 @@
 
 ``--size N`` is one object on one connection (``GET /<N>``). ``--workload`` takes a
 workload (``dclab.endpoints.base.Workload.to_dict``: objects, connections, assignment,
-streams, resumption, zero_rtt) as a JSON object or as the path of a file holding one.
-All connections are opened at once, each on its own UDP socket, in one process and one
-event loop; each fetches its objects (``GET /<size>``, body counted and discarded), all at
-once on a stream each (``streams: parallel``) or each after the previous body ended
-(``sequential``). With ``resumption`` a warm-up connection (not measured, fetches nothing)
-first obtains a session ticket that every measured connection then resumes; with
-``zero_rtt`` the requests also go out as 0-RTT early data right after the ClientHello.
-Prints::
+streams, resumption, zero_rtt, cc_options, ranged, preconnect) as a JSON object or as the
+path of a file holding one. All connections are opened at once, each on its own UDP
+socket, in one process and one event loop; each fetches its objects (``GET /<size>``,
+body counted and discarded), all at once on a stream each (``streams: parallel``) or each
+after the previous body ended (``sequential``). With ``ranged`` the objects are byte
+ranges of one body: object i is ``GET /<total>`` with ``range: bytes=A-B``
+(``Workload.byte_ranges``). With ``resumption`` a warm-up connection (not measured,
+fetches nothing) first obtains a session ticket that every measured connection then
+resumes; with ``zero_rtt`` the requests also go out as 0-RTT early data right after the
+ClientHello. With ``preconnect`` no request goes out before every handshake ended: then
+the first requests of every connection are queued, that moment becomes the workload's
+request, and they are sent; a connection whose handshake failed or did not end before
+the timeout fails its objects (``preconnect: ...``). Prints::
 
     {"ok": ..., "bytes": ..., "request_wall": ..., "handshake_s": ..., "first_byte_s": ...,
      "last_byte_s": ..., "error": ..., "objects": [...], "connections": [...],
@@ -21,11 +26,15 @@ Prints::
 
 with ``objects``/``connections`` as ``base.ObjectResult``/``base.ConnectionResult`` and the
 totals as ``base.TransferResult.from_parts``. ``request_wall`` is ``time.time()`` when the
-measured connection attempts start (after any warm-up); the ``*_s`` times are seconds after
-it (monotonic clock), null when not reached. An object is ok only with status 200 and
-exactly its size in body bytes; the whole only when every object is. An object's
-``request_s`` is when its request is handed to aioquic: beyond the server's stream limit
-(128 open at once) it waits there for credit. A global timeout
+measured connection attempts start (after any warm-up; with ``preconnect``, when the
+handshakes ended and the requests go out); the ``*_s`` times are seconds after it
+(monotonic clock), null when not reached; with ``preconnect`` a connection's
+``handshake_s`` is instead its handshake's duration. An object is ok only with status 200
+(``ranged``: 206, and a ``content-range`` if any naming exactly its range) and exactly its
+size in body bytes; the whole only when every object is. An object's ``request_s`` is
+when its request is handed to aioquic (with ``preconnect`` the first requests are queued
+just before the request moment and sent right after it: 0): beyond the server's stream
+limit (128 open at once) it waits there for credit. A global timeout
 (default 600 s, warm-up included) ends the workload with ``ok: false``; a watchdog thread
 guarantees the process ends even if the event loop does not. Exit status: 0 ok,
 1 failed, 2 bad arguments.
@@ -81,25 +90,40 @@ CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workl
 class Obj:
     """One object's progress; times are monotonic seconds after ``Run.t0``."""
 
-    __slots__ = ("bytes", "connection", "done", "error", "first_byte_s", "index", "last_byte_s", "request_s", "size",
-                 "status")  # fmt: skip
+    __slots__ = ("bytes", "connection", "content_range", "done", "error", "first_byte_s", "index", "last_byte_s",
+                 "path_size", "range", "request_s", "size", "status")  # fmt: skip
 
-    def __init__(self, index: int, size: int, connection: int) -> None:
+    def __init__(self, index: int, size: int, connection: int, path_size: int | None = None,
+                 byte_range: tuple[int, int] | None = None) -> None:  # fmt: skip
         self.index, self.size, self.connection = index, size, connection
+        self.path_size = size if path_size is None else path_size  # GET /<path_size>
+        self.range = byte_range  # (first, last) inclusive: sent as a range header
         self.bytes = 0
         self.status: bytes | None = None
+        self.content_range: bytes | None = None
         self.request_s: float | None = None
         self.first_byte_s: float | None = None
         self.last_byte_s: float | None = None
         self.error: str | None = None
         self.done = False
 
+    def range_header(self) -> bytes | None:
+        return None if self.range is None else f"bytes={self.range[0]}-{self.range[1]}".encode()
+
     def result(self) -> ObjectResult:
-        ok = self.error is None and self.done and self.status == b"200" and self.bytes == self.size
+        want = b"200" if self.range is None else b"206"
+        wrong_range = None
+        if self.range is not None and self.content_range is not None:
+            expected = f"bytes {self.range[0]}-{self.range[1]}/{self.path_size}".encode()
+            if self.content_range.strip() != expected:
+                wrong_range = f"content-range {self.content_range.decode(errors='replace')!r}, asked {expected.decode()!r}"
+        ok = self.error is None and self.done and self.status == want and self.bytes == self.size and wrong_range is None
         error = self.error
         if not ok and error is None:
-            if self.status not in (None, b"200"):
-                error = f"HTTP status {self.status.decode(errors='replace')}"
+            if self.status not in (None, want):
+                error = f"HTTP status {self.status.decode(errors='replace')} (wanted {want.decode()})"
+            elif wrong_range is not None:
+                error = wrong_range
             elif not self.done and self.request_s is None:
                 error = "never requested"
             else:
@@ -118,7 +142,8 @@ class Run:
         self.workload = workload
         self.request_wall = time.time()
         self.t0 = time.monotonic()
-        self.objects = [Obj(i, s, workload.connection_of(i)) for i, s in enumerate(workload.objects)]
+        self.objects = [Obj(i, s, workload.connection_of(i), workload.path_size(i), r)
+                        for (i, s), r in zip(enumerate(workload.objects), workload.byte_ranges(), strict=True)]  # fmt: skip
         self.connections = [ConnectionResult(index=c) for c in range(workload.connections)]
         self.warmup: dict[str, Any] | None = None
         self.error: str | None = None
@@ -154,7 +179,8 @@ class H3ClientProtocol(QuicConnectionProtocol):
     """One measured connection: requests its objects and counts their bodies."""
 
     def __init__(self, quic: QuicConnection, *, run: Run, conn: ConnectionResult, objects: list[Obj],
-                 authority: bytes, sequential: bool, mquic: bytes | None = None) -> None:  # fmt: skip
+                 authority: bytes, sequential: bool, mquic: bytes | None = None,
+                 preconnect: bool = False) -> None:  # fmt: skip
         super().__init__(quic)
         self._extra_headers = [(MQUIC_HEADER, mquic)] if mquic else []
         self._h3 = H3Connection(quic)
@@ -166,6 +192,12 @@ class H3ClientProtocol(QuicConnectionProtocol):
         self._open: dict[int, Obj] = {}  # stream id -> object whose response is under way
         self._left = len(objects)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # preconnect: the requests wait for the workload's request (``preconnected`` calls
+        # ``queue_requests``); ``handshake`` tells whether the handshake completed (False:
+        # the connection ended first).
+        self._preconnect = preconnect
+        self.handshake: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._connect_t: float | None = None
         self.refused = False  # an ICMP port unreachable came back
 
     def error_received(self, exc: Exception) -> None:
@@ -174,33 +206,50 @@ class H3ClientProtocol(QuicConnectionProtocol):
         if isinstance(exc, ConnectionRefusedError):
             self.refused = True
 
+    def connect(self, addr: Any, transmit: bool = True) -> None:
+        self._connect_t = time.monotonic()  # preconnect: the handshake's duration starts here
+        super().connect(addr, transmit=transmit)
+
     def start_requests(self) -> None:
         """Parallel: requests every object now; sequential: the first one."""
         if self._pending and not (self._sequential and self._open):
             self._request(self._sequential)
 
-    def _request(self, one: bool) -> None:
+    def queue_requests(self) -> list[Obj]:
+        """preconnect: queues the first requests (as ``start_requests``) without sending
+        them; the caller sets their ``request_s`` and transmits. Returns them."""
+        if not self._pending or (self._sequential and self._open):
+            return []
+        return self._request(self._sequential, send=False)
+
+    def _request(self, one: bool, send: bool = True) -> list[Obj]:
         now = self._run.now()
+        out = []
         while self._pending:
             o = self._pending.pop(0)
             sid = self._quic.get_next_available_stream_id()
             self._open[sid] = o
             o.request_s = now
+            rng = o.range_header()
             self._h3.send_headers(
                 sid,
                 [
                     (b":method", b"GET"),
                     (b":scheme", b"https"),
                     (b":authority", self._authority),
-                    (b":path", f"/{o.size}".encode()),
+                    (b":path", f"/{o.path_size}".encode()),
                     (b"user-agent", b"dclab-aioquic"),
+                    *([(b"range", rng)] if rng is not None else []),
                     *self._extra_headers,
                 ],
                 end_stream=True,
             )
+            out.append(o)
             if one:
                 break
-        self.transmit()
+        if send:
+            self.transmit()
+        return out
 
     def fail_open(self, error: str) -> None:
         """Ends every unfinished object of this connection with ``error``."""
@@ -211,6 +260,8 @@ class H3ClientProtocol(QuicConnectionProtocol):
         self._pending.clear()
         if not self.done.done():
             self.done.set_result(None)
+        if not self.handshake.done():
+            self.handshake.set_result(False)
 
     def _end(self, sid: int, o: Obj) -> None:
         now = self._run.now()
@@ -246,18 +297,29 @@ class H3ClientProtocol(QuicConnectionProtocol):
                         if o.bytes >= o.size:
                             o.last_byte_s = now
                 elif o.status is None:
-                    o.status = dict(ev.headers).get(b":status")
+                    headers = dict(ev.headers)
+                    o.status = headers.get(b":status")
+                    o.content_range = headers.get(b"content-range")
                 if ev.stream_ended:
                     self._end(ev.stream_id, o)
             return
         if isinstance(event, qe.HandshakeCompleted):
             c = self._conn
-            c.handshake_s = self._run.now()
+            if self._preconnect and self._connect_t is not None:
+                c.handshake_s = time.monotonic() - self._connect_t  # a duration: the request comes later
+            else:
+                c.handshake_s = self._run.now()
             c.resumed = event.session_resumed
             c.early_data = event.early_data_accepted
-            self.start_requests()
+            if not self.handshake.done():
+                self.handshake.set_result(True)
+            if not self._preconnect:
+                self.start_requests()
         elif isinstance(event, qe.ConnectionTerminated):
-            self.fail_open(f"connection closed: {event.reason_phrase or 'no reason'} (code {event.error_code})")
+            why = f"connection closed: {event.reason_phrase or 'no reason'} (code {event.error_code})"
+            if self._preconnect and not self.handshake.done():
+                why = f"preconnect: the handshake failed: {why}"
+            self.fail_open(why)
         elif isinstance(event, qe.StreamReset):
             o = self._open.get(event.stream_id)
             if o is not None:
@@ -346,6 +408,24 @@ async def warm_up(
     return ticket, [transport], [protocol]
 
 
+async def preconnected(args: argparse.Namespace, run: Run, measured: list[H3ClientProtocol], deadline: float) -> None:
+    """preconnect: waits until every handshake ended (completed, failed, or the deadline),
+    fails the objects of the connections without one, then queues the first requests
+    of the others, takes that moment as the workload's request (their ``request_s`` is
+    0) and sends them all."""
+    _, pending = await asyncio.wait({p.handshake for p in measured}, timeout=max(0.0, deadline - time.monotonic()))
+    for p in measured:
+        if p.handshake in pending:
+            p.fail_open("preconnect: " + timeout_reason(args, False, p.refused))
+    ready = [p for p in measured if p.handshake.done() and p.handshake.result()]
+    queued = [o for p in ready for o in p.queue_requests()]
+    run.request_wall, run.t0 = time.time(), time.monotonic()
+    for o in queued:
+        o.request_s = 0.0
+    for p in ready:
+        p.transmit()
+
+
 async def workload(args: argparse.Namespace, run: Run) -> None:
     loop = asyncio.get_running_loop()
     wl = run.workload
@@ -380,6 +460,7 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
             factory = functools.partial(
                 H3ClientProtocol, quic, run=run, conn=run.connections[c], objects=mine, authority=authority,
                 sequential=wl.streams == "sequential", mquic=membership.header() if membership else None,
+                preconnect=wl.preconnect,
             )  # fmt: skip
             transport, protocol = await loop.create_datagram_endpoint(factory, family=family, remote_addr=addr[:2])
             transports.append(transport)
@@ -387,13 +468,16 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
             measured.append(protocol)
         peer = transports[-1].get_extra_info("peername") if family == socket.AF_INET6 else addr
 
-        # The workload's request: the measured connection attempts start now.
+        # The workload's request: the measured connection attempts start now (preconnect:
+        # the handshakes start now, the request comes when they all ended).
         run.request_wall, run.t0 = time.time(), time.monotonic()
         for p in measured:
             p.connect(peer, transmit=False)
             if wl.zero_rtt:
                 p.start_requests()  # 0-RTT: STREAM frames in 0-RTT packets after the Initial
             p.transmit()
+        if wl.preconnect:
+            await preconnected(args, run, measured, deadline)
         _, pending = await asyncio.wait({p.done for p in measured}, timeout=max(0.0, deadline - time.monotonic()))
         if pending:
             for p, conn in zip(measured, run.connections, strict=True):
