@@ -268,7 +268,7 @@ def test_invalid_params_are_refused_naming_the_field(kw, field):
 
 def test_invalid_group_arguments_are_refused_naming_the_field():
     with pytest.raises(ValueError, match="^controller:"):
-        Params.for_controller("bbr")
+        Params.for_controller("vegas")
     with pytest.raises(ValueError, match="^mss:"):
         Group(Params(), mss=0)
     with pytest.raises(ValueError, match="^iw_bytes:"):

@@ -31,6 +31,22 @@ def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def wait_for_done(path: Path, timeout_s: float = 10.0) -> list[dict]:
+    """The log's lines once it has a done line (the server appends a group when it finishes)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            lines = read_log(path) if path.exists() else []
+        except ValueError:  # a line being appended
+            lines = []
+        if any(d["event"] == "done" for d in lines):
+            return lines
+        time.sleep(0.1)
+    return []
+
+
 def start_server(ns, certs, workdir: Path, cc: str = "mquic-reno") -> tuple[subprocess.Popen, ServerSpec]:
     from test_endpoint_aioquic import wait_ready
 
@@ -55,12 +71,14 @@ def run_client(ns, certs, workdir: Path, workload: Workload, cc: str = "mquic-re
 
 def test_header_round_trip_and_options():
     m = Membership("g1", 2, 3, "cwnd", "paper")
-    assert m.header() == b"group=g1; conn=2; n=3; sync=cwnd; params=paper"
+    assert m.header() == b"group=g1; conn=2; n=3; sync=cwnd; params=paper; iw=10"
     assert parse_header(m.header()) == m
-    assert parse_header("group=x; conn=0; n=1") == Membership("x", 0, 1, "full", "aioquic")
+    assert parse_header("group=x; conn=0; n=1") == Membership("x", 0, 1, "full", "aioquic", 10)
+    assert parse_header("group=x; conn=0; n=1; sync=off; iw=4") == Membership("x", 0, 1, "off", "aioquic", 4)
     for bad, what in [("group=x; conn=3; n=3", "conn"), ("conn=0; n=2", "group"), ("group=x; conn=0; n=2; sync=no", "sync"),
                       ("group=x; conn=0; n=2; params=x", "params"), ("group=x; conn=0; n=2; bogus=1", "bogus"),
-                      ("group=x; conn=0; n=0", "n")]:  # fmt: skip
+                      ("group=x; conn=0; n=0", "n"), ("group=x; conn=0; n=1; iw=0", "iw"),
+                      ("group=x; conn=0; n=1; iw=1001", "iw"), ("group=x; conn=0; n=1; iw=ten", "iw")]:  # fmt: skip
         with pytest.raises(ValueError, match=what):
             parse_header(bad)
     opts = ({"mquic_group": "a"}, {}, {"mquic_group": "a", "mquic_sync": "cwnd"}, {"mquic_group": "b", "mquic_n": "2"})
@@ -69,6 +87,12 @@ def test_header_round_trip_and_options():
     assert from_options(opts, 2) == Membership("a", 1, 2, "cwnd")  # its index within the group
     assert from_options(opts, 3) == Membership("b", 0, 2)
     assert from_options((), 0) is None
+    off = ({"mquic_group": "c", "mquic_sync": "off", "mquic_iw": "20"},)
+    assert from_options(off, 0) == Membership("c", 0, 1, "off", "aioquic", 20)
+    with pytest.raises(ValueError, match="mquic_iw"):
+        from_options(({"mquic_group": "c", "mquic_iw": "5; n=9"},), 0)
+    with pytest.raises(ValueError, match="iw"):
+        from_options(({"mquic_group": "c", "mquic_iw": "0"},), 0)
     assert Membership("a", 0, 3).to_params("reno").beta == 0.5
     assert Membership("a", 0, 3, params="paper").to_params("reno").gamma0 == 1.5
 
@@ -77,6 +101,7 @@ def test_stack_check_and_commands(tmp_path):
     st = AioquicMquicStack()
     wl = group_workload(3, MB)
     assert st.check("mquic-reno", wl) == "mquic-reno" and st.check("mquic-cubic", wl) == "mquic-cubic"
+    assert st.check("mquic-bbr", group_workload(3, MB, mquic_sync="off", mquic_iw="20")) == "mquic-bbr"
     with pytest.raises(StackError, match="mquic_bogus"):
         st.check("mquic-reno", Workload(objects=(1,), cc_options=({"mquic_bogus": "1"},)))
     # the registered aioquic stack is unchanged: no mquic controllers, no knobs
@@ -114,8 +139,11 @@ def test_group_of_three_over_veth(veth_pair, certs, tmp_path, cc):
 
     size = 2 * MB
     proc, spec = start_server(veth_pair, certs, tmp_path / "srv", cc)
+    streamed: list[dict] = []
     try:
         r = run_client(veth_pair, certs, tmp_path / "cli", group_workload(3, size), cc)
+        # the client closed its connections: the finished group is on disk before the server stops
+        streamed = wait_for_done(spec.workdir / MQUIC_LOG)
     finally:
         code = stop(proc)
     assert r.ok, r.error
@@ -128,7 +156,15 @@ def test_group_of_three_over_veth(veth_pair, certs, tmp_path, cc):
     assert all(d["n"] == 3 and d["controller"] == cc.removeprefix("mquic-") and d["iw"] == IW for d in joins)
     total = sum(d["cwnd"] for d in joins)
     assert IW - 3 < total <= IW, f"initial windows sum to {total}, not one IW ({IW})"
-    assert all(d["event"] in ("join", "nfe", "round") for d in lines)
+    assert all(d["event"] in ("join", "nfe", "round", "cwnd", "done") for d in lines)
+    assert streamed and streamed == lines  # written when the group finished; nothing more at exit
+    done = [d for d in lines if d["event"] == "done"]
+    assert len(done) == 1 and lines[-1] is not None and lines[-1]["event"] == "done"
+    assert done[0]["finished"] and done[0]["nfes"] == sum(d["event"] == "nfe" for d in lines)
+    assert done[0]["group_packets"] == sum(done[0]["packets"].values()) > 3 * size // DATAGRAM
+    samples = [d for d in lines if d["event"] == "cwnd"]
+    assert {d["conn"] for d in samples} == {0, 1, 2} and done[0]["cwnd_samples"] == len(samples)
+    assert all(set(d) == {"time", "group", "event", "conn", "cwnd", "ssthresh", "in_slow_start"} for d in samples)
 
 
 @pytest.mark.root
