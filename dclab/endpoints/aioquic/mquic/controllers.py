@@ -7,6 +7,9 @@ behaving exactly like the NewReno or CUBIC it subclasses, and is attached later 
 group, takes the engine's initial window IW/N, reports its NFEs (a congestion event, a
 delay-based slow-start exit) and the ends of its rounds, and every decision is applied
 to all the group's controllers and its record appended to the group's log.
+``mquic-bbr`` (:class:`MquicBbr`) wraps our BBR v1 and shares delivery rates instead.
+Every controller also counts its packets since attach and leaves cwnd samples in its
+group's entry (docs/mquic.md, step 4).
 
 Nothing here reads a clock: ``now`` is the time aioquic passes to the controller.
 """
