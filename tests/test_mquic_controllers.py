@@ -329,3 +329,218 @@ def test_attached_cubic_idle_reset_takes_iw_over_n() -> None:
     assert c.cc.congestion_window > 4000
     c.send(10.0, count=1)  # 2 s idle: CUBIC resets
     assert c.cc.congestion_window == 4000 and c.cc.ssthresh is None
+
+
+# -- observer mode, initial window, packet counts, cwnd samples ----------------------------------
+
+
+@pytest.mark.parametrize(("plain", "kind", "wrapped"), [(RenoCongestionControl, MquicReno, "reno"),
+                                                         (CubicCongestionControl, MquicCubic, "cubic")])  # fmt: skip
+def test_off_mode_is_the_plain_controller_with_nfes_logged(plain: type, kind: type, wrapped: str) -> None:
+    expected = script(plain(max_datagram_size=MSS))
+    cc = kind(max_datagram_size=MSS)
+    cc.attach(groups.get_or_create("g", Params.for_controller(wrapped, n=1, sync="off"), MSS), 0)
+    assert cc.congestion_window == 10 * MSS  # the whole IW
+    assert script(cc) == expected  # attached but observed only: the same windows all along
+    nfes = [r for r in groups.log("g") if r.event == "nfe"]
+    assert len(nfes) >= 3 and {r.action for r in nfes} == {"none"} and all(r.gamma is None for r in nfes)
+    assert [r.i for r in nfes] == list(range(1, len(nfes) + 1))
+    assert all(r.kind in ("loss", "delay") for r in nfes) and nfes[0].kind == "delay"
+    assert not any(r.event == "round" for r in groups.log("g"))
+
+
+def test_off_mode_group_leaves_every_window_alone() -> None:
+    conns = attached(MquicReno, Params.for_controller("reno", n=3, sync="off"))
+    assert [c.cc.congestion_window for c in conns] == [10 * MSS] * 3
+    t = 1.0
+    for k, c in enumerate(conns):
+        for _ in range(k + 1):
+            t = c.round(t)
+    before = [c.cc.congestion_window for c in conns]
+    conns[2].round(t + 1.0, lose=True)
+    rec = groups.log("g")[-1]
+    assert (rec.event, rec.action, rec.conn) == ("nfe", "none", 2) and rec.cwnd_before is not None
+    assert rec.cwnd_before > conns[2].cc.congestion_window  # its own cut only
+    assert [c.cc.congestion_window for c in conns[:2]] == before[:2]
+
+
+def test_iw_in_packets_sets_the_window() -> None:
+    group = groups.get_or_create("g", Params.for_controller("cubic", n=2), MSS, 20 * MSS)
+    assert group.iw_bytes == 20 * MSS
+    ccs = [MquicCubic(max_datagram_size=MSS) for _ in range(2)]
+    for c, cc in enumerate(ccs):
+        cc.attach(group, c)
+    assert [cc.congestion_window for cc in ccs] == [10 * MSS] * 2  # IW/N with IW = 20 packets
+    with pytest.raises(ValueError, match="other parameters"):
+        groups.get_or_create("g", Params.for_controller("cubic", n=2), MSS)  # another iw
+    off = groups.get_or_create("o", Params.for_controller("reno", n=2, sync="off"), MSS, 4 * MSS)
+    cc = MquicReno(max_datagram_size=MSS)
+    cc.attach(off, 0)
+    assert cc.congestion_window == 4 * MSS
+
+
+def test_nfe_records_packets_since_join() -> None:
+    conns = attached(MquicReno, Params.for_controller("reno", n=2), gid="g")
+    a, b = conns
+    a.send(0.5, count=7)  # before the others: counted from attach
+    a.ack(0.55)
+    b.send(0.5, count=3)
+    b.ack(0.55)
+    assert (mq(a).packets, mq(b).packets) == (7, 3)
+    unattached = Conn(MquicReno(max_datagram_size=MSS))
+    unattached.send(0.5, count=4)
+    assert mq(unattached).packets == 0  # not counted while unattached
+    a.send(1.0, count=5)
+    a.ack(1.05, count=4)
+    a.lose(1.05)
+    rec = groups.log("g")[-1]
+    assert (rec.event, rec.conn, rec.packets, rec.group_packets) == ("nfe", 0, 12, 15)
+    entry = groups.entry(groups.get("g"))  # type: ignore[arg-type]
+    b.cc.detach()  # a member that left still counts in the group's packets
+    assert entry.group_packets() == 15 and entry.packets == {1: 3}
+
+
+def test_cwnd_samples_at_round_ends_and_decisions() -> None:
+    conns = attached(MquicReno, Params.for_controller("reno", n=2), gid="g")
+    a, b = conns
+    t = 1.0
+    for _ in range(3):
+        t = a.round(t)
+        b.round(t - RTT)
+    samples = groups.samples("g")
+    # one per round end: at the ACK that ends the round (the first of the next window's)
+    assert [(s["conn"], s["time"]) for s in samples] == [(c, pytest.approx(x)) for x in (1.05, 1.1, 1.15) for c in (0, 1)]
+    assert samples[-1] == {"time": pytest.approx(1.15), "group": "g", "event": "cwnd", "conn": 1,
+                           "cwnd": 21 * MSS, "ssthresh": None, "in_slow_start": True}  # fmt: skip
+    a.round(t, lose=True)  # an NFE that synchronizes: both members sampled after the decision
+    rec = groups.log("g")[-1]
+    assert rec.action == "sync"
+    new = samples[6:]
+    assert {s["conn"] for s in new} == {0, 1} and all(s["time"] == rec.time for s in new[-2:])
+    assert all(s["cwnd"] == rec.after[s["conn"]] for s in new[-2:])
+    lines = groups.lines("g")
+    assert [d["time"] for d in lines] == sorted(d["time"] for d in lines)
+    assert {d["event"] for d in lines} == {"nfe", "cwnd"}
+
+
+def test_cwnd_samples_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert controllers.MAX_SAMPLES == 20_000
+    monkeypatch.setattr(controllers, "MAX_SAMPLES", 5)
+    (a,) = attached(MquicReno, Params.for_controller("reno", n=1))
+    t = 1.0
+    for _ in range(8):
+        t = a.round(t)
+    entry = groups.entry(groups.get("g"))  # type: ignore[arg-type]
+    assert len(entry.samples) == 5 and entry.samples_dropped == 3  # the first ones kept
+    assert [s["time"] for s in entry.samples] == sorted(s["time"] for s in entry.samples)
+
+
+# -- mquic-bbr ------------------------------------------------------------------------------------
+
+
+class BbrConn(Conn):
+    def burst_round(self, t: float, count: int, gap: float) -> float:
+        """``count`` packets sent at ``t``, acknowledged ``gap`` apart from ``t + RTT``
+        (a bottleneck of one packet per ``gap``); returns the last ACK's time."""
+        self.send(t, count=count)
+        now = t + RTT
+        for _ in range(count):
+            self.ack(now, count=1, rtt=None)
+            now += gap
+        return now - gap
+
+
+def bbr_pair(sync: str) -> tuple[BbrConn, BbrConn]:
+    """Two attached mquic-bbr controllers, each with one packet that stays in flight, so
+    that the bursts are not application limited (the pipe never empties)."""
+    group = groups.get_or_create("b", Params.for_controller("bbr", n=2, sync=sync), MSS)  # type: ignore[arg-type]
+    out = []
+    for c in range(2):
+        cc = create_congestion_control(controllers.BBR, max_datagram_size=MSS)
+        assert isinstance(cc, controllers.MquicBbr)
+        cc.attach(group, c)
+        conn = BbrConn(cc)
+        conn.send(0.9, count=1)
+        conn.flight = []  # never acknowledged
+        out.append(conn)
+    return out[0], out[1]
+
+
+def drive_bbr(a: BbrConn, b: BbrConn, rounds: int = 6) -> None:
+    t = 1.0
+    for _ in range(rounds):  # a's path delivers 4x as fast as b's
+        ta = a.burst_round(t, 20, 0.0005)
+        tb = b.burst_round(t, 5, 0.002)
+        t = max(ta, tb) + 0.001
+
+
+def test_mquic_bbr_attaches_at_iw_over_n_and_gets_bbr_pacing() -> None:
+    a, b = bbr_pair("full")
+    assert [c.cc.congestion_window for c in (a, b)] == [5 * MSS] * 2 and a.cc.initial_cwnd == 5 * MSS  # type: ignore[attr-defined]
+    rec = QuicPacketRecovery(congestion_control_algorithm=controllers.BBR, initial_rtt=0.1, max_datagram_size=MSS,
+                             peer_completed_address_validation=True, send_probe=lambda: None)  # fmt: skip
+    from dclab.endpoints.aioquic.bbr import BbrPacketPacer
+
+    assert isinstance(rec._cc, controllers.MquicBbr) and isinstance(rec._pacer, BbrPacketPacer)
+    off = groups.get_or_create("o", Params.for_controller("bbr", n=2, sync="off"), MSS)
+    cc = controllers.MquicBbr(max_datagram_size=MSS)
+    cc.attach(off, 0)
+    assert cc.congestion_window == 10 * MSS
+
+
+def test_mquic_bbr_rates_more_than_2x_apart_end_at_the_mean() -> None:
+    a, b = bbr_pair("full")
+    drive_bbr(a, b)
+    rates = [r for r in groups.log("b") if r.event == "rate"]
+    assert rates, "no rate equalization"
+    first = rates[0]
+    assert first.action == "mean" and first.spread is not None and first.spread > 2.0
+    mean = sum(first.before.values()) / 2
+    assert first.after == {0: pytest.approx(mean), 1: pytest.approx(mean)}
+    # right after the last decision both estimates are its mean; in between, each BBR's own
+    last = rates[-1]
+    ca, cb = a.cc, b.cc
+    assert isinstance(ca, controllers.MquicBbr) and isinstance(cb, controllers.MquicBbr)
+    samples = [s for s in groups.samples("b") if s["time"] == last.time][-2:]  # the decision's
+    assert {s["conn"] for s in samples} == {0, 1}
+    assert all(s["btlbw_bps"] == round(last.after[0]) for s in samples)
+    assert len(rates) >= 4  # every round: a's own samples take its filter back up, b's reports stay low
+    assert all(r.spread is not None and r.spread > 2.0 for r in rates)
+
+
+def test_mquic_bbr_off_mode_keeps_the_rates_apart() -> None:
+    a, b = bbr_pair("off")
+    drive_bbr(a, b)
+    assert not [r for r in groups.log("b") if r.event == "rate"]
+    assert a.cc.btlbw > 2 * b.cc.btlbw  # type: ignore[attr-defined]
+
+
+def test_mquic_bbr_rate_decision_refreshes_pacing_and_cwnd() -> None:
+    a, _ = bbr_pair("full")
+    cc = a.cc
+    assert isinstance(cc, controllers.MquicBbr)
+    cc.filled_pipe, cc.rtprop, cc.pacing_gain, cc.cwnd_gain = True, RTT, 1.0, 2.0
+    cc.congestion_window = 200 * MSS
+    cc._mq_set_rate(100_000.0)
+    assert cc.btlbw == cc.btlbw_filter.get() == 100_000.0 and cc.pacing_rate == 100_000.0
+    assert cc.congestion_window == cc.target_cwnd == int(2.0 * 100_000.0 * RTT) + 3 * cc.send_quantum
+
+
+def test_mquic_bbr_losses_are_nfes_that_change_nothing() -> None:
+    a, b = bbr_pair("full")
+    drive_bbr(a, b, rounds=2)
+    before = b.cc.congestion_window
+    a.send(5.0, count=4)
+    a.ack(5.05, count=3, rtt=None)
+    a.lose(5.05)
+    nfes = [r for r in groups.log("b") if r.event == "nfe"]
+    assert len(nfes) == 1 and nfes[0].action == "none" and nfes[0].conn == 0
+    assert nfes[0].packets == mq_packets(a) and nfes[0].group_packets == mq_packets(a) + mq_packets(b)
+    assert b.cc.congestion_window == before
+    a.send(5.06, count=2)
+    a.lose(5.1, count=1)  # sent after the recovery began: a new period, a second NFE
+    assert len([r for r in groups.log("b") if r.event == "nfe"]) == 2
+
+
+def mq_packets(c: Conn) -> int:
+    return c.cc.packets  # type: ignore[attr-defined]

@@ -268,7 +268,7 @@ def test_invalid_params_are_refused_naming_the_field(kw, field):
 
 def test_invalid_group_arguments_are_refused_naming_the_field():
     with pytest.raises(ValueError, match="^controller:"):
-        Params.for_controller("bbr")
+        Params.for_controller("vegas")
     with pytest.raises(ValueError, match="^mss:"):
         Group(Params(), mss=0)
     with pytest.raises(ValueError, match="^iw_bytes:"):
@@ -373,3 +373,63 @@ def test_three_connections_through_slow_start_and_congestion_avoidance():
         "gamma": pytest.approx(1.8), "before": {"0": 16000, "1": 32000, "2": 32000}, "after": {"0": 24000, "1": 24000, "2": 24000},
     }  # fmt: skip
     assert json.loads(lines[3])["spread"] == 2.0 and "i" not in json.loads(lines[3])
+
+
+# -- observer mode (sync "off"), initial window, NFE counters ------------------------------------
+
+
+def test_off_mode_observes_and_changes_nothing():
+    g = group(Params.for_controller("reno", n=3, sync="off"), mss=1200)
+    assert g.initial_cwnd == 12000 and not g.synchronizing  # the full IW each, not IW/N
+    assert Group(Params(n=3, sync="off"), mss=1200).join(0) == 12000
+    for i in range(6):  # NFEs in slow start: counted and logged, never synchronized
+        states = {0: slow(40000), 1: slow(30000), 2: slow(20000)}
+        states[i % 3] = ca(10000)
+        d = g.on_nfe(i % 3, float(i), states, packets=100 + i, group_packets=300 + i, cwnd_before=20000)
+        assert d.updates == {}
+        r = d.record
+        assert (r.event, r.action, r.gamma, r.i, r.packets, r.group_packets, r.cwnd_before) == (
+            "nfe", "none", None, i + 1, 100 + i, 300 + i, 20000)  # fmt: skip
+        assert r.before == r.after
+    assert g.nfes == 6 and g.gamma == g.params.gamma0
+    # congestion avoidance with windows far apart: no equalization of cwnds or rates
+    far = {0: ca(40000), 1: ca(10000), 2: ca(10000)}
+    for round_ in range(2):
+        assert all(g.on_round(c, 10.0 + round_, far) is None for c in (0, 1, 2))
+        assert all(g.on_rate(c, 10.0 + round_, rate) is None for c, rate in ((0, 10e6), (1, 1e6), (2, 0.0)))
+
+
+def test_nfe_counters_are_copied_into_the_record_and_validated():
+    g = group(Params.paper(n=2))
+    d = g.on_nfe(0, 1.0, {0: ca(7000), 1: slow(10000)}, packets=12, group_packets=30, cwnd_before=10000)
+    assert d.record.action == "sync" and (d.record.packets, d.record.group_packets, d.record.cwnd_before) == (12, 30, 10000)
+    line = d.record.to_dict()
+    assert (line["packets"], line["group_packets"], line["cwnd_before"]) == (12, 30, 10000)
+    assert "packets" not in g.on_nfe(1, 2.0, {0: slow(9000), 1: ca(6000)}).record.to_dict()  # omitted when not given
+    with pytest.raises(ValueError, match="^packets:"):
+        g.on_nfe(0, 3.0, {0: ca(7000), 1: slow(10000)}, packets=-1)
+
+
+def test_note_nfe_logs_without_synchronizing_in_full_mode():
+    g = group(Params.paper(n=2))
+    r = g.note_nfe(0, 1.0, {0: ca(7000), 1: slow(10000)}, packets=5, group_packets=9, cwnd_before=10000)
+    assert (r.event, r.action, r.i, r.gamma, r.packets, r.group_packets, r.cwnd_before) == ("nfe", "none", 1, None, 5, 9, 10000)
+    assert g.nfes == 1 and g.synchronizing and g.gamma == g.params.gamma0  # γ untouched
+    assert g.on_nfe(1, 2.0, {0: slow(7000), 1: ca(7000)}).record.i == 2  # the count goes on
+
+
+def test_iw_sets_the_initial_window_per_mode():
+    mss = 1252
+    assert Group(Params(n=3), mss=mss, iw_bytes=20 * mss).initial_cwnd == 20 * mss // 3 == 8346
+    assert Group(Params(n=3, sync="cwnd"), mss=mss, iw_bytes=20 * mss).join(0) == 8346
+    assert Group(Params(n=3, sync="off"), mss=mss, iw_bytes=20 * mss).join(0) == 20 * mss
+    assert Group(Params(n=3, sync="off"), mss=mss, iw_bytes=1 * mss).initial_cwnd == 2 * mss  # the floor
+    assert Group(Params(n=2), mss=mss, iw_bytes=4 * mss).initial_cwnd == 2 * mss
+
+
+def test_sync_modes_and_bbr_preset():
+    with pytest.raises(ValueError, match="^sync:"):
+        Params(sync="sometimes")  # type: ignore[arg-type]
+    assert Params(sync="off").sync == "off"
+    bbr = Params.for_controller("bbr", n=2, sync="off")
+    assert (bbr.n, bbr.sync, bbr.rate_ratio, bbr.gamma0) == (2, "off", 2.0, 2.0)

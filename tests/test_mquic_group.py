@@ -31,6 +31,22 @@ def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def wait_for_done(path: Path, timeout_s: float = 10.0) -> list[dict]:
+    """The log's lines once it has a done line (the server appends a group when it finishes)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            lines = read_log(path) if path.exists() else []
+        except ValueError:  # a line being appended
+            lines = []
+        if any(d["event"] == "done" for d in lines):
+            return lines
+        time.sleep(0.1)
+    return []
+
+
 def start_server(ns, certs, workdir: Path, cc: str = "mquic-reno") -> tuple[subprocess.Popen, ServerSpec]:
     from test_endpoint_aioquic import wait_ready
 
@@ -55,12 +71,14 @@ def run_client(ns, certs, workdir: Path, workload: Workload, cc: str = "mquic-re
 
 def test_header_round_trip_and_options():
     m = Membership("g1", 2, 3, "cwnd", "paper")
-    assert m.header() == b"group=g1; conn=2; n=3; sync=cwnd; params=paper"
+    assert m.header() == b"group=g1; conn=2; n=3; sync=cwnd; params=paper; iw=10"
     assert parse_header(m.header()) == m
-    assert parse_header("group=x; conn=0; n=1") == Membership("x", 0, 1, "full", "aioquic")
+    assert parse_header("group=x; conn=0; n=1") == Membership("x", 0, 1, "full", "aioquic", 10)
+    assert parse_header("group=x; conn=0; n=1; sync=off; iw=4") == Membership("x", 0, 1, "off", "aioquic", 4)
     for bad, what in [("group=x; conn=3; n=3", "conn"), ("conn=0; n=2", "group"), ("group=x; conn=0; n=2; sync=no", "sync"),
                       ("group=x; conn=0; n=2; params=x", "params"), ("group=x; conn=0; n=2; bogus=1", "bogus"),
-                      ("group=x; conn=0; n=0", "n")]:  # fmt: skip
+                      ("group=x; conn=0; n=0", "n"), ("group=x; conn=0; n=1; iw=0", "iw"),
+                      ("group=x; conn=0; n=1; iw=1001", "iw"), ("group=x; conn=0; n=1; iw=ten", "iw")]:  # fmt: skip
         with pytest.raises(ValueError, match=what):
             parse_header(bad)
     opts = ({"mquic_group": "a"}, {}, {"mquic_group": "a", "mquic_sync": "cwnd"}, {"mquic_group": "b", "mquic_n": "2"})
@@ -69,6 +87,12 @@ def test_header_round_trip_and_options():
     assert from_options(opts, 2) == Membership("a", 1, 2, "cwnd")  # its index within the group
     assert from_options(opts, 3) == Membership("b", 0, 2)
     assert from_options((), 0) is None
+    off = ({"mquic_group": "c", "mquic_sync": "off", "mquic_iw": "20"},)
+    assert from_options(off, 0) == Membership("c", 0, 1, "off", "aioquic", 20)
+    with pytest.raises(ValueError, match="mquic_iw"):
+        from_options(({"mquic_group": "c", "mquic_iw": "5; n=9"},), 0)
+    with pytest.raises(ValueError, match="iw"):
+        from_options(({"mquic_group": "c", "mquic_iw": "0"},), 0)
     assert Membership("a", 0, 3).to_params("reno").beta == 0.5
     assert Membership("a", 0, 3, params="paper").to_params("reno").gamma0 == 1.5
 
@@ -77,6 +101,7 @@ def test_stack_check_and_commands(tmp_path):
     st = AioquicMquicStack()
     wl = group_workload(3, MB)
     assert st.check("mquic-reno", wl) == "mquic-reno" and st.check("mquic-cubic", wl) == "mquic-cubic"
+    assert st.check("mquic-bbr", group_workload(3, MB, mquic_sync="off", mquic_iw="20")) == "mquic-bbr"
     with pytest.raises(StackError, match="mquic_bogus"):
         st.check("mquic-reno", Workload(objects=(1,), cc_options=({"mquic_bogus": "1"},)))
     # the registered aioquic stack is unchanged: no mquic controllers, no knobs
@@ -104,18 +129,102 @@ def test_client_refuses_bad_mquic_options(tmp_path):
     assert p.returncode == 2 and "sync" in json.loads(p.stdout.strip().splitlines()[-1])["error"]
 
 
+def fake_quic(cc_name: str = "mquic-reno"):
+    """What MquicGroups reads of an aioquic QuicConnection: its controller and datagram size."""
+    from types import SimpleNamespace
+
+    from aioquic.quic.congestion.base import create_congestion_control
+
+    cc = create_congestion_control(cc_name, max_datagram_size=DATAGRAM)
+    return SimpleNamespace(_loss=SimpleNamespace(_cc=cc), _configuration=SimpleNamespace(max_datagram_size=DATAGRAM))
+
+
+def lose_one(quic, t: float) -> None:
+    """One packet sent at ``t`` and lost: an NFE of ``quic``'s controller."""
+    from aioquic.quic.packet import QuicPacketType
+    from aioquic.quic.packet_builder import QuicSentPacket
+    from aioquic.tls import Epoch
+
+    cc = quic._loss._cc
+    p = QuicSentPacket(epoch=Epoch.ONE_RTT, in_flight=True, is_ack_eliciting=True, is_crypto_packet=False,
+                       packet_number=int(t * 1000), packet_type=QuicPacketType.ONE_RTT, sent_time=t, sent_bytes=DATAGRAM)  # fmt: skip
+    cc.on_packet_sent(packet=p)
+    cc.on_packets_lost(now=t + 0.05, packets=[p])
+
+
+def test_server_appends_a_group_when_its_last_member_closes(tmp_path):
+    from dclab.endpoints.aioquic.h3_server import MquicGroups, start_mquic_log, write_mquic_log
+    from dclab.endpoints.aioquic.mquic.controllers import groups
+
+    groups.clear()
+    log = tmp_path / "mquic.jsonl"
+    start_mquic_log(log)
+    mg = MquicGroups(log)
+    try:
+        a, b = fake_quic(), fake_quic()
+        assert mg.attach(a, b"group=g1; conn=0; n=2; sync=off; iw=20", 1.0) is None
+        assert mg.attach(b, b"group=g1; conn=1; n=2; sync=off; iw=20", 1.1) is None
+        assert a._loss._cc.congestion_window == 20 * DATAGRAM  # off: the whole IW of 20 packets
+        assert "iw" in (mg.attach(fake_quic(), b"group=g2; conn=0; n=2; iw=0", 1.2) or "")
+        lose_one(b, 2.0)
+        mg.closed(a, now=3.0)
+        assert log.read_text() == ""  # one member still open: nothing yet
+        mg.closed(b, now=4.0)
+        first = read_log(log)
+        assert [d["event"] for d in first] == ["join", "join", "nfe", "cwnd", "done"]
+        assert first[0]["iw"] == 20 * DATAGRAM and first[0]["cwnd"] == 20 * DATAGRAM and first[0]["sync"] == "off"
+        nfe, done = first[2], first[-1]
+        assert (nfe["action"], nfe["conn"], nfe["packets"], nfe["group_packets"]) == ("none", 1, 1, 1)
+        assert done == {"time": 4.0, "group": "g1", "event": "done", "finished": True, "nfes": 1,
+                        "first_nfe": {"time": 2.05, "conn": 1, "kind": "loss", "action": "none", "packets": 1,
+                                      "group_packets": 1, "cwnd_before": 20 * DATAGRAM},
+                        "packets": {"0": 0, "1": 1}, "group_packets": 1, "cwnd_samples": 1,
+                        "cwnd_samples_dropped": 0}  # fmt: skip
+        assert "g1" not in groups and mg.finished == []  # streamed, not kept
+        # the id can be used again: a new group, appended after the first; one left open
+        c, d = fake_quic("mquic-bbr"), fake_quic()
+        assert mg.attach(c, b"group=g1; conn=0; n=1", 5.0) is None
+        mg.closed(c, now=6.0)
+        assert mg.attach(d, b"group=open; conn=0; n=3; sync=cwnd", 7.0) is None
+        second = read_log(log)
+        assert second[: len(first)] == first and [x["event"] for x in second[len(first):]] == ["join", "done"]
+        assert second[-1]["first_nfe"] is None and second[-2]["controller"] == "bbr"
+        assert second[-2]["cwnd"] == 10 * DATAGRAM  # n=1: IW/1
+        write_mquic_log(log, mg)  # at exit: the open group, marked unfinished
+        third = read_log(log)
+        assert third[: len(second)] == second
+        assert [x["event"] for x in third[len(second):]] == ["join", "done"] and not third[-1]["finished"]
+        assert third[-2]["cwnd"] == 10 * DATAGRAM // 3
+    finally:
+        groups.clear()
+
+
+def test_server_log_is_empty_when_nothing_happened(tmp_path):
+    from dclab.endpoints.aioquic.h3_server import MquicGroups, start_mquic_log, write_mquic_log
+
+    for mg in (None, MquicGroups(tmp_path / "b.jsonl")):
+        log = tmp_path / ("a.jsonl" if mg is None else "b.jsonl")
+        log.write_text("old run\n")
+        start_mquic_log(log)
+        write_mquic_log(log, mg)
+        assert log.read_text() == ""
+
+
 # -- over veth ----------------------------------------------------------------------------
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("cc", ["mquic-reno", "mquic-cubic"])
+@pytest.mark.parametrize("cc", ["mquic-reno", "mquic-cubic", "mquic-bbr"])
 def test_group_of_three_over_veth(veth_pair, certs, tmp_path, cc):
     from test_endpoint_aioquic import stop
 
     size = 2 * MB
     proc, spec = start_server(veth_pair, certs, tmp_path / "srv", cc)
+    streamed: list[dict] = []
     try:
         r = run_client(veth_pair, certs, tmp_path / "cli", group_workload(3, size), cc)
+        # the client closed its connections: the finished group is on disk before the server stops
+        streamed = wait_for_done(spec.workdir / MQUIC_LOG)
     finally:
         code = stop(proc)
     assert r.ok, r.error
@@ -128,7 +237,40 @@ def test_group_of_three_over_veth(veth_pair, certs, tmp_path, cc):
     assert all(d["n"] == 3 and d["controller"] == cc.removeprefix("mquic-") and d["iw"] == IW for d in joins)
     total = sum(d["cwnd"] for d in joins)
     assert IW - 3 < total <= IW, f"initial windows sum to {total}, not one IW ({IW})"
-    assert all(d["event"] in ("join", "nfe", "round") for d in lines)
+    assert all(d["event"] in ("join", "nfe", "round", "rate", "cwnd", "done") for d in lines)
+    print({e: sum(d["event"] == e for d in lines) for e in ("nfe", "round", "rate", "cwnd")})
+    assert streamed and streamed == lines  # written when the group finished; nothing more at exit
+    done = [d for d in lines if d["event"] == "done"]
+    assert len(done) == 1 and lines[-1] is not None and lines[-1]["event"] == "done"
+    assert done[0]["finished"] and done[0]["nfes"] == sum(d["event"] == "nfe" for d in lines)
+    assert done[0]["group_packets"] == sum(done[0]["packets"].values()) > 3 * size // DATAGRAM
+    samples = [d for d in lines if d["event"] == "cwnd"]
+    assert {d["conn"] for d in samples} == {0, 1, 2} and done[0]["cwnd_samples"] == len(samples)
+    keys = {"time", "group", "event", "conn", "cwnd", "ssthresh", "in_slow_start"}
+    if cc == "mquic-bbr":
+        keys |= {"bbr_state", "btlbw_bps", "pacing_rate_bps"}
+    assert all(set(d) == keys for d in samples)
+
+
+@pytest.mark.root
+def test_off_mode_group_over_veth(veth_pair, certs, tmp_path):
+    """Three plain connections observed (sync=off, iw=20): each starts at the whole IW."""
+    from test_endpoint_aioquic import stop
+
+    size = MB
+    proc, spec = start_server(veth_pair, certs, tmp_path / "srv", "mquic-cubic")
+    try:
+        r = run_client(veth_pair, certs, tmp_path / "cli", group_workload(3, size, "p", mquic_sync="off", mquic_iw="20"),
+                       "mquic-cubic")  # fmt: skip
+    finally:
+        code = stop(proc)
+    assert r.ok and r.bytes == 3 * size and code == 0, r.error
+    lines = read_log(spec.workdir / MQUIC_LOG)
+    joins = [d for d in lines if d["event"] == "join"]
+    assert len(joins) == 3 and all(d["sync"] == "off" and d["cwnd"] == d["iw"] == 20 * DATAGRAM for d in joins)
+    assert not any(d["event"] in ("round", "rate") for d in lines)
+    assert all(d["action"] == "none" for d in lines if d["event"] == "nfe")
+    assert [d["event"] for d in lines].count("done") == 1
 
 
 @pytest.mark.root

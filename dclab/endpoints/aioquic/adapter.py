@@ -26,9 +26,9 @@ from ..base import (
 
 SERVER_MODULE = "dclab.endpoints.aioquic.h3_server"
 MQUIC_LOG = "mquic.jsonl"  # in the server's workdir: the mQUIC groups' JSON lines
-MQUIC_CCS = ("mquic-reno", "mquic-cubic")
+MQUIC_CCS = ("mquic-reno", "mquic-cubic", "mquic-bbr")
 # Workload.cc_options knobs of AioquicMquicStack (dclab.endpoints.aioquic.mquic.OPTIONS)
-MQUIC_OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params")
+MQUIC_OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params", "mquic_iw")
 CLIENT_MODULE = "dclab.endpoints.aioquic.h3_client"
 STOP_S = 10.0  # beyond the client's own timeout: its watchdog ends it 5 s after
 

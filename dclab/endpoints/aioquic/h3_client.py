@@ -82,7 +82,7 @@ from .mquic import from_options
 def client_cc(cc: str) -> str:
     """The controller the client runs: an mQUIC name's wrapped controller (the engine is
     the server's), else ``cc``."""
-    return cc.removeprefix("mquic-") if cc in ("mquic-reno", "mquic-cubic") else cc
+    return cc.removeprefix("mquic-") if cc in ("mquic-reno", "mquic-cubic", "mquic-bbr") else cc
 
 CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workload
 

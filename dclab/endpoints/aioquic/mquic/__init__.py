@@ -23,27 +23,34 @@ from .engine import (
 
 HEADER = b"dclab-mquic"
 # Workload.cc_options knobs (per connection) that the aioquic client turns into the header
-OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params")
+OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params", "mquic_iw")
 PARAM_SETS = ("aioquic", "paper")
+SYNC_MODES = ("full", "cwnd", "off")
+DEFAULT_IW = 10  # packets: aioquic's K_INITIAL_WINDOW
+MAX_IW = 1000
 
 
 @dataclass(frozen=True)
 class Membership:
     """What the ``dclab-mquic`` header says: connection ``conn`` of group ``group`` of
-    ``n`` connections, with the sync mode and the parameter set (``aioquic``:
-    ``Params.for_controller`` of the wrapped controller; ``paper``: ``Params.paper``)."""
+    ``n`` connections, with the sync mode (``off``: observe only), the parameter set
+    (``aioquic``: ``Params.for_controller`` of the wrapped controller; ``paper``:
+    ``Params.paper``) and one connection's initial window ``iw`` in packets (the group's
+    ``iw_bytes`` is ``iw`` x max_datagram_size)."""
 
     group: str
     conn: ConnId
     n: int
     sync: SyncMode = "full"
     params: str = "aioquic"
+    iw: int = DEFAULT_IW
 
     def header(self) -> bytes:
-        return f"group={self.group}; conn={self.conn}; n={self.n}; sync={self.sync}; params={self.params}".encode()
+        return (f"group={self.group}; conn={self.conn}; n={self.n}; sync={self.sync}; params={self.params}; "
+                f"iw={self.iw}").encode()  # fmt: skip
 
     def to_params(self, controller: str) -> Params:
-        """The group's parameters for wrapped controller ``controller`` (reno, cubic)."""
+        """The group's parameters for wrapped controller ``controller`` (reno, cubic, bbr)."""
         if self.params == "paper":
             return Params.paper(self.n, self.sync)
         return Params.for_controller(controller, self.n, self.sync)
@@ -60,8 +67,8 @@ def _int(key: str, text: str, lo: int, hi: int) -> int:
 
 
 def parse_header(value: bytes | str) -> Membership:
-    """The header's value (``group=g1; conn=0; n=3; sync=full; params=aioquic``; group,
-    conn and n required) as a Membership; ValueError naming what is wrong."""
+    """The header's value (``group=g1; conn=0; n=3; sync=full; params=aioquic; iw=10``;
+    group, conn and n required) as a Membership; ValueError naming what is wrong."""
     text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
     fields: dict[str, str] = {}
     for part in text.split(";"):
@@ -72,7 +79,7 @@ def parse_header(value: bytes | str) -> Membership:
         key, val = key.strip(), val.strip()
         if not eq or not key:
             raise ValueError(f"not key=value: {part!r}")
-        if key not in ("group", "conn", "n", "sync", "params"):
+        if key not in ("group", "conn", "n", "sync", "params", "iw"):
             raise ValueError(f"unknown field {key!r}")
         fields[key] = val
     for key in ("group", "conn", "n"):
@@ -81,18 +88,20 @@ def parse_header(value: bytes | str) -> Membership:
     n = _int("n", fields["n"], 1, MAX_CONNECTIONS)
     conn = _int("conn", fields["conn"], 0, n - 1)
     sync = fields.get("sync", "full")
-    if sync not in ("full", "cwnd"):
-        raise ValueError(f"sync: must be full or cwnd (got {sync!r})")
+    modes: dict[str, SyncMode] = {"full": "full", "cwnd": "cwnd", "off": "off"}
+    if sync not in modes:
+        raise ValueError(f"sync: must be {', '.join(SYNC_MODES)} (got {sync!r})")
     params = fields.get("params", "aioquic")
     if params not in PARAM_SETS:
         raise ValueError(f"params: must be {' or '.join(PARAM_SETS)} (got {params!r})")
-    return Membership(fields["group"], conn, n, "full" if sync == "full" else "cwnd", params)
+    iw = _int("iw", fields.get("iw") or str(DEFAULT_IW), 1, MAX_IW)
+    return Membership(fields["group"], conn, n, modes[sync], params, iw)
 
 
 def from_options(options: tuple[dict[str, str], ...], conn: ConnId) -> Membership | None:
     """Connection ``conn``'s membership from a workload's ``cc_options`` (None: no
     ``mquic_group`` for it). ``mquic_n`` defaults to the number of connections naming the
-    same group; ValueError on a bad value."""
+    same group, ``mquic_iw`` (packets) to 10; ValueError on a bad value."""
     if not options or not 0 <= conn < len(options):
         return None
     mine = options[conn]
@@ -101,18 +110,22 @@ def from_options(options: tuple[dict[str, str], ...], conn: ConnId) -> Membershi
         return None
     if any(c in group for c in ";=") or group != group.strip():
         raise ValueError(f"mquic_group: no ';', '=' or surrounding spaces (got {group!r})")
+    for key in OPTIONS[1:]:
+        if any(c in str(mine.get(key, "")) for c in ";="):
+            raise ValueError(f"{key}: no ';' or '=' (got {mine[key]!r})")
     n_text = mine.get("mquic_n") or str(sum(1 for o in options if o.get("mquic_group") == group))
     # the connection's index among those of its group is its conn id
     index = sum(1 for o in options[:conn] if o.get("mquic_group") == group)
     return parse_header(
         f"group={group}; conn={index}; n={n_text}; sync={mine.get('mquic_sync', 'full')}; "
-        f"params={mine.get('mquic_params', 'aioquic')}"
+        f"params={mine.get('mquic_params', 'aioquic')}; iw={mine.get('mquic_iw', DEFAULT_IW)}"
     )
 
 __all__ = [
     "HEADER",
     "OPTIONS",
     "PARAM_SETS",
+    "SYNC_MODES",
     "ConnId",
     "ConnState",
     "Decision",

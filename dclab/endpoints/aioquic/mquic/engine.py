@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 ConnId: TypeAlias = int  # e.g. the index of the connection's byte range
-SyncMode = Literal["full", "cwnd"]
+SyncMode = Literal["full", "cwnd", "off"]  # "off": observe only (docs/mquic.md)
 NfeKind = Literal["loss", "delay"]
 Action = Literal["sync", "mean", "stop", "none"]
 
@@ -66,8 +66,8 @@ class Params:
         for name in ("ca_ratio", "rate_ratio"):
             if not getattr(self, name) > 1:
                 raise ValueError(f"{name}: must be > 1 (got {getattr(self, name)})")
-        if self.sync not in ("full", "cwnd"):
-            raise ValueError(f"sync: must be 'full' or 'cwnd' (got {self.sync!r})")
+        if self.sync not in ("full", "cwnd", "off"):
+            raise ValueError(f"sync: must be 'full', 'cwnd' or 'off' (got {self.sync!r})")
 
     @classmethod
     def paper(cls, n: int = 3, sync: SyncMode = "full") -> Params:
@@ -77,8 +77,10 @@ class Params:
     @classmethod
     def for_controller(cls, controller: str, n: int = 3, sync: SyncMode = "full") -> Params:
         """Values matching aioquic 1.7.2's controller: slow start doubles per RTT (γ_0 2.0);
-        NewReno halves cwnd on loss (β 0.5), CUBIC keeps 0.7 of the bytes in flight."""
-        betas = {"reno": 0.5, "cubic": 0.7}
+        NewReno halves cwnd on loss (β 0.5), CUBIC keeps 0.7 of the bytes in flight. For
+        ``bbr`` (whose NFEs are never synchronized: only ``rate_ratio`` and the window floor
+        matter) the CUBIC values: BBR's STARTUP also doubles the delivery rate per round."""
+        betas = {"reno": 0.5, "cubic": 0.7, "bbr": 0.7}
         if controller not in betas:
             raise ValueError(f"controller: must be one of {', '.join(betas)} (got {controller!r})")
         return cls(n=n, beta=betas[controller], gamma0=2.0, delta=1.05, delta_r=1.0, sync=sync)
@@ -135,13 +137,17 @@ class Record:
     kind: NfeKind | None = None
     gamma: float | None = None  # γ_i when the NFE ran the recursion
     spread: float | None = None  # max/min compared with the ratio threshold
+    # NFEs: counters the caller passes in (copied, never used in a decision)
+    packets: int | None = None  # packets the hit connection sent since it joined
+    group_packets: int | None = None  # packets all members sent since they joined
+    cwnd_before: int | None = None  # the hit connection's cwnd before its own reaction
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "time": self.time, "group": self.group, "event": self.event, "conn": self.conn,
             "action": self.action, "stopped": self.stopped,
         }  # fmt: skip
-        for key in ("i", "kind", "gamma", "spread"):
+        for key in ("i", "kind", "gamma", "spread", "packets", "group_packets", "cwnd_before"):
             if getattr(self, key) is not None:
                 d[key] = getattr(self, key)
         d["before"] = {str(c): v for c, v in self.before.items()}
@@ -164,6 +170,14 @@ class RateDecision:
 
     rates: dict[ConnId, float]
     record: Record
+
+
+def _nfe_counts(packets: int | None, group_packets: int | None, cwnd_before: int | None) -> dict[str, int | None]:
+    counts = {"packets": packets, "group_packets": group_packets, "cwnd_before": cwnd_before}
+    for key, value in counts.items():
+        if value is not None:
+            _count(key, value, 0, 2**63)
+    return counts
 
 
 def _with_cwnd(state: ConnState, cwnd: int) -> ConnState:
@@ -219,7 +233,7 @@ class Group:
 
     @property
     def in_congestion_avoidance(self) -> bool:
-        """Full mode: synchronization has stopped. Cwnd mode: no member is in slow start."""
+        """Full mode: synchronization has stopped. Cwnd and off modes: no member is in slow start."""
         if self.params.sync == "full":
             return not self._synchronizing
         return bool(self._slow_start) and not any(self._slow_start.values())
@@ -230,7 +244,10 @@ class Group:
 
     @property
     def initial_cwnd(self) -> int:
-        """IW/N, but never below the minimum window (docs/mquic.md)."""
+        """IW/N, but never below the minimum window (docs/mquic.md); the whole IW with
+        ``sync="off"`` (plain connections, observed only)."""
+        if self.params.sync == "off":
+            return max(self.iw_bytes, self.min_window)
         return max(self.iw_bytes // self.params.n, self.min_window)
 
     def join(self, conn: ConnId) -> int:
@@ -255,14 +272,20 @@ class Group:
         self._rate_pending.discard(conn)
         self._rates.pop(conn, None)
 
-    def on_nfe(self, conn: ConnId, now: float, states: dict[ConnId, ConnState], kind: NfeKind = "loss") -> Decision:
+    def on_nfe(
+        self, conn: ConnId, now: float, states: dict[ConnId, ConnState], kind: NfeKind = "loss", *,
+        packets: int | None = None, group_packets: int | None = None, cwnd_before: int | None = None,
+    ) -> Decision:  # fmt: skip
         """A network fluctuation event of ``conn``: a congestion event (loss) or a
         delay-based slow-start exit. ``states`` holds every member's state, ``conn``'s
-        after its own controller reacted (cut cwnd, ssthresh set)."""
+        after its own controller reacted (cut cwnd, ssthresh set). ``packets``,
+        ``group_packets`` and ``cwnd_before`` are only copied into the record. With
+        ``sync="off"`` the NFE is counted and logged (action "none") and nothing changes."""
         self._member(conn)
         self._check_states(states)
         if kind not in ("loss", "delay"):
             raise ValueError(f"kind: must be 'loss' or 'delay' (got {kind!r})")
+        counts = _nfe_counts(packets, group_packets, cwnd_before)
         was_slow_start = self._slow_start[conn]
         self._nfes += 1
         n, total = len(states), sum(s.cwnd for s in states.values())
@@ -285,8 +308,24 @@ class Group:
             updates = {c: _with_cwnd(s, mean) for c, s in states.items()}
             action = "mean"
         self._track(states, updates)
-        record = self._record(now, "nfe", conn, action, states, updates, i=self._nfes, kind=kind, gamma=gamma)
+        record = self._record(now, "nfe", conn, action, states, updates, i=self._nfes, kind=kind, gamma=gamma,
+                              **counts)  # fmt: skip
         return Decision(updates, record)
+
+    def note_nfe(
+        self, conn: ConnId, now: float, states: dict[ConnId, ConnState], kind: NfeKind = "loss", *,
+        packets: int | None = None, group_packets: int | None = None, cwnd_before: int | None = None,
+    ) -> Record:  # fmt: skip
+        """An NFE that is only counted and logged, whatever the sync mode (BBR's losses):
+        the record of an ``on_nfe`` with action "none"; nothing changes."""
+        self._member(conn)
+        self._check_states(states)
+        if kind not in ("loss", "delay"):
+            raise ValueError(f"kind: must be 'loss' or 'delay' (got {kind!r})")
+        counts = _nfe_counts(packets, group_packets, cwnd_before)
+        self._nfes += 1
+        self._track(states, {})
+        return self._record(now, "nfe", conn, "none", states, {}, i=self._nfes, kind=kind, **counts)
 
     def on_round(self, conn: ConnId, now: float, states: dict[ConnId, ConnState]) -> Decision | None:
         """``conn`` finished a round. Once every member has finished one since the last
@@ -299,7 +338,7 @@ class Group:
         if self._round_pending:
             return None
         self._round_pending = set(self._members)
-        if not self.in_congestion_avoidance:
+        if self.params.sync == "off" or not self.in_congestion_avoidance:
             return None
         cwnds = [s.cwnd for s in states.values()]
         spread = max(cwnds) / min(cwnds)
@@ -321,6 +360,9 @@ class Group:
         self._rates[conn] = rate
         self._rate_pending.discard(conn)
         if self._rate_pending:
+            return None
+        if self.params.sync == "off":
+            self._rates, self._rate_pending = {}, set(self._members)
             return None
         rates, self._rates, self._rate_pending = self._rates, {}, set(self._members)
         hi, lo = max(rates.values()), min(rates.values())
