@@ -99,3 +99,24 @@ def pdcp_summary(records: list[dict], bearer: str) -> dict:
         for leg in summary["legs"]
     }
     return out
+
+
+def quantile(sorted_vals: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of sorted values, linear interpolation between the two
+    closest ranks (numpy's default, "linear")."""
+    pos = (len(sorted_vals) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def distribution(values: Iterable[float | None]) -> dict[str, Any]:
+    """n, median, p95 (linear interpolation, as numpy), mean and coefficient of variation
+    (cov: *sample* standard deviation / mean; None for fewer than two values or a zero mean)
+    of the values; None and NaN skipped. With no values all but n are None."""
+    vals = sorted(float(v) for v in values if v is not None and not math.isnan(v))
+    if not vals:
+        return {"n": 0, "median": None, "p95": None, "mean": None, "cov": None}
+    mean = statistics.fmean(vals)
+    cov = statistics.stdev(vals) / mean if len(vals) > 1 and mean != 0 else None
+    return {"n": len(vals), "median": quantile(vals, 0.5), "p95": quantile(vals, 0.95), "mean": mean, "cov": cov}

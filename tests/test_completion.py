@@ -1,0 +1,191 @@
+"""Completion-time statistics, improvements and figures on hand-made downloads and logs."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dclab.analysis.completion import (
+    completion_cdfs,
+    completion_table,
+    completion_vs_first_nfe,
+    cwnd_over_time,
+    cwnd_series,
+    gain_against,
+    gain_table,
+    improvement,
+    pick_group,
+    size_label,
+)
+from dclab.analysis.metrics import distribution, quantile
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _png(path):
+    assert path.exists() and path.stat().st_size > 1000
+    assert path.read_bytes()[:8] == PNG
+
+
+def dl(mode, size, t, ok=True, nfe=None):
+    return {"mode": mode, "size": size, "ok": ok, "completion_s": t if ok else None, "nfes": None,
+            "first_nfe_packets": nfe, "first_nfe_cwnd": None, "syncs": None}
+
+
+# ---------------------------------------------------------------------------------------
+# Statistics
+
+def test_distribution_of_1_to_100():
+    d = distribution([float(v) for v in range(1, 101)])
+    assert d["n"] == 100
+    assert d["median"] == pytest.approx(50.5)
+    assert d["p95"] == pytest.approx(95.05)
+    assert d["mean"] == pytest.approx(50.5)
+    assert d["cov"] == pytest.approx(np.std(range(1, 101), ddof=1) / 50.5)  # sample std
+
+
+def test_distribution_matches_numpy_and_skips_none():
+    vals = [3.0, 1.0, None, 10.0, 7.5, float("nan"), 2.0]
+    clean = [3.0, 1.0, 10.0, 7.5, 2.0]
+    d = distribution(vals)
+    assert d["n"] == 5
+    assert d["median"] == pytest.approx(np.percentile(clean, 50))
+    assert d["p95"] == pytest.approx(np.percentile(clean, 95))
+    assert quantile(sorted(clean), 0.25) == pytest.approx(np.percentile(clean, 25))
+
+
+def test_distribution_degenerate():
+    assert distribution([]) == {"n": 0, "median": None, "p95": None, "mean": None, "cov": None}
+    one = distribution([4.0, None])
+    assert one["n"] == 1 and one["median"] == 4.0 and one["p95"] == 4.0 and one["cov"] is None
+    assert distribution([2.0, 4.0])["cov"] == pytest.approx(math.sqrt(2) / 3)
+
+
+def test_size_label():
+    assert size_label(100_000) == "100 KB"
+    assert size_label(1_000_000) == "1 MB"
+    assert size_label(1_500_000) == "1.5 MB"
+    assert size_label(500) == "500 B"
+
+
+# ---------------------------------------------------------------------------------------
+# Tables
+
+def _downloads():
+    out = []
+    for t in (1.0, 2.0, 3.0):  # baseline 1c at 100 KB: median 2.0, p95 2.9
+        out.append(dl("1c", 100_000, t))
+    for t in (0.5, 1.0, 1.5):  # mquic at 100 KB: median 1.0, p95 1.45
+        out.append(dl("mquic", 100_000, t, nfe=int(t * 20)))
+    out.append(dl("mquic", 100_000, None, ok=False))
+    for t in (4.0, 6.0):  # 3c at 100 KB: slower than 1c
+        out.append(dl("3c", 100_000, t))
+    for t in (10.0, 20.0):  # 1 MB: only mquic and 3c, no 1c
+        out.append(dl("mquic", 1_000_000, t))
+        out.append(dl("3c", 1_000_000, t * 2))
+    return out
+
+
+def test_improvement_sign_and_value():
+    assert improvement(2.0, 1.0) == pytest.approx(50.0)  # mode faster: positive
+    assert improvement(2.0, 3.0) == pytest.approx(-50.0)  # mode slower: negative
+    assert improvement(None, 1.0) is None and improvement(2.0, None) is None and improvement(0.0, 1.0) is None
+
+
+def test_completion_table_rows_and_improvements():
+    rows = completion_table(_downloads(), ["mquic", "3c"], ["1c", "3c"])
+    assert [(r["size"], r["mode"]) for r in rows] == [(100_000, "mquic"), (100_000, "3c"), (1_000_000, "mquic"),
+                                                      (1_000_000, "3c")]
+    mq = rows[0]
+    assert mq["n"] == 3 and mq["failed"] == 1
+    assert mq["median"] == pytest.approx(1.0) and mq["p95"] == pytest.approx(1.45)
+    assert mq["cov"] == pytest.approx(0.5)  # sample std 0.5 / mean 1.0
+    assert set(mq["improvement"]) == {"1c", "3c"}
+    assert mq["improvement"]["1c"]["median"] == pytest.approx(50.0)
+    assert mq["improvement"]["1c"]["p95"] == pytest.approx((2.9 - 1.45) / 2.9 * 100)
+    assert mq["improvement"]["3c"]["median"] == pytest.approx((5.0 - 1.0) / 5.0 * 100)
+    three = rows[1]
+    assert set(three["improvement"]) == {"1c"}  # not against itself
+    assert three["improvement"]["1c"]["median"] == pytest.approx(-150.0)  # 3c slower than 1c
+    # No 1c downloads at 1 MB: improvements over it are None, over 3c they exist.
+    big = rows[2]
+    assert big["improvement"]["1c"] == {"median": None, "p95": None}
+    assert big["improvement"]["3c"]["median"] == pytest.approx(50.0)
+
+
+def test_completion_table_mode_without_downloads():
+    rows = completion_table([dl("1c", 1000, 1.0)], ["mquic"], ["1c"])
+    assert rows == [{"size": 1000, "mode": "mquic", "n": 0, "failed": 0, "median": None, "p95": None, "mean": None,
+                     "cov": None, "improvement": {"1c": {"median": None, "p95": None}}}]
+
+
+def test_gain_table():
+    def at(mq_t):
+        return [dl("1c", 1000, 2.0), dl("1c", 1000, 2.0), dl("mquic", 1000, mq_t), dl("mquic", 1000, mq_t)]
+
+    rows = gain_table([(2, at(1.0)), (3, at(1.5)), (4, [dl("mquic", 1000, 1.0)])], "mquic", ["1c", "mquic"])
+    assert [(r["x"], r["baseline"]) for r in rows] == [(2, "1c"), (3, "1c"), (4, "1c")]
+    assert rows[0]["median"] == pytest.approx(50.0) and rows[0]["p95"] == pytest.approx(50.0)
+    assert rows[1]["median"] == pytest.approx(25.0)
+    assert rows[0]["n"] == 2 and rows[0]["n_baseline"] == 2
+    assert rows[2]["median"] is None and rows[2]["n_baseline"] == 0
+
+
+# ---------------------------------------------------------------------------------------
+# Figures
+
+def test_figures_are_written(tmp_path):
+    d = _downloads()
+    _png(completion_cdfs(d, ["1c", "3c", "mquic"], "1c", tmp_path / "cdf.png", "completion"))
+    _png(completion_vs_first_nfe(d, ["1c", "3c", "mquic"], tmp_path / "nfe.png", "vs NFE", baseline="1c"))
+    _png(completion_vs_first_nfe(d, ["mquic"], tmp_path / "nfe_abs.png", "vs NFE"))
+    points = [(n, [x for x in d if x["mode"] != "mquic"] + [dl("mquic", 100_000, 0.4 * n)]) for n in (2, 3, 4)]
+    _png(gain_against(points, "mquic", ["1c", "3c"], tmp_path / "gain.png", "gain", "connections"))
+
+
+def test_figures_for_degenerate_input(tmp_path):
+    failed = [dl("1c", 1000, None, ok=False), dl("mquic", 1000, None, ok=False)]
+    _png(completion_cdfs(failed, ["1c", "mquic"], "1c", tmp_path / "a.png", "none ok"))
+    _png(completion_vs_first_nfe(failed, ["1c", "mquic"], tmp_path / "b.png", "none ok", baseline="1c"))
+    _png(gain_against([(2, failed)], "mquic", ["1c"], tmp_path / "c.png", "none ok", "n"))
+    one = [dl("mquic", 1000, 1.0), dl("mquic", 1000, 2.0)]  # one mode only, baseline absent
+    _png(completion_cdfs(one, ["mquic"], "1c", tmp_path / "d.png", "one mode"))
+    _png(completion_vs_first_nfe(one, ["mquic"], tmp_path / "e.png", "one mode, no NFE", baseline="1c"))
+    _png(completion_cdfs([], [], None, tmp_path / "f.png", "empty"))
+    _png(cwnd_over_time([], tmp_path / "g.png", "empty log"))
+
+
+# ---------------------------------------------------------------------------------------
+# Congestion windows
+
+def _log():
+    return [
+        {"time": 100.0, "group": "g1", "event": "join", "conn": 0, "n": 2, "cwnd": 12000, "iw": 12000},
+        {"time": 100.1, "group": "g1", "event": "nfe", "conn": 0, "action": "none", "i": 1, "kind": "loss",
+         "before": {"0": 24000}, "after": {"0": 12000}},
+        {"time": 50.0, "group": "g2", "event": "join", "conn": 0, "n": 2, "cwnd": 12000, "iw": 12000},
+        {"time": 50.0, "group": "g2", "event": "join", "conn": 1, "n": 2, "cwnd": 12000, "iw": 12000},
+        {"time": 50.2, "group": "g2", "event": "cwnd", "conn": 1, "cwnd": 36000, "ssthresh": None, "in_slow_start": True},
+        {"time": 50.3, "group": "g2", "event": "nfe", "conn": 1, "action": "sync", "i": 1, "kind": "loss", "gamma": 0.5,
+         "before": {"0": 24000, "1": 48000}, "after": {"0": 18000, "1": 18000}},
+        {"time": 50.5, "group": "g2", "event": "round", "conn": 0, "action": "mean", "before": {"0": 20000, "1": 30000},
+         "after": {"0": 25000, "1": 25000}, "spread": 1.5},
+        {"time": 50.6, "group": "g2", "event": "done", "nfes": 1, "first_nfe": 1},
+        {"time": 70.0, "group": "g3", "event": "round", "conn": 0, "action": "mean", "before": {"0": 1}, "after": {"0": 1}},
+    ]
+
+
+def test_cwnd_plot_picks_the_first_synchronized_group(tmp_path):
+    lines = _log()
+    assert pick_group(lines) == "g2"  # g1 only reacted alone; g2 synchronized first
+    assert pick_group(lines, "g1") == "g1"
+    assert pick_group([d for d in lines if d["group"] == "g1"]) == "g1"  # none synchronized: the first
+    assert pick_group([]) is None
+    s = cwnd_series(lines, "g2")
+    assert list(s) == ["0", "1"]
+    assert s["1"] == [(0.0, 12000.0), pytest.approx((0.2, 36000.0)), pytest.approx((0.3, 48000.0)),
+                      pytest.approx((0.3, 18000.0)), pytest.approx((0.5, 30000.0)), pytest.approx((0.5, 25000.0))]
+    assert s["0"][0] == (0.0, 12000.0) and s["0"][-1] == pytest.approx((0.5, 25000.0))
+    _png(cwnd_over_time(lines, tmp_path / "cwnd.png", "cwnd"))
+    _png(cwnd_over_time(lines, tmp_path / "cwnd_g1.png", "cwnd", group="g1"))
+    _png(cwnd_over_time(lines, tmp_path / "cwnd_none.png", "cwnd", group="absent"))
