@@ -37,6 +37,8 @@ class Scenario(BaseModel):
     bw: Annotated[list[PosMbps], Field(min_length=1, max_length=8, description="downlink rate per leg, Mbit/s")] = [20.0, 20.0]
     delay: Annotated[list[DelayMs], Field(min_length=1, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
     delay_cov: Annotated[float, Field(ge=0, le=1, description="delay std / mean (normal jitter)")] = 0.1
+    jitter_reorders: Annotated[StrictBool, Field(description="jitter may reorder packets (netem); False: "
+                                                 "order-preserving jitter, on every direction")] = True
     loss: Annotated[list[LossPct], Field(min_length=1, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
     duplicate: StrictBool = False
     reordering: StrictBool = True
@@ -44,6 +46,7 @@ class Scenario(BaseModel):
     trace: Path | None = None
     uplink_bw: PosMbps = 20.0
     uplink_delay: DelayMs = 10.0
+    uplink_loss: Annotated[LossPct, Field(description="random loss on the uplink (leg 1), percent")] = 0.0
     queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 100
     uplink_queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
     delay_limit: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
@@ -84,11 +87,18 @@ def build(base: Scenario | None = None, **changes: object) -> Scenario:
         raise ScenarioError(describe(e)) from None
 
 
+# Fields added after the first campaign store: a run key includes them only when they
+# differ from their defaults, so stores written before them still resume (campaign/plan.py).
+ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss")
+
+# The CLI option of a field where it is not --field-name.
+OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue"}
+
 # Allowed ranges, for messages ("> 0" marks an open lower bound).
 RANGES: dict[str, tuple[object, object]] = {
     "batch": (1, 100_000), "split": (0, 100), "bw": ("> 0", 100_000), "delay": (0, 10_000),
     "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "uplink_bw": ("> 0", 100_000),
-    "uplink_delay": (0, 10_000), "queue_packets": (1, 1_000_000), "uplink_queue_packets": (1, 1_000_000),
+    "uplink_delay": (0, 10_000), "uplink_loss": (0, 100), "queue_packets": (1, 1_000_000), "uplink_queue_packets": (1, 1_000_000),
     "delay_limit": (1, 1_000_000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
 }
 
@@ -104,7 +114,7 @@ def describe(e: ValidationError, as_file: bool = False) -> str:
         if not field and ":" in msg:  # a cross-field check names its field first
             field, msg = (x.strip() for x in msg.split(":", 1))
         field = field.lstrip("-").replace("-", "_")
-        option = (field or "scenario") if as_file else "--" + (field or "scenario").replace("_", "-")
+        option = (field or "scenario") if as_file else OPTIONS.get(field, "--" + (field or "scenario").replace("_", "-"))
         leg = f" (leg {int(loc[1]) + 1})" if len(loc) > 1 and loc[1].isdigit() else ""
         if as_file and leg:
             leg = f"[{int(loc[1])}]"

@@ -121,3 +121,75 @@ def test_one_leg_to_eight_legs(tmp_path):
 def test_fairness_needs_two_legs():
     r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--experiment", "fairness", "--bw", "20"])
     assert r.exit_code == 2 and "fairness needs two legs" in r.output
+
+
+def test_defaults_of_the_mquic_options():
+    s = sc.Scenario()
+    assert (s.jitter_reorders, s.uplink_loss, s.uplink_bw, s.uplink_delay) == (True, 0.0, 20.0, 10.0)
+    d = tomllib.loads(render(s))
+    directions = [d["legs"][0]["downlink"], d["legs"][0]["uplink"], d["legs"][1]["downlink"]]
+    assert all(x["jitter_reorders"] is True for x in directions)
+    assert "loss" not in d["legs"][0]["uplink"]
+
+
+@pytest.mark.parametrize("kind", ["throughput", "fairness"])
+def test_order_preserving_jitter_uplink_loss_and_queues_render(kind):
+    r = CliRunner().invoke(app, ["scenario", "show", "--order-preserving-jitter", "--uplink-loss", "2.5", "--uplink-bw", "5",
+                                 "--uplink-delay", "30", "--queue", "64", "--uplink-queue", "500", "--loss", "1,0"])
+    assert r.exit_code == 0, r.output
+    shown = tomllib.loads(r.output)
+    assert (shown["jitter_reorders"], shown["uplink_loss"], shown["uplink_bw"], shown["uplink_delay"],
+            shown["queue_packets"], shown["uplink_queue_packets"]) == (False, 2.5, 5.0, 30.0, 64, 500)
+    s = sc.build(jitter_reorders=False, uplink_loss=2.5, uplink_bw=5.0, uplink_delay=30.0, queue_packets=64,
+                 uplink_queue_packets=500, loss=[1.0, 0.0])
+    assert s == sc.Scenario.model_validate(shown)
+    d = tomllib.loads(render(s, kind))
+    up = d["legs"][0]["uplink"]
+    downs = [leg["downlink"] for leg in d["legs"]]
+    assert all(x["jitter_reorders"] is False for x in [up, *downs])
+    assert up["loss"] == {"model": "bernoulli", "percent": 2.5}
+    assert (up["rate"], up["delay"], up["queue_packets"]) == ("5.0mbit", {"distribution": "normal", "mean_ms": 30.0,
+                                                                          "std_ms": 3.0}, 500)
+    assert "uplink" not in d["legs"][1]
+    assert [x["queue_packets"] for x in downs] == [64, 64]
+    assert downs[0]["loss"] == {"model": "bernoulli", "percent": 1.0} and "loss" not in downs[1]
+
+
+def test_order_preserving_jitter_is_accepted_by_dcemu(tmp_path):
+    """dcemu reads the rendering with order-preserving jitter on every direction and uplink
+    loss on leg 1. That the delay stage then keeps order (and reorders by default) is the
+    Rust unit tests' business: `order_preserving_jitter` and `jitter_reorders_in_send_order`
+    in emu/src/link/delay.rs."""
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    s = sc.build(jitter_reorders=False, uplink_loss=3.0, queue_packets=7, uplink_queue_packets=77, delay_cov=0.5)
+    f = tmp_path / "d.toml"
+    f.write_text(render(s, "throughput", {"server_netns": "dclab-a", "client_netns": "dclab-b"}))
+    p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    d = tomllib.loads(p.stdout)
+    up = d["legs"][0]["uplink"]
+    assert all(leg[k]["jitter_reorders"] is False for leg in d["legs"] for k in ("downlink", "uplink") if k in leg)
+    assert up["loss"]["model"] == "bernoulli" and up["loss"]["percent"] == 3.0 and up["queue_packets"] == 77
+    assert [leg["downlink"]["queue_packets"] for leg in d["legs"]] == [7, 7]
+
+
+def test_scenario_file_round_trip_keeps_the_new_fields(tmp_path):
+    s = sc.build(jitter_reorders=False, uplink_loss=0.5, queue_packets=20)
+    f = tmp_path / "s.toml"
+    f.write_text(sc.to_toml(s))
+    assert sc.load(f) == s
+
+
+def test_run_keys_change_only_when_the_new_fields_leave_their_defaults():
+    from dclab.campaign import plan as cp
+
+    cfg = cp.parse_config("tcp:cubic")
+    options = get_experiment("throughput").options().model_dump(mode="json")
+
+    def key(s: sc.Scenario) -> str:
+        return cp.run_key("throughput", cfg, "batch", 10.0, 1, s, options)
+
+    base = key(sc.Scenario())
+    assert key(sc.build(jitter_reorders=True, uplink_loss=0.0)) == base
+    assert len({base, key(sc.build(jitter_reorders=False)), key(sc.build(uplink_loss=1.0))}) == 3

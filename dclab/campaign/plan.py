@@ -22,7 +22,7 @@ from ..endpoints.base import StackError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, sweepable_fields
 from ..paths import CAMPAIGNS, ROOT
-from ..scenario import Scenario, ScenarioError, build, capacity_mbps
+from ..scenario import ADDED_FIELDS, Scenario, ScenarioError, build, capacity_mbps
 from .sweeps import SWEEPS, expand, frange
 
 OVERHEAD_S = 4.0  # testbed setup and teardown per run, measured on the 2-core VM
@@ -196,14 +196,19 @@ def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: in
     """Stable over releases and machines: the fields of the first store's key (experiment,
     config, sweep, value, repetition, scenario, size, duration) in that order, then any other
     option that differs from the experiment's default, so stores written before plug-ins
-    still resume. A trace in the repository enters by its relative path (earlier releases
-    used the absolute one, so their trace-driven runs had other keys in every checkout)."""
+    still resume; likewise a scenario field added since (``scenario.ADDED_FIELDS``) only
+    when it differs from its default. A trace in the repository enters by its relative
+    path (earlier releases used the absolute one, so their trace-driven runs had other
+    keys in every checkout)."""
     exp = get_experiment(experiment)
     defaults = exp.options().model_dump(mode="json")
     base = {"stack", "cc", "udp_buffer", "size", "duration"}
     extra = {k: v for k, v in options.items() if k not in base and v != defaults.get(k)}
     duration = options.get("duration")
     scenario = s.model_dump(mode="json")
+    for name in ADDED_FIELDS:
+        if scenario[name] == Scenario.model_fields[name].default:
+            del scenario[name]
     if scenario.get("trace"):
         scenario["trace"] = _portable(Path(scenario["trace"]))
     fields: list[Any] = [experiment, cfg.stack, cfg.cc, cfg.udp_buffer, sweep, value, rep, scenario,

@@ -63,7 +63,17 @@ def scenario_options(f: F) -> F:
         click.option("--bw", help="Downlink rate per leg in Mbit/s, e.g. 20,20 [default 20,20]."),
         click.option("--delay", help="Downlink delay per leg in ms, e.g. 10,10 [default 10,10]."),
         click.option("--delay-cov", type=float, help="Delay jitter as std/mean (normal) [default 0.1]."),
+        click.option("--jitter-reorders/--order-preserving-jitter", "jitter_reorders", default=None,
+                     help="Jitter may reorder packets (netem), or each packet's delay is drawn but it never "
+                          "overtakes an earlier one; every direction [default: --jitter-reorders]."),
         click.option("--loss", help="Random loss per downlink leg in percent, e.g. 0.1,0.1 [default 0,0]."),
+        click.option("--queue", "queue_packets", type=int,
+                     help="Downlink rate-stage queue per leg in packets (1-1000000) [default 100]."),
+        click.option("--uplink-bw", type=float, help="Uplink rate (leg 1) in Mbit/s [default 20]."),
+        click.option("--uplink-delay", type=float, help="Uplink delay (leg 1) in ms; jitter per --delay-cov [default 10]."),
+        click.option("--uplink-loss", type=float, help="Random loss on the uplink (leg 1) in percent (0-100) [default 0]."),
+        click.option("--uplink-queue", "uplink_queue_packets", type=int,
+                     help="Uplink rate-stage queue in packets (1-1000000) [default 10000]."),
         click.option("--duplicate/--no-duplicate", default=None, help="PDCP duplication: every packet on both legs."),
         click.option("--no-reordering", is_flag=True, default=None, help="Turn PDCP reordering off (arrival order)."),
         click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
@@ -88,8 +98,10 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
         for name in ("bw", "delay", "loss"):
             if kw.get(name) is not None:
                 changes[name] = sc.parse_list(f"--{name}", kw[name])
-        if kw.get("delay_cov") is not None:
-            changes["delay_cov"] = kw["delay_cov"]
+        for name in ("delay_cov", "jitter_reorders", "queue_packets", "uplink_bw", "uplink_delay", "uplink_loss",
+                     "uplink_queue_packets"):
+            if kw.get(name) is not None:
+                changes[name] = kw[name]
         if kw.get("duplicate") is not None:
             changes["duplicate"] = kw["duplicate"]
         if kw.get("no_reordering"):

@@ -13,8 +13,9 @@ from ..scenario import Scenario
 
 
 def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_ms: float, limit: int,
-               loss_pct: float) -> dict[str, Any]:
-    d: dict[str, Any] = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit}
+               loss_pct: float, jitter_reorders: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit,
+                         "jitter_reorders": jitter_reorders}
     if std_ms > 0:
         d["delay"] = {"distribution": "normal", "mean_ms": delay_ms, "std_ms": std_ms}
     else:
@@ -31,11 +32,12 @@ def legs(s: Scenario) -> list[dict[str, Any]]:
         rate = {"trace": {"path": str(Path(s.trace).resolve())}} if s.trace else {"rate": f"{s.bw[i]}mbit"}
         leg: dict[str, Any] = {
             "name": f"leg{i + 1}",
-            "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i]),
+            "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
+                                   s.jitter_reorders),
         }
         if i == 0:
             leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
-                                       s.uplink_delay * s.delay_cov, s.delay_limit, 0.0)
+                                       s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.jitter_reorders)
         out.append(leg)
     return out
 
