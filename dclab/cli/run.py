@@ -63,8 +63,10 @@ def _command(exp: Experiment) -> click.Command:
             out_dir = new_run_dir(out, exp.name)
         except FileExistsError as e:
             raise click.UsageError(str(e)) from None
-        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, bw {s.bw} Mbit/s, "
-                  f"split {s.split}, batch {s.batch}, seed {s.seed} -> {out_dir}")
+        shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
+        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, bw {shown.bw} Mbit/s, "
+                  f"delay {shown.delay} ms, loss {shown.loss} %, split {shown.split}, batch {shown.batch}, "
+                  f"seed {shown.seed} -> {out_dir}")
         summary = run_with_progress(reps, out_dir, exp.describe,
                                     lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait, on_error))
         if as_json:

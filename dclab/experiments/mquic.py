@@ -1,0 +1,363 @@
+"""The mQUIC experiment (docs/mquic.md): short downloads over the study's LTE cell, each
+file fetched in every mode (1c: one plain connection; 3c: N plain connections, one byte
+range each; mquic: N coordinated connections; mquic-cwnd: cwnd-only synchronization).
+
+One testbed serves every repetition (``one_testbed``): one aioquic server with the mQUIC
+controllers, whose groups are named per download. A repetition fetches every size in
+every mode, the modes in an order rotated by one each repetition (so that no mode always
+follows another); every download is on pre-established connections (the handshake is
+not timed) and its NFEs come from the server's log (``mquic.jsonl``, one group per
+download: plain modes join as observers, ``sync=off``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, field_validator
+
+from ..analysis import completion
+from ..analysis.figures import empty_figure
+from ..endpoints.base import Workload
+from ..flows import Bearer, Flow, FlowPlan
+from ..scenario import Scenario, build
+from ..testbed import Testbed
+from ..testbed.rundir import write_json
+from ..units import parse_size
+from . import mquic_network as net
+from .base import Experiment, Metric, Options, RepResult, Summary, Table, _fmt
+
+MODES = ("1c", "3c", "mquic", "mquic-cwnd")
+BASELINES = ["1c", "3c"]
+PORT = 4433
+STATS_INTERVAL_MS = 1000.0  # one testbed runs for minutes to hours; dcemu's stats are not used per download
+LOG_WAIT_S = 3.0  # a download's log lines are written when its last connection has closed on the server
+LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
+DOWNLOADS = "downloads.json"
+
+
+def _sizes(v: object) -> tuple[int, ...]:
+    if isinstance(v, (list, tuple)):
+        items = [str(x) for x in v]
+    else:
+        items = [x.strip() for x in str(v).split(",")]
+    if not items or any(not x for x in items):
+        raise ValueError("sizes: expected sizes separated by ',' (e.g. 500KB,2400KB,6000KB)")
+    out = tuple(parse_size(x, "sizes") for x in items)
+    if len(out) > 10 or any(s < 1000 for s in out):
+        raise ValueError("sizes: 1 to 10 sizes, each at least 1KB")
+    return out
+
+
+class MquicOptions(Options):
+    cc: Literal["reno", "cubic", "bbr"] = Field("reno", description="Congestion control (the mQUIC engine wraps it).")
+    modes: str = Field("1c,3c,mquic", description="Modes, comma-separated: 1c, 3c, mquic, mquic-cwnd.")
+    conns: int = Field(3, ge=2, le=16, description="Connections of the 3c and mquic modes (N).")
+    sizes: str = Field("500KB,2400KB,6000KB", description="File sizes as in the paper, before scaling.")
+    iw: int = Field(10, ge=1, le=1000, description="Initial window of one connection in packets (mquic: IW/N each).")
+    preset: net.PresetName | Literal["none"] = Field(
+        "domestic-low-loss", description="The paper's network (docs/mquic.md); none: the scenario options as given.")
+    radio: float = Field(net.RADIO_MBPS, gt=0, le=10_000,
+                         description="The cell's rate before scaling, Mbit/s (the paper's 35.4, 65.9, 94.1).")
+    scale: float = Field(0.25, gt=0, le=1, description="Factor on the cell's rate and the file sizes (aioquic's CPU limit).")
+    params: Literal["aioquic", "paper"] = Field(
+        "aioquic", description="mQUIC's beta/gamma0: the wrapped controller's real values, or the paper's 0.7/1.5.")
+    dc: StrictBool = Field(False, description="Our extension: the cell's rate over two DC legs, PDCP reordering on.")
+    timeout: float = Field(60.0, ge=1, le=3600, description="Seconds one download may take.")
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, v: str) -> str:
+        items = [x.strip() for x in v.split(",")]
+        bad = [x for x in items if x not in MODES]
+        if bad or not items or len(set(items)) != len(items):
+            raise ValueError(f"modes: a list of distinct modes from {', '.join(MODES)} (got {v!r})")
+        return ",".join(items)
+
+    @field_validator("sizes")
+    @classmethod
+    def _check_sizes(cls, v: str) -> str:
+        _sizes(v)
+        return v
+
+    def mode_list(self) -> list[str]:
+        return self.modes.split(",")
+
+    def paper_sizes(self) -> tuple[int, ...]:
+        return _sizes(self.sizes)
+
+    def byte_sizes(self) -> tuple[int, ...]:
+        """The sizes downloaded: the paper's, scaled."""
+        return net.scaled_sizes(self.paper_sizes(), self.scale)
+
+
+def workload(mode: str, size: int, group: str, o: MquicOptions) -> Workload:
+    """One download in ``mode``: the connections, their byte ranges and the group header."""
+    n = 1 if mode == "1c" else o.conns
+    sync = {"1c": "off", "3c": "off", "mquic": "full", "mquic-cwnd": "cwnd"}[mode]
+    cc_options = tuple({"mquic_group": group, "mquic_n": str(n), "mquic_sync": sync, "mquic_params": o.params,
+                        "mquic_iw": str(o.iw)} for _ in range(n))
+    if n == 1:
+        return Workload(objects=(size,), preconnect=True, cc_options=cc_options)
+    return Workload.ranges(size, n, preconnect=True, cc_options=cc_options)
+
+
+class Mquic(Experiment):
+    name = "mquic"
+    help = ("mQUIC: short downloads over the paper's LTE cell in modes 1c (one connection), 3c (N plain "
+            "connections, one byte range each) and mquic (N connections whose congestion state the server's engine "
+            "synchronizes); completion-time median, 95th percentile, CoV and mQUIC's improvement per size. One testbed "
+            "serves every repetition; the cell's rate and the sizes are scaled by --scale (docs/mquic.md).")
+    options_model = MquicOptions
+    metrics = (Metric("gain_vs_1c_pct", "mquic's gain over 1c (mean over sizes)", "%", 1),)
+    run_figure_name = "cwnd.png"
+    run_figure_kind = "cwnd"
+    one_testbed = True
+
+    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
+        o: MquicOptions = options
+        changes: dict[str, Any] = {"stats_interval_ms": max(scenario.stats_interval_ms, STATS_INTERVAL_MS)}
+        if o.preset != "none":
+            changes.update(net.scenario_changes(o.preset, o.radio, o.scale, o.dc))
+        return build(scenario, **changes)
+
+    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
+        o: MquicOptions = options
+        # The plan's workload is the largest download in the broadest mode, so that the
+        # stack checks every capability the repetitions use before anything starts.
+        wl = workload("mquic" if "mquic" in o.mode_list() else o.mode_list()[0], max(o.byte_sizes()), "check", o)
+        return FlowPlan.build([Bearer("dc")], [Flow("mq", "aioquic-mquic", "dc", wl, f"mquic-{o.cc}", PORT)],
+                              scenario, STATS_INTERVAL_MS)
+
+    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+        o: MquicOptions = options
+        rtt = (sum(scenario.delay) / len(scenario.delay) + scenario.uplink_delay) / 1e3
+        per = [s * 8 / (capacity_mbps * 1e6) + 10 * rtt + 0.6 for s in o.byte_sizes()]  # + client start-up
+        return sum(per) * len(o.mode_list())
+
+    def timeout_s(self, plan: FlowPlan, capacity_mbps: float) -> float:
+        return 60.0
+
+    # -- one repetition --------------------------------------------------------------------
+
+    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
+        o: MquicOptions = options
+        rep_dir = Path(bed.state["rep_dir"])
+        modes = o.mode_list()
+        k = (result.rep - 1) % len(modes)
+        order = modes[k:] + modes[:k]
+        downloads: list[dict[str, Any]] = []
+        lines: list[dict[str, Any]] = []
+        for paper_size, size in zip(o.paper_sizes(), o.byte_sizes(), strict=True):
+            for mode in order:
+                group = f"{bed.ns.tag}-r{result.rep}-{mode}-{size}"
+                r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)})["mq"]
+                mine = read_group(bed, group)
+                lines += mine
+                downloads.append(download_record(mode, size, paper_size, r, mine))
+        write_json(rep_dir / DOWNLOADS, downloads)
+        (rep_dir / LOG).write_text("".join(json.dumps(d) + "\n" for d in lines))
+        result.ok = all(d["ok"] for d in downloads)
+        failed = [d for d in downloads if not d["ok"]]
+        result.error = None if result.ok else f"{len(failed)} of {len(downloads)} downloads failed, first: {failed[0]['error']}"
+        result.metrics = {"gain_vs_1c_pct": rep_gain(downloads)}
+        result.details = {"downloads": downloads, "order": order, "scale": o.scale, "conns": o.conns, "iw": o.iw,
+                          "preset": o.preset}
+        return result
+
+    # -- summaries -------------------------------------------------------------------------
+
+    def summarize(self, runs: list[RepResult], scenario: Scenario, options: Options) -> Summary:
+        s = super().summarize(runs, scenario, options)
+        o: MquicOptions = options  # type: ignore[assignment]
+        downloads = [d for r in runs for d in r.details.get("downloads", [])]
+        s.extra = {"table": completion.completion_table(downloads, o.mode_list(), BASELINES),
+                   "downloads": len(downloads), "failed_downloads": sum(1 for d in downloads if not d["ok"])}
+        return s
+
+    def describe(self, rep: RepResult) -> str:
+        ds = rep.details.get("downloads", [])
+        if not ds:
+            return f"failed: {rep.error}"
+        largest = max(d["size"] for d in ds)
+        parts = [f"{d['mode']} {d['completion_s']:.3f}s" if d["completion_s"] is not None else f"{d['mode']} failed"
+                 for d in ds if d["size"] == largest]
+        return f"{completion.size_label(largest)}: " + ", ".join(parts) + ("" if rep.ok else f" ({rep.error})")
+
+    def table(self, summary: Summary) -> Table:
+        return improvement_table(summary.extra.get("table", []))
+
+    def headline(self, summary: Summary) -> str:
+        rows = [r for r in summary.extra.get("table", []) if r["mode"] == "mquic"]
+        if not rows:
+            return "no mquic downloads"
+        r = max(rows, key=lambda r: r["size"])
+        imp = r.get("improvement", {}).get("1c") or {}
+        return (f"mquic at {completion.size_label(r['size'])}: median {_fmt(r['median'], 3)} s, p95 {_fmt(r['p95'], 3)} s; "
+                f"vs 1c: median {_fmt(imp.get('median'), 1)} %, p95 {_fmt(imp.get('p95'), 1)} %")
+
+    def json_output(self, summary: Summary) -> dict[str, Any]:
+        return {"table": summary.extra.get("table", []), "downloads": summary.extra.get("downloads"),
+                "failed_downloads": summary.extra.get("failed_downloads"), "failed": summary.failed,
+                "options": summary.options, "scenario": summary.scenario, "seeds": summary.seeds}
+
+    # -- figures ---------------------------------------------------------------------------
+
+    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
+        return f"mquic {result.cc}, rep {result.rep}: cwnd per connection"
+
+    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
+        log = run_dir / LOG
+        if not log.is_file():
+            return empty_figure(path, title, "no mQUIC log in this run's directory")
+        lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+        return completion.cwnd_over_time(lines, path, title)
+
+    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+                      xlabel: str) -> list[tuple[Path, str]]:
+        out: list[tuple[Path, str]] = []
+        by_series = _by_series(rows)
+        for series, rs in by_series.items():
+            ds = [d for r in rs for d in _downloads(r)]
+            modes = _modes_of(ds)
+            tag = f"{stem}-{_slug(series)}"
+            out.append((completion.completion_cdfs(ds, modes, "1c", out_dir / f"{tag}-cdf.png", f"{title}: {series}"),
+                        f"{series}: completion-time CDFs per size, normalized by the 1c median"))
+            out.append((completion.completion_vs_first_nfe(ds, modes, out_dir / f"{tag}-nfe.png",
+                                                           f"{title}: {series}"),
+                        f"{series}: completion time against the first NFE's packet count"))
+        points = _points(rows)
+        if len(points) > 1:
+            out.append((completion.gain_against(points, "mquic", BASELINES, out_dir / f"{stem}-gain.png", title, xlabel),
+                        f"mquic's improvement against {xlabel}"))
+        return out
+
+    def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
+        ds = [d for r in rows for d in _downloads(r)]
+        return completion.completion_cdfs(ds, _modes_of(ds), "1c", path, title)
+
+    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+        out = []
+        for series, rs in _by_series(rows).items():
+            ds = [d for r in rs for d in _downloads(r)]
+            out.append((series, improvement_table(completion.completion_table(ds, _modes_of(ds), BASELINES))))
+        return out
+
+    def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
+        ds = [d for r in rows for d in _downloads(r)]
+        return improvement_table(completion.completion_table(ds, _modes_of(ds), BASELINES))
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-" else "-" for c in text).strip("-").lower() or "none"
+
+
+def _downloads(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((row.get("metrics") or {}).get("downloads") or [])
+
+
+def _modes_of(downloads: list[dict[str, Any]]) -> list[str]:
+    present = {d["mode"] for d in downloads}
+    return [m for m in MODES if m in present]
+
+
+def _series_label(row: dict[str, Any]) -> str:
+    o = row.get("options") or {}
+    where = o.get("preset", "?") + (" DC" if o.get("dc") else "")
+    value = f", {row.get('sweep')}={row.get('value')}" if row.get("sweep") not in (None, "", "none") else ""
+    return f"{where}, {o.get('cc', row.get('cc'))}{value}"
+
+
+def _by_series(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(_series_label(r), []).append(r)
+    return out
+
+
+def _points(rows: list[dict[str, Any]]) -> list[tuple[float, list[dict[str, Any]]]]:
+    by: dict[float, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("value_num") is not None and r.get("sweep") not in (None, "", "none"):
+            by.setdefault(float(r["value_num"]), []).extend(_downloads(r))
+    return sorted(by.items())
+
+
+def improvement_table(rows: list[dict[str, Any]]) -> Table:
+    """Per size and mode: median, p95, CoV, and the improvement over 1c and 3c."""
+    cols = ["size", "mode", "median (s)", "p95 (s)", "CoV", "n", "failed", "vs 1c median %", "vs 1c p95 %",
+            "vs 3c median %", "vs 3c p95 %"]
+    out, failed = [], []
+    for r in rows:
+        imp = r.get("improvement") or {}
+        cells = [completion.size_label(r["size"]), r["mode"], _fmt(r.get("median"), 3), _fmt(r.get("p95"), 3), _fmt(r.get("cov"), 3),
+                 str(r.get("n", 0)), str(r.get("failed", 0))]
+        for b in BASELINES:
+            i = imp.get(b) or {}
+            cells += [_fmt(i.get("median"), 1), _fmt(i.get("p95"), 1)]
+        out.append(cells)
+        failed.append(not r.get("n"))
+    return Table(cols, out, failed)
+
+
+def rep_gain(downloads: list[dict[str, Any]]) -> float | None:
+    """mquic's gain over 1c in one repetition: the mean over sizes of (1c - mquic) / 1c, in %."""
+    gains = []
+    for size in sorted({d["size"] for d in downloads}):
+        ct = {d["mode"]: d["completion_s"] for d in downloads if d["size"] == size and d["ok"]}
+        if ct.get("1c") and ct.get("mquic") is not None:
+            gains.append((ct["1c"] - ct["mquic"]) / ct["1c"] * 100)
+    return sum(gains) / len(gains) if gains else None
+
+
+def read_group(bed: Testbed, group: str) -> list[dict[str, Any]]:
+    """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line.
+    The log is read on from where the last call stopped (``bed.state``); other groups'
+    lines are kept there until asked for."""
+    path = bed.workdir / "server" / LOG
+    pending: dict[str, list[dict[str, Any]]] = bed.state.setdefault("mquic_lines", {})
+    deadline = time.monotonic() + LOG_WAIT_S
+    while True:
+        offset = bed.state.get("mquic_offset", 0)
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            chunk = b""
+        end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next read
+        for raw in chunk[:end].splitlines():
+            try:
+                d = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(d, dict) and isinstance(d.get("group"), str):
+                pending.setdefault(d["group"], []).append(d)
+        bed.state["mquic_offset"] = offset + end
+        mine = pending.get(group, [])
+        if any(d.get("event") == "done" for d in mine) or time.monotonic() > deadline:
+            return pending.pop(group, [])
+        time.sleep(0.05)
+
+
+def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """One download as the figures and tables read it (analysis/completion.py)."""
+    done = next((d for d in lines if d.get("event") == "done"), None)
+    first = (done or {}).get("first_nfe") or None
+    syncs = sum(1 for d in lines if d.get("event") in ("nfe", "round", "rate") and d.get("action") in ("sync", "mean", "stop"))
+    return {
+        "mode": mode, "size": size, "paper_size": paper_size, "ok": r.ok, "error": r.error,
+        "completion_s": r.completion_s,
+        "nfes": done.get("nfes") if done else None,
+        "first_nfe_packets": first.get("group_packets", first.get("packets")) if first else None,
+        "first_nfe_cwnd": first.get("cwnd_before") if first else None,
+        "syncs": syncs if lines else None,
+        "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
+                   "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],
+    }
+
+
+EXPERIMENT = Mquic()

@@ -1,0 +1,156 @@
+"""The mquic experiment (dclab/experiments/mquic.py): the paper's network as scenarios,
+options refused before anything starts, the workloads of each mode, the campaigns, and
+real runs through dcemu (root)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from dclab.campaign import plan as cp
+from dclab.cli import app
+from dclab.endpoints import get_stack
+from dclab.experiments import get_experiment
+from dclab.experiments import mquic_network as net
+from dclab.experiments.mquic import download_record, improvement_table, rep_gain, workload
+from dclab.experiments.runner import preflight
+from dclab.scenario import Scenario
+
+MQ = get_experiment("mquic")
+
+
+def test_presets_are_the_papers_network():
+    d = net.scenario_changes("domestic-low-loss", 65.9, 1.0)
+    assert d["bw"] == [65.9] and d["split"] == [100.0] and d["reordering"] is False
+    assert d["delay"] == [pytest.approx((21.2 + 25) / 2)] and d["uplink_delay"] == pytest.approx(23.1)
+    # RTT std 3.46 ms from two independent directions
+    std = d["delay_cov"] * d["delay"][0]
+    assert math.sqrt(2) * std == pytest.approx(3.46, rel=1e-4)
+    assert d["loss"] == [pytest.approx(100 * (1 - (1 - 0.0009) * (1 - 0.0005)))] and d["uplink_loss"] == 0.05
+    assert d["jitter_reorders"] is False and d["queue_packets"] == 1000
+    i = net.scenario_changes("international-high-loss", 35.4, 0.5, dc=True)
+    assert i["bw"] == [8.85, 8.85] and i["split"] == [50.0, 50.0] and i["reordering"] is True
+    assert i["delay"] == [pytest.approx(85.6)] * 2 and i["uplink_loss"] == 1.0
+    assert net.scaled_sizes((500_000, 6_000_000), 0.25) == (125_000, 1_500_000)
+
+
+def test_a_repetition_runs_the_preset_scaled():
+    o = MQ.options(preset="domestic-high-loss", scale=0.5)
+    s = MQ.scenario(Scenario(), o)
+    assert s.legs == 1 and s.bw == [pytest.approx(32.95)] and s.loss[0] == pytest.approx(1.0891, abs=1e-4)
+    assert s.stats_interval_ms == 1000 and not s.jitter_reorders
+    none = MQ.scenario(Scenario(), MQ.options(preset="none"))
+    assert none.bw == Scenario().bw, "preset none keeps the scenario options"
+    plan = preflight(MQ, Scenario(), o)  # dcemu itself accepts the scenario
+    assert plan.flows[0].cc == "mquic-reno" and plan.flows[0].stack == "aioquic-mquic"
+
+
+@pytest.mark.parametrize(("mode", "conns", "sync"), [("1c", 1, "off"), ("3c", 3, "off"), ("mquic", 3, "full"),
+                                                      ("mquic-cwnd", 3, "cwnd")])
+def test_each_mode_is_its_workload(mode, conns, sync):
+    o = MQ.options(iw=30, params="paper")
+    w = workload(mode, 1_000_001, "g", o)
+    assert w.connections == conns and w.preconnect and sum(w.objects) == 1_000_001
+    assert w.ranged == (conns > 1)
+    assert {c["mquic_sync"] for c in w.cc_options} == {sync}
+    assert {(c["mquic_group"], c["mquic_iw"], c["mquic_params"], c["mquic_n"]) for c in w.cc_options} == {("g", "30", "paper", str(conns))}
+    assert get_stack("aioquic-mquic").check("mquic-reno", w) == "mquic-reno"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--modes", "1c,4c"], "--modes"),
+    (["--modes", "1c,1c"], "distinct"),
+    (["--sizes", "500KB,,2MB"], "--sizes"),
+    (["--sizes", "10"], "at least 1KB"),
+    (["--conns", "1"], "--conns"),
+    (["--iw", "0"], "--iw"),
+    (["--scale", "0"], "--scale"),
+    (["--scale", "2"], "--scale"),
+    (["--preset", "mars"], "--preset"),
+    (["--cc", "vegas"], "--cc"),
+])
+def test_bad_options_are_refused_before_anything_starts(args, message, tmp_path):
+    r = CliRunner().invoke(app, ["run", "mquic", *args, "--out", str(tmp_path / "never")])
+    assert r.exit_code == 2, r.output
+    assert message in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "never").exists()
+
+
+def test_improvement_is_measured_against_each_baseline():
+    ds = []
+    for i in range(10):
+        ds += [{"mode": "1c", "size": 1000, "ok": True, "completion_s": 2.0 + i * 0.1},
+               {"mode": "3c", "size": 1000, "ok": True, "completion_s": 1.5 + i * 0.1},
+               {"mode": "mquic", "size": 1000, "ok": True, "completion_s": 1.0 + i * 0.05}]
+    from dclab.analysis.completion import completion_table
+
+    rows = completion_table(ds, ["1c", "3c", "mquic"], ["1c", "3c"])
+    mq = next(r for r in rows if r["mode"] == "mquic")
+    assert mq["improvement"]["1c"]["median"] == pytest.approx((2.45 - 1.225) / 2.45 * 100)
+    t = improvement_table(rows)
+    assert t.columns[:3] == ["size", "mode", "median (s)"] and len(t.rows) == 3
+    assert rep_gain(ds[:3]) == pytest.approx(50.0)
+
+
+def test_a_download_record_takes_the_first_nfe_from_the_log():
+    class R:
+        ok, error, completion_s, connections = True, None, 1.5, []
+
+    lines = [{"event": "nfe", "action": "sync", "group": "g"}, {"event": "round", "action": "mean", "group": "g"},
+             {"event": "done", "group": "g", "nfes": 4, "first_nfe": {"packets": 40, "group_packets": 120, "cwnd_before": 48000}}]
+    d = download_record("mquic", 1000, 4000, R(), lines)
+    assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 2)
+    assert download_record("1c", 1000, 4000, R(), [])["nfes"] is None
+
+
+def test_the_campaigns_plan():
+    smoke = cp.plan(cp.load("mquic-smoke"))
+    assert {r.experiment for r in smoke} == {"mquic"}
+    assert {r.sweep for r in smoke} == {"none", "conns", "iw"}
+    assert {r.options.preset for r in smoke} == {"domestic-high-loss"}
+    assert sum(r.estimate_s for r in smoke) < 600, "a few minutes"
+    full = cp.plan(cp.load("mquic"))
+    assert {r.options.preset for r in full} == set(net.PRESETS)
+    assert {r.options.cc for r in full} == {"reno", "cubic", "bbr"}
+    assert any(r.options.dc for r in full) and any("mquic-cwnd" in r.options.modes for r in full)
+    assert {r.value for r in full if r.sweep == "conns"} == {2, 3, 4, 5, 6}
+
+
+@pytest.mark.root
+def test_a_real_run_at_high_loss(tmp_path):
+    """Two repetitions at domestic high loss, small files: every download completes,
+    modes rotate, the group log has NFEs, the table and the cwnd figure exist."""
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", "mquic", "--preset", "domestic-high-loss", "--sizes", "400KB", "--reps", "2",
+                                 "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output.strip().splitlines()[-1])
+    assert res["failed"] == 0 and res["downloads"] == 6 and res["failed_downloads"] == 0
+    table = {row["mode"]: row for row in res["table"]}
+    assert set(table) == {"1c", "3c", "mquic"} and all(row["n"] == 2 for row in table.values())
+    reps = [json.loads((out / f"rep-0{i}" / "result.json").read_text()) for i in (1, 2)]
+    assert reps[0]["details"]["order"] == ["1c", "3c", "mquic"] and reps[1]["details"]["order"] == ["3c", "mquic", "1c"]
+    assert reps[0]["environment"]["testbed"] == reps[1]["environment"]["testbed"]
+    for rep in reps:
+        for d in rep["details"]["downloads"]:
+            assert d["ok"] and sum(c["bytes"] for c in d["conns"]) == d["size"] == 100_000
+            assert d["nfes"] is not None, "every download's group reported"
+    assert (out / "rep-01" / "cwnd.png").stat().st_size > 1000
+
+
+@pytest.mark.root
+def test_the_scaling_check_measures_goodput_against_the_scaled_rate(tmp_path):
+    r = CliRunner().invoke(app, ["run", "mquic-cell", "--seconds", "3", "--scale", "0.1", "--json",
+                                 "--out", str(tmp_path / "cell")])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output.strip().splitlines()[-1])
+    ratio = res["metrics"]["rate_ratio"]["mean"]
+    # 6.59 Mbit/s: aioquic fills it, and goodput cannot exceed the link's rate
+    assert 0.8 < ratio <= 1.0, ratio
+    rep = json.loads((tmp_path / "cell" / "rep-01" / "result.json").read_text())
+    assert rep["details"]["rate_mbps"] == pytest.approx(6.59) and rep["details"]["cpu_bound"] is False
+    scenario = (tmp_path / "cell" / "rep-01" / "scenario.toml").read_text()
+    assert "bernoulli" not in scenario, "the check runs at zero loss"
