@@ -154,3 +154,30 @@ def test_the_scaling_check_measures_goodput_against_the_scaled_rate(tmp_path):
     assert rep["details"]["rate_mbps"] == pytest.approx(6.59) and rep["details"]["cpu_bound"] is False
     scenario = (tmp_path / "cell" / "rep-01" / "scenario.toml").read_text()
     assert "bernoulli" not in scenario, "the check runs at zero loss"
+
+
+def test_pdcp_stalls_are_counted_from_dcemu_records(tmp_path):
+    from types import SimpleNamespace
+
+    from dclab.experiments.mquic import pdcp_counters, pdcp_stalls
+
+    def rec(t_ms, starts, expiries):
+        return json.dumps({"type": "interval", "t_ms": t_ms, "bearers": [
+            {"name": "dc", "rx": {"timer_starts": starts, "timer_expiries": expiries, "discarded_late": 0}}]}) + "\n"
+
+    stats = tmp_path / "dcemu-stats.jsonl"
+    stats.write_text(rec(100, 2, 0) + rec(200, 5, 1))
+    bed = SimpleNamespace(workdir=tmp_path, state={}, start_wall=1000.0)
+    before = pdcp_counters(bed)
+    assert before["timer_starts"] == 5
+    with open(stats, "a") as f:
+        f.write(rec(300, 9, 1) + rec(400, 12, 3) + '{"type": "interval", "t_ms": 5')  # a line still being written
+    after = pdcp_counters(bed, after=1000.35)  # waits for the record ending at or after 350 ms
+    assert pdcp_stalls(before, after) == {"timer_starts": 7, "timer_expiries": 2, "discarded_late": 0}
+    assert bed.state["stats_t_ms"] == 400
+
+
+def test_dc_runs_count_stalls_and_record_them_finely():
+    s = MQ.scenario(Scenario(), MQ.options(dc=True))
+    assert s.legs == 2 and s.reordering and s.stats_interval_ms == 100
+    assert MQ.scenario(Scenario(), MQ.options()).stats_interval_ms == 1000

@@ -34,6 +34,8 @@ MODES = ("1c", "3c", "mquic", "mquic-cwnd")
 BASELINES = ["1c", "3c"]
 PORT = 4433
 STATS_INTERVAL_MS = 1000.0  # one testbed runs for minutes to hours; dcemu's stats are not used per download
+DC_STATS_INTERVAL_MS = 100.0  # with DC, PDCP stalls are counted per download from dcemu's records
+STATS_WAIT_S = 1.0
 LOG_WAIT_S = 3.0  # a download's log lines are written when its last connection has closed on the server
 LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 DOWNLOADS = "downloads.json"
@@ -119,10 +121,12 @@ class Mquic(Experiment):
 
     def scenario(self, scenario: Scenario, options: Any) -> Scenario:
         o: MquicOptions = options
-        changes: dict[str, Any] = {"stats_interval_ms": max(scenario.stats_interval_ms, STATS_INTERVAL_MS)}
+        changes: dict[str, Any] = {}
         if o.preset != "none":
             changes.update(net.scenario_changes(o.preset, o.radio, o.scale, o.dc))
-        return build(scenario, **changes)
+        s = build(scenario, **changes)
+        interval = DC_STATS_INTERVAL_MS if _counts_stalls(s) else STATS_INTERVAL_MS
+        return build(s, stats_interval_ms=max(scenario.stats_interval_ms, interval))
 
     def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
         o: MquicOptions = options
@@ -154,10 +158,14 @@ class Mquic(Experiment):
         for paper_size, size in zip(o.paper_sizes(), o.byte_sizes(), strict=True):
             for mode in order:
                 group = f"{bed.ns.tag}-r{result.rep}-{mode}-{size}"
+                before = pdcp_counters(bed) if _counts_stalls(scenario) else None
                 r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)})["mq"]
                 mine = read_group(bed, group)
                 lines += mine
-                downloads.append(download_record(mode, size, paper_size, r, mine))
+                d = download_record(mode, size, paper_size, r, mine)
+                if before is not None:
+                    d["pdcp_stalls"] = pdcp_stalls(before, pdcp_counters(bed, after=time.time()))
+                downloads.append(d)
         write_json(rep_dir / DOWNLOADS, downloads)
         (rep_dir / LOG).write_text("".join(json.dumps(d) + "\n" for d in lines))
         result.ok = all(d["ok"] for d in downloads)
@@ -341,6 +349,51 @@ def read_group(bed: Testbed, group: str) -> list[dict[str, Any]]:
         if any(d.get("event") == "done" for d in mine) or time.monotonic() > deadline:
             return pending.pop(group, [])
         time.sleep(0.05)
+
+
+def _counts_stalls(s: Scenario) -> bool:
+    """Over DC with PDCP reordering a reordering stall is the third kind of NFE."""
+    return s.legs > 1 and s.reordering
+
+
+def pdcp_counters(bed: Testbed, after: float | None = None) -> dict[str, int]:
+    """The PDCP receiver's cumulative counters of the bearer from dcemu's newest interval
+    record; with ``after`` (Unix time), from the first record that ends at or after it
+    (waiting up to STATS_WAIT_S), so that everything up to then is counted."""
+    path = bed.workdir / "dcemu-stats.jsonl"
+    deadline = time.monotonic() + STATS_WAIT_S
+    after_ms = (after - bed.start_wall) * 1e3 if after is not None and bed.start_wall else None
+    latest: dict[str, int] = bed.state.get("pdcp_latest", {})
+    while True:
+        offset = bed.state.get("stats_offset", 0)
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            chunk = b""
+        end = chunk.rfind(b"\n") + 1
+        t_ms = bed.state.get("stats_t_ms", -1.0)
+        for raw in chunk[:end].splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            for b in rec.get("bearers") or []:
+                if b.get("rx"):
+                    latest = {k: int(v) for k, v in b["rx"].items() if isinstance(v, int)}
+                    t_ms = float(rec.get("t_ms", t_ms))
+        bed.state.update(stats_offset=offset + end, pdcp_latest=latest, stats_t_ms=t_ms)
+        if after_ms is None or t_ms >= after_ms or time.monotonic() > deadline:
+            return dict(latest)
+        time.sleep(0.02)
+
+
+def pdcp_stalls(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Reordering stalls during a download: t-Reordering started (a gap waited for) and
+    expired (a gap given up), and SDUs discarded as late."""
+    keys = ("timer_starts", "timer_expiries", "discarded_late")
+    return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
 
 
 def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[dict[str, Any]]) -> dict[str, Any]:
