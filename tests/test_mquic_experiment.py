@@ -181,3 +181,33 @@ def test_dc_runs_count_stalls_and_record_them_finely():
     s = MQ.scenario(Scenario(), MQ.options(dc=True))
     assert s.legs == 2 and s.reordering and s.stats_interval_ms == 100
     assert MQ.scenario(Scenario(), MQ.options()).stats_interval_ms == 1000
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_direction_mquic_beats_one_connection_at_high_loss(tmp_path):
+    """The paper's direction: at domestic high loss, NewReno, 2400 KB (scaled), mquic's
+    median completion time is below 1c's, and 1c meets more NFEs than it can absorb in
+    slow start (its median NFE count is at least one)."""
+    r = CliRunner().invoke(app, ["run", "mquic", "--preset", "domestic-high-loss", "--sizes", "2400KB", "--reps", "10",
+                                 "--json", "--out", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output.strip().splitlines()[-1])
+    table = {row["mode"]: row for row in res["table"]}
+    assert table["mquic"]["median"] < table["1c"]["median"], table
+    nfes = sorted(d["nfes"] for i in range(1, 11)
+                  for d in json.loads((tmp_path / "run" / f"rep-{i:02d}" / "downloads.json").read_text())
+                  if d["mode"] == "1c")
+    assert nfes[len(nfes) // 2] >= 1
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_direction_dc_downloads_meet_pdcp_stalls(tmp_path):
+    """Over DC with reordering on and jittered legs, downloads meet reordering stalls."""
+    r = CliRunner().invoke(app, ["run", "mquic", "--dc", "--sizes", "2400KB", "--reps", "2", "--json",
+                                 "--out", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    ds = [d for i in (1, 2) for d in json.loads((tmp_path / "run" / f"rep-{i:02d}" / "downloads.json").read_text())]
+    assert all("pdcp_stalls" in d for d in ds)
+    assert sum(d["pdcp_stalls"]["timer_starts"] for d in ds) > 0

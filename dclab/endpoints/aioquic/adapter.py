@@ -195,12 +195,13 @@ class AioquicStack(Stack):
 
 
 class AioquicMquicStack(AioquicStack):
-    """aioquic with mQUIC (docs/mquic.md, "The server"): the controllers ``mquic-reno``
-    and ``mquic-cubic`` (the server runs them, the client the wrapped reno/cubic) and the
-    per-connection ``cc_options`` ``mquic_group``, ``mquic_n``, ``mquic_sync`` (full|cwnd)
-    and ``mquic_params`` (aioquic|paper). A variant (endpoints.VARIANTS), not offered by
-    --stack, so that ``aioquic``'s advertised controllers and options stay as they were;
-    the server writes its groups' log to ``<server workdir>/mquic.jsonl``."""
+    """aioquic with mQUIC (docs/mquic.md, "The server"): the controllers ``mquic-reno``,
+    ``mquic-cubic`` and ``mquic-bbr`` (the server runs them, the client the wrapped reno,
+    cubic or bbr) and the per-connection ``cc_options`` ``mquic_group``, ``mquic_n``,
+    ``mquic_sync`` (full|cwnd|off), ``mquic_params`` (aioquic|paper) and ``mquic_iw``
+    (packets). A variant (endpoints.VARIANTS), not offered by --stack, so that
+    ``aioquic``'s advertised controllers and options stay as they were; the server
+    appends its groups' lines to ``<server workdir>/mquic.jsonl``."""
 
     name = "aioquic-mquic"
     ccs = MQUIC_CCS
