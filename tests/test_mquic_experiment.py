@@ -71,6 +71,8 @@ def test_each_mode_is_its_workload(mode, conns, sync):
     (["--scale", "2"], "--scale"),
     (["--preset", "mars"], "--preset"),
     (["--cc", "vegas"], "--cc"),
+    (["--loss", "2,2"], "--loss: --preset domestic-low-loss sets the links"),
+    (["--preset", "domestic-high-loss", "--bw", "30"], "--bw: --preset domestic-high-loss sets the links"),
 ])
 def test_bad_options_are_refused_before_anything_starts(args, message, tmp_path):
     r = CliRunner().invoke(app, ["run", "mquic", *args, "--out", str(tmp_path / "never")])

@@ -23,7 +23,7 @@ from ..analysis import completion
 from ..analysis.figures import empty_figure
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan
-from ..scenario import Scenario, build
+from ..scenario import Scenario, ScenarioError, build
 from ..testbed import Testbed
 from ..testbed.rundir import write_json
 from ..units import parse_size
@@ -61,7 +61,9 @@ class MquicOptions(Options):
     sizes: str = Field("500KB,2400KB,6000KB", description="File sizes as in the paper, before scaling.")
     iw: int = Field(10, ge=1, le=1000, description="Initial window of one connection in packets (mquic: IW/N each).")
     preset: net.PresetName | Literal["none"] = Field(
-        "domestic-low-loss", description="The paper's network (docs/mquic.md); none: the scenario options as given.")
+        "domestic-low-loss", description="The paper's network (docs/mquic.md); it sets the links (rate, delay, jitter, "
+        "loss, queue, legs); none: the scenario options as given.",
+        json_schema_extra={"choices": [*net.PRESETS, "none"]})
     radio: float = Field(net.RADIO_MBPS, gt=0, le=10_000,
                          description="The cell's rate before scaling, Mbit/s (the paper's 35.4, 65.9, 94.1).")
     scale: float = Field(0.25, gt=0, le=1, description="Factor on the cell's rate and the file sizes (aioquic's CPU limit).")
@@ -124,6 +126,12 @@ class Mquic(Experiment):
         changes: dict[str, Any] = {}
         if o.preset != "none":
             changes.update(net.scenario_changes(o.preset, o.radio, o.scale, o.dc))
+            default = Scenario()
+            given = [k for k in changes if getattr(scenario, k) != getattr(default, k)]
+            if given:  # silently overriding what the user asked for would measure something else
+                option = "--" + given[0].replace("_", "-")
+                raise ScenarioError(f"{option}: --preset {o.preset} sets the links ({', '.join(sorted(changes))}); "
+                                    "give --preset none to set them yourself")
         s = build(scenario, **changes)
         interval = DC_STATS_INTERVAL_MS if _counts_stalls(s) else STATS_INTERVAL_MS
         return build(s, stats_interval_ms=max(scenario.stats_interval_ms, interval))
