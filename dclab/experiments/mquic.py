@@ -165,7 +165,9 @@ class Mquic(Experiment):
         lines: list[dict[str, Any]] = []
         for paper_size, size in zip(o.paper_sizes(), o.byte_sizes(), strict=True):
             for mode in order:
-                group = f"{bed.ns.tag}-r{result.rep}-{mode}-{size}"
+                # unique on the testbed, which campaigns may reuse across runs with equal repetition numbers
+                bed.state["downloads"] = n = bed.state.get("downloads", 0) + 1
+                group = f"{bed.ns.tag}-d{n}-r{result.rep}-{mode}-{size}"
                 before = pdcp_counters(bed) if _counts_stalls(scenario) else None
                 r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)})["mq"]
                 mine = read_group(bed, group)
