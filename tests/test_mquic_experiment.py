@@ -153,7 +153,8 @@ def test_the_scaling_check_measures_goodput_against_the_scaled_rate(tmp_path):
     # 6.59 Mbit/s: aioquic fills it, and goodput cannot exceed the link's rate
     assert 0.8 < ratio <= 1.0, ratio
     rep = json.loads((tmp_path / "cell" / "rep-01" / "result.json").read_text())
-    assert rep["details"]["rate_mbps"] == pytest.approx(6.59) and rep["details"]["cpu_bound"] is False
+    assert rep["details"]["rate_mbps"] == pytest.approx(6.59)
+    assert rep["details"]["cpu_bound"] is (ratio < 0.9), "the mark follows the 90 % bar"
     scenario = (tmp_path / "cell" / "rep-01" / "scenario.toml").read_text()
     assert "bernoulli" not in scenario, "the check runs at zero loss"
 

@@ -56,7 +56,7 @@ def _sizes(v: object) -> tuple[int, ...]:
 
 class MquicOptions(Options):
     cc: Literal["reno", "cubic", "bbr"] = Field("reno", description="Congestion control (the mQUIC engine wraps it).")
-    modes: str = Field("1c,3c,mquic", description="Modes, comma-separated: 1c, 3c, mquic, mquic-cwnd.")
+    modes: str = Field("1c,3c,mquic", description="Modes, separated by commas: 1c, 3c, mquic, mquic-cwnd.")
     conns: int = Field(3, ge=2, le=16, description="Connections of the 3c and mquic modes (N).")
     sizes: str = Field("500KB,2400KB,6000KB", description="File sizes as in the paper, before scaling.")
     iw: int = Field(10, ge=1, le=1000, description="Initial window of one connection in packets (mquic: IW/N each).")
