@@ -634,6 +634,9 @@ mod tests {
                     2..=21 => rnd() % (30 * MS),
                     _ => rnd() % 200_000, // bursts far above capacity
                 };
+                if i % 7 == 0 {
+                    t = t.next_multiple_of(MS); // on a TTI boundary: makes that TTI
+                }
                 let len = 40 + (rnd() % 1461) as u32;
                 (t, (rnd() % 3) as usize, Pkt::new(i, len, t))
             })
