@@ -3,20 +3,22 @@
 //! The code is in rooms stacked by level; a room imports only from rooms on lower levels
 //! (`emu/check-levels.sh` enforces it), so the pure core never depends on the drivers:
 //!
-//! | level | rooms               | what                                                    |
-//! |-------|---------------------|---------------------------------------------------------|
-//! | 0     | [`base`]            | time, packet descriptor, packet pool, histogram         |
-//! | 1     | [`link`], [`pdcp`]  | link stages (queue, rate, delay, loss); PDCP tx and rx  |
-//! | 2     | [`config`]          | scenario file schema, validation, model, trace files    |
-//! | 3     | [`engine`]          | the engine built from a `Scenario`, classifier, records |
-//! | 4     | [`io`], [`replay`]  | the real-time driver; the offline `pdcp-replay` driver  |
+//! | level | rooms                        | what                                                    |
+//! |-------|------------------------------|---------------------------------------------------------|
+//! | 0     | [`base`]                     | time, packet descriptor, packet pool, histogram         |
+//! | 1     | [`link`], [`pdcp`], [`cell`] | link stages (queue, rate, delay, loss); PDCP tx, rx;    |
+//! |       |                              | an LTE cell's downlink (queues, scheduler, fading)      |
+//! | 2     | [`config`]                   | scenario file schema, validation, model, trace files    |
+//! | 3     | [`engine`]                   | the engine built from a `Scenario`, classifier, records |
+//! | 4     | [`io`], [`replay`]           | the real-time driver; the offline `pdcp-replay` driver  |
 //!
-//! `main.rs` and `src/bin/` sit on top. `base`, `link`, `pdcp` and `engine` are pure:
-//! every component takes `now` (nanoseconds of a clock it never reads) and reports its next
-//! deadline, and none of them touches files, so the same code runs in real time (`io`) and
-//! in virtual time (tests, `pdcp-replay`).
+//! `main.rs` and `src/bin/` sit on top. `base`, `link`, `pdcp`, `cell` and `engine` are
+//! pure: every component takes `now` (nanoseconds of a clock it never reads) and reports its
+//! next deadline, and none of them touches files, so the same code runs in real time (`io`)
+//! and in virtual time (tests, `pdcp-replay`).
 
 pub mod base;
+pub mod cell;
 pub mod config;
 pub mod engine;
 pub mod io;

@@ -1,0 +1,35 @@
+//! An LTE cell's downlink shared by several devices (UEs): a drop-tail queue per device at
+//! the base station, a MAC scheduler every TTI of 1 ms (round robin or proportional fair),
+//! and per device a capacity that follows its channel: mean SINR × a flat Rayleigh fading
+//! gain per TTI -> CQI (ns-3 LENA's PiroEW2010 AMC) -> bits per resource block (CQI table
+//! efficiency × 120 data resource elements). Pure and seeded like the link stages: methods
+//! take `now`, the cell reports its next deadline, departures carry exact instants, and the
+//! same seed gives the same output however often it is polled.
+//!
+//! - [`amc`]: CQI table, SINR -> CQI, bits per RB and TTI, RBs per bandwidth, RBG size.
+//! - [`fading`]: Rayleigh block fading, AR(1) in time with `ρ = J0(2π f_d T)`, exact jumps.
+//! - [`scheduler`]: round robin and proportional fair over RBs / RBGs.
+//! - [`cell`](mod@cell): the cell: specs, queues, TTI loop, counters, capacity series.
+//!
+//! Limits (what it does not model): no HARQ or retransmissions (every transport block
+//! arrives; no BLER), no frequency-selective fading (one gain for all RBs of a TTI, so PF
+//! gains nothing from frequency diversity), no uplink, no CQI reporting delay or
+//! quantization error (the scheduler sees the current TTI's CQI exactly), no control
+//! channel limits (any number of devices per TTI), no PSS/SSS/PBCH overhead, one
+//! transport block per device per TTI (no MIMO layers), padding of a device's last RB is
+//! lost. The cell is not yet wired into `config/` or `engine/`.
+
+pub mod amc;
+// The room and its main file share the name the issue gave them.
+#[allow(clippy::module_inception)]
+pub mod cell;
+pub mod fading;
+pub mod scheduler;
+
+pub use amc::{cqi_from_sinr_db, rbs_for_bandwidth, tb_bits};
+pub use cell::{
+    capacity_series, device_seed, Cell, CellCounters, CellSpec, DeviceCounters, DeviceSpec,
+    DEFAULT_QUEUE_BYTES,
+};
+pub use fading::{Fading, FadingModel};
+pub use scheduler::{Demand, Scheduler, SchedulerSpec};
