@@ -367,3 +367,32 @@ def test_quic_and_tcp_share_a_20_mbit_leg(tmp_path):
     rep = json.loads((tmp_path / "run" / "rep-01" / "result.json").read_text())
     assert [f["bearer"] for f in rep["flows"]] == ["aioquic-reno-1", "tcp-cubic-1"]
     assert Path(tmp_path / "run" / "flows.png").stat().st_size > 10_000
+
+
+def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path):
+    from dclab.campaign.report import build_report
+    from dclab.campaign.store import RunRecord, Store
+
+    store = Store(tmp_path / "store.sqlite")
+    mix = "aioquic:reno=1,tcp:reno=1"
+    for value in (0.0, 0.1):
+        for rep in (1, 2):
+            rates = {"aioquic-reno-1": (15.0, 8.0 - 40 * value), "tcp-reno-1": (3.0, 10.0)}
+            r = measured(monkeypatch, rates, mix, rep=rep)
+            run_dir = tmp_path / "runs" / f"k{value}-{rep}"
+            run_dir.mkdir(parents=True)
+            (run_dir / "dcemu-stats.jsonl").write_text(
+                "\n".join(json.dumps(x) for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
+            rec = r.record()
+            store.add(RunRecord(run_key=f"k{value}-{rep}", experiment="flows", stack=r.stack, cc=r.cc,
+                                host_config=r.host_config, rep=rep, ok=r.ok, scenario=one_leg().model_dump(mode="json"),
+                                metrics=rec["metrics"], environment={}, run_dir=str(run_dir), machine="m",
+                                started_at="t", finished_at="t", sweep="loss", param="loss", value=f"{value:g}",
+                                value_num=value, options={"mix": mix}, flows=rec["flows"]))
+    index = build_report(store, tmp_path / "report", "flows campaign")
+    html = index.read_text()
+    assert "flows: loss" in html and "QUIC/TCP ratio" in html and "aioquic-reno-1 mean (Mbit/s)" in html
+    assert "mean TCP flow (Mbit/s)" in html
+    for name in ("flows-loss.png", "flows-loss-ratio.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 10_000
+    assert any(p.name.startswith("flows-flows-loss") for p in (tmp_path / "report").iterdir()), "a run figure"
