@@ -261,7 +261,7 @@ def test_summary_table_and_json(monkeypatch):
     assert first[:4] == ["aioquic-reno-1", "ngtcp2-cubic-1", "tcp-reno-1", "tcp-reno-2"]
     # QUIC has two stacks: per-stack rows follow the per-transport ones.
     assert first[4:] == ["QUIC (2 flows)", "TCP (2 flows)", "aioquic (1 flow)", "ngtcp2 (1 flow)", "tcp (2 flows)",
-                         "QUIC/TCP ratio", "all (4 flows)"]
+                         "QUIC/TCP ratio", "sum of all (4 flows)"]
     ratio = t.rows[first.index("QUIC/TCP ratio")]
     assert ratio[3] == "1.250" and ratio[4] == "0.354"
     assert t.rows[0][1:5] == ["aioquic", "reno", "7.00", "1.41"]
@@ -281,7 +281,7 @@ def test_table_without_tcp_says_the_ratio_is_absent(monkeypatch):
     r = measured(monkeypatch, {"aioquic-reno-1": (1, 5.0), "aioquic-reno-2": (1, 5.0)}, "aioquic=2")
     s = EXP.summarize([r], one_leg(), EXP.options(mix="aioquic=2", warmup=2.0, duration=10.0))
     t = EXP.table(s)
-    assert [row[0] for row in t.rows][2:] == ["QUIC (2 flows)", "QUIC/TCP ratio", "all (2 flows)"]
+    assert [row[0] for row in t.rows][2:] == ["QUIC (2 flows)", "QUIC/TCP ratio", "sum of all (2 flows)"]
     assert t.rows[3][3] == "-" and "one side absent" in EXP.headline(s)
 
 

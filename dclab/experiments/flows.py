@@ -148,7 +148,8 @@ class FlowsOptions(Options):
 def flow_metrics(means: dict[str, float | None], stacks: dict[str, str]) -> tuple[dict[str, float | None], dict[str, Any]]:
     """The repetition's metrics from each flow's mean Mbit/s (``means``) and its stack
     (``stacks``, by flow): JFI over all flows and per transport, per-transport mean and
-    std over flows, the QUIC/TCP ratio and the total; and ``groups`` by transport and by
+    std over flows, the QUIC/TCP ratio (None when a side has no flow or the TCP flows
+    delivered nothing) and the total; and ``groups`` by transport and by
     stack ({"transport": {"quic": {"flows", "mean_mbps", "std_mbps", "jfi"}, ..},
     "stack": {..}}). A flow without a mean counts nowhere."""
     def group(names: list[str]) -> dict[str, Any]:
@@ -303,7 +304,7 @@ class Flows(Experiment):
         rows.append(["QUIC/TCP ratio", "-", "-", _fmt(r.mean, 3), _fmt(r.std, 3), "", ""])
         failed.append(r.mean is None)
         j = summary.metrics["jfi"]
-        rows.append([f"all ({_n_flows(len(summary.flows))})", "-", "-", _fmt(summary.metrics["total_mbps"].mean) + " sum",
+        rows.append([f"sum of all ({_n_flows(len(summary.flows))})", "-", "-", _fmt(summary.metrics["total_mbps"].mean),
                      _fmt(summary.metrics["total_mbps"].std), "", _fmt(j.mean, 3)])
         failed.append(j.mean is None)
         return Table(cols, rows, failed)
