@@ -289,8 +289,8 @@ def test_table_without_tcp_says_the_ratio_is_absent(monkeypatch):
 # Figures
 
 def test_run_figure_shows_each_flow_and_the_warmup(monkeypatch, tmp_path):
-    rates = {"aioquic-reno-1": (15.0, 6.0), "tcp-reno-1": (3.0, 7.0)}
-    r = measured(monkeypatch, rates, "aioquic:reno=1,tcp:reno=1")
+    rates = {f"aioquic-reno-{i}": (15.0, 6.0) for i in range(1, 11)} | {"tcp-reno-1": (3.0, 7.0)}
+    r = measured(monkeypatch, rates, "aioquic:reno=10,tcp:reno=1")
     (tmp_path / "dcemu-stats.jsonl").write_text(
         "\n".join(json.dumps(x) for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
     labels: list[str] = []
@@ -305,7 +305,7 @@ def test_run_figure_shows_each_flow_and_the_warmup(monkeypatch, tmp_path):
     monkeypatch.setattr(figures, "_save", capture)
     path = EXP.run_figure(tmp_path, r.record(), one_leg().model_dump(mode="json"), tmp_path / "flows.png", "t")
     assert path.stat().st_size > 10_000 and path.read_bytes()[:4] == b"\x89PNG"
-    assert labels == ["aioquic-reno-1", "tcp-reno-1", "warm-up (2 s, not measured)"]
+    assert labels == list(rates) + ["warm-up (2 s, not measured)"], "flows in the plan's order (10 after 9)"
 
 
 def rows_of(runs: list[RepResult], value: float) -> list[dict]:

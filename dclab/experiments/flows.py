@@ -325,8 +325,9 @@ class Flows(Experiment):
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
         m = record.get("metrics") or {}
+        order = {f["name"]: f["name"] for f in record.get("flows") or []}  # the legend in the plan's order
         return figures.flows_over_time(run_dir, m.get("t0_ms") or 0.0, path, window_s=m.get("window_s"), title=title,
-                                       warmup_s=m.get("warmup_s"))
+                                       warmup_s=m.get("warmup_s"), labels=order)
 
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
