@@ -4,8 +4,10 @@ experiment says which metric and which flows; nothing here knows an experiment.
 
 - ``metric_vs_param``: mean of a metric against the swept parameter, one line per series;
 - ``flow_bars``: each flow's mean throughput per parameter value, grouped, with an
-  annotation metric (Jain's index) above each group;
-- ``flows_over_time``: per-flow (bearer) throughput over time of one run;
+  annotation metric (Jain's index) and optionally further metrics (e.g. a throughput
+  ratio) above each group;
+- ``flows_over_time``: per-flow (bearer) throughput over time of one run, optionally with
+  a warm-up left out of the measurement shaded;
 - ``link_usage``: per-leg downlink throughput of one run (``plots.link_utilization``).
 
 A row is a dict with ``run_key``, ``stack``, ``cc``, ``host_config``, ``value``,
@@ -116,9 +118,11 @@ def _row_annotation(r: Row, annotate: str, flows: list[str]) -> float | None:
     return jain([x for x in (flow_value(r, f) for f in flows) if x is not None])
 
 
-def flow_table(rows: list[Row], flows: list[str], annotate: str | None = None) -> list[dict[str, Any]]:
+def flow_table(rows: list[Row], flows: list[str], annotate: str | None = None,
+               more: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Per parameter value and series: mean and std of each flow's throughput, the mean of
-    the runs' ``annotate`` metric, n successful and failed runs."""
+    the runs' ``annotate`` metric and of each metric in ``more`` (None where no run has
+    it), n successful and failed runs."""
     out = []
     for (num, text, series), rs in _groups(rows).items():
         ok = [r for r in rs if r.get("ok")]
@@ -127,6 +131,8 @@ def flow_table(rows: list[Row], flows: list[str], annotate: str | None = None) -
             ms = mean_std([flow_value(r, name) for r in ok])
             d[name] = {"mean": ms["mean"], "std": ms["std"]}
         d[annotate or ""] = mean_std([_row_annotation(r, annotate, flows) for r in ok])["mean"] if annotate else None
+        for name in more:
+            d[name] = mean_std([metric_of(r, name) for r in ok])["mean"]
         out.append(d)
     return _by_value(out)
 
@@ -205,13 +211,16 @@ COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:b
 
 
 def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None = None, xlabel: str = "value",
-              labels: dict[str, str] | None = None, annotate: str | None = None) -> Path:
+              labels: dict[str, str] | None = None, annotate: str | None = None,
+              more: dict[str, str] | None = None) -> Path:
     """Grouped bars per swept value: each flow's mean throughput (std error bars), with the
-    mean of the ``annotate`` metric (e.g. Jain's index) above each group; one panel per
-    series."""
+    mean of the ``annotate`` metric (e.g. Jain's index) above each group, and below it the
+    mean of each metric of ``more`` (metric name -> label) that the group has; one panel
+    per series."""
     labels = labels or {}
+    more = more or {}
     title = title or _default_title(rows, "flows")
-    table = [d for d in flow_table(rows, flows, annotate) if d["n"] > 0]
+    table = [d for d in flow_table(rows, flows, annotate, more) if d["n"] > 0]
     if not table:
         return empty_figure(path, title)
     series = sorted({d["series"] for d in table})
@@ -238,13 +247,15 @@ def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None =
                 if d and d[annotate] is not None:
                     h = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for f in flows)
                     name = "JFI" if annotate == "jfi" else annotate
-                    ax.text(i, h + 0.03 * top, f"{name} {d[annotate]:.2f}", ha="center", va="bottom", fontsize=7)
+                    extra = "".join(f"\n{label} {d[m]:.2f}" for m, label in more.items() if d.get(m) is not None)
+                    ax.text(i, h + 0.03 * top, f"{name} {d[annotate]:.2f}{extra}", ha="center", va="bottom",
+                            fontsize=7)
         ax.set_xticks(range(len(cats)), [c[1] or "-" for c in cats], rotation=30 if len(cats) > 10 else 0)
-        ax.set_ylim(0, top * 1.2)
+        ax.set_ylim(0, top * (1.2 + 0.1 * len(more)))
         ax.set_ylabel("throughput (Mbit/s)")
         ax.set_title(s, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=8, loc="upper right", ncol=min(len(flows), 4))
+    axes[0, 0].legend(fontsize=8 if len(flows) <= 8 else 6, loc="upper right", ncol=min(len(flows), 4))
     axes[-1, 0].set_xlabel(xlabel)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -265,10 +276,12 @@ def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float
 
 
 def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | None = None,
-                    title: str | None = None, bin_s: float | None = None, labels: dict[str, str] | None = None) -> Path:
+                    title: str | None = None, bin_s: float | None = None, labels: dict[str, str] | None = None,
+                    warmup_s: float | None = None) -> Path:
     """Per-flow (bearer) delivered throughput over time of one run, from ``t0_ms`` (the
-    start of the measured window) for ``window_s`` seconds. Long windows are shown as
-    means over ``bin_s`` bins (default: about 200 bins)."""
+    start of the clients) for ``window_s`` seconds. Long windows are shown as means over
+    ``bin_s`` bins (default: about 200 bins). A ``warmup_s`` left out of the measurement
+    is shaded, so the measured window [warmup, window] stands out."""
     title = title or f"per-flow throughput: {Path(run_dir).name}"
     series = bearer_series(read_stats(run_dir), t0_ms or 0.0)
     if window_s:
@@ -290,12 +303,14 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
         pts = series[b]
         ax.plot([t for t, _ in pts], [v for _, v in pts], linewidth=1.1, label=labels.get(b, b))
     peak = max((v for pts in series.values() for _, v in pts), default=0.0) or 1.0
+    if warmup_s:
+        ax.axvspan(0, warmup_s, color="0.85", alpha=0.6, linewidth=0, label=f"warm-up ({warmup_s:g} s, not measured)")
     ax.set_xlim(0, span)
-    ax.set_ylim(0, peak * 1.25)  # room for the legend above the lines
+    ax.set_ylim(0, peak * (1.25 if len(order) <= 4 else 1.45))  # room for the legend above the lines
     ax.set_xlabel("time since start (s)" + (f", {bin_s:g} s means" if bin_s else ""))
     ax.set_ylabel("flow throughput (Mbit/s)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="upper right", ncol=len(order))
+    ax.legend(fontsize=8 if len(order) <= 8 else 6, loc="upper right", ncol=min(len(order) + bool(warmup_s), 4))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)

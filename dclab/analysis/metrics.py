@@ -67,16 +67,21 @@ def bearer_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tup
     return series
 
 
-def window_means(records: list[dict], t0_ms: float, window_s: float) -> dict[str, float]:
-    """Each bearer's mean Mbit/s over [t0, t0 + window] from cumulative delivered bytes."""
+def window_means(records: list[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
+    """Each bearer's mean Mbit/s over [t0 + start, t0 + window] (seconds from t0) from
+    cumulative delivered bytes, at the records nearest to both ends. ``start_s`` (a
+    warm-up left out) must be below ``window_s``."""
+    if not 0 <= start_s < window_s:
+        raise ValueError(f"window_means: need 0 <= start_s < window_s (got {start_s}, {window_s})")
     intervals = [r for r in records if r.get("type") in ("interval", "summary")]
+    start_ms = t0_ms + start_s * 1e3
     end_ms = t0_ms + window_s * 1e3
 
     def delivered_at(t_ms: float) -> tuple[float, dict[str, int]]:
         best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
         return best["t_ms"], {b["name"]: b["delivered_bytes"] for b in best["bearers"]}
 
-    (ta, a), (tb, b) = delivered_at(t0_ms), delivered_at(end_ms)
+    (ta, a), (tb, b) = delivered_at(start_ms), delivered_at(end_ms)
     span = max(tb - ta, 1e-9) / 1e3
     return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
 
