@@ -215,6 +215,11 @@ class H3ServerProtocol(QuicConnectionProtocol):
         self._bodies: dict[int, list[int]] = {}
         self._registry = registry
         self._mquic = mquic
+        # Requests that carried the mQUIC header: when every one is fully delivered (its
+        # stream's sending side acknowledged) the connection's byte range is done and it
+        # leaves its group, without waiting for the client's CONNECTION_CLOSE (which a
+        # lossy uplink may drop, leaving the group open until the idle timeout).
+        self._mq_streams: set[int] = set()
         if registry is not None:
             registry.add(self)
 
@@ -246,6 +251,8 @@ class H3ServerProtocol(QuicConnectionProtocol):
         error = None
         if self._mquic is not None and MQUIC_HEADER in headers:
             error = self._mquic.attach(self._quic, headers[MQUIC_HEADER], self._loop.time())
+            if error is None:
+                self._mq_streams.add(ev.stream_id)
         if error is not None or size is None or size < 0:
             body = b"GET /<n> returns n bytes\n" if error is None else error.encode() + b"\n"
             status = b"400" if error is not None else b"405" if method != b"GET" else b"404"
@@ -357,6 +364,14 @@ class H3ServerProtocol(QuicConnectionProtocol):
         if self._bodies:
             self._pump()
         super().transmit()
+        if self._mq_streams and self._mquic is not None and self._mq_delivered():
+            self._mq_streams.clear()
+            self._mquic.closed(self._quic)
+
+    def _mq_delivered(self) -> bool:
+        streams = self._quic._streams  # pinned aioquic: a finished stream is dropped from here
+        return not any(sid in self._bodies or (sid in streams and not streams[sid].sender.is_finished)
+                       for sid in self._mq_streams)
 
 
 async def run(args: argparse.Namespace) -> int:
