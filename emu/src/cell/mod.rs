@@ -17,7 +17,8 @@
 //! quantization error (the scheduler sees the current TTI's CQI exactly), no control
 //! channel limits (any number of devices per TTI), no PSS/SSS/PBCH overhead, one
 //! transport block per device per TTI (no MIMO layers), padding of a device's last RB is
-//! lost. The cell is not yet wired into `config/` or `engine/`.
+//! lost. A scenario wires a cell in as a leg's downlink (`[legs.downlink.cell]`,
+//! `config::CellLeg`, `engine::CellDirection`).
 
 pub mod amc;
 // The room and its main file share the name the issue gave them.
