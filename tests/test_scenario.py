@@ -274,3 +274,19 @@ def test_scenario_file_round_trip_keeps_the_link(tmp_path):
     f.write_text(sc.to_toml(s))
     assert sc.load(f) == s
     assert "link =" not in sc.to_toml(sc.Scenario())
+
+
+def test_cell_trace_writes_a_mahimahi_trace(tmp_path):
+    r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:far", "--out", "-"])
+    assert r.exit_code == 2 and "--link" in r.output
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    out = tmp_path / "good.trace"
+    r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:250m", "--seconds", "10", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    times = [int(x) for x in out.read_text().split()]
+    assert times == sorted(times) and 1 <= times[0] and times[-1] <= 10_000
+    # About the level's mean capacity (64.1 Mbit/s) in 1500-byte packets.
+    assert 0.85 < len(times) * 12_000 / 10 / 1e6 / 64.1 < 1.1
+    r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:good", "--seconds", "-1", "--out", "-"])
+    assert r.exit_code == 2 and "--seconds: must be above 0 and at most 86400 (got -1)" in r.output
