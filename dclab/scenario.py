@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
+from . import lte
+
 PosMbps = Annotated[float, Field(gt=0, le=100_000)]
 DelayMs = Annotated[float, Field(ge=0, le=10_000)]
 LossPct = Annotated[float, Field(ge=0, le=100)]
@@ -55,13 +57,35 @@ class Scenario(BaseModel):
     mtu: Annotated[int, Field(ge=1280, le=9000)] = 1500
     stats_interval_ms: Annotated[float, Field(ge=1, le=10_000)] = 10.0
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    link: Annotated[str | None, Field(description="lte:LEVEL: one LTE cell instead of the legs (dclab/lte.py)")] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_leg_for_a_cell(cls, data: object) -> object:
+        """With a cell there is one leg: per-leg lists still at their two-leg defaults
+        become one entry."""
+        if isinstance(data, dict) and data.get("link"):
+            data = dict(data)
+            for name, default in (("split", [50.0, 50.0]), ("delay", [10.0, 10.0]), ("loss", [0.0, 0.0])):
+                if name not in data or list(data[name]) == default:
+                    data[name] = default[:1]
+        return data
 
     @model_validator(mode="after")
     def _legs_agree(self) -> "Scenario":
-        n = len(self.bw)
+        if self.link is not None:
+            lte.level(self.link)  # raises naming --link
+            if self.bw != [20.0, 20.0]:
+                raise ValueError("bw: not used with --link (the cell's capacity follows the channel)")
+            if self.trace is not None:
+                raise ValueError("trace: not used with --link (the cell's capacity follows the channel)")
+            if self.duplicate:
+                raise ValueError("duplicate: needs two legs; --link gives one")
+        n = self.legs
         for name in ("split", "delay", "loss"):
             if len(getattr(self, name)) != n:
-                raise ValueError(f"{name}: needs one value per leg ({n}, as --bw gives), got {len(getattr(self, name))}")
+                given_by = "--link gives one" if self.link is not None else "as --bw gives"
+                raise ValueError(f"{name}: needs one value per leg ({n}, {given_by}), got {len(getattr(self, name))}")
         if sum(self.split) <= 0:
             raise ValueError("split: at least one share must be above 0")
         if self.trace is not None and not Path(self.trace).is_file():
@@ -70,7 +94,8 @@ class Scenario(BaseModel):
 
     @property
     def legs(self) -> int:
-        return len(self.bw)
+        """Downlink legs: one with --link (the cell), else one per --bw value."""
+        return 1 if self.link is not None else len(self.bw)
 
     def delay_std(self, leg: int) -> float:
         return self.delay[leg] * self.delay_cov
@@ -89,7 +114,7 @@ def build(base: Scenario | None = None, **changes: object) -> Scenario:
 
 # Fields added after the first campaign store: a run key includes them only when they
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
-ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss")
+ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link")
 
 # The CLI option of a field where it is not --field-name.
 OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue"}
@@ -167,4 +192,6 @@ def capacity_mbps(s: Scenario) -> float:
     """The downlink capacity summed over the legs (a trace's mean rate on every leg)."""
     from .traces import trace_mean_mbps  # reads the trace file; only when there is one
 
+    if s.link is not None:
+        return lte.CAPACITY_MBPS[lte.level(s.link)]
     return trace_mean_mbps(Path(s.trace)) * s.legs if s.trace else sum(s.bw)

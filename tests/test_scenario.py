@@ -193,3 +193,100 @@ def test_run_keys_change_only_when_the_new_fields_leave_their_defaults():
     base = key(sc.Scenario())
     assert key(sc.build(jitter_reorders=True, uplink_loss=0.0)) == base
     assert len({base, key(sc.build(jitter_reorders=False)), key(sc.build(uplink_loss=1.0))}) == 3
+
+
+def test_lte_levels_are_the_study_distances():
+    from dclab import lte
+
+    # TR 36.942 macro path loss, 46 dBm, 9 dB noise figure over 20 MHz: computed, not typed.
+    assert round(lte.noise_dbm(), 1) == -92.0
+    assert [lte.sinr_db(d) for d in lte.LEVELS.values()] == [32.5, 14.6, 3.3, -5.1]
+    assert round(lte.path_loss_db(1000), 1) == 128.1
+    assert lte.level("lte:250m") == "good" and lte.level("lte:2500m") == "edge" and lte.level("lte:poor") == "poor"
+    for bad in ("lte:far", "wifi:good", "lte", "lte:300m"):
+        with pytest.raises(ValueError, match="--link: expected lte:LEVEL"):
+            lte.level(bad)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--link", "lte:far"], "--link: expected lte:LEVEL with LEVEL one of good, medium, poor, edge, 250m"),
+        (["--link", "lte:good", "--bw", "30"], "--bw: not used with --link"),
+        (["--link", "lte:good", "--duplicate"], "--duplicate: needs two legs; --link gives one"),
+        (["--link", "lte:good", "--delay", "12,12"], "--delay: needs one value per leg (1, --link gives one), got 2"),
+    ],
+)
+def test_bad_links_are_refused_naming_the_option(args, message):
+    r = CliRunner().invoke(app, ["scenario", "show", *args])
+    assert r.exit_code == 2
+    assert message in r.output
+
+
+@pytest.mark.parametrize("link, sinr", [("lte:good", 32.5), ("lte:1500m", 3.3)])
+def test_lte_link_renders_one_cell_leg_that_dcemu_accepts(tmp_path, link, sinr):
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--link", link, "--delay", "12", "--loss", "0.5",
+                                 "--delay-cov", "0", "--uplink-delay", "12"])
+    assert r.exit_code == 0, r.output
+    d = tomllib.loads(r.output)
+    (leg,) = d["legs"]
+    down = leg["downlink"]
+    assert down["delay"] == {"distribution": "constant", "ms": 12.0}
+    assert down["loss"] == {"model": "bernoulli", "percent": 0.5}
+    assert "rate" not in down and "queue_packets" not in down
+    cell = down["cell"]
+    assert (cell["bandwidth_mhz"], cell["scheduler"]) == (20.0, "pf")
+    # The throughput experiment's one bearer (dc over the one leg) is the one device.
+    assert [b["name"] for b in d["bearers"]] == ["dc"]
+    assert cell["devices"] == [{"mean_sinr_db": sinr, "doppler_hz": 5.0, "fading": "rayleigh", "queue_bytes": 512000}]
+    assert d["pdcp"]["reordering"] is False
+    s = sc.build(link=link)
+    assert s.legs == 1 and s.delay == [10.0] and s.split == [50.0]
+    assert sc.capacity_mbps(s) == {"lte:good": 64.1, "lte:1500m": 4.05}[link]
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    f = tmp_path / "lte.toml"
+    f.write_text(r.output)
+    p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_lte_capacity_table_is_the_cells_own():
+    """The table's numbers against `dcemu cell-capacity` (one seed of an hour: within 5 %)."""
+    import json
+
+    from dclab import lte
+
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    for name, d in lte.LEVELS.items():
+        if name == "edge":
+            continue  # 0.3 Mbit/s: one seed's hour differs by more
+        p = subprocess.run([str(DCEMU), "cell-capacity", "--sinr-db", str(lte.sinr_db(d)), "--seconds", "3600"],
+                           capture_output=True, text=True, check=True)
+        mean = json.loads(p.stdout)["mean_mbps"]
+        assert abs(mean / lte.CAPACITY_MBPS[name] - 1) < 0.05, (name, mean)
+
+
+def test_scenario_file_round_trip_keeps_the_link(tmp_path):
+    s = sc.build(link="lte:medium", delay=[12.0], loss=[0.5])
+    f = tmp_path / "s.toml"
+    f.write_text(sc.to_toml(s))
+    assert sc.load(f) == s
+    assert "link =" not in sc.to_toml(sc.Scenario())
+
+
+def test_cell_trace_writes_a_mahimahi_trace(tmp_path):
+    r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:far", "--out", "-"])
+    assert r.exit_code == 2 and "--link" in r.output
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    out = tmp_path / "good.trace"
+    r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:250m", "--seconds", "10", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    times = [int(x) for x in out.read_text().split()]
+    assert times == sorted(times) and 1 <= times[0] and times[-1] <= 10_000
+    # About the level's mean capacity (64.1 Mbit/s) in 1500-byte packets.
+    assert 0.85 < len(times) * 12_000 / 10 / 1e6 / 64.1 < 1.1
+    r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:good", "--seconds", "-1", "--out", "-"])
+    assert r.exit_code == 2 and "--seconds: must be above 0 and at most 86400 (got -1)" in r.output

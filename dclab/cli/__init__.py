@@ -7,7 +7,7 @@ import signal
 
 import click
 
-from . import campaign, host, results, run, scenario
+from . import campaign, cell, host, results, run, scenario
 
 
 def _sigterm(*_: object) -> None:
@@ -28,6 +28,7 @@ def app() -> None:
 
 
 app.add_command(scenario.scenario)
+app.add_command(cell.cell)
 run.register(app)
 campaign.register(app)
 for command in (results.plot, results.report, results.results, host.clean, host.doctor):

@@ -79,6 +79,10 @@ def scenario_options(f: F) -> F:
         click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
         click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Bandwidth trace (mahimahi or CSV) on both downlinks instead of --bw."),
+        click.option("--link", metavar="lte:LEVEL",
+                     help="One LTE cell (20 MHz, PF, 512 kB per device) instead of the legs, each flow's bearer a "
+                          "device at LEVEL: good, medium, poor, edge, or the study's distances 250m, 750m, 1500m, "
+                          "2500m; --delay and --loss are the core network's. Table: dclab/lte.py."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -119,8 +123,10 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                 changes["t_reordering"] = values[0]
         if kw.get("trace"):
             changes["trace"] = Path(kw["trace"]).resolve()
+        if kw.get("link") is not None:
+            changes["link"] = kw["link"]
         # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
-        n = len(changes.get("bw", base.bw))
+        n = 1 if changes.get("link", base.link) else len(changes.get("bw", base.bw))
         for name in ("split", "delay", "loss"):
             if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):
                 changes[name] = [getattr(base, name)[0]] * n

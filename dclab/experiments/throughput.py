@@ -11,7 +11,7 @@ from pydantic import Field, StrictBool
 from ..analysis.metrics import pdcp_summary
 from ..endpoints.base import Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
-from ..scenario import Scenario
+from ..scenario import Scenario, capacity_mbps
 from ..testbed import Testbed
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary
 
@@ -48,7 +48,8 @@ class Throughput(Experiment):
 
     def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
         o: ThroughputOptions = options
-        capacity = 2.0 if scenario.trace else sum(scenario.bw)  # traces: assume at least 2 Mbit/s
+        # Traces: assume at least 2 Mbit/s; a cell: its level's mean capacity.
+        capacity = 2.0 if scenario.trace else capacity_mbps(scenario)
         timeout = o.timeout or self.timeout_s(plan, capacity)
         r = bed.run_clients(timeout, qlog=o.qlog)["dc"]
         records = bed.finish()

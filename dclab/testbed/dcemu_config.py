@@ -8,6 +8,7 @@ from typing import Any
 
 import tomli_w
 
+from .. import lte
 from ..flows import FlowPlan
 from ..scenario import Scenario
 
@@ -23,6 +24,20 @@ def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_m
     if loss_pct > 0:
         d["loss"] = {"model": "bernoulli", "percent": loss_pct}
     return d
+
+
+def cell_leg(s: Scenario, plan: FlowPlan) -> dict[str, Any]:
+    """``--link lte:LEVEL``: one leg, ``leg1``, whose downlink is the cell (one device per
+    bearer, all at the level's SINR) followed by --delay and --loss (the core network);
+    the uplink is the ordinary one."""
+    down = _direction({}, s.queue_packets, s.delay[0], s.delay_std(0), s.delay_limit, s.loss[0], s.jitter_reorders)
+    del down["queue_packets"]  # the cell has a queue per device
+    assert s.link is not None
+    down["cell"] = {"bandwidth_mhz": lte.BANDWIDTH_MHZ, "scheduler": lte.SCHEDULER,
+                    "devices": [lte.device(s.link) for _ in plan.bearers]}
+    return {"name": "leg1", "downlink": down,
+            "uplink": _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
+                                 s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.jitter_reorders)}
 
 
 def legs(s: Scenario) -> list[dict[str, Any]]:
@@ -67,11 +82,13 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
             "sn_bits": s.sn_bits,
             "header_bytes": s.header_bytes,
             "t_reordering_ms": "inf" if s.t_reordering is None else s.t_reordering,
-            "reordering": s.reordering,
+            # A cell's queue drops leave holes the receiver would wait t-Reordering for,
+            # and one leg has nothing to reorder.
+            "reordering": s.reordering and s.link is None,
         },
         "split": {"batch": s.batch, "ratio": list(s.split)},
         "stats": {"interval_ms": max(s.stats_interval_ms, plan.stats_interval_ms or 0.0)},
-        "legs": legs(s),
+        "legs": [cell_leg(s, plan)] if s.link is not None else legs(s),
         "bearers": bearers(s, plan),
     }
     return tomli_w.dumps(doc)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use dcemu::base::time::{from_ms, MAX_TIME_S};
+use dcemu::base::time::{from_ms, MAX_TIME_S, NS_PER_MS};
 use dcemu::config::{self, fmt_num, MAX_T_REORDERING_MS};
 use dcemu::io::runtime::{run, RunOptions};
 use dcemu::replay::{run_replay, ReplayOptions};
@@ -81,6 +81,91 @@ enum Cmd {
         #[arg(long)]
         out_of_order: bool,
     },
+    /// The capacity of one LTE device given all resource blocks of a cell (its channel
+    /// alone, no queue): mean, percentiles and outage in Mbit/s, as JSON.
+    CellCapacity {
+        #[command(flatten)]
+        channel: ChannelArgs,
+    },
+    /// The same capacity as a bandwidth trace: one line per 1500-byte delivery
+    /// opportunity, in ms (mahimahi's format; dcemu and mahimahi replay it).
+    CellTrace {
+        #[command(flatten)]
+        channel: ChannelArgs,
+        /// Trace format (only "mahimahi").
+        #[arg(long, default_value = "mahimahi", value_parser = ["mahimahi"])]
+        format: String,
+        /// Output file ("-": standard output).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// One device's channel, for `cell-capacity` and `cell-trace`.
+#[derive(clap::Args)]
+struct ChannelArgs {
+    /// Mean SINR in dB (-30 to 60).
+    #[arg(long, allow_negative_numbers = true)]
+    sinr_db: f64,
+    /// Cell bandwidth in MHz: 1.4, 3, 5, 10, 15 or 20.
+    #[arg(long, default_value_t = 20.0, allow_negative_numbers = true)]
+    bandwidth_mhz: f64,
+    /// Maximum Doppler shift in Hz (0 to 2000); 5 is a pedestrian at 2 GHz.
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    doppler: f64,
+    /// Fading: "rayleigh" or "none".
+    #[arg(long, default_value = "rayleigh", value_parser = ["rayleigh", "none"])]
+    fading: String,
+    /// Length in seconds (more than 0, at most 86400).
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    seconds: f64,
+    /// Seed: the channel of device 0 of a cell with this seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl ChannelArgs {
+    /// Bits per 1 ms TTI, TTI by TTI.
+    fn series(&self) -> anyhow::Result<Vec<u64>> {
+        use dcemu::cell::{
+            capacity_series, device_seed, rbs_for_bandwidth, DeviceSpec, FadingModel,
+        };
+        let check = |name: &str, v: f64, lo: f64, hi: f64| {
+            anyhow::ensure!(
+                v.is_finite() && (lo..=hi).contains(&v),
+                "--{name}: must be between {} and {} (got {})",
+                fmt_num(lo),
+                fmt_num(hi),
+                fmt_num(v)
+            );
+            Ok(())
+        };
+        check("sinr-db", self.sinr_db, -30.0, 60.0)?;
+        check("doppler", self.doppler, 0.0, 2000.0)?;
+        anyhow::ensure!(
+            self.seconds.is_finite() && self.seconds > 0.0 && self.seconds <= 86_400.0,
+            "--seconds: must be above 0 and at most 86400 (got {})",
+            fmt_num(self.seconds)
+        );
+        anyhow::ensure!(
+            rbs_for_bandwidth(self.bandwidth_mhz).is_some(),
+            "--bandwidth-mhz: must be 1.4, 3, 5, 10, 15 or 20 (got {})",
+            fmt_num(self.bandwidth_mhz)
+        );
+        let fading = match self.fading.as_str() {
+            "none" => FadingModel::None,
+            _ => FadingModel::Rayleigh,
+        };
+        let d = DeviceSpec::new(self.sinr_db, self.doppler, fading);
+        let ttis = (self.seconds * 1000.0).round().max(1.0) as usize;
+        capacity_series(
+            self.bandwidth_mhz,
+            &d,
+            NS_PER_MS,
+            device_seed(self.seed, 0),
+            ttis,
+        )
+    }
 }
 
 fn parse_sn_bits(s: &str) -> Result<u8, String> {
@@ -157,6 +242,35 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             std::io::stdout().write_all(text.as_bytes())?;
         }
         Cmd::Defaults => print!("{}", config::default_toml()),
+        Cmd::CellCapacity { channel } => {
+            let sum = dcemu::cell::summarize(&channel.series()?, NS_PER_MS);
+            println!("{}", serde_json::to_string(&sum)?);
+        }
+        Cmd::CellTrace {
+            channel,
+            format: _,
+            out,
+        } => {
+            let series = channel.series()?;
+            let times = dcemu::cell::mahimahi_opportunities(&series, NS_PER_MS, 1500);
+            anyhow::ensure!(
+                !times.is_empty(),
+                "--sinr-db: the channel carries not one 1500-byte packet in {} s; a trace \
+                 needs at least one",
+                fmt_num(channel.seconds)
+            );
+            let mut text = String::with_capacity(times.len() * 6);
+            for t in times {
+                text.push_str(&t.to_string());
+                text.push('\n');
+            }
+            if out.as_os_str() == "-" {
+                std::io::stdout().write_all(text.as_bytes())?;
+            } else {
+                std::fs::write(&out, text)
+                    .map_err(|e| anyhow::anyhow!("--out: cannot write {}: {e}", out.display()))?;
+            }
+        }
         Cmd::PdcpReplay {
             sn_bits,
             t_reordering,

@@ -108,6 +108,59 @@ fn bad_run_options_are_refused() {
 }
 
 #[test]
+fn bad_cell_options_are_refused() {
+    for (args, want) in [
+        (
+            vec!["cell-capacity", "--sinr-db", "99"],
+            "--sinr-db: must be between -30 and 60 (got 99)",
+        ),
+        (
+            vec!["cell-capacity", "--sinr-db", "nan"],
+            "--sinr-db: must be between -30 and 60 (got NaN)",
+        ),
+        (
+            vec!["cell-capacity", "--sinr-db", "10", "--doppler", "-1"],
+            "--doppler: must be between 0 and 2000 (got -1)",
+        ),
+        (
+            vec!["cell-capacity", "--sinr-db", "10", "--seconds", "1e9"],
+            "--seconds: must be above 0 and at most 86400 (got 1000000000)",
+        ),
+        (
+            vec!["cell-capacity", "--sinr-db", "10", "--bandwidth-mhz", "7"],
+            "--bandwidth-mhz: must be 1.4, 3, 5, 10, 15 or 20 (got 7)",
+        ),
+        (
+            vec![
+                "cell-trace",
+                "--sinr-db",
+                "-30",
+                "--seconds",
+                "0.01",
+                "--out",
+                "-",
+            ],
+            "--sinr-db: the channel carries not one 1500-byte packet in 0.01 s; a trace \
+             needs at least one",
+        ),
+        (
+            vec![
+                "cell-trace",
+                "--sinr-db",
+                "10",
+                "--out",
+                "/nonexistent/dir/t",
+            ],
+            "--out: cannot write /nonexistent/dir/t: No such file or directory (os error 2)",
+        ),
+    ] {
+        check(&args, "", 1, want);
+    }
+    let (code, out) = dcemu(&["cell-capacity", "--sinr-db", "200", "--fading", "x"], "");
+    assert_eq!(code, 2, "{out}");
+}
+
+#[test]
 fn bad_replay_options_and_lines_are_refused() {
     let t = "--t-reordering: must be a number of ms between 0 and 3600000 (1 hour), or \"inf\"";
     for v in ["1e300", "-5", "nan", "3600000.001", "inf5", ""] {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dcemu::base::time::{Nanos, NS_PER_MS, NS_PER_US};
+use dcemu::base::time::{Nanos, NS_PER_MS, NS_PER_S, NS_PER_US};
 use dcemu::config::parse;
 use dcemu::engine::{Dir, Engine, Output};
 
@@ -354,4 +354,142 @@ delay = {{ distribution = "constant", ms = 0 }}
         expected.abs_diff(got) <= 1000,
         "trace allows {expected} bytes in 5 s, leg sent {got}"
     );
+}
+
+/// One cell leg, two devices (one bearer each) at fixed CQIs 15 and 7, round robin.
+fn cell_scenario(scheduler: &str, fading: &str) -> String {
+    use dcemu::cell::amc::sinr_threshold_db;
+    format!(
+        r#"
+[stats]
+interval_ms = 500
+# The queues overflow; each hole would hold the PDCP receiver for t-Reordering.
+[pdcp]
+reordering = false
+[[legs]]
+name = "lte"
+[legs.downlink]
+delay = {{ distribution = "constant", ms = 12 }}
+[legs.downlink.cell]
+bandwidth_mhz = 5
+scheduler = "{scheduler}"
+[[legs.downlink.cell.devices]]
+mean_sinr_db = {s0}
+fading = "{fading}"
+[[legs.downlink.cell.devices]]
+mean_sinr_db = {s1}
+fading = "{fading}"
+[legs.uplink]
+rate = "unlimited"
+delay = {{ distribution = "constant", ms = 12 }}
+[[bearers]]
+name = "near"
+mode = "sc"
+match = [{{ server_port = 4433 }}]
+[[bearers]]
+name = "far"
+mode = "sc"
+match = [{{ server_port = 4434 }}]
+"#,
+        s0 = sinr_threshold_db(15) + 1.0,
+        s1 = sinr_threshold_db(7) + 0.5,
+    )
+}
+
+/// Offers 32 Mbit/s to each bearer for 2 s (far above the 5 MHz cell); returns the
+/// harness and the bits each bearer delivered in [0.5 s, 2 s] (PDCP header included).
+fn saturate_cell(text: &str) -> (Harness, [f64; 2]) {
+    let mut h = Harness::new(text);
+    let mut seq = 0;
+    for i in 0..8000u64 {
+        for port in [4433, 4434] {
+            h.inject(
+                i * 250 * NS_PER_US,
+                Dir::Down,
+                &udp(port, 5000, seq, 1000, true),
+            );
+            seq += 1;
+        }
+    }
+    h.run_until(2 * NS_PER_S);
+    let mut bits = [0.0; 2];
+    for w in &h.written {
+        if w.1 > NS_PER_S / 2 && w.1 <= 2 * NS_PER_S {
+            // Even sequence numbers went to port 4433.
+            bits[(w.2 % 2) as usize] += (w.3 + 2) as f64 * 8.0;
+        }
+    }
+    (h, bits)
+}
+
+#[test]
+fn a_cell_leg_gives_each_device_its_scheduled_share() {
+    use dcemu::cell::amc::bits_per_rb;
+    let (mut h, bits) = saturate_cell(&cell_scenario("rr", "none"));
+    // Round robin: 12.5 of the 25 RBs each per TTI, at CQI 15 and CQI 7, for 1500 TTIs.
+    for (d, cqi) in [(0, 15u8), (1, 7)] {
+        let want = 12.5 * bits_per_rb(cqi) * 1500.0;
+        assert!(
+            (bits[d] / want - 1.0).abs() < 0.01,
+            "device {d}: {} vs {want}",
+            bits[d]
+        );
+    }
+    // Every packet leaves the cell at the end of a TTI, then 12 ms of delay: exact instants.
+    assert!(h.written.iter().all(|w| w.1 % NS_PER_MS == 0));
+    let first = h.written[0];
+    assert_eq!(first.1, NS_PER_MS + 12 * NS_PER_MS, "{first:?}");
+    let rec = h.e.summary(h.now);
+    let cell = rec.legs[0].cell.as_ref().expect("a cell record");
+    assert_eq!((cell.bandwidth_mhz, cell.rbs_per_tti), (5.0, 25));
+    let (a, b) = (&cell.devices[0], &cell.devices[1]);
+    assert_eq!((a.bearer.as_str(), b.bearer.as_str()), ("near", "far"));
+    assert_eq!((a.counters.cqi, b.counters.cqi), (15, 7));
+    assert_eq!(a.counters.rbs + b.counters.rbs, 25 * cell.ttis);
+    assert!(a.counters.rbs.abs_diff(b.counters.rbs) <= 1);
+    // The 512 kB queues overflow; the leg's counters add up the devices'.
+    assert!(a.counters.dropped_packets > 1000 && b.counters.dropped_packets > 1000);
+    let dl = &rec.legs[0].downlink;
+    assert_eq!(
+        dl.counters.dropped_queue_packets,
+        a.counters.dropped_packets + b.counters.dropped_packets
+    );
+    assert_eq!(
+        dl.queue_bytes,
+        a.counters.queue_bytes + b.counters.queue_bytes
+    );
+    assert_eq!(
+        rec.bearers[0].delivered_packets + rec.bearers[1].delivered_packets,
+        dl.counters.packets_out
+    );
+    let json = serde_json::to_value(&rec).unwrap();
+    let dev = &json["legs"][0]["cell"]["devices"][1];
+    for key in [
+        "bytes_out",
+        "packets_out",
+        "dropped_packets",
+        "queue_bytes",
+        "cqi",
+        "rbs",
+    ] {
+        assert!(dev.get(key).is_some(), "{key} in {dev}");
+    }
+    assert!(dev["capacity_bits"].as_u64().unwrap() > 0);
+    // A leg without a cell has no cell record.
+    let plain = Harness::new(TWO_LEGS).e.summary(0);
+    assert!(serde_json::to_value(&plain).unwrap()["legs"][0]
+        .get("cell")
+        .is_none());
+}
+
+#[test]
+fn a_pf_cell_with_fading_shares_time_and_is_reproducible() {
+    let text = cell_scenario("pf", "rayleigh");
+    let (h, bits) = saturate_cell(&text);
+    let rec = Harness::new(&text).e.summary(0);
+    assert_eq!(rec.legs[0].cell.as_ref().unwrap().devices.len(), 2);
+    // The far device gets about half the time but far fewer bits.
+    assert!(bits[0] > 1.5 * bits[1], "{bits:?}");
+    let (h2, _) = saturate_cell(&text);
+    assert_eq!(h.written, h2.written, "same seed, same output");
 }

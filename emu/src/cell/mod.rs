@@ -10,6 +10,7 @@
 //! - [`fading`]: Rayleigh block fading, AR(1) in time with `ρ = J0(2π f_d T)`, exact jumps.
 //! - [`scheduler`]: round robin and proportional fair over RBs / RBGs.
 //! - [`cell`](mod@cell): the cell: specs, queues, TTI loop, counters, capacity series.
+//! - [`capacity`]: a capacity series' mean and spread, and as a mahimahi trace.
 //!
 //! Limits (what it does not model): no HARQ or retransmissions (every transport block
 //! arrives; no BLER), no frequency-selective fading (one gain for all RBs of a TTI, so PF
@@ -17,9 +18,11 @@
 //! quantization error (the scheduler sees the current TTI's CQI exactly), no control
 //! channel limits (any number of devices per TTI), no PSS/SSS/PBCH overhead, one
 //! transport block per device per TTI (no MIMO layers), padding of a device's last RB is
-//! lost. The cell is not yet wired into `config/` or `engine/`.
+//! lost. A scenario wires a cell in as a leg's downlink (`[legs.downlink.cell]`,
+//! `config::CellLeg`, `engine::CellDirection`).
 
 pub mod amc;
+pub mod capacity;
 // The room and its main file share the name the issue gave them.
 #[allow(clippy::module_inception)]
 pub mod cell;
@@ -27,6 +30,7 @@ pub mod fading;
 pub mod scheduler;
 
 pub use amc::{cqi_from_sinr_db, rbs_for_bandwidth, tb_bits};
+pub use capacity::{mahimahi_opportunities, summarize, CapacitySummary};
 pub use cell::{
     capacity_series, device_seed, Cell, CellCounters, CellSpec, DeviceCounters, DeviceSpec,
     DEFAULT_QUEUE_BYTES,

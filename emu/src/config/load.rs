@@ -380,6 +380,150 @@ mod tests {
         ));
     }
 
+    const CELL_LEG: &str = r#"
+        [[legs]]
+        name = "lte"
+        [legs.downlink]
+        delay = { distribution = "constant", ms = 12 }
+        [legs.downlink.cell]
+        bandwidth_mhz = 20
+        scheduler = "pf"
+        [[legs.downlink.cell.devices]]
+        mean_sinr_db = 20
+        [[legs.downlink.cell.devices]]
+        mean_sinr_db = 3
+        doppler_hz = 0
+        fading = "none"
+        queue_bytes = 100000
+        [[legs]]
+        name = "wifi"
+        [[bearers]]
+        name = "a"
+        mode = "sc"
+        legs = ["wifi"]
+        [[bearers]]
+        name = "b"
+        mode = "dc"
+        [[bearers]]
+        name = "c"
+        mode = "sc"
+        legs = ["lte"]
+        "#;
+
+    #[test]
+    fn cell_legs_map_bearers_to_devices_in_order() {
+        use crate::cell::{FadingModel, SchedulerSpec};
+        let s = parse(CELL_LEG, Path::new(".")).unwrap();
+        let c = s.legs[0].cell.as_ref().unwrap();
+        assert!(s.legs[1].cell.is_none());
+        assert_eq!(c.spec.bandwidth_mhz, 20.0);
+        assert_eq!(c.spec.scheduler, SchedulerSpec::proportional_fair());
+        // Bearer "a" does not use the leg; "b" (dc over both legs) is device 0, "c" 1.
+        assert_eq!(c.device_of_bearer, [None, Some(0), Some(1)]);
+        let d = &c.spec.devices;
+        assert_eq!(d[0].mean_sinr_db, 20.0);
+        assert_eq!((d[0].doppler_hz, d[0].fading), (5.0, FadingModel::Rayleigh));
+        assert_eq!(d[0].queue_bytes, Some(512_000));
+        assert_eq!(
+            (d[1].fading, d[1].queue_bytes),
+            (FadingModel::None, Some(100_000))
+        );
+        // `dcemu check` prints the cell with its defaults, and that parses again.
+        let text = toml::to_string_pretty(&s.file).unwrap();
+        assert!(text.contains("[legs.downlink.cell]"), "{text}");
+        let again = parse(&text, Path::new(".")).unwrap();
+        assert_eq!(again.legs[0].cell.as_ref().unwrap().spec, c.spec);
+        // One leg, no bearers: the default bearer is the one device.
+        let one = "[[legs]]\nname = 'lte'\n[legs.downlink.cell]\n\
+                   devices = [{ mean_sinr_db = 10 }]";
+        let s = parse(one, Path::new(".")).unwrap();
+        assert_eq!(s.legs[0].cell.as_ref().unwrap().device_of_bearer, [Some(0)]);
+    }
+
+    #[test]
+    fn bad_cells_name_the_field() {
+        let cell = "[[legs]]\nname = 'lte'\n[legs.downlink.cell]\n";
+        let dev = "[[legs.downlink.cell.devices]]\nmean_sinr_db = 10\n";
+        for (text, want) in [
+            (
+                format!("{cell}bandwidth_mhz = 7\n{dev}"),
+                "legs[0].downlink.cell.bandwidth_mhz: must be 1.4, 3, 5, 10, 15 or 20 (MHz) \
+                 (got 7)",
+            ),
+            (
+                format!("{cell}scheduler = 'fifo'\n{dev}"),
+                "legs[0].downlink.cell.scheduler: must be \"rr\" (round robin) or \"pf\" \
+                 (proportional fair) (got \"fifo\")",
+            ),
+            (
+                format!("{cell}tc_ttis = 0.5\n{dev}"),
+                "legs[0].downlink.cell.tc_ttis: must be between 1 and 1000000 (got 0.5)",
+            ),
+            (
+                format!("{cell}devices = []"),
+                "legs[0].downlink.cell.devices: must list 1 to 1000 devices, one per bearer \
+                 on the leg (got 0)",
+            ),
+            (
+                format!("{cell}{dev}fading = 'rician'"),
+                "legs[0].downlink.cell.devices[0].fading: must be \"rayleigh\" or \"none\" \
+                 (got \"rician\")",
+            ),
+            (
+                format!("{cell}{dev}doppler_hz = -1"),
+                "legs[0].downlink.cell.devices[0].doppler_hz: must be between 0 and 2000 \
+                 (got -1)",
+            ),
+            (
+                format!("{cell}[[legs.downlink.cell.devices]]\nmean_sinr_db = 99"),
+                "legs[0].downlink.cell.devices[0].mean_sinr_db: must be between -30 and 60 \
+                 (got 99)",
+            ),
+            (
+                format!("{cell}{dev}queue_bytes = 10"),
+                "legs[0].downlink.cell.devices[0].queue_bytes: must be between 1500 and \
+                 100000000000 (got 10)",
+            ),
+            (
+                format!("{cell}{dev}{dev}"),
+                "legs[0].downlink.cell.devices: needs one device per bearer on leg \"lte\", \
+                 in bearer order (1 bearer: dc), got 2",
+            ),
+            (
+                format!(
+                    "[[legs]]\nname = 'lte'\n[legs.downlink]\nrate = '5mbit'\n\
+                         [legs.downlink.cell]\n{dev}"
+                ),
+                "legs[0].downlink.rate: a cell replaces the rate stage (its capacity follows \
+                 the channel): remove rate",
+            ),
+            (
+                format!(
+                    "[[legs]]\nname = 'lte'\n[legs.downlink]\nqueue_bytes = 5000\n\
+                         [legs.downlink.cell]\n{dev}"
+                ),
+                "legs[0].downlink.queue_bytes: a cell has a queue per device: give \
+                 queue_bytes or queue_packets in cell.devices instead",
+            ),
+            (
+                "[[legs]]\nname = 'lte'\n[legs.uplink.cell]\ndevices = [{ mean_sinr_db = 1 }]"
+                    .into(),
+                "legs[0].uplink.cell: a cell models the downlink only (give it in the leg's \
+                 downlink)",
+            ),
+            (
+                format!("{cell}{dev}[[schedule]]\nat_ms = 5\nleg = 'lte'\nrate = '1mbit'"),
+                "schedule[0].rate: leg \"lte\"'s downlink is a cell (its capacity follows \
+                 the channel); only delay and loss can change",
+            ),
+        ] {
+            assert_eq!(err(&text), want, "{text}");
+        }
+        // Delay and loss of a cell leg may change.
+        let ok = format!("{cell}{dev}[[schedule]]\nat_ms = 5\nleg = 'lte'\nloss = {{ model = 'bernoulli', percent = 1 }}");
+        assert!(parse(&ok, Path::new(".")).is_ok());
+    }
+
     #[test]
     fn infinite_t_reordering() {
         let s = parse("[pdcp]\nt_reordering_ms = 'inf'", Path::new(".")).unwrap();

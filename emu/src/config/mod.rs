@@ -14,11 +14,12 @@ pub mod trace_file;
 pub mod validate;
 
 pub use load::{load, parse};
-pub use model::{Bearer, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
+pub use model::{Bearer, CellLeg, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
 pub use schema::{
-    default_toml, BearerFile, BearerMode, ChangeFile, DelayFile, DirectionFile, DirectionName,
-    InfWord, LegFile, LossFile, MatchFile, MsOrInf, PdcpFile, PortValue, RateValue, ScenarioFile,
-    SplitChangeFile, SplitFile, StatsFile, TopologyFile, TraceFile,
+    default_toml, BearerFile, BearerMode, CellDeviceFile, CellFile, ChangeFile, DelayFile,
+    DirectionFile, DirectionName, InfWord, LegFile, LossFile, MatchFile, MsOrInf, PdcpFile,
+    PortValue, RateValue, ScenarioFile, SplitChangeFile, SplitFile, StatsFile, TopologyFile,
+    TraceFile,
 };
 pub use trace_file::{load_csv, load_mahimahi, parse_csv, parse_mahimahi};
 pub use validate::{fmt_num, parse_rate, validate, FieldError, MAX_T_REORDERING_MS};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::schema::{BearerMode, ScenarioFile, TopologyFile};
 use crate::base::time::Nanos;
+use crate::cell::CellSpec;
 use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec};
 
 #[derive(Debug, Clone)]
@@ -38,8 +39,19 @@ pub struct Pdcp {
 #[derive(Debug, Clone)]
 pub struct Leg {
     pub name: String,
+    /// With `cell`, only its delay and loss apply (the cell replaces the rate stage).
     pub downlink: LinkSpec,
     pub uplink: Option<LinkSpec>,
+    pub cell: Option<CellLeg>,
+}
+
+/// A leg whose downlink rate stage is an LTE cell.
+#[derive(Debug, Clone)]
+pub struct CellLeg {
+    pub spec: CellSpec,
+    /// Per bearer (index into `Scenario::bearers`): its device on this cell, if the bearer
+    /// uses the leg.
+    pub device_of_bearer: Vec<Option<usize>>,
 }
 
 #[derive(Debug, Clone)]

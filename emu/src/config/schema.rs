@@ -318,6 +318,67 @@ pub struct DirectionFile {
     pub jitter_reorders: bool,
     #[serde(default = "d_loss")]
     pub loss: LossFile,
+    /// An LTE cell instead of the rate stage (downlink only): per-device queues and a TTI
+    /// scheduler; loss and delay follow it. Every bearer on the leg is one device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<CellFile>,
+}
+
+/// `[legs.downlink.cell]`: an LTE cell's downlink. Device `k` is the `k`-th bearer (in
+/// file order) whose downlink legs include this leg.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CellFile {
+    /// 1.4, 3, 5, 10, 15 or 20 MHz (6 to 100 resource blocks).
+    #[serde(default = "d_bandwidth")]
+    pub bandwidth_mhz: f64,
+    /// "rr" (round robin) or "pf" (proportional fair).
+    #[serde(default = "d_scheduler")]
+    pub scheduler: String,
+    /// PF: time constant of the average throughput, in TTIs (>= 1).
+    #[serde(default = "d_tc")]
+    pub tc_ttis: f64,
+    /// One entry per device (per bearer on the leg, in bearer order).
+    pub devices: Vec<CellDeviceFile>,
+}
+
+fn d_bandwidth() -> f64 {
+    20.0
+}
+fn d_scheduler() -> String {
+    "pf".into()
+}
+fn d_tc() -> f64 {
+    100.0
+}
+
+/// `[[legs.downlink.cell.devices]]`: one device (UE).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CellDeviceFile {
+    /// Mean downlink SINR in dB (without fading), -20 to 60.
+    pub mean_sinr_db: f64,
+    /// Maximum Doppler shift in Hz (0 to 2000); 5 Hz is a pedestrian at 2 GHz.
+    #[serde(default = "d_doppler")]
+    pub doppler_hz: f64,
+    /// "rayleigh" or "none".
+    #[serde(default = "d_fading")]
+    pub fading: String,
+    /// Queue limit at the base station in bytes (the study's 512 kB).
+    #[serde(default = "d_cell_queue")]
+    pub queue_bytes: Option<u64>,
+    #[serde(default)]
+    pub queue_packets: Option<u32>,
+}
+
+fn d_doppler() -> f64 {
+    5.0
+}
+fn d_fading() -> String {
+    "rayleigh".into()
+}
+fn d_cell_queue() -> Option<u64> {
+    Some(512_000)
 }
 
 fn d_rate() -> RateValue {
@@ -350,6 +411,7 @@ impl Default for DirectionFile {
             delay_limit: d_delay_limit(),
             jitter_reorders: true,
             loss: d_loss(),
+            cell: None,
         }
     }
 }

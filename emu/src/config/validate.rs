@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::model::{Bearer, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
+use super::model::{Bearer, CellLeg, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
 use super::schema::{
-    BearerFile, BearerMode, DelayFile, DirectionFile, DirectionName, LossFile, MatchFile, MsOrInf,
-    PortValue, RateValue, ScenarioFile, SplitFile, TraceFile,
+    BearerFile, BearerMode, CellDeviceFile, CellFile, DelayFile, DirectionFile, DirectionName,
+    LossFile, MatchFile, MsOrInf, PortValue, RateValue, ScenarioFile, SplitFile, TraceFile,
 };
 use super::trace_file;
 use crate::base::time::from_ms;
+use crate::cell::{rbs_for_bandwidth, CellSpec, DeviceSpec, FadingModel, SchedulerSpec};
 use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
 
 /// Largest finite t-Reordering, ms (1 hour; `pdcp.t_reordering_ms`, `--t-reordering`).
@@ -120,13 +121,29 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         }
         let downlink = direction_spec(&format!("{f}.downlink"), &l.downlink, base)?;
         let uplink = match &l.uplink {
-            Some(u) => Some(direction_spec(&format!("{f}.uplink"), u, base)?),
+            Some(u) => {
+                if u.cell.is_some() {
+                    bad(
+                        format!("{f}.uplink.cell"),
+                        "a cell models the downlink only (give it in the leg's downlink)",
+                    )?;
+                }
+                Some(direction_spec(&format!("{f}.uplink"), u, base)?)
+            }
+            None => None,
+        };
+        let cell = match &l.downlink.cell {
+            Some(c) => Some(CellLeg {
+                spec: cell_spec(&format!("{f}.downlink"), &l.downlink, c)?,
+                device_of_bearer: vec![],
+            }),
             None => None,
         };
         legs.push(Leg {
             name: l.name.clone(),
             downlink,
             uplink,
+            cell,
         });
     }
     let leg_index = |field: &str, name: &str| -> Result<usize> {
@@ -225,6 +242,39 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
             split,
         });
     }
+    // Device k of a cell is the k-th bearer (in file order) whose legs include the leg.
+    let mut device_maps = Vec::new();
+    for (i, leg) in legs.iter().enumerate() {
+        let Some(cell) = leg.cell.as_ref() else {
+            continue;
+        };
+        let users: Vec<usize> = (0..bearers.len())
+            .filter(|&b| bearers[b].legs.contains(&i))
+            .collect();
+        if users.len() != cell.spec.devices.len() {
+            let names: Vec<&str> = users.iter().map(|&b| bearers[b].name.as_str()).collect();
+            bad(
+                format!("legs[{i}].downlink.cell.devices"),
+                format!(
+                    "needs one device per bearer on leg {:?}, in bearer order ({} bearer{}: {}), \
+                     got {}",
+                    leg.name,
+                    users.len(),
+                    if users.len() == 1 { "" } else { "s" },
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    },
+                    cell.spec.devices.len()
+                ),
+            )?;
+        }
+        let map: Vec<Option<usize>> = (0..bearers.len())
+            .map(|b| users.iter().position(|&u| u == b))
+            .collect();
+        device_maps.push((i, map));
+    }
     let default_bearer = match &file.default_bearer {
         None => 0,
         Some(n) => match bearers.iter().position(|b| &b.name == n) {
@@ -263,6 +313,15 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
             }
             if c.rate.is_some() && c.trace.is_some() {
                 bad(format!("{f}.trace"), "give rate or trace, not both")?;
+            }
+            if !uplink && legs[leg].cell.is_some() && (c.rate.is_some() || c.trace.is_some()) {
+                bad(
+                    format!("{f}.{}", if c.rate.is_some() { "rate" } else { "trace" }),
+                    format!(
+                        "leg {name:?}'s downlink is a cell (its capacity follows the channel); \
+                         only delay and loss can change"
+                    ),
+                )?;
             }
             if let Some(r) = &c.rate {
                 schedule.push(Change {
@@ -339,6 +398,11 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         }
     }
     schedule.sort_by_key(|c| c.at);
+    for (i, map) in device_maps {
+        if let Some(c) = legs[i].cell.as_mut() {
+            c.device_of_bearer = map;
+        }
+    }
 
     Ok(Scenario {
         seed: file.seed,
@@ -599,6 +663,102 @@ fn direction_spec(field: &str, d: &DirectionFile, base: &Path) -> Result<LinkSpe
         delay_limit: d.delay_limit,
         jitter_reorders: d.jitter_reorders,
         loss: loss_spec(&format!("{field}.loss"), &d.loss)?,
+    })
+}
+
+/// The cell of a downlink `d` (`field` is the downlink's path). The cell replaces the rate
+/// stage, so the rate-stage fields must keep their defaults.
+fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<CellSpec> {
+    let defaults = DirectionFile::default();
+    if d.trace.is_some() {
+        bad(
+            format!("{field}.trace"),
+            "a cell replaces the rate stage: give cell or trace, not both",
+        )?;
+    }
+    if d.rate != defaults.rate {
+        bad(
+            format!("{field}.rate"),
+            "a cell replaces the rate stage (its capacity follows the channel): remove rate",
+        )?;
+    }
+    if d.queue_packets != defaults.queue_packets || d.queue_bytes != defaults.queue_bytes {
+        bad(
+            format!(
+                "{field}.{}",
+                if d.queue_bytes.is_some() {
+                    "queue_bytes"
+                } else {
+                    "queue_packets"
+                }
+            ),
+            "a cell has a queue per device: give queue_bytes or queue_packets in \
+             cell.devices instead",
+        )?;
+    }
+    let f = format!("{field}.cell");
+    if rbs_for_bandwidth(c.bandwidth_mhz).is_none() {
+        bad(
+            format!("{f}.bandwidth_mhz"),
+            format!(
+                "must be 1.4, 3, 5, 10, 15 or 20 (MHz) (got {})",
+                fmt_num(c.bandwidth_mhz)
+            ),
+        )?;
+    }
+    in_range(&format!("{f}.tc_ttis"), c.tc_ttis, 1.0, 1e6)?;
+    let scheduler = match c.scheduler.as_str() {
+        "rr" => SchedulerSpec::RoundRobin,
+        "pf" => SchedulerSpec::ProportionalFair {
+            tc_ttis: c.tc_ttis,
+            rbg: None,
+        },
+        other => bad(
+            format!("{f}.scheduler"),
+            format!("must be \"rr\" (round robin) or \"pf\" (proportional fair) (got {other:?})"),
+        )?,
+    };
+    if c.devices.is_empty() || c.devices.len() > 1000 {
+        bad(
+            format!("{f}.devices"),
+            format!(
+                "must list 1 to 1000 devices, one per bearer on the leg (got {})",
+                c.devices.len()
+            ),
+        )?;
+    }
+    let devices = c
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| device_spec(&format!("{f}.devices[{i}]"), d))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(CellSpec::new(c.bandwidth_mhz, scheduler, devices))
+}
+
+fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
+    in_range(&format!("{f}.mean_sinr_db"), d.mean_sinr_db, -30.0, 60.0)?;
+    in_range(&format!("{f}.doppler_hz"), d.doppler_hz, 0.0, 2000.0)?;
+    let fading = match d.fading.as_str() {
+        "rayleigh" => FadingModel::Rayleigh,
+        "none" => FadingModel::None,
+        other => bad(
+            format!("{f}.fading"),
+            format!("must be \"rayleigh\" or \"none\" (got {other:?})"),
+        )?,
+    };
+    if let Some(q) = d.queue_bytes {
+        in_range(&format!("{f}.queue_bytes"), q as f64, 1500.0, 1e11)?;
+    }
+    if let Some(q) = d.queue_packets {
+        in_range(&format!("{f}.queue_packets"), q as f64, 1.0, 10_000_000.0)?;
+    }
+    Ok(DeviceSpec {
+        mean_sinr_db: d.mean_sinr_db,
+        doppler_hz: d.doppler_hz,
+        fading,
+        queue_bytes: d.queue_bytes,
+        queue_packets: d.queue_packets,
     })
 }
 

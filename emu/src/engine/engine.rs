@@ -8,8 +8,11 @@
 
 use std::collections::VecDeque;
 
+use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
-use super::record::{BearerRecord, DirRecord, EngineCounters, LegRecord, Record};
+use super::record::{
+    BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record,
+};
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
 use crate::base::time::{Nanos, NS_PER_MS};
@@ -29,10 +32,13 @@ pub struct Output {
 
 struct LegState {
     name: String,
-    down: LinkDirection,
+    down: Downlink,
     up: Option<LinkDirection>,
     prev_down_bytes: u64,
     prev_up_bytes: u64,
+    /// Cell legs: per device, bytes out of the cell at the last record; its bearer's name.
+    prev_device_bytes: Vec<u64>,
+    device_bearers: Vec<String>,
 }
 
 struct BearerState {
@@ -84,21 +90,38 @@ const MAX_BUFFERS: usize = 1 << 20;
 impl Engine {
     /// Builds the engine; `slot_size` must hold the largest packet the driver reads.
     pub fn new(s: &Scenario, slot_size: usize) -> anyhow::Result<Engine> {
-        let legs = s
-            .legs
-            .iter()
-            .enumerate()
-            .map(|(i, l)| LegState {
+        let mut legs = Vec::new();
+        for (i, l) in s.legs.iter().enumerate() {
+            let (down, device_bearers) = match &l.cell {
+                None => (
+                    Downlink::Link(LinkDirection::new(&l.downlink, seed(s.seed, i, 0))),
+                    vec![],
+                ),
+                Some(c) => {
+                    let mut names = vec![String::new(); c.spec.devices.len()];
+                    for (b, d) in c.device_of_bearer.iter().enumerate() {
+                        if let Some(d) = d {
+                            names[*d] = s.bearers[b].name.clone();
+                        }
+                    }
+                    let cell = CellDirection::new(&l.downlink, c, seed(s.seed, i, 0))
+                        .map_err(|e| anyhow::anyhow!("leg {}: {e}", l.name))?;
+                    (Downlink::Cell(Box::new(cell)), names)
+                }
+            };
+            legs.push(LegState {
                 name: l.name.clone(),
-                down: LinkDirection::new(&l.downlink, seed(s.seed, i, 0)),
+                down,
                 up: l
                     .uplink
                     .as_ref()
                     .map(|u| LinkDirection::new(u, seed(s.seed, i, 1))),
                 prev_down_bytes: 0,
                 prev_up_bytes: 0,
-            })
-            .collect();
+                prev_device_bytes: vec![0; device_bearers.len()],
+                device_bearers,
+            });
+        }
         let mut bearers = Vec::new();
         for b in &s.bearers {
             let mode = match b.mode {
@@ -402,14 +425,20 @@ impl Engine {
                 if let RateSpec::Trace { start_offset, .. } = &mut rate {
                     *start_offset = now;
                 }
-                self.direction(leg, uplink).set_rate(now, rate)
+                match self.direction(leg, uplink) {
+                    Dl::Link(l) => l.set_rate(now, rate),
+                    // Validated: a cell's capacity is not scheduled.
+                    Dl::Cell(_) => {}
+                }
             }
-            ChangeKind::Delay { leg, uplink, delay } => {
-                self.direction(leg, uplink).set_delay(now, delay)
-            }
-            ChangeKind::Loss { leg, uplink, loss } => {
-                self.direction(leg, uplink).set_loss(now, loss)
-            }
+            ChangeKind::Delay { leg, uplink, delay } => match self.direction(leg, uplink) {
+                Dl::Link(l) => l.set_delay(now, delay),
+                Dl::Cell(c) => c.set_delay(now, delay),
+            },
+            ChangeKind::Loss { leg, uplink, loss } => match self.direction(leg, uplink) {
+                Dl::Link(l) => l.set_loss(now, loss),
+                Dl::Cell(c) => c.set_loss(now, loss),
+            },
             ChangeKind::Split {
                 bearer,
                 batch,
@@ -429,12 +458,15 @@ impl Engine {
         }
     }
 
-    fn direction(&mut self, leg: usize, uplink: bool) -> &mut LinkDirection {
+    fn direction(&mut self, leg: usize, uplink: bool) -> Dl<'_> {
         let l = &mut self.legs[leg];
         if uplink {
-            l.up.as_mut().expect("validated: leg has an uplink")
+            Dl::Link(l.up.as_mut().expect("validated: leg has an uplink"))
         } else {
-            &mut l.down
+            match &mut l.down {
+                Downlink::Link(d) => Dl::Link(d),
+                Downlink::Cell(c) => Dl::Cell(c),
+            }
         }
     }
 
@@ -473,7 +505,13 @@ impl Engine {
             .iter_mut()
             .map(|l| {
                 let down_bytes = l.down.counters().bytes_out;
-                let downlink = dir_record(&l.down, mbps(down_bytes - l.prev_down_bytes));
+                let downlink = DirRecord {
+                    counters: l.down.counters().clone(),
+                    queue_packets: l.down.queue_packets(),
+                    queue_bytes: l.down.queue_bytes(),
+                    in_flight: l.down.in_flight(),
+                    out_mbps: mbps(down_bytes - l.prev_down_bytes),
+                };
                 l.prev_down_bytes = down_bytes;
                 let uplink = l.up.as_ref().map(|u| {
                     let b = u.counters().bytes_out;
@@ -481,10 +519,33 @@ impl Engine {
                     l.prev_up_bytes = b;
                     r
                 });
+                let cell = match &l.down {
+                    Downlink::Link(_) => None,
+                    Downlink::Cell(c) => Some(CellRecord {
+                        bandwidth_mhz: c.bandwidth_mhz(),
+                        rbs_per_tti: c.cell().n_rb(),
+                        ttis: c.cell_counters().ttis,
+                        idle_ttis: c.cell_counters().idle_ttis,
+                        devices: (0..l.device_bearers.len())
+                            .map(|d| {
+                                let counters = c.device_counters(d).clone();
+                                let out_mbps = mbps(counters.bytes_out - l.prev_device_bytes[d]);
+                                l.prev_device_bytes[d] = counters.bytes_out;
+                                DeviceRecord {
+                                    device: d,
+                                    bearer: l.device_bearers[d].clone(),
+                                    counters,
+                                    out_mbps,
+                                }
+                            })
+                            .collect(),
+                    }),
+                };
                 LegRecord {
                     name: l.name.clone(),
                     downlink,
                     uplink,
+                    cell,
                 }
             })
             .collect();
@@ -537,6 +598,12 @@ impl Engine {
             .as_ref()
             .map(|rx| &rx.counters().wait)
     }
+}
+
+/// One direction of a leg, for scheduled changes.
+enum Dl<'a> {
+    Link(&'a mut LinkDirection),
+    Cell(&'a mut CellDirection),
 }
 
 fn seed(base: u64, leg: usize, dir: u64) -> u64 {

@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use crate::base::HistSummary;
+use crate::cell::DeviceCounters;
 use crate::link::LinkCounters;
 use crate::pdcp::RxCounters;
 
@@ -33,6 +34,36 @@ pub struct LegRecord {
     pub downlink: DirRecord,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uplink: Option<DirRecord>,
+    /// The downlink's LTE cell, on a cell leg only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<CellRecord>,
+}
+
+/// An LTE cell: its TTIs and one entry per device.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellRecord {
+    pub bandwidth_mhz: f64,
+    /// Resource blocks per TTI.
+    pub rbs_per_tti: u32,
+    /// TTIs run (some queue held data) and TTIs skipped while idle, cumulative.
+    pub ttis: u64,
+    pub idle_ttis: u64,
+    pub devices: Vec<DeviceRecord>,
+}
+
+/// One device of a cell: counters cumulative, `queue_*` and `cqi` instantaneous.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceRecord {
+    pub device: usize,
+    /// The bearer the device carries.
+    pub bearer: String,
+    /// bytes_in, packets_in, bytes_out, packets_out (out of the cell, before loss and
+    /// delay), dropped_bytes, dropped_packets (queue full), queue_bytes, queue_packets,
+    /// capacity_bits and rbs (allocated by the scheduler), cqi (of the last TTI run).
+    #[serde(flatten)]
+    pub counters: DeviceCounters,
+    /// Bytes out of the cell over the interval, Mbit/s.
+    pub out_mbps: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]

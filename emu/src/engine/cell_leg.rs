@@ -1,0 +1,204 @@
+//! A leg's downlink whose rate stage is an LTE cell: cell (per-device queues, TTI
+//! scheduler) -> loss -> delay stage, the stage order of [`LinkDirection`] with the cell in
+//! place of the rate stage. A packet goes to the device of its bearer (see
+//! `config::CellLeg`); a packet the cell serves at `t` is judged by the loss model and
+//! enters the delay stage at `t`, so the output does not depend on how often `poll` runs.
+//!
+//! [`Downlink`] is what the engine drives: a plain [`LinkDirection`] or a [`CellDirection`].
+
+use crate::base::packet::Pkt;
+use crate::base::time::Nanos;
+use crate::cell::{Cell, CellCounters, DeviceCounters};
+use crate::config::CellLeg;
+use crate::link::{DelayDist, DelayStage, LinkCounters, LinkDirection, LinkSpec, Loss, LossModel};
+
+/// splitmix64 of `seed` and a stream number: independent seeds for the stages.
+fn sub_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed.wrapping_add(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[derive(Debug)]
+pub struct CellDirection {
+    cell: Cell,
+    bandwidth_mhz: f64,
+    device_of_bearer: Vec<Option<usize>>,
+    loss: Loss,
+    delay: DelayStage,
+    counters: LinkCounters,
+}
+
+impl CellDirection {
+    /// `spec` gives the delay and loss stages (its rate and queue fields are unused).
+    pub fn new(spec: &LinkSpec, cell: &CellLeg, seed: u64) -> anyhow::Result<Self> {
+        Ok(CellDirection {
+            cell: Cell::new(&cell.spec, sub_seed(seed, 3))?,
+            bandwidth_mhz: cell.spec.bandwidth_mhz,
+            device_of_bearer: cell.device_of_bearer.clone(),
+            loss: Loss::new(spec.loss, sub_seed(seed, 1)),
+            delay: DelayStage::new(
+                spec.delay,
+                spec.delay_limit,
+                spec.jitter_reorders,
+                sub_seed(seed, 2),
+            ),
+            counters: LinkCounters::default(),
+        })
+    }
+
+    /// Offers `p` (to its bearer's device) at `now`; `false` = tail-dropped at the
+    /// device's queue, or its bearer has no device here (counted as a queue drop).
+    pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> bool {
+        self.advance(now);
+        self.counters.packets_in += 1;
+        self.counters.bytes_in += p.len as u64;
+        let device = self
+            .device_of_bearer
+            .get(p.bearer as usize)
+            .copied()
+            .flatten();
+        let ok = device.is_some_and(|d| self.cell.enqueue(now, d, p).is_ok());
+        if !ok {
+            self.counters.dropped_queue_packets += 1;
+            self.counters.dropped_queue_bytes += p.len as u64;
+        }
+        ok
+    }
+
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        match (self.cell.next_deadline(), self.delay.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Emits, in order, every packet leaving the link by `now`, with its exact instant.
+    pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
+        self.advance(now);
+        let c = &mut self.counters;
+        self.delay.poll(now, &mut |t, p| {
+            c.packets_out += 1;
+            c.bytes_out += p.len as u64;
+            out(t, p);
+        });
+    }
+
+    pub fn set_delay(&mut self, now: Nanos, dist: DelayDist) {
+        self.advance(now);
+        self.delay.set_dist(dist);
+    }
+
+    pub fn set_loss(&mut self, now: Nanos, model: LossModel) {
+        self.advance(now);
+        self.loss.set_model(model);
+    }
+
+    pub fn counters(&self) -> &LinkCounters {
+        &self.counters
+    }
+
+    pub fn cell(&self) -> &Cell {
+        &self.cell
+    }
+
+    pub fn bandwidth_mhz(&self) -> f64 {
+        self.bandwidth_mhz
+    }
+
+    pub fn device_counters(&self, device: usize) -> &DeviceCounters {
+        self.cell.counters(device)
+    }
+
+    pub fn cell_counters(&self) -> &CellCounters {
+        self.cell.cell_counters()
+    }
+
+    /// Packets queued in the cell, over all devices.
+    pub fn queue_packets(&self) -> u32 {
+        (0..self.cell.n_devices())
+            .map(|d| self.cell.counters(d).queue_packets)
+            .sum::<u64>() as u32
+    }
+
+    pub fn queue_bytes(&self) -> u64 {
+        (0..self.cell.n_devices())
+            .map(|d| self.cell.counters(d).queue_bytes)
+            .sum()
+    }
+
+    /// Moves every packet the cell served by `now` through loss into the delay stage, each
+    /// at its own instant.
+    fn advance(&mut self, now: Nanos) {
+        let (loss, delay, c) = (&mut self.loss, &mut self.delay, &mut self.counters);
+        self.cell.poll(now, &mut |t, _d, p| {
+            if loss.lose() {
+                c.dropped_loss_packets += 1;
+                c.dropped_loss_bytes += p.len as u64;
+            } else if delay.enqueue(t, p).is_err() {
+                c.dropped_delay_limit_packets += 1;
+            }
+        });
+    }
+}
+
+/// A leg's downlink: the rate-stage pipeline or a cell.
+// The common rate-stage pipeline stays inline (no indirection on its hot path).
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Downlink {
+    Link(LinkDirection),
+    Cell(Box<CellDirection>),
+}
+
+impl Downlink {
+    pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> bool {
+        match self {
+            Downlink::Link(l) => l.enqueue(now, p),
+            Downlink::Cell(c) => c.enqueue(now, p),
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        match self {
+            Downlink::Link(l) => l.next_deadline(),
+            Downlink::Cell(c) => c.next_deadline(),
+        }
+    }
+
+    pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
+        match self {
+            Downlink::Link(l) => l.poll(now, out),
+            Downlink::Cell(c) => c.poll(now, out),
+        }
+    }
+
+    pub fn counters(&self) -> &LinkCounters {
+        match self {
+            Downlink::Link(l) => l.counters(),
+            Downlink::Cell(c) => c.counters(),
+        }
+    }
+
+    pub fn queue_packets(&self) -> u32 {
+        match self {
+            Downlink::Link(l) => l.queue_packets(),
+            Downlink::Cell(c) => c.queue_packets(),
+        }
+    }
+
+    pub fn queue_bytes(&self) -> u64 {
+        match self {
+            Downlink::Link(l) => l.queue_bytes(),
+            Downlink::Cell(c) => c.queue_bytes(),
+        }
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        match self {
+            Downlink::Link(l) => l.in_flight(),
+            Downlink::Cell(c) => c.delay.len(),
+        }
+    }
+}
