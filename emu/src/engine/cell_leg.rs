@@ -10,23 +10,16 @@ use crate::base::packet::Pkt;
 use crate::base::time::Nanos;
 use crate::cell::{Cell, CellCounters, DeviceCounters};
 use crate::config::CellLeg;
-use crate::link::{DelayDist, DelayStage, LinkCounters, LinkDirection, LinkSpec, Loss, LossModel};
-
-/// splitmix64 of `seed` and a stream number: independent seeds for the stages.
-fn sub_seed(seed: u64, stream: u64) -> u64 {
-    let mut z = seed.wrapping_add(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use crate::link::{
+    sub_seed, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel,
+};
 
 #[derive(Debug)]
 pub struct CellDirection {
     cell: Cell,
     bandwidth_mhz: f64,
     device_of_bearer: Vec<Option<usize>>,
-    loss: Loss,
-    delay: DelayStage,
+    tail: LinkTail,
     counters: LinkCounters,
 }
 
@@ -37,13 +30,7 @@ impl CellDirection {
             cell: Cell::new(&cell.spec, sub_seed(seed, 3))?,
             bandwidth_mhz: cell.spec.bandwidth_mhz,
             device_of_bearer: cell.device_of_bearer.clone(),
-            loss: Loss::new(spec.loss, sub_seed(seed, 1)),
-            delay: DelayStage::new(
-                spec.delay,
-                spec.delay_limit,
-                spec.jitter_reorders,
-                sub_seed(seed, 2),
-            ),
+            tail: LinkTail::new(spec, seed),
             counters: LinkCounters::default(),
         })
     }
@@ -68,31 +55,23 @@ impl CellDirection {
     }
 
     pub fn next_deadline(&self) -> Option<Nanos> {
-        match (self.cell.next_deadline(), self.delay.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.tail.next_deadline(self.cell.next_deadline())
     }
 
     /// Emits, in order, every packet leaving the link by `now`, with its exact instant.
     pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
         self.advance(now);
-        let c = &mut self.counters;
-        self.delay.poll(now, &mut |t, p| {
-            c.packets_out += 1;
-            c.bytes_out += p.len as u64;
-            out(t, p);
-        });
+        self.tail.poll(now, &mut self.counters, out);
     }
 
     pub fn set_delay(&mut self, now: Nanos, dist: DelayDist) {
         self.advance(now);
-        self.delay.set_dist(dist);
+        self.tail.set_delay(dist);
     }
 
     pub fn set_loss(&mut self, now: Nanos, model: LossModel) {
         self.advance(now);
-        self.loss.set_model(model);
+        self.tail.set_loss(model);
     }
 
     pub fn counters(&self) -> &LinkCounters {
@@ -131,15 +110,8 @@ impl CellDirection {
     /// Moves every packet the cell served by `now` through loss into the delay stage, each
     /// at its own instant.
     fn advance(&mut self, now: Nanos) {
-        let (loss, delay, c) = (&mut self.loss, &mut self.delay, &mut self.counters);
-        self.cell.poll(now, &mut |t, _d, p| {
-            if loss.lose() {
-                c.dropped_loss_packets += 1;
-                c.dropped_loss_bytes += p.len as u64;
-            } else if delay.enqueue(t, p).is_err() {
-                c.dropped_delay_limit_packets += 1;
-            }
-        });
+        let (tail, c) = (&mut self.tail, &mut self.counters);
+        self.cell.poll(now, &mut |t, _d, p| tail.offer(t, p, c));
     }
 }
 
@@ -198,7 +170,7 @@ impl Downlink {
     pub fn in_flight(&self) -> u32 {
         match self {
             Downlink::Link(l) => l.in_flight(),
-            Downlink::Cell(c) => c.delay.len(),
+            Downlink::Cell(c) => c.tail.in_flight(),
         }
     }
 }

@@ -66,14 +66,77 @@ pub struct LinkCounters {
 #[derive(Debug)]
 pub struct LinkDirection {
     rate: RateStage,
+    tail: LinkTail,
+    counters: LinkCounters,
+}
+
+/// The stages after a direction's queueing stage (a rate stage, or a cell): loss, then
+/// delay. A packet offered at `t` (when it left the queueing stage) is judged and enters
+/// the delay stage at `t`.
+#[derive(Debug)]
+pub struct LinkTail {
     loss: Loss,
     delay: DelayStage,
-    counters: LinkCounters,
+}
+
+impl LinkTail {
+    /// The loss and delay stages of `spec`, seeded from streams 1 and 2 of `seed`.
+    pub fn new(spec: &LinkSpec, seed: u64) -> Self {
+        LinkTail {
+            loss: Loss::new(spec.loss, sub_seed(seed, 1)),
+            delay: DelayStage::new(
+                spec.delay,
+                spec.delay_limit,
+                spec.jitter_reorders,
+                sub_seed(seed, 2),
+            ),
+        }
+    }
+
+    /// `p` left the queueing stage at `t`: lost, dropped at the delay limit, or delayed.
+    pub fn offer(&mut self, t: Nanos, p: Pkt, c: &mut LinkCounters) {
+        if self.loss.lose() {
+            c.dropped_loss_packets += 1;
+            c.dropped_loss_bytes += p.len as u64;
+        } else if self.delay.enqueue(t, p).is_err() {
+            c.dropped_delay_limit_packets += 1;
+        }
+    }
+
+    /// The earlier of `queued` (the queueing stage's deadline) and the delay stage's.
+    pub fn next_deadline(&self, queued: Option<Nanos>) -> Option<Nanos> {
+        match (queued, self.delay.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Emits every packet whose delay is over by `now`, counting it out.
+    pub fn poll(&mut self, now: Nanos, c: &mut LinkCounters, out: &mut impl FnMut(Nanos, Pkt)) {
+        self.delay.poll(now, &mut |t, p| {
+            c.packets_out += 1;
+            c.bytes_out += p.len as u64;
+            out(t, p);
+        });
+    }
+
+    pub fn set_delay(&mut self, dist: DelayDist) {
+        self.delay.set_dist(dist);
+    }
+
+    pub fn set_loss(&mut self, model: LossModel) {
+        self.loss.set_model(model);
+    }
+
+    /// Packets waiting out their delay.
+    pub fn in_flight(&self) -> u32 {
+        self.delay.len()
+    }
 }
 
 /// Derives independent stage seeds from one seed (splitmix64), so the loss and delay
 /// streams are uncorrelated even for neighbouring seeds.
-fn sub_seed(seed: u64, stream: u64) -> u64 {
+pub fn sub_seed(seed: u64, stream: u64) -> u64 {
     let mut z = seed.wrapping_add(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -84,13 +147,7 @@ impl LinkDirection {
     pub fn new(spec: &LinkSpec, seed: u64) -> Self {
         LinkDirection {
             rate: RateStage::new(spec.rate.clone(), spec.queue_packets, spec.queue_bytes),
-            loss: Loss::new(spec.loss, sub_seed(seed, 1)),
-            delay: DelayStage::new(
-                spec.delay,
-                spec.delay_limit,
-                spec.jitter_reorders,
-                sub_seed(seed, 2),
-            ),
+            tail: LinkTail::new(spec, seed),
             counters: LinkCounters::default(),
         }
     }
@@ -113,21 +170,13 @@ impl LinkDirection {
     /// The earliest instant at which `poll` has work (a packet moving between stages or
     /// leaving the link).
     pub fn next_deadline(&self) -> Option<Nanos> {
-        match (self.rate.next_deadline(), self.delay.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.tail.next_deadline(self.rate.next_deadline())
     }
 
     /// Emits, in order, every packet leaving the link by `now`, with its exact instant.
     pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
         self.advance(now);
-        let c = &mut self.counters;
-        self.delay.poll(now, &mut |t, p| {
-            c.packets_out += 1;
-            c.bytes_out += p.len as u64;
-            out(t, p);
-        });
+        self.tail.poll(now, &mut self.counters, out);
     }
 
     /// Changes the rate at `now` (see [`RateStage::set_spec`]).
@@ -139,13 +188,13 @@ impl LinkDirection {
     /// Changes the delay distribution for packets entering the delay stage after `now`.
     pub fn set_delay(&mut self, now: Nanos, dist: DelayDist) {
         self.advance(now);
-        self.delay.set_dist(dist);
+        self.tail.set_delay(dist);
     }
 
     /// Changes the loss model for packets leaving the rate stage after `now`.
     pub fn set_loss(&mut self, now: Nanos, model: LossModel) {
         self.advance(now);
-        self.loss.set_model(model);
+        self.tail.set_loss(model);
     }
 
     pub fn counters(&self) -> &LinkCounters {
@@ -163,22 +212,15 @@ impl LinkDirection {
 
     /// Packets waiting out their delay.
     pub fn in_flight(&self) -> u32 {
-        self.delay.len()
+        self.tail.in_flight()
     }
 
     /// Moves every packet that left the rate stage by `now` through loss into the delay
     /// stage, each at its own departure instant (the delay stage releases its own due
     /// packets up to that instant first, so its limit sees the right occupancy).
     fn advance(&mut self, now: Nanos) {
-        let (loss, delay, c) = (&mut self.loss, &mut self.delay, &mut self.counters);
-        self.rate.poll(now, &mut |t, p| {
-            if loss.lose() {
-                c.dropped_loss_packets += 1;
-                c.dropped_loss_bytes += p.len as u64;
-            } else if delay.enqueue(t, p).is_err() {
-                c.dropped_delay_limit_packets += 1;
-            }
-        });
+        let (tail, c) = (&mut self.tail, &mut self.counters);
+        self.rate.poll(now, &mut |t, p| tail.offer(t, p, c));
     }
 }
 
