@@ -331,30 +331,39 @@ def rep_gain(downloads: list[dict[str, Any]]) -> float | None:
     return sum(gains) / len(gains) if gains else None
 
 
+def new_records(bed: Testbed, path: Path, key: str) -> list[dict[str, Any]]:
+    """The JSON objects appended to ``path`` since the last call with ``key`` (its offset
+    is kept in ``bed.state``); a line still being written waits for the next call."""
+    offset = bed.state.get(key, 0)
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except FileNotFoundError:
+        chunk = b""
+    end = chunk.rfind(b"\n") + 1
+    bed.state[key] = offset + end
+    out = []
+    for raw in chunk[:end].splitlines():
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
+
+
 def read_group(bed: Testbed, group: str) -> list[dict[str, Any]]:
-    """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line.
-    The log is read on from where the last call stopped (``bed.state``); other groups'
-    lines are kept there until asked for."""
+    """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line;
+    other groups' lines are kept in ``bed.state`` until asked for."""
     path = bed.workdir / "server" / LOG
     pending: dict[str, list[dict[str, Any]]] = bed.state.setdefault("mquic_lines", {})
     deadline = time.monotonic() + LOG_WAIT_S
     while True:
-        offset = bed.state.get("mquic_offset", 0)
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            chunk = b""
-        end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next read
-        for raw in chunk[:end].splitlines():
-            try:
-                d = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(d, dict) and isinstance(d.get("group"), str):
+        for d in new_records(bed, path, "mquic_offset"):
+            if isinstance(d.get("group"), str):
                 pending.setdefault(d["group"], []).append(d)
-        bed.state["mquic_offset"] = offset + end
         mine = pending.get(group, [])
         if any(d.get("event") == "done" for d in mine) or time.monotonic() > deadline:
             return pending.pop(group, [])
@@ -375,25 +384,13 @@ def pdcp_counters(bed: Testbed, after: float | None = None) -> dict[str, int]:
     after_ms = (after - bed.start_wall) * 1e3 if after is not None and bed.start_wall else None
     latest: dict[str, int] = bed.state.get("pdcp_latest", {})
     while True:
-        offset = bed.state.get("stats_offset", 0)
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            chunk = b""
-        end = chunk.rfind(b"\n") + 1
         t_ms = bed.state.get("stats_t_ms", -1.0)
-        for raw in chunk[:end].splitlines():
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                continue
+        for rec in new_records(bed, path, "stats_offset"):
             for b in rec.get("bearers") or []:
                 if b.get("rx"):
                     latest = {k: int(v) for k, v in b["rx"].items() if isinstance(v, int)}
                     t_ms = float(rec.get("t_ms", t_ms))
-        bed.state.update(stats_offset=offset + end, pdcp_latest=latest, stats_t_ms=t_ms)
+        bed.state.update(pdcp_latest=latest, stats_t_ms=t_ms)
         if after_ms is None or t_ms >= after_ms or time.monotonic() > deadline:
             return dict(latest)
         time.sleep(0.02)
