@@ -81,6 +81,9 @@ class Scenario(BaseModel):
                 raise ValueError("trace: not used with --link (the cell's capacity follows the channel)")
             if self.duplicate:
                 raise ValueError("duplicate: needs two legs; --link gives one")
+            if self.queue_packets != 100:
+                raise ValueError(f"queue_packets: not used with --link (each device has its own "
+                                 f"{lte.QUEUE_BYTES // 1000} kB queue at the cell, dclab/lte.py)")
         n = self.legs
         for name in ("split", "delay", "loss"):
             if len(getattr(self, name)) != n:

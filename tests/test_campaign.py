@@ -71,7 +71,7 @@ def test_paper_campaign_is_the_whole_matrix():
                        ("ngtcp2", "reno", "default"), ("ngtcp2", "reno", "large"), ("ngtcp2", "cubic", "default"),
                        ("ngtcp2", "cubic", "large")}
     sweeps = {(r.experiment, r.sweep) for r in runs}
-    for name in [n for n in SWEEPS if n not in ("none", "conns", "iw", "radio")]:  # those of the mquic study
+    for name in [n for n in SWEEPS if n not in ("none", "conns", "iw", "radio", "distance", "distance-mean")]:  # mquic, LTE studies
         assert ("throughput", name) in sweeps
         assert ("fairness", name) in sweeps or name == "size"
     assert {r.rep for r in runs} == set(range(1, 11))
@@ -199,3 +199,19 @@ def test_dry_runs_and_refused_campaigns_create_no_store(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["campaign", "run", str(f)])
     assert r.exit_code == 2 and "--param batch=0" in r.output, r.output
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("store.sqlite"))
+
+
+def test_distance_sweeps_give_the_lte_levels_and_their_mean_rates():
+    from dclab import lte
+    from dclab.campaign.sweeps import expand
+    from dclab.scenario import ScenarioError, build
+
+    cell = build(link="lte:good", delay=[12.0], loss=[0.5])
+    assert [p.scenario.link for p in expand("distance", [250, 2500], cell)] == ["lte:250m", "lte:2500m"]
+    wired = build(bw=[20.0], split=[100.0], delay=[12.0], loss=[0.5])
+    assert [p.scenario.bw for p in expand("distance-mean", [750, 1500], wired)] == [
+        [lte.CAPACITY_MBPS["medium"]], [lte.CAPACITY_MBPS["poor"]]]
+    with pytest.raises(ScenarioError, match="--param distance=300: --link: expected lte:LEVEL"):
+        expand("distance", [300], cell)
+    with pytest.raises(ScenarioError, match="--link: expected lte:LEVEL"):
+        expand("distance-mean", [300], wired)

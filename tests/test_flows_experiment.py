@@ -396,3 +396,23 @@ def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path)
     for name in ("flows-loss.png", "flows-loss-ratio.png"):
         assert (tmp_path / "report" / name).stat().st_size > 10_000
     assert any(p.name.startswith("flows-flows-loss") for p in (tmp_path / "report").iterdir()), "a run figure"
+
+
+def test_several_mixes_become_one_group_of_bars_each():
+    rows = [{"run_key": f"k{i}", "value": "0", "value_num": 0.0, "stack": st, "cc": "reno", "host_config": hc,
+             "ok": True, "options": {"mix": mix}, "metrics": {}, "flows": []}
+            for i, (mix, st, hc) in enumerate([("aioquic:reno=2", "aioquic", "quic-default"),
+                                               ("aioquic:reno=1,tcp:reno=2", "aioquic+tcp", "mixed")])]
+    out, xlabel = fx.by_mix(rows, "-")
+    assert [r["value"] for r in out] == ["aioquic:reno=2", "aioquic:reno=1,tcp:reno=2"] and xlabel == "mix"
+    assert len(figures_series(out)) == 1, "one panel"
+    swept = [{**r, "value": v, "value_num": float(v)} for r, v in zip(rows, ("250", "1500"), strict=True)]
+    out, xlabel = fx.by_mix(swept, "distance (m)")
+    assert out[1]["value"] == "1500 aioquic:reno=1,tcp:reno=2" and xlabel == "distance (m), mix"
+    assert fx.by_mix(rows[:1], "-") == (rows[:1], "-"), "one mix: as it was"
+
+
+def figures_series(rows):
+    from dclab.analysis.figures import series_of
+
+    return set(series_of(rows).values())

@@ -7,7 +7,8 @@ experiment says which metric and which flows; nothing here knows an experiment.
   annotation metric (Jain's index) and optionally further metrics (e.g. a throughput
   ratio) above each group;
 - ``flows_over_time``: per-flow (bearer) throughput over time of one run, optionally with
-  a warm-up left out of the measurement shaded;
+  a warm-up left out of the measurement shaded; over an LTE cell, three panels more: each
+  device's rate out of the cell, share of resource blocks and queue (``cell.py``);
 - ``link_usage``: per-leg downlink throughput of one run (``plots.link_utilization``).
 
 A row is a dict with ``run_key``, ``stack``, ``cc``, ``host_config``, ``value``,
@@ -29,6 +30,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from . import cell  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std, read_records  # noqa: E402
 from .plots import link_utilization  # noqa: E402
 
@@ -283,7 +285,8 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
     ``bin_s`` bins (default: about 200 bins). A ``warmup_s`` left out of the measurement
     is shaded, so the measured window [warmup, window] stands out."""
     title = title or f"per-flow throughput: {Path(run_dir).name}"
-    series = bearer_series(read_stats(run_dir), t0_ms or 0.0)
+    records = read_stats(run_dir)
+    series = bearer_series(records, t0_ms or 0.0)
     if window_s:
         series = {k: [(t, v) for t, v in pts if 0 <= t <= window_s] for k, pts in series.items()}
     else:
@@ -298,7 +301,14 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
         series = {k: _rebin(pts, bin_s) for k, pts in series.items()}
     labels = labels or {}
     order = [b for b in labels if b in series] + sorted(b for b in series if b not in labels)
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    devices = cell.cell_series(records, t0_ms or 0.0) if cell.has_cell(records) else {}
+    if devices:  # a cell below: what its scheduler gave each device, and each device's queue
+        fig, axes = plt.subplots(4, 1, figsize=(8, 8.4), sharex=True, height_ratios=[1.6, 1, 1, 1])
+        ax = axes[0]
+        cell.cell_panels(list(axes[1:]), devices, [b for b in order if b in devices], span)
+        axes[1].set_title("the cell, per device (bearer)", fontsize=9)
+    else:
+        fig, ax = plt.subplots(figsize=(8, 3.6))
     for b in order:
         pts = series[b]
         ax.plot([t for t, _ in pts], [v for _, v in pts], linewidth=1.1, label=labels.get(b, b))
@@ -307,7 +317,8 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
         ax.axvspan(0, warmup_s, color="0.85", alpha=0.6, linewidth=0, label=f"warm-up ({warmup_s:g} s, not measured)")
     ax.set_xlim(0, span)
     ax.set_ylim(0, peak * (1.25 if len(order) <= 4 else 1.45))  # room for the legend above the lines
-    ax.set_xlabel("time since start (s)" + (f", {bin_s:g} s means" if bin_s else ""))
+    xlabel = "time since start (s)" + (f", {bin_s:g} s means" if bin_s else "")
+    (axes[-1] if devices else ax).set_xlabel(xlabel + (" (cell panels: each record)" if devices and bin_s else ""))
     ax.set_ylabel("flow throughput (Mbit/s)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8 if len(order) <= 8 else 6, loc="upper right", ncol=min(len(order) + bool(warmup_s), 4))

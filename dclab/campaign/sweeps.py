@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import lte
 from ..scenario import Scenario, ScenarioError, build
 
 
@@ -29,6 +30,14 @@ def frange(lo: float, hi: float, step: float) -> list[float]:
 def _ratio_split(total: float, r: float) -> list[float]:
     """Two legs in ratio r:1 that sum to ``total`` (5:1 of 40 is 33.33 / 6.67)."""
     return [round(total * r / (r + 1), 2), round(total / (r + 1), 2)]
+
+
+def _level_mean(distance_m: float) -> float:
+    """The mean capacity (Mbit/s) of the LTE level at ``distance_m`` (one of dclab/lte.py's)."""
+    try:
+        return lte.CAPACITY_MBPS[lte.level(f"lte:{distance_m:g}m")]
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,12 @@ SWEEPS: dict[str, SweepDef] = {
         SweepDef("conns", "connections (N)", [2, 3, 4, 5, 6], lambda v: {"conns": int(v)}),
         SweepDef("iw", "initial window (packets)", [10, 30, 60], lambda v: {"iw": int(v)}),
         SweepDef("radio", "cell rate before scaling (Mbit/s)", [35.4, 65.9, 94.1], lambda v: {"radio": v}),
+        # The LTE study (dclab/lte.py): a device's distance from the eNodeB as its signal level;
+        # for contrast, a wired link at that level's mean capacity.
+        SweepDef("distance", "distance from the eNodeB (m)", list(lte.LEVELS.values()),
+                 lambda v: {"link": f"lte:{v:g}m"}),
+        SweepDef("distance-mean", "distance (m); a fixed rate at its level's mean capacity", list(lte.LEVELS.values()),
+                 lambda v: {"bw": [_level_mean(v)], "split": [100.0]}),
     ]
 }
 

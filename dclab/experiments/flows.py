@@ -8,12 +8,12 @@ QUIC/TCP ratio (mean QUIC flow over mean TCP flow), and Jain's index over all fl
 within each transport.
 
 The plan: every flow has its own SC bearer on leg 1, named after the flow (so dcemu counts
-each flow's delivered bytes by name). On today's links all bearers of leg 1 share that
-leg's one FIFO queue and rate: the flows compete at a wired bottleneck. When leg 1
-becomes an LTE cell, each bearer is one device with its own queue, served by the cell's
-scheduler; this plan (one bearer per flow on leg 1) stays as it is and only the
-rendering of bearers into dcemu's scenario changes. Other legs of the scenario carry no
-flow.
+each flow's delivered bytes by name). On a wired leg all bearers share that leg's one
+FIFO queue and rate: the flows compete at a wired bottleneck. With ``--link lte:LEVEL``
+leg 1 is an LTE cell and each bearer one device with its own queue, served by the cell's
+scheduler (testbed/dcemu_config.py renders it; the plan is the same). Other legs of the
+scenario carry no flow. Several mixes in one campaign (its groups) are drawn as one
+group of bars per mix (``by_mix``).
 """
 
 from __future__ import annotations
@@ -185,11 +185,28 @@ def _flow_names_of(rows: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(f["name"] for r in rows for f in (r.get("flows") or []) if f.get("name")))
 
 
+def by_mix(rows: list[dict[str, Any]], xlabel: str) -> tuple[list[dict[str, Any]], str]:
+    """Rows of several mixes (a campaign's groups, e.g. the LTE study's four) relabelled so
+    that each mix is one group of bars: its value becomes the mix (after the swept value
+    when there are several) and every row one series; rows of one mix as they are."""
+    mixes = {(r.get("options") or {}).get("mix") for r in rows}
+    if len(mixes) <= 1:
+        return rows, xlabel
+    several = len({(r.get("value_num"), r.get("value")) for r in rows}) > 1
+    out = []
+    for r in rows:
+        mix = (r.get("options") or {}).get("mix") or "?"
+        value = f"{r.get('value')} {mix}" if several else mix
+        out.append({**r, "value": value, "value_num": None, "stack": "mixes", "cc": "", "host_config": "mixes"})
+    return out, (f"{xlabel}, mix" if several else "mix")
+
+
 class Flows(Experiment):
     name = "flows"
     help = ("N QUIC against M TCP flows: --mix STACK[:CC]=COUNT,... clients at once, each on its own bearer on leg 1 "
-            "(today sharing leg 1's queue), each downloading --size; per-flow mean throughput over [--warmup, "
-            "--duration], per-transport mean and std, the QUIC/TCP ratio and Jain's index (all, per transport).")
+            "(a wired bottleneck: leg 1's one queue; with --link lte:LEVEL one device of the cell each), each "
+            "downloading --size; per-flow mean throughput over [--warmup, --duration], per-transport mean and std, "
+            "the QUIC/TCP ratio and Jain's index (all, per transport).")
     options_model = FlowsOptions
     metrics = (
         Metric("jfi", "Jain's fairness index", digits=3),
@@ -321,7 +338,8 @@ class Flows(Experiment):
                 "options": summary.options, "scenario": summary.scenario, "seeds": summary.seeds}
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
-        return f"flows: {options.mix}, leg 1 {scenario.bw[0]:g} Mbit/s, {scenario.delay[0]:g} ms"
+        link = scenario.link or f"leg 1 {scenario.bw[0]:g} Mbit/s"
+        return f"flows: {options.mix}, {link}, {scenario.delay[0]:g} ms"
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
         m = record.get("metrics") or {}
@@ -332,7 +350,8 @@ class Flows(Experiment):
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         """Bars per flow with JFI and the QUIC/TCP ratio above each group; the ratio
-        against the swept value."""
+        against the swept value (or the mix, when groups of a campaign ran several)."""
+        rows, xlabel = by_mix(rows, xlabel)
         names = _flow_names_of(rows)
         bars = figures.flow_bars(rows, names, out_dir / f"{stem}.png", title, xlabel, annotate="jfi",
                                  more={"quic_tcp_ratio": "QUIC/TCP"})
@@ -343,6 +362,7 @@ class Flows(Experiment):
                 (ratio, f"{title} (QUIC/TCP ratio: mean, std over repetitions)")]
 
     def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+        rows, _ = by_mix(rows, "")
         names = _flow_names_of(rows)
         cols = ["value", "series"] + [c for i, f in enumerate(names)
                                       for c in (f"{f} mean" + (" (Mbit/s)" if i == 0 else ""), f"{f} std")]

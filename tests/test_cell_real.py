@@ -1,0 +1,79 @@
+"""The LTE cell carrying real traffic (``--link lte:LEVEL``): two devices, each with its
+own TCP flow, get the scheduler's shares; the cell figures drawn from dcemu's records;
+``--queue`` refused with a cell. The cell's own maths is tested in virtual time by the
+Rust tests beside ``emu/src/cell/``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from dclab import lte
+from dclab.analysis import cell
+from dclab.analysis.figures import read_stats
+from dclab.cli import app
+from dclab.scenario import ScenarioError, build
+
+
+def interval(t_ms: float, devices: list[tuple[str, int, int, int, int]], ttis: int, idle: int = 0) -> dict:
+    """A dcemu interval record with one cell leg; a device is (bearer, rbs, bytes_out,
+    capacity_bits, queue_bytes), counters cumulative."""
+    return {"type": "interval", "t_ms": t_ms, "legs": [{"name": "leg1", "cell": {
+        "bandwidth_mhz": 20.0, "rbs_per_tti": 100, "ttis": ttis, "idle_ttis": idle,
+        "devices": [{"device": i, "bearer": b, "rbs": rbs, "bytes_out": out, "capacity_bits": cap,
+                     "queue_bytes": q, "cqi": 9, "dropped_packets": 0, "out_mbps": 0.0}
+                    for i, (b, rbs, out, cap, q) in enumerate(devices)]}}]}
+
+
+def test_cell_shares_and_series_from_records():
+    recs = [interval(0, [("a", 0, 0, 0, 0), ("b", 0, 0, 0, 0)], 0),
+            interval(100, [("a", 3000, 100_000, 800_000, 5000), ("b", 7000, 300_000, 2_400_000, 9000)], 100),
+            interval(200, [("a", 6000, 200_000, 1_600_000, 0), ("b", 13000, 600_000, 4_800_000, 0)], 190, idle=10)]
+    shares = cell.cell_shares(recs, 0, 200)
+    assert shares["a"]["rb_share"] == pytest.approx(6000 / 19000)
+    assert shares["b"]["byte_share"] == pytest.approx(0.75)
+    assert shares["a"]["out_mbps"] == pytest.approx(200_000 * 8 / 0.2 / 1e6)
+    assert shares["b"]["used"] == pytest.approx(1.0)
+    series = cell.cell_series(recs, t0_ms=100)
+    assert series["a"].t == [-0.1, 0.0, 0.1]
+    # An interval's share counts the idle TTIs' RBs too (wasted, not given to anyone).
+    assert series["a"].rb_share[1:] == [pytest.approx(0.3), pytest.approx(3000 / 10000)]
+    assert series["b"].queue_kb == [0.0, 9.0, 0.0]
+    assert cell.has_cell(recs) and not cell.has_cell([{"type": "interval", "t_ms": 0, "legs": [{"name": "leg1"}]}])
+    assert cell.cell_shares(recs[:1], 0, 200) == {}
+
+
+def test_queue_is_refused_with_a_cell():
+    with pytest.raises(ScenarioError, match="--queue: not used with --link"):
+        build(link="lte:good", queue_packets=50)
+    assert build(link="lte:good").queue_packets == 100  # the default stays accepted
+
+
+@pytest.mark.root
+def test_two_devices_get_their_scheduled_shares(tmp_path):
+    """Two saturating TCP flows, one per device, both at the medium level: proportional
+    fair gives each about half the resource blocks, each device sends what it is granted
+    (a backlogged queue), and the flows' throughputs are the cell's per-device output."""
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", "flows", "--mix", "tcp:cubic=2", "--link", "lte:medium", "--duration", "7",
+                                 "--warmup", "2", "--delay", "12", "--uplink-delay", "12", "--delay-cov", "0",
+                                 "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output.strip().splitlines()[-1])
+    assert summary["failed"] == 0
+    rep = json.loads((out / "rep-01" / "result.json").read_text())
+    t0 = rep["t0_ms"]
+    shares = cell.cell_shares(read_stats(out / "rep-01"), t0 + 2000, t0 + 7000)
+    assert set(shares) == {"tcp-cubic-1", "tcp-cubic-2"}
+    for name, s in shares.items():
+        assert 0.38 <= s["rb_share"] <= 0.62, (name, shares)
+        assert s["used"] >= 0.95, (name, shares)  # sent (almost) every bit of its grants
+        flow = summary["flows"][name]["mean_mbps"]
+        assert flow == pytest.approx(s["out_mbps"], rel=0.1), (name, flow, shares)
+    total = sum(s["out_mbps"] for s in shares.values())
+    # The cell's mean capacity at the level is one device's alone; two independently fading
+    # devices under PF get somewhat more (multi-user diversity), never several times more.
+    assert 0.5 * lte.CAPACITY_MBPS["medium"] <= total <= 2.0 * lte.CAPACITY_MBPS["medium"], shares
+    assert (out / "rep-01" / "flows.png").stat().st_size > 30_000  # with the cell's panels
