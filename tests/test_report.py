@@ -465,3 +465,18 @@ def test_commands_refuse_a_database_that_is_not_a_store_and_write_nothing(tmp_pa
     assert r.exit_code == 1 and "cannot merge into" in r.output
     assert (tmp_path / "other.sqlite").read_bytes() == before, "the foreign database is untouched"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"], "nothing else was written"
+
+
+def test_series_tell_apart_what_campaign_groups_set():
+    from dclab.analysis.figures import series_of
+
+    def row(key, value, streams, link):
+        return {"run_key": key, "value": value, "value_num": float(value), "stack": "aioquic", "cc": "reno",
+                "host_config": "quic-default", "options": {"streams": streams, "size": 10},
+                "scenario": {"link": link, "delay": [12.0]}}
+
+    # Two groups sweeping streams, one per level: the level sets the series apart, the sweep does not.
+    rows = [row("a", "1", 1, "lte:250m"), row("b", "4", 4, "lte:250m"), row("c", "1", 1, "lte:1500m")]
+    assert series_of(rows) == {"a": "quic-default link=lte:250m", "b": "quic-default link=lte:250m",
+                               "c": "quic-default link=lte:1500m"}
+    assert set(series_of(rows[:2]).values()) == {"quic-default"}, "one group: as before"

@@ -30,6 +30,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .. import lte  # noqa: E402
 from . import cell  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std, read_records  # noqa: E402
 from .plots import link_utilization  # noqa: E402
@@ -67,13 +68,35 @@ def _x_scale(rows: list[Row]) -> float:
 # ---------------------------------------------------------------------------------------
 # Grouping and the numbers behind the figures
 
+def _differing(rows: list[dict], part: str) -> list[str]:
+    """Keys of ``part`` ("options" or "scenario") in which two rows at the same swept value
+    differ: what a campaign's groups set apart (e.g. --streams, --link), not the sweep."""
+    at: dict[tuple, list[dict]] = {}
+    for r in rows:
+        at.setdefault((r.get("value_num"), r.get("value")), []).append(r.get(part) or {})
+    keys = sorted({k for r in rows for k in (r.get(part) or {})} - {"stack", "cc", "udp_buffer"})
+    return [k for k in keys if any(len({repr(d.get(k)) for d in ds}) > 1 for ds in at.values())]
+
+
 def series_of(rows: list[dict]) -> dict[str, str]:
     """Series label per run key: the host configuration when all rows share one stack and
-    congestion control, else 'stack cc host_config'."""
+    congestion control, else 'stack cc host_config'; then any option or scenario field in
+    which rows at the same swept value differ (a campaign's groups), as ``name=value``."""
     combos = {(r.get("stack"), r.get("cc")) for r in rows}
-    if len(combos) <= 1:
-        return {r["run_key"]: r.get("host_config") or "-" for r in rows}
-    return {r["run_key"]: f"{r.get('stack')} {r.get('cc')} {r.get('host_config')}" for r in rows}
+    keys = [("options", k) for k in _differing(rows, "options")] + [("scenario", k) for k in _differing(rows, "scenario")]
+
+    def label(r: dict) -> str:
+        base = r.get("host_config") or "-" if len(combos) <= 1 else f"{r.get('stack')} {r.get('cc')} {r.get('host_config')}"
+        extra = [f"{k}={_short((r.get(part) or {}).get(k))}" for part, k in keys]
+        return " ".join([base, *extra])
+
+    return {r["run_key"]: label(r) for r in rows}
+
+
+def _short(v: object) -> str:
+    if isinstance(v, list):
+        return ":".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v)
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def values_of(rows: list[dict]) -> list[tuple[float | None, str]]:
@@ -339,6 +362,9 @@ def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path
 
 
 def capacities_of(scenario: dict) -> list[float | None]:
-    """Configured downlink rate per leg of a stored scenario (None for trace-driven legs)."""
+    """Configured downlink rate per leg of a stored scenario (None for trace-driven legs;
+    a cell's level: its mean capacity for one device, dclab/lte.py)."""
+    if scenario.get("link"):
+        return [lte.CAPACITY_MBPS[lte.level(scenario["link"])]]
     bw = list(scenario.get("bw") or [])
     return [None] * len(bw) if scenario.get("trace") else [float(x) for x in bw]
