@@ -1,13 +1,18 @@
-"""`dclab cell trace`: an LTE level's channel as a mahimahi trace (wraps `dcemu cell-trace`)."""
+"""`dclab cell trace`: an LTE level's channel as a mahimahi trace (wraps `dcemu cell-trace`);
+`dclab cell cut-trace`: a measured CSV trace cut into one trace per level (``trace_levels.py``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Literal
 
 import click
+from rich.console import Console
+from rich.table import Table
 
-from .. import lte
+from .. import lte, trace_levels
 from ..paths import DCEMU
 
 
@@ -40,3 +45,49 @@ def cell_trace(link: str, seconds: float, seed: int, out: Path) -> None:
     if p.returncode != 0:
         raise click.UsageError(p.stderr.strip().removeprefix("dcemu: error: "))
     click.echo(p.stdout, nl=False)
+
+
+@cell.command("cut-trace")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path))
+@click.option("--by", type=click.Choice(["cqi", "rsrp"]), required=True, help="The column that decides a row's level.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for the traces (made if missing).")
+@click.option("--levels", default=",".join(lte.LEVELS), show_default=True,
+              help="Levels to write, separated by ',' (names or 250m, 750m, 1500m, 2500m).")
+@click.option("--force", is_flag=True, help="Overwrite traces that exist.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list (an object per FILE) instead of tables.")
+def cell_cut_trace(files: tuple[Path, ...], by: Literal["cqi", "rsrp"], out: Path, levels: str, force: bool,
+                   as_json: bool) -> None:
+    """Cut UCC-style CSV traces (DL_bitrate, CQI, RSRP per second) into one trace per level:
+    OUT/<stem>-<level>.csv, usable as --trace. A row's level comes from its CQI (bounds at
+    the midpoints of the CQIs our cell model gives the levels' mean SINRs: good 12-15,
+    medium 6-11, poor 2-5, edge 0-1) or its RSRP (bands >= -80, -90, -100, below -100 dBm).
+    Rows with a missing or invalid value are skipped; a level with fewer than 10 rows gets
+    no file. Thresholds: dclab/trace_levels.py."""
+    try:
+        results = trace_levels.cut(list(files), by, trace_levels.parse_levels(levels), out, force)
+    except trace_levels.CutError as e:
+        raise click.BadParameter(e.message, param_hint=e.option) from None
+    except FileExistsError as e:
+        raise click.UsageError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps([r.model_dump() for r in results]))
+        return
+    console = Console()
+    for r in results:
+        t = Table(title=f"{r.input} by {trace_levels.COLUMN[r.by]}", show_header=True)
+        for c in ("level", "threshold", "rows", "DL Mbit/s mean", "median"):
+            t.add_column(c)
+        for lv in r.levels:
+            t.add_row(lv.level, lv.threshold, str(lv.rows), _num(lv.mean_mbps), _num(lv.median_mbps))
+        console.print(t)
+        skipped = ", ".join(f"{n} for {col}" for col, n in r.skipped.items() if n) or "none"
+        click.echo(f"{r.rows} rows: {sum(lv.rows for lv in r.levels)} in the levels above, {r.other_levels} in "
+                   f"levels not asked for, skipped (missing or invalid): {skipped}")
+        for lv in r.levels:
+            click.echo(f"{lv.level}: wrote {lv.file} ({lv.rows} s)" if lv.file else f"{lv.level}: {lv.note}")
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
