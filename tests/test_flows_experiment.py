@@ -335,7 +335,7 @@ def test_sweep_figures_and_tables(monkeypatch, tmp_path):
         rows += rows_of([measured(monkeypatch, {"aioquic-reno-1": (1, q), "tcp-reno-1": (1, t1),
                                                 "tcp-reno-2": (1, t2)}, mix, rep=i) for i in (1, 2)], value)
     made = EXP.sweep_figures(rows, tmp_path, "flows-loss", "flows: loss", "loss (%)")
-    assert [p.name for p, _ in made] == ["flows-loss.png", "flows-loss-ratio.png"]
+    assert [p.name for p, _ in made] == ["flows-loss.png", "flows-loss-ratio.png", "flows-loss-per-stack.png"]
     assert all(p.stat().st_size > 10_000 for p, _ in made)
     assert sorted(texts) == ["JFI 0.93\nQUIC/TCP 0.50", "JFI 1.00\nQUIC/TCP 1.00"]
 
@@ -393,7 +393,7 @@ def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path)
     html = index.read_text()
     assert "flows: loss" in html and "QUIC/TCP ratio" in html and "aioquic-reno-1 mean (Mbit/s)" in html
     assert "mean TCP flow (Mbit/s)" in html
-    for name in ("flows-loss.png", "flows-loss-ratio.png"):
+    for name in ("flows-loss.png", "flows-loss-ratio.png", "flows-loss-per-stack.png"):
         assert (tmp_path / "report" / name).stat().st_size > 10_000
     assert any(p.name.startswith("flows-flows-loss") for p in (tmp_path / "report").iterdir()), "a run figure"
 
@@ -416,3 +416,13 @@ def figures_series(rows):
     from dclab.analysis.figures import series_of
 
     return set(series_of(rows).values())
+
+
+def test_per_stack_rows_carry_each_flows_throughput():
+    rows = [{"run_key": "k", "value": "250", "value_num": 250.0, "stack": "aioquic+tcp", "cc": "reno",
+             "host_config": "quic-default+tcp", "ok": True, "metrics": {"jfi": 0.9},
+             "flows": [{"name": "aioquic-reno-1", "stack": "aioquic", "cc": "reno", "mean_mbps": 5.0},
+                       {"name": "tcp-reno-1", "stack": "tcp", "cc": "reno", "mean_mbps": None}]}]
+    out = fx.per_stack_rows(rows)
+    assert [(r["run_key"], r["stack"], r["metrics"], r["ok"]) for r in out] == [
+        ("k/aioquic-reno-1", "aioquic", {"flow_mbps": 5.0}, True), ("k/tcp-reno-1", "tcp", {"flow_mbps": None}, False)]

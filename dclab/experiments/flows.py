@@ -185,6 +185,19 @@ def _flow_names_of(rows: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(f["name"] for r in rows for f in (r.get("flows") or []) if f.get("name")))
 
 
+def per_stack_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per flow of each run, carrying the flow's stack and cc and its mean
+    throughput as the metric ``flow_mbps``: figures then draw a series per stack and cc
+    (flows of one stack in one run are averaged with its repetitions)."""
+    out = []
+    for r in rows:
+        for f in r.get("flows") or []:
+            mbps = f.get("mean_mbps")
+            out.append({**r, "run_key": f"{r['run_key']}/{f.get('name')}", "stack": f.get("stack"), "cc": f.get("cc"),
+                        "metrics": {"flow_mbps": mbps}, "ok": bool(r.get("ok")) and mbps is not None})
+    return out
+
+
 def by_mix(rows: list[dict[str, Any]], xlabel: str) -> tuple[list[dict[str, Any]], str]:
     """Rows of several mixes (a campaign's groups, e.g. the LTE study's four) relabelled so
     that each mix is one group of bars: its value becomes the mix (after the swept value
@@ -351,15 +364,22 @@ class Flows(Experiment):
                       xlabel: str) -> list[tuple[Path, str]]:
         """Bars per flow with JFI and the QUIC/TCP ratio above each group; the ratio
         against the swept value (or the mix, when groups of a campaign ran several)."""
+        original, original_xlabel = rows, xlabel
         rows, xlabel = by_mix(rows, xlabel)
         names = _flow_names_of(rows)
         bars = figures.flow_bars(rows, names, out_dir / f"{stem}.png", title, xlabel, annotate="jfi",
                                  more={"quic_tcp_ratio": "QUIC/TCP"})
         ratio = figures.metric_vs_param(rows, "quic_tcp_ratio", "QUIC/TCP ratio (mean QUIC flow / mean TCP flow)",
                                         out_dir / f"{stem}-ratio.png", title, xlabel)
-        return [(bars, f"{title} (each flow's mean throughput over [warm-up, duration], std over repetitions; "
-                       "JFI over all flows and the QUIC/TCP ratio above each group)"),
-                (ratio, f"{title} (QUIC/TCP ratio: mean, std over repetitions)")]
+        out = [(bars, f"{title} (each flow's mean throughput over [warm-up, duration], std over repetitions; "
+                      "JFI over all flows and the QUIC/TCP ratio above each group)"),
+               (ratio, f"{title} (QUIC/TCP ratio: mean, std over repetitions)")]
+        if len({r.get("value_num") for r in original if r.get("value_num") is not None}) > 1:
+            lines = figures.metric_vs_param(per_stack_rows(original), "flow_mbps", "mean flow throughput (Mbit/s)",
+                                            out_dir / f"{stem}-per-stack.png", title, original_xlabel)
+            out.append((lines, f"{title} (per stack and congestion control: mean flow throughput against "
+                               f"{original_xlabel}, std over repetitions and flows; a series per mix when several)"))
+        return out
 
     def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
         rows, _ = by_mix(rows, "")
