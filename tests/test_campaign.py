@@ -215,3 +215,22 @@ def test_distance_sweeps_give_the_lte_levels_and_their_mean_rates():
         expand("distance", [300], cell)
     with pytest.raises(ScenarioError, match="--link: expected lte:LEVEL"):
         expand("distance-mean", [300], wired)
+
+
+def test_group_patterns_pick_part_of_a_campaign(tmp_path):
+    from click.testing import CliRunner
+
+    from dclab.cli import app
+
+    c = cp.load("lte-study")
+    levels = cp.select_groups(c, ("levels-*",))
+    assert [g["name"] for g in levels.groups] == ["levels-aioquic-reno", "levels-aioquic-cubic", "levels-ngtcp2-reno",
+                                                  "levels-ngtcp2-cubic"]
+    assert {r.sweep for r in cp.plan(levels)} == {"distance"}
+    both = cp.select_groups(c, ("levels-aioquic-reno", "mix-ngtcp2-cubic2"))
+    assert len(both.groups) == 2 and cp.select_groups(c, ()) is c
+    with pytest.raises(ScenarioError, match="--group: no group of lte-study matches 'level' \\(groups: levels-aioquic-reno"):
+        cp.select_groups(c, ("level",))
+    r = CliRunner().invoke(app, ["campaign", "plan", "lte-study", "--group", "mix-*-cubic5"])
+    assert r.exit_code == 0, r.output
+    assert "10 runs" in " ".join(r.output.split()), r.output  # two mixes of 1 QUIC + 5 TCP, 5 repetitions each

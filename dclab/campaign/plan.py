@@ -8,6 +8,7 @@ key; `--shard i/n` splits the plan over machines.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import tomllib
@@ -283,6 +284,21 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> 
                             runs.append(PlannedRun(key, name, cfg, sname, p.value, rep, p.scenario, options,
                                                    estimate(exp, p.scenario, options)))
     return runs
+
+
+def select_groups(c: Campaign, patterns: tuple[str, ...] | list[str]) -> Campaign:
+    """The campaign with only the groups whose name matches one of ``patterns``
+    (shell-style, e.g. ``levels-*``); none: all. A pattern that matches no group is an
+    error naming the groups there are (an unnamed group is ``group-I``, from 1)."""
+    if not patterns:
+        return c
+    names = [g.get("name") or f"group-{i + 1}" for i, g in enumerate(c.groups)]
+    for p in patterns:
+        if not fnmatch.filter(names, p):
+            raise ScenarioError(f"--group: no group of {c.name} matches {p!r} (groups: {', '.join(names)})")
+    kept = [g for g, n in zip(c.groups, names, strict=True) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    return Campaign(name=c.name, description=c.description, reps=c.reps, experiment_options=c.experiment_options,
+                    groups=kept)
 
 
 def shard(runs: list[PlannedRun], spec: str | None) -> list[PlannedRun]:

@@ -124,11 +124,12 @@ def campaign_list() -> None:
         click.echo(f"{c.name:10} {len(cp.plan(c)):6} runs  {c.description}")
 
 
-def _load(name: str, reps: int | None, shard: str | None, create: bool = True) -> tuple[cp.Campaign, Store | None, list, list]:
-    """The campaign, its store (None when planning a campaign that never ran), its runs
-    and those not yet stored."""
+def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
+          groups: tuple[str, ...] = ()) -> tuple[cp.Campaign, Store | None, list, list]:
+    """The campaign (only the ``groups`` matched, when given), its store (None when
+    planning a campaign that never ran), its runs and those not yet stored."""
     try:
-        c = cp.load(name)
+        c = cp.select_groups(cp.load(name), groups)
         runs = cp.shard(cp.plan(c, reps), shard)  # a campaign that does not plan makes no store
         path = campaign_dir(c.name) / "store.sqlite"
         store = Store(path) if create or path.exists() else None
@@ -143,10 +144,12 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True) -
 @click.argument("name")
 @click.option("--reps", type=click.IntRange(1, 1000), help="Repetitions per configuration [default: the campaign's].")
 @click.option("--shard", help="Only this machine's part: i/n.")
+@click.option("--group", "groups", multiple=True, metavar="PATTERN",
+              help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
 @click.option("--full", is_flag=True, help="List every value of every sweep.")
-def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool) -> None:
+def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, groups: tuple[str, ...]) -> None:
     """Print the runs of campaign NAME and an estimate of the real time they take."""
-    c, store, runs, todo = _load(name, reps, shard, create=False)
+    c, store, runs, todo = _load(name, reps, shard, create=False, groups=groups)
     print_plan(c, runs, todo, store, full)
 
 
@@ -154,10 +157,12 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool) ->
 @click.argument("name")
 @click.option("--reps", type=click.IntRange(1, 1000), help="Repetitions per configuration [default: the campaign's].")
 @click.option("--shard", help="Run only part i of n (e.g. 2/4); merge the stores with `dclab results merge`.")
-def campaign_run(name: str, reps: int | None, shard: str | None) -> None:
+@click.option("--group", "groups", multiple=True, metavar="PATTERN",
+              help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
+def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...]) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will."""
     root_or_exit()
-    c, existing, runs, todo = _load(name, reps, shard, create=False)
+    c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups)
     preflight_all(todo)  # before the store exists: a refused campaign creates nothing
     store = existing or Store(campaign_dir(c.name) / "store.sqlite")
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
