@@ -36,6 +36,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from .figures import COLORS, _save, empty_figure  # noqa: E402
 from .metrics import distribution  # noqa: E402
@@ -369,10 +370,14 @@ def download_times(downloads: Iterable[Download], modes: list[str], path: Path, 
                           edgecolor="white", linewidth=0.5, label=label)
                 bottom += med
     right.set_xticks(range(len(sizes)), [size_label(s) for s in sizes])
-    right.set_xlabel("file size" + (f"; bars left to right: {', '.join(modes)}" if len(modes) > 1 else ""), fontsize=9)
+    right.set_xlabel("file size")
     right.set_ylabel("median of each phase (s)")
     right.grid(axis="y", alpha=0.3)
-    right.legend(fontsize=8, loc="upper left")
+    handles, _ = right.get_legend_handles_labels()
+    if len(modes) > 1:  # which bar of a size is which mode: its hatch, left to right
+        handles += [Patch(facecolor="white", edgecolor="0.3", hatch=hatches[i % len(hatches)], label=mode)
+                    for i, mode in enumerate(modes)]
+    right.legend(handles=handles, fontsize=8, loc="upper left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
