@@ -152,6 +152,10 @@ def test_the_campaigns_plan():
         ("aioquic", "off"), ("aioquic", "ticket"), ("aioquic", "0rtt"), ("ngtcp2", "off"), ("tcp", "off")}
     assert {r.scenario.link for r in runs} == {"lte:250m"} and not any(r.scenario.jitter_reorders for r in runs)
     assert len({r.key for r in runs}) == len(runs) == 25
+    smoke = cp.plan(cp.load("download-smoke"))
+    assert {(r.config.stack, r.options.resume) for r in smoke} == {
+        ("aioquic", "off"), ("aioquic", "ticket"), ("aioquic", "0rtt"), ("tcp", "off")}
+    assert sum(r.estimate_s for r in smoke) < 180, "about a minute"
 
 
 @pytest.mark.root
