@@ -127,9 +127,6 @@ class Download(Experiment):
         rtts = 4 + (2 if o.resume != "off" else 0)  # handshake, request, a few rounds; the warm-up connection
         return sum(STARTUP_S + rtts * rtt + s * 8 / rate for s in o.size_list()) * o.count
 
-    def timeout_s(self, plan: FlowPlan, capacity_mbps: float) -> float:
-        return 60.0
-
     # -- one repetition --------------------------------------------------------------------
 
     def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
