@@ -20,3 +20,16 @@ def parse_size(text: str | int, option: str = "--size") -> int:
     if not 1 <= n <= MAX_SIZE:
         raise ValueError(f"{option}: must be between 1 B and 100 GB (got {text!r})")
     return n
+
+
+def parse_sizes(value: object, option: str = "sizes", most: int = 10, least: int = 1000) -> tuple[int, ...]:
+    """Sizes separated by commas ("64kB,1MB") or a list of sizes: 1 to ``most`` of them,
+    each at least ``least`` bytes. ValueError names ``option`` and the allowed range."""
+    items = [str(x) for x in value] if isinstance(value, (list, tuple)) else [x.strip() for x in str(value).split(",")]
+    if not items or any(not x for x in items):
+        raise ValueError(f"{option}: expected sizes separated by ',' (e.g. 500KB,2400KB,6000KB)")
+    out = tuple(parse_size(x, option) for x in items)
+    if len(out) > most or any(s < least for s in out):
+        floor = f"{least // 1000}KB" if least % 1000 == 0 else f"{least} B"
+        raise ValueError(f"{option}: 1 to {most} sizes, each at least {floor}")
+    return out

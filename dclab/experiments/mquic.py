@@ -26,7 +26,7 @@ from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, ScenarioError, build
 from ..testbed import Testbed
 from ..testbed.rundir import write_json
-from ..units import parse_size
+from ..units import parse_sizes
 from . import mquic_network as net
 from .base import Experiment, Metric, Options, RepResult, Summary, Table, _fmt
 
@@ -39,19 +39,6 @@ STATS_WAIT_S = 1.0
 LOG_WAIT_S = 3.0  # a download's log lines are written when its last byte range is acknowledged on the server
 LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 DOWNLOADS = "downloads.json"
-
-
-def _sizes(v: object) -> tuple[int, ...]:
-    if isinstance(v, (list, tuple)):
-        items = [str(x) for x in v]
-    else:
-        items = [x.strip() for x in str(v).split(",")]
-    if not items or any(not x for x in items):
-        raise ValueError("sizes: expected sizes separated by ',' (e.g. 500KB,2400KB,6000KB)")
-    out = tuple(parse_size(x, "sizes") for x in items)
-    if len(out) > 10 or any(s < 1000 for s in out):
-        raise ValueError("sizes: 1 to 10 sizes, each at least 1KB")
-    return out
 
 
 class MquicOptions(Options):
@@ -84,14 +71,14 @@ class MquicOptions(Options):
     @field_validator("sizes")
     @classmethod
     def _check_sizes(cls, v: str) -> str:
-        _sizes(v)
+        parse_sizes(v)
         return v
 
     def mode_list(self) -> list[str]:
         return self.modes.split(",")
 
     def paper_sizes(self) -> tuple[int, ...]:
-        return _sizes(self.sizes)
+        return parse_sizes(self.sizes)
 
     def byte_sizes(self) -> tuple[int, ...]:
         """The sizes downloaded: the paper's, scaled."""
