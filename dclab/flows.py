@@ -10,15 +10,21 @@ counters. Experiments build plans; nothing else knows which flows an experiment 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Literal, cast
 
 from .endpoints import get_stack
 from .endpoints.base import StackError, Workload
-from .scenario import Scenario
+from .scenario import RANGES, Scenario
 
 PORT_BASE = 4433  # the study's DC port; further flows take the next free ports
 MAX_FLOWS = 64
+TCP_MSS = 1280  # the study's TCP MSS clamp (docs/testbed-reference.md), so headers + PDCP fit
+MIN_TCP_MSS = 536  # the MSS a TCP host must accept (RFC 9293); the study's ns-3 TCP used it
+MIN_QUIC_DATAGRAM = 1200  # the smallest max UDP payload QUIC allows (RFC 9000, 14)
+IPV4_TCP_HEADERS = 40  # IPv4 + TCP headers without options: MSS <= MTU - 40
+IPV4_UDP_HEADERS = 28  # IPv4 + UDP headers: a QUIC datagram's payload <= MTU - 28
+MAX_MTU = cast(int, RANGES["mtu"][1])  # the largest MTU a scenario may have
 
 
 class PlanError(ValueError):
@@ -56,6 +62,8 @@ class FlowPlan:
     bearers: tuple[Bearer, ...]
     flows: tuple[Flow, ...]
     stats_interval_ms: float | None = None  # the experiment's wish for dcemu's stats records
+    tcp_mss: int = TCP_MSS  # the testbed clamps SYNs' MSS to this in both namespaces
+    quic_datagram: int | None = None  # max UDP payload QUIC stacks send; None: each stack's own default
 
     @classmethod
     def build(cls, bearers: list[Bearer], flows: list[Flow], scenario: Scenario,
@@ -128,6 +136,19 @@ class FlowPlan:
 
     def cc_label(self) -> str:
         return ",".join(sorted({f.cc or "" for f in self.flows}))
+
+    def with_packet_sizes(self, scenario: Scenario, tcp_mss: int = TCP_MSS, quic_datagram: int | None = None) -> "FlowPlan":
+        """This plan with the TCP MSS clamp and the QUIC max datagram size, checked against
+        the scenario's MTU (PlanError naming the option and its range)."""
+        hi = scenario.mtu - IPV4_TCP_HEADERS
+        if not MIN_TCP_MSS <= tcp_mss <= hi:
+            raise PlanError(f"--tcp-mss: must be {MIN_TCP_MSS} to {hi} (the MTU {scenario.mtu} - {IPV4_TCP_HEADERS}) "
+                            f"(got {tcp_mss})")
+        hi = scenario.mtu - IPV4_UDP_HEADERS
+        if quic_datagram is not None and not MIN_QUIC_DATAGRAM <= quic_datagram <= hi:
+            raise PlanError(f"--quic-datagram: must be {MIN_QUIC_DATAGRAM} to {hi} (the MTU {scenario.mtu} - "
+                            f"{IPV4_UDP_HEADERS}) (got {quic_datagram})")
+        return replace(self, tcp_mss=tcp_mss, quic_datagram=quic_datagram)
 
 
 def single_bearer_plan(scenario: Scenario, flows: list[Flow], stats_interval_ms: float | None = None) -> FlowPlan:

@@ -50,6 +50,7 @@ class ServerSpec:
     certs: Certs
     address: str  # the server's address, 198.18.x.y
     qlog: bool = False
+    quic_datagram: int | None = None  # max UDP payload a QUIC server sends; None: the stack's default
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ class ClientSpec:
     certs: Certs  # the client trusts this certificate (or skips verification)
     timeout_s: float  # for the whole workload
     qlog: bool = False
+    quic_datagram: int | None = None  # max UDP payload a QUIC client sends; None: the stack's default
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..analysis import figures
 from ..analysis.metrics import mean_std
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
-from ..flows import FlowPlan
+from ..flows import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
 from ..testbed import Testbed
 from ..units import parse_size
@@ -60,7 +60,44 @@ def sweepable_fields(model: type[Options]) -> set[str]:
     return out
 
 
-class StackOptions(Options):
+def in_range(lo: int, hi: int, hi_text: str = "") -> AfterValidator:
+    """A field check ``lo <= v <= hi`` whose message names the range (``hi_text`` says what
+    bounds it when the real bound is checked later)."""
+    def check(v: int | None) -> int | None:
+        if v is not None and not lo <= v <= hi:
+            raise ValueError(f"must be {lo} to {hi_text or hi} (got {v})")
+        return v
+    return AfterValidator(check)
+
+
+_MSS_RANGE = f"the scenario's MTU - {IPV4_TCP_HEADERS}"
+_DATAGRAM_RANGE = f"the scenario's MTU - {IPV4_UDP_HEADERS}"
+
+
+class PacketSizeOptions(Options):
+    """The packet sizes of a run's stacks: the TCP MSS clamp and the QUIC max datagram
+    size (upper bounds from the scenario's MTU, checked by ``FlowPlan.with_packet_sizes``
+    when the runner builds the plan)."""
+
+    tcp_mss: Annotated[int, in_range(MIN_TCP_MSS, MAX_MTU - IPV4_TCP_HEADERS, _MSS_RANGE)] = Field(
+        TCP_MSS, description=f"TCP MSS clamped on SYNs in both namespaces, bytes ({MIN_TCP_MSS} to {_MSS_RANGE}).")
+    quic_datagram: Annotated[int | None, in_range(MIN_QUIC_DATAGRAM, MAX_MTU - IPV4_UDP_HEADERS, _DATAGRAM_RANGE)] = Field(
+        None, description=f"Max UDP payload the QUIC stacks send, bytes ({MIN_QUIC_DATAGRAM} to {_DATAGRAM_RANGE}) "
+                          f"[default: each stack's own: aioquic 1252, ngtcp2 1200 raised by its path MTU discovery].")
+
+    def packet_sizes(self) -> dict[str, int | None]:
+        return {"tcp_mss": self.tcp_mss, "quic_datagram": self.quic_datagram}
+
+
+def plan_with_packet_sizes(plan: FlowPlan, scenario: Scenario, options: Options) -> FlowPlan:
+    """``plan`` with the packet sizes of ``options`` when it has them (PlanError naming
+    the option when the scenario's MTU cannot carry them); else unchanged."""
+    if isinstance(options, PacketSizeOptions):
+        return plan.with_packet_sizes(scenario, options.tcp_mss, options.quic_datagram)
+    return plan
+
+
+class StackOptions(PacketSizeOptions):
     """Options every experiment with real stacks shares."""
 
     stack: StackName = Field("aioquic", description="Transport stack.")

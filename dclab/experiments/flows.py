@@ -32,7 +32,7 @@ from ..endpoints.base import StackError, Workload
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Testbed
-from .base import Experiment, FlowResult, Metric, Options, RepResult, Size, Summary, Table, _fmt
+from .base import Experiment, FlowResult, Metric, Options, PacketSizeOptions, RepResult, Size, Summary, Table, _fmt
 
 STATS_INTERVAL_MS = 100.0  # as fairness: long runs, many bearers
 MAX_PER_ENTRY = 32
@@ -120,7 +120,7 @@ def mix_plan(scenario: Scenario, mix: list[MixEntry], size: int) -> FlowPlan:
     return FlowPlan.build(bearers, flows, scenario, STATS_INTERVAL_MS)
 
 
-class FlowsOptions(Options):
+class FlowsOptions(PacketSizeOptions):
     mix: MixText = Field("aioquic:reno=1,tcp:reno=1",
                          description=(f"Flows as STACK[:CC]=COUNT, comma-separated, e.g. aioquic:reno=1,tcp:reno=5 "
                                       f"(stacks {', '.join(STACKS)}; CC one the stack offers, default its first; "

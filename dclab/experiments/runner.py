@@ -26,7 +26,7 @@ from ..testbed.environment import environment
 from ..testbed.hostconfig import HostConfig, host_config_for
 from ..testbed.rundir import write_atomic, write_json
 from ..testbed.testbed import PartDied
-from .base import Experiment, Options, RepResult, Summary
+from .base import Experiment, Options, PacketSizeOptions, RepResult, Summary, plan_with_packet_sizes
 
 
 def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan:
@@ -34,7 +34,7 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan
     (returned), and the dcemu scenario it renders to, read by dcemu itself (trace files
     included). Raises PlanError, StackError or ScenarioError."""
     s = exp.scenario(scenario, options)
-    plan = exp.plan(s, options)
+    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
     topology = {"server_netns": "dclab-check-s", "client_netns": "dclab-check-c", "server_addr": SERVER_ADDR,
                 "client_addr": CLIENT_ADDR}
     err = check_scenario(to_dcemu(s, plan, topology))
@@ -96,7 +96,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     experiment's per-run figure."""
     shared = exp.one_testbed and session is not None
     s = build(exp.scenario(scenario, options), seed=scenario.seed if shared else rep_seed(scenario.seed, rep))
-    plan = exp.plan(s, options)
+    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
     host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
     result = RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, stack=plan.stack_label(),
                        cc=plan.cc_label(), host_config=host.name)
@@ -128,6 +128,8 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
                 result.environment["recovered_before_run"] = tb.recovered
             write_json(rep_dir / "environment.json", result.environment)  # on disk before the clients start
             result = exp.measure(tb, s, plan, options, result)
+    if isinstance(options, PacketSizeOptions):
+        result.details.update(options.packet_sizes())  # in the record, so the store and the report show them
     # A one_testbed experiment draws from what its measure left in rep_dir (dcemu's stats are the testbed's).
     if exp.one_testbed or ((rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None):
         exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,
@@ -140,7 +142,7 @@ def failed_rep(exp: Experiment, scenario: Scenario, options: Options, rep: int, 
     """The record of a repetition that could not be measured (a part of the testbed died,
     or it could not be set up)."""
     s = build(exp.scenario(scenario, options), seed=scenario.seed if exp.one_testbed else rep_seed(scenario.seed, rep))
-    plan = exp.plan(s, options)
+    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
     host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
     return RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, error=error, stack=plan.stack_label(),
                      cc=plan.cc_label(), host_config=host.name)

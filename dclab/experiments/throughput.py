@@ -1,27 +1,66 @@
 """The throughput experiment: one client downloads a file through the DC bearer; per
 repetition a fresh testbed, the goodput, timings, PDCP summary, dcemu's stats and a
-link-utilization plot of the first seconds, all kept in the run directory."""
+link-utilization plot of the first seconds, all kept in the run directory.
+
+With ``--streams N`` (N > 1) the download is N objects of size/N bytes (``GET /<n>`` each,
+the first size % N one byte longer) requested at once on one connection, a stream each
+(HTTP/3 for the QUIC stacks, HTTP/2 for tcp); the goodput is still all bytes over (last
+byte - request), and each object's completion time (its last byte after the request) is
+kept in the repetition's details with their min, median and max."""
 
 from __future__ import annotations
 
-from typing import Any
+import statistics
+from typing import Annotated, Any
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 
 from ..analysis.metrics import pdcp_summary
-from ..endpoints.base import Workload
+from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
 from ..testbed import Testbed
-from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary
+from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, in_range
 
 DC_PORT = 4433  # the study's port of the DC flow
+MAX_STREAMS = 64  # below every stack's limit of streams open at once (aioquic 128, ngtcp2 and curl 100)
 
 
 class ThroughputOptions(StackOptions):
     size: Size = Field(100_000_000, description="Bytes to download (100MB, 1GB, ...).", json_schema_extra={"show": "100MB"})
     qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks) into the run directory.")
     timeout: float | None = Field(None, ge=1, le=86400, description="Seconds a download may take [default: from size and rate].")
+    streams: Annotated[int, in_range(1, MAX_STREAMS)] = Field(1, description=(
+        f"Concurrent streams on the one connection (1 to {MAX_STREAMS}): the download becomes this many objects of "
+        f"size/N bytes, requested at once; per-stream completion times are recorded."))
+
+    @model_validator(mode="after")
+    def _streams_fit(self) -> "ThroughputOptions":
+        if self.streams > self.size:
+            raise ValueError(f"streams: must be 1 to {min(MAX_STREAMS, self.size)} for a size of {self.size} bytes "
+                             f"(every stream needs a byte) (got {self.streams})")
+        return self
+
+
+def workload(size: int, streams: int) -> Workload:
+    """The download: one object (streams 1, the study's), else ``streams`` objects of
+    nearly equal size (the first ``size % streams`` one byte longer) at once on one
+    connection."""
+    if streams == 1:
+        return Workload.single(size)
+    base, extra = divmod(size, streams)
+    objects = tuple(base + 1 if i < extra else base for i in range(streams))
+    return Workload(objects=objects, connections=1, streams="parallel")
+
+
+def stream_details(r: TransferResult) -> dict[str, Any]:
+    """Per object (stream): its completion time (last byte after the workload's request,
+    None when it did not finish) and their min, median and max over the finished ones."""
+    done = [o.last_byte_s - r.request_s if o.ok and o.last_byte_s is not None else None for o in r.objects]
+    times = [t for t in done if t is not None]
+    return {"n": len(r.objects), "completion_s": done, "completed": len(times),
+            "min_s": min(times) if times else None, "median_s": statistics.median(times) if times else None,
+            "max_s": max(times) if times else None}
 
 
 class Throughput(Experiment):
@@ -36,7 +75,7 @@ class Throughput(Experiment):
 
     def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
         o: ThroughputOptions = options
-        return single_bearer_plan(scenario, [Flow("dc", o.stack, "dc", Workload.single(o.size), o.cc, DC_PORT)])
+        return single_bearer_plan(scenario, [Flow("dc", o.stack, "dc", workload(o.size, o.streams), o.cc, DC_PORT)])
 
     def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
         """The transfer at three quarters of the capacity (aioquic's receiver tops out near
@@ -57,12 +96,15 @@ class Throughput(Experiment):
         result.metrics = {"goodput_mbps": r.goodput_mbps}
         result.flows = [FlowResult.of(plan, "dc", r)]
         result.details = {"size": o.size, "pdcp": pdcp_summary(records, "dc")}
+        if o.streams > 1:  # streams 1 keeps the study's record as it was
+            result.details["streams"] = stream_details(r)
         if bed.start_wall and r.request_wall:
             result.t0_ms = (r.request_wall - bed.start_wall) * 1e3
         return result
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
-        return (f"{result.stack} {result.cc}, {options.size / 1e6:g} MB, batch {scenario.batch}, "
+        streams = f", {options.streams} streams" if options.streams > 1 else ""
+        return (f"{result.stack} {result.cc}, {options.size / 1e6:g} MB{streams}, batch {scenario.batch}, "
                 f"split {':'.join(f'{x:g}' for x in scenario.split)}")
 
     def describe(self, rep: RepResult) -> str:

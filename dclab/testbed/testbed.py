@@ -1,8 +1,9 @@
 """The testbed of one run, as one context manager: uniquely named namespaces, the host
 settings of the chosen host configuration, dcemu started on the scenario and the flow
-plan's bearers, TCP MSS clamped to 1280 as in the study, a server per flow, the flows'
-clients, and everything undone on exit, whatever the exit (success, error, Ctrl-C,
-SIGTERM). What a killed run leaves, the journal lets `dclab clean` undo.
+plan's bearers, TCP MSS clamped to the plan's ``tcp_mss`` (1280 as in the study by
+default), a server per flow, the flows' clients, and everything undone on exit, whatever
+the exit (success, error, Ctrl-C, SIGTERM). What a killed run leaves, the journal lets
+`dclab clean` undo.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from .dcemu_config import to_dcemu
 from .emulator import Emulator, require_root
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
 from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, wait_listening
-
-MSS = 1280
 
 
 class TestbedError(RuntimeError):
@@ -153,10 +152,11 @@ class Testbed:
             raise TestbedError(f"dcemu exited at start: {self.emulator.log.read_text().strip()}")
 
     def _clamp_mss(self) -> None:
-        """TCP MSS 1280 on both sides, as the study clamped it (so headers + PDCP fit)."""
+        """The plan's TCP MSS on both sides' SYNs (1280 by default, as the study clamped it so
+        headers + PDCP fit)."""
         for ns in (self.ns.server, self.ns.client):
             sh("ip", "netns", "exec", ns, "iptables", "-t", "mangle", "-A", "POSTROUTING", "-p", "tcp",
-               "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS", "--set-mss", str(MSS))
+               "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS", "--set-mss", str(self.plan.tcp_mss))
 
     # -- endpoints ---------------------------------------------------------------------
 
@@ -179,7 +179,8 @@ class Testbed:
             write_sysctl(k, v, self.ns.server)
             self.settings[f"{k} (server namespace)"] = read_sysctl(k, self.ns.server)
         workdir = self._dir("server", flow)
-        spec = ServerSpec(port=flow.port, cc=flow.cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR, qlog=qlog)
+        spec = ServerSpec(port=flow.port, cc=flow.cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR, qlog=qlog,
+                          quic_datagram=self.plan.quic_datagram)
         log = open(workdir / "server.log", "wb")
         proc = subprocess.Popen(self.ns.exec(self.ns.server, *stack.server_command(spec)), stdout=log,
                                 stderr=subprocess.STDOUT)
@@ -203,7 +204,8 @@ class Testbed:
         transfer."""
         assert flow.port is not None and flow.cc is not None
         spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=workload or flow.workload, cc=flow.cc,
-                          workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s, qlog=qlog)
+                          workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s, qlog=qlog,
+                          quic_datagram=self.plan.quic_datagram)
         return get_stack(flow.stack).run(spec, self.ns.exec(self.ns.client))
 
     def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,

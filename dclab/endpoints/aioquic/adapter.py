@@ -1,7 +1,9 @@
 """aioquic (Python QUIC) behind the Stack interface: our own HTTP/3 server and client
 (``h3_server.py``, ``h3_client.py``) on aioquic's asyncio API. The client runs the whole
 workload in one process; this module writes the workload to a file, starts the client in
-the client namespace and reads back the JSON line it prints."""
+the client namespace and reads back the JSON line it prints. ``quic_datagram`` of the specs
+becomes both ends' ``--max-datagram-size`` (QuicConfiguration.max_datagram_size; their
+default is ``h3_server.DEFAULT_DATAGRAM``)."""
 
 from __future__ import annotations
 
@@ -82,6 +84,8 @@ class AioquicStack(Stack):
         ]  # fmt: skip
         if spec.qlog:
             cmd += ["--qlog-dir", str(spec.workdir / "qlog-server")]
+        if spec.quic_datagram is not None:
+            cmd += ["--max-datagram-size", str(spec.quic_datagram)]
         if cc.startswith("mquic-"):
             cmd += ["--mquic-log", str(spec.workdir / MQUIC_LOG)]
         return cmd
@@ -100,6 +104,8 @@ class AioquicStack(Stack):
         ]  # fmt: skip
         if spec.qlog:
             cmd += ["--qlog-dir", str(spec.workdir / "qlog-client")]
+        if spec.quic_datagram is not None:
+            cmd += ["--max-datagram-size", str(spec.quic_datagram)]
         return cmd
 
     @staticmethod

@@ -79,6 +79,12 @@ def _seconds_arg(s: float) -> str:
     return f"{max(1, int(s * 1000))}ms"
 
 
+def _datagram_args(size: int | None) -> list[str]:
+    """The max UDP payload this end sends (None: gtlsclient/gtlsserver's own default,
+    raised by their path MTU discovery)."""
+    return [] if size is None else [f"--max-udp-payload-size={size}"]
+
+
 class _FifoCounter(threading.Thread):
     """Drains a FIFO: counts bytes and notes when the writer opened it, the first and the
     last data."""
@@ -166,6 +172,7 @@ class Ngtcp2Stack(Stack):
             qdir = Path(spec.workdir) / "qlog-server"
             qdir.mkdir(parents=True, exist_ok=True)
             cmd.append(f"--qlog-dir={qdir}")
+        cmd += _datagram_args(spec.quic_datagram)
         cmd += [spec.address, str(spec.port), str(spec.certs.key), str(spec.certs.cert)]
         return cmd
 
@@ -189,6 +196,7 @@ class Ngtcp2Stack(Stack):
             qdir = Path(spec.workdir) / "qlog-client"
             qdir.mkdir(parents=True, exist_ok=True)
             cmd.append(f"--qlog-dir={qdir}")
+        cmd += _datagram_args(spec.quic_datagram)
         cmd += [spec.address, str(spec.port)]
         cmd += [f"https://{spec.address}:{spec.port}/{self.fifo_name(spec, i)}" for i in objects]
         return cmd
