@@ -5,16 +5,19 @@ link-utilization plot of the first seconds, all kept in the run directory.
 With ``--streams N`` (N > 1) the download is N objects of size/N bytes (``GET /<n>`` each,
 the first size % N one byte longer) requested at once on one connection, a stream each
 (HTTP/3 for the QUIC stacks, HTTP/2 for tcp); the goodput is still all bytes over (last
-byte - request), and each object's completion time (its last byte after the request) is
-kept in the repetition's details with their min, median and max."""
+byte - request), and each object's first byte and completion time (its last byte after the
+request) are kept in the repetition's details (``stream_*``) with the min, median and max
+completion; a sweep over ``streams`` draws goodput and the median completion against N."""
 
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, model_validator
 
+from ..analysis import figures
 from ..analysis.metrics import pdcp_summary
 from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
@@ -54,13 +57,16 @@ def workload(size: int, streams: int) -> Workload:
 
 
 def stream_details(r: TransferResult) -> dict[str, Any]:
-    """Per object (stream): its completion time (last byte after the workload's request,
-    None when it did not finish) and their min, median and max over the finished ones."""
+    """Per object (stream), in workload order: its first byte and its completion (last
+    byte), seconds after the workload's request (None when not reached or failed); and
+    the min, median and max completion over the streams that completed."""
     done = [o.last_byte_s - r.request_s if o.ok and o.last_byte_s is not None else None for o in r.objects]
     times = [t for t in done if t is not None]
-    return {"n": len(r.objects), "completion_s": done, "completed": len(times),
-            "min_s": min(times) if times else None, "median_s": statistics.median(times) if times else None,
-            "max_s": max(times) if times else None}
+    return {"stream_first_byte_s": [None if o.first_byte_s is None else o.first_byte_s - r.request_s for o in r.objects],
+            "stream_completion_s": done,
+            "stream_completion_min_s": min(times) if times else None,
+            "stream_completion_median_s": statistics.median(times) if times else None,
+            "stream_completion_max_s": max(times) if times else None}
 
 
 class Throughput(Experiment):
@@ -97,10 +103,22 @@ class Throughput(Experiment):
         result.flows = [FlowResult.of(plan, "dc", r)]
         result.details = {"size": o.size, "pdcp": pdcp_summary(records, "dc")}
         if o.streams > 1:  # streams 1 keeps the study's record as it was
-            result.details["streams"] = stream_details(r)
+            result.details.update(stream_details(r))
         if bed.start_wall and r.request_wall:
             result.t0_ms = (r.request_wall - bed.start_wall) * 1e3
         return result
+
+    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+                      xlabel: str) -> list[tuple[Path, str]]:
+        """The goodput figure; with runs of several streams, also their median per-stream
+        completion time (runs of one stream have none)."""
+        out = super().sweep_figures(rows, out_dir, stem, title, xlabel)
+        if any((r.get("metrics") or {}).get("stream_completion_median_s") is not None for r in rows):
+            path = figures.metric_vs_param(rows, "stream_completion_median_s", "median stream completion (s)",
+                                           out_dir / f"{stem}-streams.png", title, xlabel)
+            out.append((path, f"{title} (median per-stream completion time: mean, std over repetitions; "
+                              f"runs of more than one stream)"))
+        return out
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
         streams = f", {options.streams} streams" if options.streams > 1 else ""
@@ -109,7 +127,10 @@ class Throughput(Experiment):
 
     def describe(self, rep: RepResult) -> str:
         g = rep.metrics.get("goodput_mbps")
-        return f"{g:.2f} Mbit/s" if g is not None else f"failed: {rep.error}"
+        if g is None:
+            return f"failed: {rep.error}"
+        median = rep.details.get("stream_completion_median_s")
+        return f"{g:.2f} Mbit/s" + (f", median stream {median:.2f} s" if median is not None else "")
 
     def headline(self, summary: Summary) -> str:
         g = summary.metrics["goodput_mbps"].mean
