@@ -6,6 +6,8 @@ name, a stack with its congestion control, a server port, a bearer, and the work
 client fetches). The testbed starts one server per flow and renders the bearers into
 dcemu's scenario file; per-flow metrics are read by flow name from dcemu's per-bearer
 counters. Experiments build plans; nothing else knows which flows an experiment has.
+A plan also carries the run's packet sizes (the TCP MSS clamp, the QUIC max datagram
+size), checked against the scenario's MTU.
 """
 
 from __future__ import annotations
