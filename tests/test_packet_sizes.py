@@ -12,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import run_dclab
 
+from dclab.analysis.figures import series_of
+from dclab.campaign.report import sweep_groups
 from dclab.cli import app
 from dclab.endpoints import get_stack
 from dclab.endpoints.base import Certs, ClientSpec, ServerSpec, Workload
@@ -113,3 +115,21 @@ def test_aioquic_sends_datagrams_of_1452(tmp_path):
     # A mean above 1280 + 28 is impossible with aioquic's default 1252 (IP packets <= 1280)
     # or with 1200; the largest possible is 1452 + 28.
     assert 1252 + 28 < mean <= 1452 + 28, mean
+
+
+def test_report_series_keep_old_runs_with_new_ones_at_the_default():
+    """A run stored before --tcp-mss/--streams existed ran at their defaults: the report
+    draws it in the same series as a new run at the defaults, and a new run at another
+    MSS in a series of its own."""
+    def row(key: str, options: dict) -> dict:
+        return {"run_key": key, "experiment": "throughput", "sweep": "batch", "value": "2", "value_num": 2.0,
+                "stack": "tcp", "cc": "cubic", "host_config": "tcp", "options": options, "metrics": {}}
+
+    new = THROUGHPUT.options(stack="tcp", cc="cubic", size="5MB").model_dump(mode="json")
+    rows = [row("old", {"size": 5_000_000}), row("new", new), row("small", {**new, "tcp_mss": 536})]
+    [(_, _, grouped)] = sweep_groups(rows)
+    labels = series_of(grouped)
+    assert labels["old"] == labels["new"] == "tcp tcp_mss=1280"
+    assert labels["small"] == "tcp tcp_mss=536"
+    [(_, _, grouped)] = sweep_groups(rows[:2])
+    assert set(series_of(grouped).values()) == {"tcp"}

@@ -12,6 +12,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..analysis import figures
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
@@ -70,8 +72,17 @@ def resolve_run_dir(run_dir: str, base: Path) -> Path | None:
 
 
 def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
-    """Rows by (experiment, sweep), experiments in the registry's order."""
+    """Rows by (experiment, sweep), experiments in the registry's order; each row's options
+    completed with its experiment's defaults, since a run stored before an option existed
+    ran at that default (so a new option, e.g. --streams, does not split its series)."""
     order = {name: i for i, name in enumerate(experiments())}
+    defaults = {}
+    for name, exp in experiments().items():
+        try:
+            defaults[name] = exp.options().model_dump(mode="json")
+        except ValidationError:  # an experiment with a required option has no defaults to add
+            pass
+    rows = [{**r, "options": {**defaults.get(r["experiment"], {}), **(r.get("options") or {})}} for r in rows]
     keys = sorted({(r["experiment"], r.get("sweep") or "") for r in rows}, key=lambda k: (order.get(k[0], 9), k))
     return [(e, s, [r for r in rows if r["experiment"] == e and (r.get("sweep") or "") == s]) for e, s in keys]
 
