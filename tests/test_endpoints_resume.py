@@ -12,8 +12,11 @@ from conftest import SERVER, ServerPool
 
 from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
 from dclab.endpoints.ngtcp2.adapter import Handshake, Ngtcp2Stack
+from dclab.endpoints.tcp.adapter import TcpStack, TlsSeen, _Reports, _tfo_counters
+from dclab.testbed.hostconfig import read_sysctl, write_sysctl
 
 NGTCP2 = Ngtcp2Stack()
+TCP = TcpStack()
 PORT = 4433
 KB = 1000
 
@@ -139,3 +142,137 @@ def test_ngtcp2_failed_warmup_fails_the_workload(veth_pair, certs, tmp_path):
     """No server: the warm-up gets no ticket, and nothing is measured."""
     r = ngtcp2_fetch(veth_pair, tmp_path, certs, Workload(objects=(KB,), resumption=True), timeout_s=2.0)
     assert not r.ok and "warm-up" in r.error and r.extra["warmup"]["ticket"] is False
+
+
+# curl 7.88 -v --trace-time lines of a warm-up and a resumed connection (trimmed).
+CURL = """\
+20:21:30.014854 *   Trying 198.18.0.1:4433...
+20:21:30.019296 * TLSv1.3 (OUT), TLS handshake, Client hello (1):
+20:21:30.021215 * TLSv1.3 (IN), TLS handshake, Server hello (2):
+20:21:30.021597 * TLSv1.3 (IN), TLS handshake, Certificate (11):
+20:21:30.022257 * TLSv1.3 (IN), TLS handshake, Finished (20):
+20:21:30.026306 * TLSv1.3 (IN), TLS handshake, Newsession Ticket (4):
+20:21:30.062426 *   Trying 198.18.0.1:4433...
+20:21:30.063062 * SSL re-using session ID
+20:21:30.071401 * TLSv1.3 (IN), TLS handshake, Server hello (2):
+20:21:30.072568 * TLSv1.3 (IN), TLS handshake, Finished (20):
+20:21:30.073408 > GET /64000?o=0 HTTP/2
+"""
+
+
+def test_curl_trace_evidence():
+    r = _Reports(subprocess.Popen(["true"], stderr=subprocess.PIPE, text=True))
+    base = 20 * 3600 + 21 * 60 + 30  # read 2 s after the stamps, on a clock 1000 s behind
+    for line in CURL.splitlines(keepends=True):
+        stamp = float(line[9:15]) / 1e6
+        r.see(line, base - 1000 + stamp + 0.002)
+    r.proc.wait()
+    assert len(r.tryings) == 2 and len(r.tls) == 2
+    assert r.tls[0].resumed() is False and not r.tls[0].offered  # warm-up: full handshake
+    assert r.tls[1].resumed() is True and r.tls[1].offered
+    tries = r.trying_times()
+    assert tries[0] == pytest.approx(base - 1000 + 0.014854) and tries[1] == pytest.approx(base - 1000 + 0.062426)
+    sent, agreed = r.request_times()
+    assert agreed == 1 and sent[0] == pytest.approx(base - 1000 + 0.073408)
+    # no ServerHello in the trace: nothing can be told
+    assert TlsSeen().resumed() is None
+
+
+def test_tcp_refuses_resumption_it_cannot_do():
+    with pytest.raises(StackError, match="at most 1"):
+        TCP.check("cubic", Workload(objects=(1, 2), connections=2, resumption=True))
+    with pytest.raises(StackError, match="parallel streams"):
+        TCP.check("cubic", Workload(objects=(1, 2), resumption=True))
+    TCP.check("cubic", Workload(objects=(1, 2), streams="sequential", resumption=True, zero_rtt=True))
+
+
+tcp_ok = pytest.mark.skipif(bool(TCP.missing()), reason="; ".join(TCP.missing()) or "ok")
+
+
+@pytest.fixture
+def tcp_server(veth_pair, tmp_path, certs):
+    """Hypercorn in ns.server with the stack's server sysctls (TFO 3); ``tfo`` overrides
+    net.ipv4.tcp_fastopen there."""
+    pool = ServerPool(veth_pair.server, "tcp", tmp_path)
+    spec = ServerSpec(port=PORT, cc="reno", workdir=tmp_path / "srv", certs=certs, address=SERVER)
+
+    def start(tfo: str | None = None) -> ServerSpec:
+        for key, value in TCP.server_sysctls(spec.cc).items():
+            write_sysctl(key, value, veth_pair.server)
+        if tfo is not None:
+            write_sysctl("net.ipv4.tcp_fastopen", tfo, veth_pair.server)
+        pool.start(TCP.server_command(spec), PORT)
+        return spec
+
+    yield start
+    pool.close()
+
+
+def tcp_fetch(ns, tmp_path, certs, wl: Workload, timeout_s: float = 20.0) -> TransferResult:
+    spec = ClientSpec(address=SERVER, port=PORT, workload=wl, cc="reno", workdir=tmp_path / "cli", certs=certs,
+                      timeout_s=timeout_s)  # fmt: skip
+    return TCP.run(spec, ["ip", "netns", "exec", ns.client])
+
+
+def passive(ns) -> dict[str, int]:
+    """The server namespace's TFO counters (cookie requests, data in SYN accepted)."""
+    p = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/netstat"], capture_output=True, text=True, check=True)
+    head, values = [ln.split() for ln in p.stdout.splitlines() if ln.startswith("TcpExt:")][:2]
+    d = dict(zip(head, values, strict=True))
+    return {k: int(d[k]) for k in ("TCPFastOpenPassive", "TCPFastOpenCookieReqd")}
+
+
+@pytest.mark.root
+@tcp_ok
+def test_tcp_fast_open_and_resumption(veth_pair, tcp_server, certs, tmp_path):
+    """zero_rtt on TCP: the warm-up asks for the TFO cookie, the measured connection sends
+    its ClientHello in the SYN and resumes the TLS session."""
+    tcp_server()
+    assert read_sysctl("net.ipv4.tcp_fastopen", veth_pair.server) == "3"
+    before = passive(veth_pair.server)
+    r = tcp_fetch(veth_pair, tmp_path, certs, Workload(objects=(64 * KB,), resumption=True, zero_rtt=True))
+    assert r.ok, r.error
+    after = passive(veth_pair.server)
+    assert after["TCPFastOpenCookieReqd"] - before["TCPFastOpenCookieReqd"] == 1  # the warm-up's SYN
+    assert after["TCPFastOpenPassive"] - before["TCPFastOpenPassive"] == 1  # the measured SYN carried data
+    assert r.extra["tfo_active"] == 1
+    c, o = r.connections[0], r.objects[0]
+    assert c.resumed is True and c.early_data is True
+    assert 0 < c.handshake_s <= o.request_s <= o.first_byte_s <= o.last_byte_s
+    check_startup(r)
+    assert r.extra["startup_s_connections"][0] == pytest.approx(r.extra["startup_s"])
+    print(f"tcp TFO: startup {r.extra['startup_s'] * 1000:.1f} ms, handshake {c.handshake_s * 1000:.2f} ms")
+
+
+@pytest.mark.root
+@tcp_ok
+def test_tcp_resumption_without_fast_open(veth_pair, tcp_server, certs, tmp_path):
+    tcp_server()
+    r = tcp_fetch(veth_pair, tmp_path, certs, Workload(objects=(64 * KB, 1000), streams="sequential", resumption=True))
+    assert r.ok, r.error
+    assert r.connections[0].resumed is True and r.connections[0].early_data is False
+    assert r.extra["tfo_active"] == 0
+    check_startup(r)
+
+
+@pytest.mark.root
+@tcp_ok
+def test_tcp_fast_open_refused_by_server(veth_pair, tcp_server, certs, tmp_path):
+    """A server namespace without the server bit gives no cookie: the SYN carries no
+    data, which the evidence says, while the transfer and the resumption still work."""
+    tcp_server(tfo="1")
+    r = tcp_fetch(veth_pair, tmp_path, certs, Workload(objects=(64 * KB,), resumption=True, zero_rtt=True))
+    assert r.ok, r.error
+    assert r.connections[0].resumed is True and r.connections[0].early_data is False
+    assert passive(veth_pair.server)["TCPFastOpenPassive"] == 0
+
+
+@pytest.mark.root
+@tcp_ok
+def test_tcp_plain_connection(veth_pair, tcp_server, certs, tmp_path):
+    tcp_server()
+    r = tcp_fetch(veth_pair, tmp_path, certs, Workload(objects=(64 * KB,)))
+    assert r.ok, r.error
+    assert r.connections[0].resumed is False and r.connections[0].early_data is False
+    assert _tfo_counters(["ip", "netns", "exec", veth_pair.client]) is not None
+    check_startup(r)
