@@ -6,10 +6,12 @@ parsing of that evidence."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pytest
 from conftest import SERVER, ServerPool
 
+from dclab.endpoints.aioquic.adapter import AioquicStack
 from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
 from dclab.endpoints.ngtcp2.adapter import Handshake, Ngtcp2Stack
 from dclab.endpoints.tcp.adapter import TcpStack, TlsSeen, _Reports, _tfo_counters
@@ -276,3 +278,35 @@ def test_tcp_plain_connection(veth_pair, tcp_server, certs, tmp_path):
     assert r.connections[0].resumed is False and r.connections[0].early_data is False
     assert _tfo_counters(["ip", "netns", "exec", veth_pair.client]) is not None
     check_startup(r)
+
+
+AIOQUIC = AioquicStack()
+
+
+@pytest.mark.root
+@pytest.mark.skipif(bool(AIOQUIC.missing()), reason="; ".join(AIOQUIC.missing()) or "ok")
+@pytest.mark.parametrize("resume", [False, True])
+def test_aioquic_startup(veth_pair, tmp_path, certs, resume):
+    """The Python client's start-up (interpreter and imports) is measured and is in no
+    network time: the request is taken inside the client."""
+    pool = ServerPool(veth_pair.server, "udp", tmp_path)
+    spec = ServerSpec(port=PORT, cc="reno", workdir=tmp_path / "srv", certs=certs, address=SERVER)
+    try:
+        pool.start(AIOQUIC.server_command(spec), PORT)
+        wl = Workload(objects=(64 * KB,), resumption=resume, zero_rtt=resume)
+        cspec = ClientSpec(address=SERVER, port=PORT, workload=wl, cc="reno", workdir=tmp_path / "cli", certs=certs,
+                           timeout_s=20.0)  # fmt: skip
+        t = time.monotonic()
+        r = AIOQUIC.run(cspec, ["ip", "netns", "exec", veth_pair.client])
+        took = time.monotonic() - t
+    finally:
+        pool.close()
+    assert r.ok, r.error
+    s = r.extra["startup_s"]
+    assert s is not None and 0.05 < s < took - r.last_byte_s, s  # an interpreter and aioquic's imports: tens of ms at least
+    assert r.extra["startup_s_connections"] == [s]
+    if resume:
+        assert r.connections[0].resumed is True and r.connections[0].early_data is True
+        # the warm-up came after the start-up and before the request
+        assert s + r.extra["warmup"]["duration_s"] < took - r.last_byte_s
+    print(f"aioquic (resume={resume}): startup {s * 1000:.0f} ms, the whole run {took * 1000:.0f} ms")
