@@ -343,3 +343,11 @@ def test_zero_rtt_through_dcemu(tmp_path, stack_name):
         assert settings["net.ipv4.tcp_fastopen (server namespace)"] == "3"
     print(f"{stack_name}: first byte {plain.first_byte_s * 1000:.1f} ms plain, {zero.first_byte_s * 1000:.1f} ms with 0-RTT; "
           f"startup {plain.extra['startup_s'] * 1000:.0f} / {zero.extra['startup_s'] * 1000:.0f} ms")
+
+
+@pytest.mark.root
+@tcp_ok
+def test_tcp_failed_warmup_fails_the_workload(veth_pair, certs, tmp_path):
+    """No server: the warm-up fails, and so does the workload, naming it."""
+    r = tcp_fetch(veth_pair, tmp_path, certs, Workload(objects=(KB,), resumption=True), timeout_s=3.0)
+    assert not r.ok and "warm-up of connection 0 failed" in r.error

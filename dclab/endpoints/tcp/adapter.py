@@ -18,9 +18,10 @@ and with OpenSSL it sends no TLS 1.3 early data. So with ``resumption`` the curl
 first fetches ``/0?warmup`` (the warm-up, not measured: a full handshake that gets the
 server's session tickets), then, after ``--next``, the measured objects over a new
 connection (``--local-port`` keeps curl from reusing the warm-up's) that offers the
-session. One curl process can only do this for itself and one connection after the
-other, so resumption is refused with more than one connection, and with parallel
-streams of several objects (curl's ``--parallel`` would start the warm-up with them).
+session. A failed warm-up fails the workload; ``extra["warmup"]`` says what it did. One
+curl process can only do this for itself and one connection after the other, so
+resumption is refused with more than one connection, and with parallel streams of
+several objects (curl's ``--parallel`` would start the warm-up with them).
 ``zero_rtt`` on TCP means TCP Fast Open plus TLS resumption: both connections use
 ``--tcp-fastopen``; the warm-up gets the server's TFO cookie (the client namespace's
 cached cookie for the server is deleted first, so it is always the warm-up that asks)
@@ -442,6 +443,15 @@ class TcpStack(Stack):
                 errs.append(f"connection {c}: curl opened {connects} TCP connections (local ports {ports}), not one")
             if len(reader.tls) > warmups:
                 connections[c].resumed = reader.tls[warmups].resumed()
+            if wl.resumption:  # a failed warm-up fails the workload, as for the other stacks
+                warm = next((w for w in reader.reports if str(w.get("url_effective") or "").endswith("?warmup")), None)
+                code = int(warm.get("response_code") or 0) if warm else 0
+                extra.setdefault("warmup", []).append(
+                    None if warm is None else {"duration_s": _t(warm, "time_total"), "http_code": code, "exitcode": warm.get("exitcode")}
+                )
+                if warm is None or warm.get("exitcode") or code != 200:
+                    why = "no report" if warm is None else f"curl error {warm.get('exitcode')}, HTTP status {code}"
+                    errs.append(f"resumption: the warm-up of connection {c} failed ({why}; {' '.join(reader.other)[-200:]})")
         # Data in the SYN acknowledged by the server, from the namespace's counter.
         grew = None if tfo_before is None or tfo_after is None else tfo_after[TFO_KEYS[0]] - tfo_before[TFO_KEYS[0]]
         extra["tfo_active"] = grew
