@@ -342,6 +342,7 @@ def test_zero_rtt_through_dcemu(tmp_path, stack_name):
     if stack_name == "tcp":
         assert settings["net.ipv4.tcp_fastopen (server namespace)"] == "3"
     print(f"{stack_name}: first byte {plain.first_byte_s * 1000:.1f} ms plain, {zero.first_byte_s * 1000:.1f} ms with 0-RTT; "
+          f"last byte {plain.last_byte_s * 1000:.1f} / {zero.last_byte_s * 1000:.1f} ms; "
           f"startup {plain.extra['startup_s'] * 1000:.0f} / {zero.extra['startup_s'] * 1000:.0f} ms")
 
 
@@ -351,3 +352,16 @@ def test_tcp_failed_warmup_fails_the_workload(veth_pair, certs, tmp_path):
     """No server: the warm-up fails, and so does the workload, naming it."""
     r = tcp_fetch(veth_pair, tmp_path, certs, Workload(objects=(KB,), resumption=True), timeout_s=3.0)
     assert not r.ok and "warm-up of connection 0 failed" in r.error
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@ngtcp2_ok
+def test_ngtcp2_zero_rtt_on_64_connections(veth_pair, ngtcp2_server, certs, tmp_path):
+    """The declared maximum of connections, every one resuming from the same warm-up's
+    ticket with 0-RTT (the server's anti-replay does not refuse a ticket used again)."""
+    wl = Workload(objects=(10 * KB,) * 64, connections=64, resumption=True, zero_rtt=True)
+    r = ngtcp2_fetch(veth_pair, tmp_path, certs, wl, timeout_s=60)
+    assert r.ok, r.error
+    assert all(c.resumed is True and c.early_data is True for c in r.connections)
+    check_startup(r)
