@@ -157,16 +157,16 @@ def test_three_connections_six_objects_each(veth_pair, servers, certs, tmp_path)
     for c in r.connections:
         mine = [o for o in r.objects if o.connection == c.index]
         assert len(mine) == 6 and c.bytes == sum(o.size for o in mine)
-        assert c.handshake_s == min(o.request_s for o in mine)
+        # handshake_s: the client's Finished in gnutls' log; the requests follow it
+        assert 0 < c.handshake_s <= min(o.request_s for o in mine) < c.handshake_s + 0.05
         assert max(o.request_s for o in mine) < min(o.last_byte_s for o in mine)  # parallel streams
-        assert c.resumed is None and c.early_data is None
+        assert c.resumed is False and c.early_data is False  # full handshakes, from gnutls' log
     assert len(list((tmp_path / "cli" / "qlog-client").iterdir())) == 3  # three QUIC connections
 
 
 def test_refuses_what_it_cannot_do(tmp_path, certs):
     for wl, word in (
         (Workload(objects=(1, 2), streams="sequential"), "sequential"),
-        (Workload(objects=(1,), resumption=True), "resumption"),
         (Workload(objects=(1,) * 101), "101 objects"),
     ):
         spec = ClientSpec(SERVER, PORT, wl, "cubic", tmp_path, certs, 5.0)

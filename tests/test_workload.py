@@ -226,8 +226,8 @@ def test_registry():
 def test_declared_capabilities():
     caps = {name: get_stack(name).capabilities for name in STACKS}
     assert caps["aioquic"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), True, True)
-    assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), False, False, (), False, False)
-    assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), False, False, (), False, False)
+    assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), False, False)
+    assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), True, True, (), False, False)
 
 
 @pytest.mark.parametrize("name", ["ngtcp2", "tcp"])

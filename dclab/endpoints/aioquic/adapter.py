@@ -3,7 +3,14 @@
 workload in one process; this module writes the workload to a file, starts the client in
 the client namespace and reads back the JSON line it prints. ``quic_datagram`` of the specs
 becomes both ends' ``--max-datagram-size`` (QuicConfiguration.max_datagram_size; their
-default is ``h3_server.DEFAULT_DATAGRAM``)."""
+default is ``h3_server.DEFAULT_DATAGRAM``).
+
+``request_s`` = 0 (``request_wall``) is taken inside the client, when the measured
+connections start (after the warm-up, if any), so the process's start-up is in no time.
+``extra["startup_s"]`` is that start-up: from just before the client process is started
+(``ip netns exec`` included) to when it was ready to send its first packet (the client's
+``ready_mono``: the warm-up's first packet with resumption); ``startup_s_connections``
+repeats it for each connection, since one process makes them all."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +133,16 @@ class AioquicStack(Stack):
         try:
             wfile = self.write_workload(spec)
             try:
+                spawned = time.monotonic()
                 p = run_bounded([*netns_exec, *self.client_command(spec, wfile)], spec.timeout_s + STOP_S)
             finally:
                 wfile.unlink(missing_ok=True)
-            return self._result(spec, p)
+            return self._result(spec, p, spawned)
         except Exception as e:  # noqa: BLE001 - run never raises
             return TransferResult.failed(f"cannot run the aioquic client: {type(e).__name__}: {e}")
 
     @staticmethod
-    def _result(spec: ClientSpec, p: Any) -> TransferResult:
+    def _result(spec: ClientSpec, p: Any, spawned: float | None = None) -> TransferResult:
         d = None
         for line in reversed((p.stdout or "").splitlines()):
             line = line.strip()
@@ -151,6 +160,10 @@ class AioquicStack(Stack):
             return TransferResult.failed(err, extra=extra)
         if d.get("warmup") is not None:
             extra["warmup"] = d["warmup"]
+        ready = _num(d, "ready_mono")
+        startup = ready - spawned if ready is not None and spawned is not None else None
+        extra["startup_s"] = startup
+        extra["startup_s_connections"] = [startup] * spec.workload.connections
 
         # Rebuilt from the per-object lines; an object's ok is re-checked against its size.
         wl = spec.workload

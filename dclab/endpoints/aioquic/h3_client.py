@@ -18,11 +18,15 @@ resumes; with ``zero_rtt`` the requests also go out as 0-RTT early data right af
 ClientHello. With ``preconnect`` no request goes out before every handshake ended: then
 the first requests of every connection are queued, that moment becomes the workload's
 request, and they are sent; a connection whose handshake failed or did not end before
-the timeout fails its objects (``preconnect: ...``). Prints::
+the timeout fails its objects (``preconnect: ...``). ``ready_mono`` is ``time.monotonic()``
+(one clock for every process of the host) when the process was ready to send its first
+packet: the warm-up's with resumption, else the measured connections' (the request): the
+caller's spawn time to it is the process's start-up (interpreter, imports, reading the
+workload), which no ``*_s`` time includes. Prints::
 
     {"ok": ..., "bytes": ..., "request_wall": ..., "handshake_s": ..., "first_byte_s": ...,
      "last_byte_s": ..., "error": ..., "objects": [...], "connections": [...],
-     "warmup": {...} | null, "workload_error": ... | null}
+     "warmup": {...} | null, "ready_mono": ..., "workload_error": ... | null}
 
 with ``objects``/``connections`` as ``base.ObjectResult``/``base.ConnectionResult`` and the
 totals as ``base.TransferResult.from_parts``. ``request_wall`` is ``time.time()`` when the
@@ -146,6 +150,9 @@ class Run:
                         for (i, s), r in zip(enumerate(workload.objects), workload.byte_ranges(), strict=True)]  # fmt: skip
         self.connections = [ConnectionResult(index=c) for c in range(workload.connections)]
         self.warmup: dict[str, Any] | None = None
+        # time.monotonic() when the process was ready to send its first packet (the
+        # warm-up's with resumption): the adapter's start-up measure ends here.
+        self.ready_mono: float | None = None
         self.error: str | None = None
         self._printed = False
         self._lock = threading.Lock()
@@ -161,6 +168,7 @@ class Run:
         d.pop("goodput_mbps", None)
         d.pop("extra", None)
         d["warmup"] = self.warmup
+        d["ready_mono"] = self.ready_mono
         d["workload_error"] = self.error  # not tied to one object (e.g. the warm-up failed)
         return d
 
@@ -392,6 +400,7 @@ async def warm_up(
     )
     if family == socket.AF_INET6:
         addr = transport.get_extra_info("peername")
+    run.ready_mono = time.monotonic()
     protocol.connect(addr)
     done, _ = await asyncio.wait({got}, timeout=max(0.0, deadline - time.monotonic()))
     info: dict[str, Any] = {"duration_s": time.monotonic() - t0, "ticket": bool(done)}
@@ -471,6 +480,8 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
         # The workload's request: the measured connection attempts start now (preconnect:
         # the handshakes start now, the request comes when they all ended).
         run.request_wall, run.t0 = time.time(), time.monotonic()
+        if run.ready_mono is None:
+            run.ready_mono = run.t0
         for p in measured:
             p.connect(peer, transmit=False)
             if wl.zero_rtt:

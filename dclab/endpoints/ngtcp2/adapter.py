@@ -3,14 +3,31 @@
 Server: ``gtlsserver`` generates ``/<n>`` on the fly (the document root is an empty
 directory, so every ``/<n>`` is generated). Its ``--max-dyn-length`` defaults to 20M and
 a larger request ends "successfully" with a short body, so it is raised to
-``MAX_DYN_LENGTH`` and the client always checks the byte count.
+``MAX_DYN_LENGTH`` and the client always checks the byte count. As started it resumes
+sessions and accepts 0-RTT: one session ticket key per server process, early data up to
+any size, and an anti-replay check that only bounds the ticket's age (gnutls' default
+window, 10 s; examples/tls_server_*_gnutls.cc in ngtcp2 0.12.1), so no option is needed.
 
 Workload: one gtlsclient per connection, all started together, each given its objects as
 URIs, which it requests at once on a stream each once the handshake completes (parallel
 streams; it has no sequential mode). At most ``MAX_OBJECTS`` objects: each has its own
-FIFO and reader thread. gtlsclient can resume and send 0-RTT (``--session-file``,
-``--tp-file``), but with ``-q`` it does not say whether the server accepted either, so
-neither is offered.
+FIFO and reader thread.
+
+Resumption and 0-RTT: with ``resumption`` a warm-up gtlsclient (``GET /1``, not measured,
+before the request) writes the TLS session (``--session-file``) and the server's QUIC
+transport parameters (``--tp-file``) into the scratch directory; every measured client
+reads its own copy of both. Without ``zero_rtt`` it runs with ``--disable-early-data``
+and resumes only; with it, it opens its streams before the handshake and sends the
+requests in 0-RTT packets. What happened is read, never assumed, from gnutls' own
+handshake log (``GNUTLS_DEBUG_LEVEL=4`` in the client's environment; gtlsclient's ``-q``
+does not silence it; about 150 lines per connection, all during the handshake, none
+per packet), see ``Handshake``: a connection is ``resumed`` when the server's
+ServerHello selected the offered PSK ("selected PSK-resumption mode"), and has
+``early_data`` when the client sent 0-RTT (early data offered in its ClientHello and not
+disabled) and the server's EncryptedExtensions carried the early_data extension (its
+acceptance, RFC 8446 4.2.10). A client without that log leaves both None. Known: with
+0-RTT this version stalls after the first bytes (the client's Handshake Finished leaves
+only at its PTO; README.md, "Known in ngtcp2 0.12.1"); it is measured as it is.
 
 Client, and how it measures. Printing the client's debug output costs several lines per
 packet (millions of lines for a GB, with the receiver's CPU as the bottleneck), so the
@@ -19,15 +36,26 @@ client runs with ``-q``. It saves each body with ``--download DIR`` into
 those files are created beforehand as FIFOs and a reader thread in this process drains
 each, counting bytes and noting times, so nothing is stored:
 
+- start-up: a client is ready to send its first packet when gnutls queues its
+  ClientHello (the first Initial is written right after) or, with 0-RTT, when it opens
+  its first request, if that is earlier; each line of its output is timed when read
+  here (so a little late under load, see ``handshake_s``). ``extra["startup_s"]`` is the time from starting the first client process
+  (``ip netns exec`` included) to the first client being ready, and
+  ``extra["startup_s_connections"]`` each client's own.
+- ``request_s`` = 0 is that moment (``request_wall`` its ``time.time()``), so process
+  start-up is not counted as network time (before, 0 was the first process start); a
+  client without the log falls back to its process start.
 - an object's ``request_s``: when the client opens its FIFO. gtlsclient opens the
   download file when it submits the request, which it does right after the QUIC
   handshake completes on the client side (checked with strace: about 0.1 ms after
-  "QUIC handshake has completed").
-- a connection's ``handshake_s``: the first of its objects' FIFO opens. This is handshake
-  completion, not handshake confirmation.
+  "QUIC handshake has completed"), or with 0-RTT before the handshake.
+- a connection's ``handshake_s``: handshake complete on the client side (not confirmed):
+  the earliest of when gnutls queued the client's Finished, the first of its objects'
+  FIFO opens (not with 0-RTT, where the requests come first) and its first body byte
+  (1-RTT data is readable only once the handshake is complete). Each of these is noted
+  when this process reads it, a little late under load (a few ms were seen on the
+  busy 2-core host), so the earliest is the best bound.
 - ``first_byte_s``, ``last_byte_s``: the first and the last body bytes read from the FIFO.
-- ``request_s`` = 0 is ``request_wall`` = ``time.time()`` just before the first client
-  process is started, so all times include starting the process (a few ms).
 - ``bytes``: the body bytes read; an object is ok only when they equal its size and its
   client exited 0. The HTTP status is not visible with ``-q``; a 404 or short body shows
   as a byte count that does not match.
@@ -41,6 +69,7 @@ import shutil
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import (
@@ -52,6 +81,7 @@ from ..base import (
     ServerSpec,
     Stack,
     TransferResult,
+    run_bounded,
 )
 
 # 0.12.1's --cc accepts "(cubic|reno|bbr|bbr2)" (gtlsserver --help and gtlsclient --help).
@@ -61,6 +91,94 @@ MAX_OBJECTS = 100  # one FIFO and one reader thread each; also gtlsserver's defa
 STOP_S = 5.0  # to let client processes end after a kill
 READ_CHUNK = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+# gnutls' handshake log (level 4: handshake messages and extensions, nothing per packet).
+GNUTLS_ENV = {"GNUTLS_DEBUG_LEVEL": "4"}
+WARMUP_PATH = "/1"  # the warm-up's request: one byte
+WARMUP_MAX_S = 10.0
+TAIL_LINES = 20  # of a client's output, kept for error messages
+
+# Lines of gnutls 3.7's log (lib/handshake.c, lib/ext/pre_shared_key.c, lib/ext/early_data.c).
+HELLO = "CLIENT HELLO was queued"
+FINISHED = "FINISHED was queued"  # the client's Finished: handshake complete on its side
+PSK_OFFERED = "Sending extension Pre Shared Key/41"
+PSK_SELECTED = "selected PSK-resumption mode"
+EARLY_OFFERED = "Sending extension Early Data/42"
+EARLY_ACCEPTED = "Parsing extension 'Early Data/42'"  # only in the server's EncryptedExtensions
+TP_UNREADABLE = "Could not read transport parameters"  # gtlsclient then sends no 0-RTT
+
+
+@dataclass
+class Handshake:
+    """What one client's output says about its handshake; times are when a line was read
+    (``time.monotonic()``), None when absent."""
+
+    hello_at: float | None = None
+    finished_at: float | None = None
+    psk_offered: bool = False
+    psk_selected: bool = False
+    early_offered: bool = False
+    early_accepted: bool = False
+    tp_unreadable: bool = False
+
+    def see(self, line: str, at: float) -> None:
+        if HELLO in line and self.hello_at is None:
+            self.hello_at = at
+        elif FINISHED in line and self.finished_at is None:
+            self.finished_at = at
+        elif PSK_OFFERED in line:
+            self.psk_offered = True
+        elif PSK_SELECTED in line:
+            self.psk_selected = True
+        elif EARLY_OFFERED in line:
+            self.early_offered = True
+        elif EARLY_ACCEPTED in line:
+            self.early_accepted = True
+        elif TP_UNREADABLE in line:
+            self.tp_unreadable = True
+
+    @classmethod
+    def parse(cls, lines: list[str]) -> Handshake:
+        h = cls()
+        for n, line in enumerate(lines):
+            h.see(line, float(n))
+        return h
+
+    @property
+    def logged(self) -> bool:
+        """Whether gnutls' log is there at all (else nothing can be told)."""
+        return self.hello_at is not None
+
+    def resumed(self) -> bool | None:
+        """The server selected the PSK the client offered: a resumed session."""
+        return (self.psk_offered and self.psk_selected) if self.logged else None
+
+    def early_data(self, zero_rtt: bool) -> bool | None:
+        """0-RTT sent (asked, offered in the ClientHello, transport parameters read) and
+        accepted (early_data in the server's EncryptedExtensions)."""
+        if not self.logged:
+            return None
+        return zero_rtt and self.early_offered and not self.tp_unreadable and self.early_accepted and self.resumed() is True
+
+
+class _Output(threading.Thread):
+    """Reads one client's output (stdout and stderr) line by line, timing gnutls' handshake
+    lines as they arrive and keeping the last lines for error messages."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        super().__init__(daemon=True)
+        self.proc = proc
+        self.handshake = Handshake()
+        self.tail: list[str] = []
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.handshake.see(line, time.monotonic())
+            if not line.startswith("gnutls["):
+                self.tail = [*self.tail[-(TAIL_LINES - 1):], line.strip()]
+
+    def text(self) -> str:
+        return "\n".join(t for t in self.tail if t)
 
 
 def _find(name: str) -> str | None:
@@ -147,7 +265,9 @@ class Ngtcp2Stack(Stack):
     name = "ngtcp2"
     transport = "udp"
     ccs = CCS
-    capabilities = Capabilities(max_connections=MAX_CONNECTIONS, max_objects=MAX_OBJECTS, streams=("parallel",))
+    capabilities = Capabilities(
+        max_connections=MAX_CONNECTIONS, max_objects=MAX_OBJECTS, streams=("parallel",), resumption=True, zero_rtt=True
+    )
 
     def missing(self) -> list[str]:
         out = []
@@ -181,8 +301,12 @@ class Ngtcp2Stack(Stack):
         """The file gtlsclient saves object i into (the last part of its URI)."""
         return f"{spec.workload.objects[i]}?o={i}"
 
-    def client_command(self, spec: ClientSpec, download_dir: Path, objects: list[int]) -> list[str]:
-        """The client of one connection, fetching ``objects`` (indices into the workload)."""
+    def client_command(
+        self, spec: ClientSpec, download_dir: Path, objects: list[int], session: tuple[Path, Path] | None = None
+    ) -> list[str]:
+        """The client of one connection, fetching ``objects`` (indices into the workload);
+        ``session``: the TLS session and transport parameter files to resume from (with
+        ``--disable-early-data`` unless the workload asks for 0-RTT)."""
         cc = self.resolve_cc(spec.cc)
         cmd = [
             _find("gtlsclient") or "gtlsclient",
@@ -192,6 +316,10 @@ class Ngtcp2Stack(Stack):
             f"--download={download_dir}",
             f"--handshake-timeout={_seconds_arg(min(10.0, max(0.5, spec.timeout_s - 0.5)))}",
         ]
+        if session is not None:
+            cmd += [f"--session-file={session[0]}", f"--tp-file={session[1]}"]
+            if not spec.workload.zero_rtt:
+                cmd.append("--disable-early-data")
         if spec.qlog:
             qdir = Path(spec.workdir) / "qlog-client"
             qdir.mkdir(parents=True, exist_ok=True)
@@ -201,38 +329,82 @@ class Ngtcp2Stack(Stack):
         cmd += [f"https://{spec.address}:{spec.port}/{self.fifo_name(spec, i)}" for i in objects]
         return cmd
 
+    def warmup_command(self, spec: ClientSpec, session: Path, tp: Path, timeout_s: float) -> list[str]:
+        """The unmeasured warm-up: one small request that writes the session ticket and the
+        server's transport parameters."""
+        return [
+            _find("gtlsclient") or "gtlsclient", "-q", "--exit-on-all-streams-close", f"--cc={self.resolve_cc(spec.cc)}",
+            f"--handshake-timeout={_seconds_arg(timeout_s)}", f"--session-file={session}", f"--tp-file={tp}",
+            spec.address, str(spec.port), f"https://{spec.address}:{spec.port}{WARMUP_PATH}",
+        ]  # fmt: skip
+
+    def warm_up(self, spec: ClientSpec, netns_exec: list[str], tmp: Path) -> tuple[tuple[Path, Path] | None, dict[str, object]]:
+        """Runs the warm-up; returns its session and transport parameter files (None when
+        it got either not) and what it did, for ``extra["warmup"]``."""
+        session, tp = tmp / "warmup.session", tmp / "warmup.tp"
+        limit = min(WARMUP_MAX_S, max(0.5, spec.timeout_s / 2))
+        t = time.monotonic()
+        p = run_bounded([*netns_exec, *self.warmup_command(spec, session, tp, limit)], limit + STOP_S)
+        got = {f: f.is_file() and f.stat().st_size > 0 for f in (session, tp)}
+        info: dict[str, object] = {"duration_s": time.monotonic() - t, "returncode": p.returncode,
+                                   "ticket": got[session], "transport_params": got[tp]}  # fmt: skip
+        if p.returncode != 0 or not all(got.values()):
+            info["output"] = ((p.stdout or "") + (p.stderr or "")).strip()[-300:]
+            return None, info
+        return (session, tp), info
+
     def run(self, spec: ClientSpec, netns_exec: list[str]) -> TransferResult:
         """Runs the workload; see the module docstring for what is measured."""
         return self.guarded(spec, "ngtcp2-dl-", lambda tmp: self._run(spec, netns_exec, tmp))
 
     def _run(self, spec: ClientSpec, netns_exec: list[str], tmp: Path) -> TransferResult:
         wl = spec.workload
+        deadline = time.monotonic() + spec.timeout_s  # the warm-up counts against the timeout
+        extra: dict[str, object] = {"cc": spec.cc}
+        sessions: list[tuple[Path, Path] | None] = [None] * wl.connections
+        if wl.resumption:
+            files, extra["warmup"] = self.warm_up(spec, netns_exec, tmp)
+            if files is None:
+                return TransferResult.failed(
+                    f"resumption: the warm-up gtlsclient got no session ticket or transport parameters ({extra['warmup']})",
+                    extra=extra,
+                )
+            for c in range(wl.connections):  # a copy each: every client rewrites its files
+                mine = (tmp / f"conn-{c}.session", tmp / f"conn-{c}.tp")
+                for src, dst in zip(files, mine, strict=True):
+                    shutil.copyfile(src, dst)
+                sessions[c] = mine
         per_conn = [wl.objects_of(c) for c in range(wl.connections)]
         readers = []
         for i in range(len(wl.objects)):
             fifo = tmp / self.fifo_name(spec, i)
             os.mkfifo(fifo, 0o600)
             readers.append(_FifoCounter(fifo))
-        cmds = [[*netns_exec, *self.client_command(spec, tmp, idx)] for idx in per_conn]
+        cmds = [[*netns_exec, *self.client_command(spec, tmp, idx, sessions[c])] for c, idx in enumerate(per_conn)]
+        env = {**os.environ, **GNUTLS_ENV}
         for r in readers:
             r.start()
         procs: list[subprocess.Popen[str]] = []
-        wall = time.time()
-        t0 = time.monotonic()
-        deadline = t0 + spec.timeout_s
+        outs: list[_Output] = []
+        spawned: list[float] = []  # time.monotonic() just before each client process starts
+        wall, mono = time.time(), time.monotonic()
         killed: set[int] = set()
-        outputs: list[str] = []
         try:
             for cmd in cmds:
-                procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+                spawned.append(time.monotonic())
+                p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env=env)  # fmt: skip
+                procs.append(p)
+                reader = _Output(p)
+                reader.start()
+                outs.append(reader)
             for c, p in enumerate(procs):
                 try:
-                    out, _ = p.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                    p.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     p.kill()
                     killed.add(c)
-                    out, _ = p.communicate(timeout=STOP_S)
-                outputs.append((out or "").strip())
+                    p.wait(timeout=STOP_S)
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -242,6 +414,21 @@ class Ngtcp2Stack(Stack):
                 r.release()  # never leave a reader blocked in open()
             for r in readers:
                 r.join(timeout=2.0)
+            for w in outs:
+                w.join(timeout=2.0)
+
+        # Each client is ready to send when gnutls queued its ClientHello or, with 0-RTT,
+        # when it opened its first request, if earlier; the first ready client is the
+        # workload's request (0). Without the log: its process start.
+        ready: list[float | None] = []
+        for c, idx in enumerate(per_conn):
+            marks = [t for t in (outs[c].handshake.hello_at, *(readers[i].opened for i in idx if not readers[i].released))
+                     if t is not None]  # fmt: skip
+            ready.append(min(marks) if outs[c].handshake.hello_at is not None else None)
+        known = [t for t in ready if t is not None]
+        t0 = min(known) if known else spawned[0]
+        extra["startup_s"] = t0 - spawned[0] if known else None
+        extra["startup_s_connections"] = [None if r is None else r - spawned[c] for c, r in enumerate(ready)]
 
         def rel(t: float | None) -> float | None:
             return None if t is None else t - t0
@@ -250,7 +437,8 @@ class Ngtcp2Stack(Stack):
         connections = []
         for c, idx in enumerate(per_conn):
             rc = procs[c].returncode
-            tail = outputs[c][-500:] if c < len(outputs) else ""
+            tail = outs[c].text()[-500:]
+            hs = outs[c].handshake
             opened = []
             for i in idx:
                 r = readers[i]
@@ -276,10 +464,17 @@ class Ngtcp2Stack(Stack):
                 o.ok = not errs
                 o.error = ("; ".join(errs) + (f": {tail}" if tail else "")) if errs else None
                 objects.append(o)
-            connections.append(ConnectionResult(index=c, handshake_s=min(opened) if opened else None))
+            # Each mark is noted a little after it happened (a line or an open read here),
+            # and the handshake is complete by each: take the earliest. With 0-RTT the
+            # requests are opened before it, so they are no mark then.
+            early = hs.early_data(wl.zero_rtt)
+            marks = [t for t in (rel(hs.finished_at), *([] if early else opened), *(rel(readers[i].first) for i in idx))
+                     if t is not None]  # fmt: skip
+            connections.append(ConnectionResult(index=c, handshake_s=min(marks) if marks else None, resumed=hs.resumed(),
+                                                early_data=early))  # fmt: skip
         objects.sort(key=lambda o: o.index)
-        extra = {"returncodes": [p.returncode for p in procs], "cc": spec.cc}
-        return TransferResult.from_parts(objects, connections, request_wall=wall, extra=extra)
+        extra["returncodes"] = [p.returncode for p in procs]
+        return TransferResult.from_parts(objects, connections, request_wall=wall + (t0 - mono), extra=extra)
 
     def version(self) -> str:
         try:

@@ -11,10 +11,44 @@ objects (a ``-K`` config file of URLs) over one HTTP/2 connection: ``--parallel`
 (at most ``PARALLEL_MAX`` at once, curl's and Hypercorn's per-connection stream limit;
 more objects wait for a free stream) or one after another. curl reports whether it opened
 exactly one connection per process (``num_connects``, ``local_port``); anything else fails
-the run, since it would not be the workload asked for. No resumption or 0-RTT.
+the run, since it would not be the workload asked for.
 
-Timings. ``request_s`` = 0 is ``request_wall`` = ``time.time()`` just before the first
-curl process is started. curl times each transfer from its own start (``-w '%{json}'``,
+Resumption and "0-RTT". curl 7.88 keeps TLS sessions in memory only, within one process,
+and with OpenSSL it sends no TLS 1.3 early data. So with ``resumption`` the curl process
+first fetches ``/0?warmup`` (the warm-up, not measured: a full handshake that gets the
+server's session tickets), then, after ``--next``, the measured objects over a new
+connection (``--local-port`` keeps curl from reusing the warm-up's) that offers the
+session. A failed warm-up fails the workload; ``extra["warmup"]`` says what it did. One
+curl process can only do this for itself and one connection after the other, so
+resumption is refused with more than one connection, and with parallel streams of
+several objects (curl's ``--parallel`` would start the warm-up with them).
+``zero_rtt`` on TCP means TCP Fast Open plus TLS resumption: both connections use
+``--tcp-fastopen``; the warm-up gets the server's TFO cookie (the client namespace's
+cached cookie for the server is deleted first, so it is always the warm-up that asks)
+and the measured connection sends its ClientHello in the SYN. The HTTP request itself
+still waits for the TLS handshake: TFO saves the TCP handshake's round trip, nothing
+more. Evidence, never assumed: ``resumed`` is True when the measured connection's
+TLS 1.3 handshake had a ServerHello but no server Certificate (the server took the
+offered session; a full handshake always sends one), from curl's ``-v`` trace;
+``early_data`` (for TCP: data in the SYN, acknowledged by the server) comes from the
+client namespace's ``TcpExtTCPFastOpenActive`` counter (/proc/net/netstat), read
+before and after: it counts connections whose SYN data the server acknowledged. The
+counter is per namespace, so this holds while no other TFO client runs there; with
+several connections it is True for all only when it grew by their number. The server
+side (``h2_app``) allows TFO on its listening socket and ``server_sysctls`` sets the
+server namespace's ``net.ipv4.tcp_fastopen`` to 3 (client and server); a fresh
+namespace's default, 1, already lets the client use it.
+
+Timings. ``request_s`` = 0 is when the first curl process is ready to send the first
+packet of a measured connection: the ``--trace-time`` stamp of its ``Trying ADDR:PORT...``
+line, which curl prints just before ``connect()`` (with TFO the SYN then leaves with the
+first write, the ClientHello, right after); ``request_wall`` is its ``time.time()``.
+Before, 0 was the start of the first process, so every time included curl's start-up.
+``extra["startup_s"]`` is the time from starting the first curl process (``ip netns
+exec`` included) to its first ``Trying`` line (the warm-up's with resumption),
+``extra["startup_s_connections"]`` each process's own; a process whose line is missing
+leaves None and, if none has one, 0 falls back to the start of the first process.
+curl times each transfer from its own start (``-w '%{json}'``,
 written to stderr for each URL), and those starts are not reported; they are recovered
 from ``-v --trace-time``: the line ``> GET /<size>?o=<index> HTTP/2`` is stamped when
 object ``index``'s request was sent, i.e. at start + ``time_pretransfer``. curl stamps
@@ -42,6 +76,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +89,21 @@ from ..base import (
     ObjectResult,
     ServerSpec,
     Stack,
+    StackError,
     TransferResult,
+    Workload,
+    run_bounded,
 )
 
 CCS = ("cubic", "reno", "bbr")
 PARALLEL_MAX = 100  # streams at once per connection: beyond, curl 7.88 opens more connections
 STOP_S = 5.0  # to let curl processes end after a kill
+WARMUP = "/0?warmup"  # the warm-up's request (an empty body)
+WARMUP_MAX_S = 10.0
+# A port range for the measured connection: bound to one, curl does not reuse the
+# warm-up's connection (lib/url.c, ConnectionExists); the session cache still applies.
+LOCAL_PORTS = "32768-60999"
+TFO_KEYS = ("TCPFastOpenActive", "TCPFastOpenActiveFail")  # TcpExt counters of /proc/net/netstat
 
 
 def hypercorn_command(spec: ServerSpec) -> list[str]:
@@ -79,58 +123,120 @@ def hypercorn_command(spec: ServerSpec) -> list[str]:
     ]
 
 
-_REQUEST = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{6}) > GET /\d+\?o=(\d+) HTTP/2")
+_STAMP = r"^(\d\d):(\d\d):(\d\d)\.(\d{6}) "
+_REQUEST = re.compile(_STAMP + r"> GET /\d+\?o=(\d+) HTTP/2")
+_TRYING = re.compile(_STAMP + r"\*\s+Trying ")
+_URL_INDEX = re.compile(r"[?&]o=(\d+)$")
 DAY = 86400
 
 
+def _stamp(m: re.Match[str]) -> float:
+    h, mi, sec, us = (int(g) for g in m.groups()[:4])
+    return h * 3600 + mi * 60 + sec + us / 1e6
+
+
+@dataclass
+class TlsSeen:
+    """One connection's TLS handshake as curl's ``-v`` trace shows it."""
+
+    offered: bool = False  # "SSL re-using session ID": the client offered a session
+    server_hello: bool = False
+    certificate: bool = False  # the server sent its Certificate: a full handshake
+
+    def see(self, line: str) -> None:
+        if "SSL re-using session ID" in line:
+            self.offered = True
+        elif "TLS handshake, Server hello (2)" in line:
+            self.server_hello = True
+        elif "(IN), TLS handshake, Certificate (11)" in line:
+            self.certificate = True
+
+    def resumed(self) -> bool | None:
+        """TLS 1.3: the server sends no Certificate when it takes the offered session;
+        None when the handshake is not in the trace."""
+        return None if not self.server_hello else not self.certificate
+
+
 class _Reports(threading.Thread):
-    """Reads one curl's stderr: its per-URL JSON reports, each request's ``--trace-time``
-    stamp (seconds of the day) with the monotonic time the line was read, and curl's own
-    error messages."""
+    """Reads one curl's stderr: its per-URL JSON reports, each request's and each
+    connection attempt's ``--trace-time`` stamp (seconds of the day) with the monotonic
+    time the line was read, each connection's TLS handshake, and curl's own error messages."""
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
         super().__init__(daemon=True)
         self.proc = proc
         self.reports: list[dict[str, Any]] = []
         self.requests: dict[int, tuple[float, float]] = {}  # object index -> (stamp, read at)
+        self.tryings: list[tuple[float, float]] = []  # each connection attempt: (stamp, read at)
+        self.tls: list[TlsSeen] = []  # one per connection attempt, in order
         self.other: list[str] = []
 
     def run(self) -> None:
         assert self.proc.stderr is not None
-        decoder = json.JSONDecoder()
         for line in self.proc.stderr:
-            now = time.monotonic()
-            m = _REQUEST.match(line)
-            if m:
-                h, mi, sec, us, i = (int(g) for g in m.groups())
-                self.requests[i] = (h * 3600 + mi * 60 + sec + us / 1e6, now)
-                continue
-            at = line.find('{"')
-            if at >= 0:
-                try:
-                    d, _ = decoder.raw_decode(line, at)
-                except ValueError:
-                    d = None
-                if isinstance(d, dict):
-                    self.reports.append(d)
-                    continue
-            if line.startswith("curl:"):
-                self.other.append(line.strip())
+            self.see(line, time.monotonic())
+
+    def see(self, line: str, now: float) -> None:
+        m = _REQUEST.match(line)
+        if m:
+            self.requests[int(m.group(5))] = (_stamp(m), now)
+            return
+        m = _TRYING.match(line)
+        if m:
+            self.tryings.append((_stamp(m), now))
+            self.tls.append(TlsSeen())
+            return
+        if self.tls:
+            self.tls[-1].see(line)
+        at = line.find('{"')
+        if at >= 0:
+            try:
+                d, _ = json.JSONDecoder().raw_decode(line, at)
+            except ValueError:
+                d = None
+            if isinstance(d, dict):
+                self.reports.append(d)
+                return
+        if line.startswith("curl:"):
+            self.other.append(line.strip())
+
+    def _offset(self) -> int:
+        # curl's stamp = monotonic + a whole number of seconds (modulo a day).
+        pairs = [*self.requests.values(), *self.tryings]
+        return round(statistics.median((s - r) % DAY for s, r in pairs)) if pairs else 0
+
+    def _mono(self, stamp: float, read: float, offset: int) -> tuple[float, bool]:
+        mono = read + ((stamp - offset - read + DAY / 2) % DAY - DAY / 2)
+        ok = 0 <= read - mono < 0.5
+        return (mono if ok else read), ok
 
     def request_times(self) -> tuple[dict[int, float], int]:
         """Each request's monotonic time, from curl's stamp where it agrees with when the
         line was read (module docstring), else when it was read; and how many agreed."""
-        if not self.requests:
-            return {}, 0
-        # curl's stamp = monotonic + a whole number of seconds (modulo a day).
-        offset = round(statistics.median((s - r) % DAY for s, r in self.requests.values()))
+        offset = self._offset()
         out, agreed = {}, 0
         for i, (stamp, read) in self.requests.items():
-            mono = read + ((stamp - offset - read + DAY / 2) % DAY - DAY / 2)
-            ok = 0 <= read - mono < 0.5
-            out[i] = mono if ok else read
+            out[i], ok = self._mono(stamp, read, offset)
             agreed += ok
         return out, agreed
+
+    def trying_times(self) -> list[float]:
+        """Each connection attempt's monotonic time (as ``request_times``)."""
+        offset = self._offset()
+        return [self._mono(stamp, read, offset)[0] for stamp, read in self.tryings]
+
+
+def _tfo_counters(netns_exec: list[str]) -> dict[str, int] | None:
+    """The client namespace's TCP Fast Open counters (``TFO_KEYS``), None if unreadable."""
+    p = run_bounded([*netns_exec, "cat", "/proc/net/netstat"], 10.0)
+    lines = [ln.split() for ln in p.stdout.splitlines() if ln.startswith("TcpExt:")]
+    if p.returncode != 0 or len(lines) < 2:
+        return None
+    values = dict(zip(lines[0][1:], lines[1][1:], strict=False))
+    try:
+        return {k: int(values[k]) for k in TFO_KEYS}
+    except (KeyError, ValueError):
+        return None
 
 
 def _t(w: dict[str, Any], key: str) -> float:
@@ -146,7 +252,24 @@ class TcpStack(Stack):
         max_connections=MAX_CONNECTIONS,
         max_objects=MAX_OBJECTS,
         streams=("parallel", "sequential"),
+        resumption=True,
+        zero_rtt=True,
     )
+
+    def check(self, cc: str | None, workload: Workload | None = None) -> str:
+        """``Stack.check``, and resumption only where one curl process can warm up first
+        (module docstring): one connection, its objects one after another."""
+        cc = super().check(cc, workload)
+        if workload is not None and workload.resumption:
+            errs = []
+            if workload.connections > 1:
+                errs.append(f"session resumption over {workload.connections} connections (at most 1: curl keeps TLS sessions "
+                            "per process, so every connection would need its own warm-up during the others' transfers)")  # fmt: skip
+            if workload.streams == "parallel" and workload.max_objects_per_connection() > 1:
+                errs.append("session resumption with parallel streams (curl would start the warm-up with them: use sequential)")
+            if errs:
+                raise StackError(f"{self.name} cannot run this workload: " + "; ".join(errs))
+        return cc
 
     def missing(self) -> list[str]:
         out = []
@@ -161,7 +284,8 @@ class TcpStack(Stack):
         return out
 
     def server_sysctls(self, cc: str) -> dict[str, str]:
-        return {"net.ipv4.tcp_congestion_control": self.resolve_cc(cc)}
+        # tcp_fastopen 3: client and server TFO; h2_app's listener allows it (module docstring).
+        return {"net.ipv4.tcp_congestion_control": self.resolve_cc(cc), "net.ipv4.tcp_fastopen": "3"}
 
     def server_command(self, spec: ServerSpec) -> list[str]:
         self.resolve_cc(spec.cc)
@@ -169,28 +293,26 @@ class TcpStack(Stack):
 
     def client_command(self, spec: ClientSpec, config: Path, n_objects: int) -> list[str]:
         """One connection's curl: the URLs (and ``output = /dev/null`` for each) are in
-        ``config``, written by ``write_config``."""
+        ``config``, written by ``write_config``; with resumption the warm-up comes first
+        (module docstring)."""
+        wl = spec.workload
         max_time = max(0.2, spec.timeout_s - 0.5)  # curl reports before it is killed
-        cmd = [
-            "curl",
-            "--http2",
-            "--tlsv1.3",
-            "-sS",
-            "--no-progress-meter",
-            "--cacert",
-            str(spec.certs.cert),
-            "--max-time",
-            f"{max_time:.3f}",
-            "--connect-timeout",
-            f"{min(10.0, max_time):.3f}",
-            "-v",
-            "--trace-time",
-            "-w",
-            "%{stderr}%{json}\\n",
-        ]
-        if spec.workload.streams == "parallel" and n_objects > 1:
+        cmd = ["curl", "-sS", "--no-progress-meter", "-v", "--trace-time"]
+        if wl.streams == "parallel" and n_objects > 1:
             cmd += ["--parallel", "--parallel-max", str(min(n_objects, PARALLEL_MAX))]
-        return [*cmd, "-K", str(config)]
+
+        def transfer(limit: float) -> list[str]:
+            return [
+                "--http2", "--tlsv1.3", "--cacert", str(spec.certs.cert), "--max-time", f"{limit:.3f}",
+                "--connect-timeout", f"{min(10.0, limit):.3f}", "-w", "%{stderr}%{json}\\n",
+                *(["--tcp-fastopen"] if wl.zero_rtt else []),
+            ]  # fmt: skip
+
+        if wl.resumption:
+            warm = min(WARMUP_MAX_S, max(0.2, max_time / 2))
+            cmd += [*transfer(warm), f"https://{spec.address}:{spec.port}{WARMUP}", "-o", "/dev/null", "--next"]
+            cmd += ["--local-port", LOCAL_PORTS]
+        return [*cmd, *transfer(max_time), "-K", str(config)]
 
     @staticmethod
     def write_config(spec: ClientSpec, indices: list[int], path: Path) -> None:
@@ -212,17 +334,19 @@ class TcpStack(Stack):
             cfg = tmp / f"urls-{c}.conf"
             self.write_config(spec, idx, cfg)
             cmds.append([*netns_exec, *self.client_command(spec, cfg, len(idx))])
+        if wl.zero_rtt:  # the warm-up, not a cookie left from before, gets the TFO cookie
+            run_bounded([*netns_exec, "ip", "tcp_metrics", "delete", spec.address], 10.0)
+        tfo_before = _tfo_counters(netns_exec)
 
         procs: list[subprocess.Popen[str]] = []
         readers: list[_Reports] = []
-        starts: list[float] = []
-        wall = time.time()
-        t0 = time.monotonic()
-        deadline = t0 + spec.timeout_s
+        spawned: list[float] = []  # time.monotonic() just before each curl process starts
+        wall, mono = time.time(), time.monotonic()
+        deadline = mono + spec.timeout_s
         killed: set[int] = set()
         try:
             for cmd in cmds:
-                starts.append(time.monotonic() - t0)
+                spawned.append(time.monotonic())
                 p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 procs.append(p)
                 r = _Reports(p)
@@ -242,20 +366,36 @@ class TcpStack(Stack):
                     p.wait(timeout=STOP_S)
             for r in readers:
                 r.join(timeout=2.0)
+        tfo_after = _tfo_counters(netns_exec) if tfo_before is not None else None
+
+        # 0 of every time: the first measured connection attempt (module docstring); with
+        # resumption each process's first attempt is its warm-up's.
+        warmups = 1 if wl.resumption else 0
+        tryings = [r.trying_times() for r in readers]
+        measured = [t[warmups] for t in tryings if len(t) > warmups]
+        t0 = min(measured) if measured else spawned[0]
+        firsts = [t[0] if t else None for t in tryings]
+        startups = [None if f is None else f - spawned[c] for c, f in enumerate(firsts)]
+        known = [f for f in firsts if f is not None]
 
         objects: list[ObjectResult] = [
             ObjectResult(index=i, size=s, connection=wl.connection_of(i)) for i, s in enumerate(wl.objects)
         ]
         connections = [ConnectionResult(index=c) for c in range(wl.connections)]
         errs: list[str] = []
-        extra: dict[str, Any] = {"returncodes": [p.returncode for p in procs], "local_ports": [], "cc": spec.cc}
+        extra: dict[str, Any] = {"returncodes": [p.returncode for p in procs], "local_ports": [], "cc": spec.cc,
+                                 "startup_s": min(known) - spawned[0] if known else None,
+                                 "startup_s_connections": startups}  # fmt: skip
         http_codes: list[int | None] = [None] * len(wl.objects)
         http_versions: list[str | None] = [None] * len(wl.objects)
         stamped = 0  # requests timed by curl's own stamp (else: when its line was read)
         for c, idx in enumerate(per_conn):
             reader = readers[c]
-            # curl numbers the URLs of its config from 0, in the order of idx.
-            reports = {idx[w["urlnum"]]: w for w in reader.reports if w.get("urlnum") in range(len(idx))}
+            reports: dict[int, dict[str, Any]] = {}
+            for report in reader.reports:  # the warm-up's (?warmup) is not an object's
+                m = _URL_INDEX.search(str(report.get("url_effective") or ""))
+                if m and int(m.group(1)) in idx:
+                    reports[int(m.group(1))] = report
             sent, agreed = reader.request_times()
             stamped += agreed
             stderr = " ".join(reader.other)[-300:]
@@ -301,9 +441,28 @@ class TcpStack(Stack):
             extra["local_ports"].append(ports[0] if len(ports) == 1 else ports)
             if len(ports) > 1 or connects > 1:
                 errs.append(f"connection {c}: curl opened {connects} TCP connections (local ports {ports}), not one")
+            if len(reader.tls) > warmups:
+                connections[c].resumed = reader.tls[warmups].resumed()
+            if wl.resumption:  # a failed warm-up fails the workload, as for the other stacks
+                warm = next((w for w in reader.reports if str(w.get("url_effective") or "").endswith("?warmup")), None)
+                code = int(warm.get("response_code") or 0) if warm else 0
+                extra.setdefault("warmup", []).append(
+                    None if warm is None else {"duration_s": _t(warm, "time_total"), "http_code": code, "exitcode": warm.get("exitcode")}
+                )
+                if warm is None or warm.get("exitcode") or code != 200:
+                    why = "no report" if warm is None else f"curl error {warm.get('exitcode')}, HTTP status {code}"
+                    errs.append(f"resumption: the warm-up of connection {c} failed ({why}; {' '.join(reader.other)[-200:]})")
+        # Data in the SYN acknowledged by the server, from the namespace's counter.
+        grew = None if tfo_before is None or tfo_after is None else tfo_after[TFO_KEYS[0]] - tfo_before[TFO_KEYS[0]]
+        extra["tfo_active"] = grew
+        for conn in connections:
+            conn.early_data = None if grew is None else (grew == len(connections) if grew else False)
+            if grew is not None and grew and grew != len(connections):
+                conn.early_data = None  # some did, which ones cannot be told
         extra["http_codes"], extra["http_versions"] = http_codes, http_versions
         extra["stamped_requests"] = stamped
-        return TransferResult.from_parts(objects, connections, request_wall=wall, error="; ".join(errs) or None, extra=extra)
+        return TransferResult.from_parts(objects, connections, request_wall=wall + (t0 - mono), error="; ".join(errs) or None,
+                                         extra=extra)  # fmt: skip
 
     def version(self) -> str:
         parts = []

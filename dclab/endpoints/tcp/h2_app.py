@@ -8,6 +8,12 @@ Run it with ``python -m dclab.endpoints.tcp.h2_app --bind ADDR:PORT --certfile C
 one process (no Hypercorn worker processes to leave behind), TLS 1.3 only, ALPN ``h2``
 only (so a client that ends up on HTTP/1.1 fails instead of silently measuring another
 protocol), no access log, warnings only, and a short graceful shutdown on SIGTERM.
+
+The listening socket allows TCP Fast Open (``TCP_FASTOPEN``, at most ``TFO_QUEUE`` pending
+TFO connections; Hypercorn does not set it): the kernel then hands out cookies and accepts
+data in a SYN, but only when the namespace's ``net.ipv4.tcp_fastopen`` has the server bit
+(2), which ``TcpStack.server_sysctls`` sets. A client that does not ask for TFO sees no
+difference.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import socket
 import ssl
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,6 +35,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 CHUNK = 64 * 1024
+TFO_QUEUE = 256  # pending TFO connections (not yet accepted) the listener keeps
 _ZEROS = bytes(CHUNK)
 _PATH = re.compile(r"/(\d{1,15})")
 
@@ -89,10 +97,21 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": _ZEROS[:left], "more_body": False})
 
 
+def allow_fastopen(sock: socket.socket) -> None:
+    """Lets a listening TCP socket accept TCP Fast Open (data in the SYN)."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_FASTOPEN, TFO_QUEUE)
+
+
 def _config(bind: str, certfile: str, keyfile: str, log_level: str) -> Config:
-    from hypercorn.config import Config
+    from hypercorn.config import Config, Sockets
 
     class _Tls13Config(Config):
+        def create_sockets(self) -> Sockets:
+            sockets = super().create_sockets()
+            for sock in [*sockets.secure_sockets, *sockets.insecure_sockets]:
+                allow_fastopen(sock)
+            return sockets
+
         def create_ssl_context(self) -> ssl.SSLContext | None:
             context = super().create_ssl_context()
             if context is not None:
