@@ -63,6 +63,12 @@ def _completed(d: Download) -> bool:
     return bool(d.get("ok")) and _number(d.get("completion_s")) is not None
 
 
+def summary_extra(downloads: list[Download], table: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a summary of many short downloads adds (``Summary.extra``): its table and how
+    many downloads there were and failed."""
+    return {"table": table, "downloads": len(downloads), "failed_downloads": sum(1 for d in downloads if not d["ok"])}
+
+
 def sizes_of(downloads: Iterable[Download]) -> list[int]:
     """The distinct sizes, ascending."""
     return sorted({int(d["size"]) for d in downloads if d.get("size") is not None})

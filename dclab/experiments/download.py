@@ -161,8 +161,7 @@ class Download(Experiment):
         s = super().summarize(runs, scenario, options)
         o: DownloadOptions = options  # type: ignore[assignment]
         downloads = [d for r in runs for d in r.details.get("downloads", [])]
-        s.extra = {"table": completion.timing_table(downloads, [o.resume]), "downloads": len(downloads),
-                   "failed_downloads": sum(1 for d in downloads if not d["ok"])}
+        s.extra = completion.summary_extra(downloads, completion.timing_table(downloads, [o.resume]))
         return s
 
     def describe(self, rep: RepResult) -> str:

@@ -179,8 +179,7 @@ class Mquic(Experiment):
         s = super().summarize(runs, scenario, options)
         o: MquicOptions = options  # type: ignore[assignment]
         downloads = [d for r in runs for d in r.details.get("downloads", [])]
-        s.extra = {"table": completion.completion_table(downloads, o.mode_list(), BASELINES),
-                   "downloads": len(downloads), "failed_downloads": sum(1 for d in downloads if not d["ok"])}
+        s.extra = completion.summary_extra(downloads, completion.completion_table(downloads, o.mode_list(), BASELINES))
         return s
 
     def describe(self, rep: RepResult) -> str:
