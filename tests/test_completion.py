@@ -9,14 +9,12 @@ from dclab.analysis.completion import (
     completion_cdfs,
     completion_table,
     completion_vs_first_nfe,
-    cwnd_over_time,
-    cwnd_series,
     gain_against,
     gain_table,
     improvement,
-    pick_group,
     size_label,
 )
+from dclab.analysis.cwnd import cwnd_over_time, cwnd_series, pick_group
 from dclab.analysis.metrics import distribution, quantile
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -10,7 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from dclab.analysis import completion
+from dclab.analysis import timings
 from dclab.campaign import plan as cp
 from dclab.cli import app
 from dclab.endpoints import get_stack
@@ -95,7 +95,7 @@ def test_per_size_statistics_of_synthetic_records():
     ds = [_d("0rtt", 1000, 0.1 * (i + 1), 0.02, 0.03 + 0.001 * i, resumed=True, early=i % 4 != 0, startup=0.5)
           for i in range(20)]
     ds += [_d("0rtt", 1000, None, None, None, ok=False), _d("0rtt", 5000, 1.0, None, 0.05, resumed=False)]
-    rows = completion.timing_table(ds, ["0rtt"])
+    rows = timings.timing_table(ds, ["0rtt"])
     assert [(r["size"], r["n"], r["failed"]) for r in rows] == [(1000, 20, 1), (5000, 1, 0)]
     small = rows[0]
     # 0.1 .. 2.0 s: median 1.05, p95 at rank 18.05 of 0..19 (linear): 1.9 + 0.05 * 0.1
@@ -110,10 +110,10 @@ def test_per_size_statistics_of_synthetic_records():
     assert large["resumed"] == 0.0 and large["early_data"] is None, "the stack could not tell"
     assert large["handshake_s"]["n"] == 0 and large["startup_s"]["median"] is None
     # an unknown handshake counts as 0: the phases still add up to the download time
-    assert completion.phases(ds[-1]) == pytest.approx((0.0, 0.05, 0.95))
+    assert timings.phases(ds[-1]) == pytest.approx((0.0, 0.05, 0.95))
     # 0.5-RTT data before the handshake's end: no negative part
-    assert completion.phases(_d("x", 1, 0.2, 0.06, 0.05)) == pytest.approx((0.05, 0.0, 0.15))
-    assert completion.phases(ds[20]) is None
+    assert timings.phases(_d("x", 1, 0.2, 0.06, 0.05)) == pytest.approx((0.05, 0.0, 0.15))
+    assert timings.phases(ds[20]) is None
     t = timing_table(rows, series=False)
     assert t.columns[:3] == ["size", "time med (s)", "p95"] and t.columns[-1] == "start-up med"
     assert t.rows[0][:3] == ["1 KB", "1.050", "1.905"] and t.rows[0][-3:] == ["100 %", "75 %", "0.500"]

@@ -1,4 +1,4 @@
-"""Completion times of short downloads by mode and size, and congestion-window traces.
+"""Completion times of short downloads by mode and size.
 
 A *download* is a dict ``{"mode": str, "size": int (bytes), "ok": bool, "completion_s":
 float | None, "first_nfe_packets": int | None, "handshake_s", "first_byte_s": float |
@@ -13,12 +13,9 @@ against (baselines).
 - ``completion_vs_first_nfe``: completion time against the packets sent before the first
   NFE (network feedback event, e.g. a loss);
 - ``gain_table`` / ``gain_against``: the improvement of one mode against a swept value;
-- ``timing_table`` / ``download_times``: per size and mode the median and p95 of the
-  completion time, handshake, first byte and transfer (``phases``), and the fractions
-  resumed and with 0-RTT accepted; the completion time against the size (log axis) and
-  its breakdown into phases;
-- ``cwnd_over_time``: per-connection congestion windows of one group from the JSON lines
-  of an mQUIC log (``join``, ``nfe``, ``round``, ``rate``, ``cwnd``, ``done`` events).
+
+Download timings (handshake, first byte, transfer) are in ``timings.py``, congestion
+windows from an mQUIC log in ``cwnd.py``.
 
 An improvement is ``(baseline stat - mode stat) / baseline stat * 100``: positive when
 the mode completes faster. Every figure function writes a figure even when there is
@@ -36,14 +33,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
 
 from .figures import COLORS, _save, empty_figure  # noqa: E402
 from .metrics import distribution  # noqa: E402
 
 Download = dict[str, Any]
-MSS = 1200  # bytes per packet in the cwnd figure (QUIC's usual max datagram size)
-SYNC_ACTIONS = ("sync", "mean", "stop")
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
@@ -271,230 +265,5 @@ def gain_against(points: list[tuple[float, list[Download]]], mode: str, baseline
     axes[0].set_ylabel(f"improvement of {mode} (%)")
     axes[0].legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path)
-
-
-# ---------------------------------------------------------------------------------------
-# Download timings: handshake, first byte, transfer (per size and mode)
-
-TIMINGS = ("completion_s", "handshake_s", "first_byte_s", "transfer_s", "startup_s")
-PHASES = (("handshake", "tab:blue"), ("first byte - handshake", "tab:orange"), ("transfer", "tab:green"))
-
-
-def phases(d: Download) -> tuple[float, float, float] | None:
-    """A successful download's (handshake, first byte - handshake, last byte - first byte)
-    in seconds, summing to its completion time; a handshake the stack cannot tell counts
-    as 0 (its time is then in the second part); None when the first byte is unknown."""
-    total, first = _number(d.get("completion_s")), _number(d.get("first_byte_s"))
-    if not _completed(d) or total is None or first is None:
-        return None
-    hs = min(max(_number(d.get("handshake_s")) or 0.0, 0.0), first)  # 0.5-RTT data may precede the handshake's end
-    return hs, first - hs, total - first
-
-
-def _timing(d: Download, key: str) -> float | None:
-    if key == "transfer_s":
-        p = phases(d)
-        return p[2] if p else None
-    return _number(d.get(key))
-
-
-def _fraction(ds: list[Download], key: str) -> float | None:
-    known = [bool(d[key]) for d in ds if isinstance(d.get(key), bool)]
-    return sum(known) / len(known) if known else None
-
-
-def timing_table(downloads: Iterable[Download], modes: list[str]) -> list[dict[str, Any]]:
-    """One row per (size, mode), sizes ascending, then in ``modes`` order: ``{"size",
-    "mode", "n" (successful), "failed", "<timing>": {"median", "p95", "n"} for each of
-    TIMINGS, "resumed", "early_data"}``. Timings are over the successful downloads
-    (``transfer_s``: last byte - first byte; ``startup_s`` where the stack gives it);
-    ``resumed`` and ``early_data`` are the fractions of the successful downloads that the
-    stack reported resumed / with early data accepted (None when it could not tell)."""
-    downloads = [d for d in downloads if d.get("mode") in modes]
-    rows = []
-    for size in sizes_of(downloads):
-        for mode in modes:
-            mine = [d for d in downloads if d.get("mode") == mode and d.get("size") == size]
-            ok = [d for d in mine if _completed(d)]
-            row: dict[str, Any] = {"size": size, "mode": mode, "n": len(ok), "failed": len(mine) - len(ok)}
-            for key in TIMINGS:
-                dist = distribution(_timing(d, key) for d in ok)
-                row[key] = {"median": dist["median"], "p95": dist["p95"], "n": dist["n"]}
-            row["resumed"], row["early_data"] = _fraction(ok, "resumed"), _fraction(ok, "early_data")
-            rows.append(row)
-    return rows
-
-
-def _size_ticks(ax: Any, sizes: list[int]) -> None:
-    ax.set_xticks(sizes, [size_label(s) for s in sizes], rotation=30 if len(sizes) > 6 else 0)
-    ax.minorticks_off()
-
-
-def download_times(downloads: Iterable[Download], modes: list[str], path: Path, title: str) -> Path:
-    """Two panels: the median completion time against the size (log x axis, whiskers up
-    to the 95th percentile), one line per mode; and per size a stacked bar per mode of
-    the medians of its phases (``phases``: handshake, first byte - handshake, transfer).
-    The sum of the phases' medians is close to, not exactly, the median completion time."""
-    downloads = [d for d in downloads if d.get("mode") in modes and _completed(d)]
-    sizes = sizes_of(downloads)
-    if not sizes:
-        return empty_figure(path, title, "no successful downloads")
-    modes = [m for m in modes if any(d.get("mode") == m for d in downloads)]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
-    for i, mode in enumerate(modes):
-        pts = []
-        for size in sizes:
-            dist = distribution(completion_times(downloads, mode, size))
-            if dist["n"]:
-                pts.append((size, dist["median"], dist["p95"]))
-        # Modes sharing a size are drawn slightly apart (a factor, on the log axis) so their whiskers stay readable.
-        k = 1.0 + 0.025 * (i - (len(modes) - 1) / 2)
-        left.errorbar([p[0] * k for p in pts], [p[1] for p in pts], yerr=[[0.0] * len(pts), [p[2] - p[1] for p in pts]],
-                      marker=MARKERS[i % len(MARKERS)], markersize=4, capsize=3, linewidth=1.3,
-                      color=COLORS[i % len(COLORS)], label=mode)
-    left.set_xscale("log")
-    _size_ticks(left, sizes)
-    left.set_ylim(bottom=0)
-    left.set_xlabel("file size")
-    left.set_ylabel("download time (s): median, whisker to p95")
-    left.grid(alpha=0.3)
-    left.legend(fontsize=8, loc="upper left")
-    width = 0.8 / len(modes)
-    hatches = ["", "//", "..", "xx", "\\\\", "++", "oo", "--"]
-    for i, mode in enumerate(modes):
-        for j, size in enumerate(sizes):
-            parts = [p for d in downloads if d.get("mode") == mode and d.get("size") == size if (p := phases(d))]
-            if not parts:
-                continue
-            x, bottom = j + (i - (len(modes) - 1) / 2) * width, 0.0
-            for k, (phase, color) in enumerate(PHASES):
-                med = distribution(p[k] for p in parts)["median"] or 0.0
-                label = (phase if i == 0 else None) if j == 0 else None
-                right.bar(x, med, width * 0.92, bottom=bottom, color=color, hatch=hatches[i % len(hatches)],
-                          edgecolor="white", linewidth=0.5, label=label)
-                bottom += med
-    right.set_xticks(range(len(sizes)), [size_label(s) for s in sizes])
-    right.set_xlabel("file size")
-    right.set_ylabel("median of each phase (s)")
-    right.grid(axis="y", alpha=0.3)
-    handles, _ = right.get_legend_handles_labels()
-    if len(modes) > 1:  # which bar of a size is which mode: its hatch, left to right
-        handles += [Patch(facecolor="white", edgecolor="0.3", hatch=hatches[i % len(hatches)], label=mode)
-                    for i, mode in enumerate(modes)]
-    right.legend(handles=handles, fontsize=8, loc="upper left")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path)
-
-
-# ---------------------------------------------------------------------------------------
-# Congestion windows from the mQUIC log
-
-def groups_of(lines: Iterable[dict[str, Any]]) -> list[str]:
-    """Group ids in order of first appearance."""
-    seen: dict[str, None] = {}
-    for d in lines:
-        if d.get("group") is not None:
-            seen.setdefault(str(d["group"]), None)
-    return list(seen)
-
-
-def pick_group(lines: list[dict[str, Any]], group: str | None = None) -> str | None:
-    """``group`` if given; else the first group (in the order of the lines) with a "sync"
-    or "mean" action, else the first group; None without lines."""
-    if group is not None:
-        return group
-    groups = groups_of(lines)
-    synced = {str(d.get("group")) for d in lines if d.get("action") in ("sync", "mean")}
-    return next((g for g in groups if g in synced), groups[0] if groups else None)
-
-
-def _conn_key(c: object) -> tuple[int, float, str]:
-    s = str(c)
-    try:
-        return (0, float(s), s)
-    except ValueError:
-        return (1, 0.0, s)
-
-
-def cwnd_series(lines: Iterable[dict[str, Any]], group: str) -> dict[str, list[tuple[float, float]]]:
-    """Per connection (id as text, numerically ordered), (seconds since the group's first
-    line, cwnd in bytes) from ``join`` and ``cwnd`` lines and the ``before`` then ``after``
-    of ``nfe`` and ``round`` lines, in time order."""
-    mine = sorted((d for d in lines if str(d.get("group")) == group and _number(d.get("time")) is not None),
-                  key=lambda d: d["time"])
-    if not mine:
-        return {}
-    t0 = float(mine[0]["time"])
-    series: dict[str, list[tuple[float, float]]] = {}
-    for d in mine:
-        t = float(d["time"]) - t0
-        ev = d.get("event")
-        if ev in ("join", "cwnd") and _number(d.get("cwnd")) is not None:
-            series.setdefault(str(d.get("conn")), []).append((t, float(d["cwnd"])))
-        elif ev in ("nfe", "round"):
-            for key in ("before", "after"):
-                for c, v in (d.get(key) or {}).items():
-                    if _number(v) is not None:
-                        series.setdefault(str(c), []).append((t, float(v)))
-    return {c: series[c] for c in sorted(series, key=_conn_key)}
-
-
-def cwnd_over_time(lines: Iterable[dict[str, Any]], path: Path, title: str, group: str | None = None) -> Path:
-    """Per-connection cwnd (packets of ``MSS`` bytes) of one group as step lines over the
-    time since the group's first line; each NFE an "x" on the connection it hit (at the
-    cwnd before the reaction), each synchronization (nfe "sync"/"stop", round or rate
-    "mean") a vertical line. ``group`` None: the first group that synchronized
-    (``pick_group``)."""
-    lines = list(lines)
-    g = pick_group(lines, group)
-    series = cwnd_series(lines, g) if g is not None else {}
-    if g is None or not series:
-        return empty_figure(path, title, "no data" if g is None else f"no data for group {g}")
-    mine = sorted((d for d in lines if str(d.get("group")) == g and _number(d.get("time")) is not None),
-                  key=lambda d: d["time"])
-    t0 = float(mine[0]["time"])
-    fig, ax = plt.subplots(figsize=(8, 4.0))
-    colors = {}
-    for i, (c, pts) in enumerate(series.items()):
-        colors[c] = COLORS[i % len(COLORS)]
-        ax.step([t for t, _ in pts], [v / MSS for _, v in pts], where="post", color=colors[c], linewidth=1.3,
-                label=f"conn {c}")
-    sync_styles = {"sync": ("tab:red", "--"), "mean": ("tab:green", ":"), "stop": ("0.3", "-.")}
-    nfe_labelled = False
-    drawn: set[str] = set()
-    end = max(t for pts in series.values() for t, _ in pts)
-    for d in mine:
-        t = float(d["time"]) - t0
-        end = max(end, t)
-        ev, action = d.get("event"), d.get("action")
-        if ev == "nfe":
-            c = str(d.get("conn"))
-            before = _number((d.get("before") or {}).get(c))
-            if before is None and c in series:
-                known = [v for s, v in series[c] if s <= t]
-                before = known[-1] if known else None
-            if before is not None:
-                ax.plot([t], [before / MSS], marker="x", markersize=7, markeredgewidth=1.6, linestyle="none",
-                        color=colors.get(c, "k"), label=None if nfe_labelled else "NFE")
-                nfe_labelled = True
-        if ev in ("nfe", "round", "rate") and action in SYNC_ACTIONS:
-            label = f"{ev} {action}"
-            color, style = sync_styles[str(action)]
-            ax.axvline(t, color=color, linestyle=style, linewidth=0.9, alpha=0.8, label=None if label in drawn else label)
-            drawn.add(label)
-    # Each connection's last value holds to the end of the group's lines.
-    for c, pts in series.items():
-        if pts[-1][0] < end:
-            ax.plot([pts[-1][0], end], [pts[-1][1] / MSS] * 2, color=colors[c], linewidth=1.3)
-    ax.set_xlim(0, end * 1.02 or 1.0)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("time since the group's first line (s)")
-    ax.set_ylabel(f"cwnd (packets of {MSS} B)")
-    ax.set_title(f"{title} (group {g})", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     return _save(fig, path)

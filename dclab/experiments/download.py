@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..analysis import completion
+from ..analysis import completion, timings
 from ..analysis.metrics import distribution
 from ..endpoints import get_stack
 from ..endpoints.base import StackError, TransferResult, Workload
@@ -150,7 +150,7 @@ class Download(Experiment):
                           "ttfb_s": _median(downloads, "first_byte_s"),
                           **{f"download_s_{s}": _median([d for d in downloads if d["size"] == s], "completion_s")
                              for s in sizes}}
-        result.details = {"downloads": downloads, "table": completion.timing_table(downloads, [o.resume]),
+        result.details = {"downloads": downloads, "table": timings.timing_table(downloads, [o.resume]),
                           "first_round": [s for _, s in sequence[: len(sizes)]], "resume": o.resume, "count": o.count,
                           "warmup": bed.state["download_warm"]}
         return result
@@ -161,7 +161,7 @@ class Download(Experiment):
         s = super().summarize(runs, scenario, options)
         o: DownloadOptions = options  # type: ignore[assignment]
         downloads = [d for r in runs for d in r.details.get("downloads", [])]
-        s.extra = completion.summary_extra(downloads, completion.timing_table(downloads, [o.resume]))
+        s.extra = completion.summary_extra(downloads, timings.timing_table(downloads, [o.resume]))
         return s
 
     def describe(self, rep: RepResult) -> str:
@@ -203,7 +203,7 @@ class Download(Experiment):
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
         ds = list((record.get("metrics") or {}).get("downloads") or [])
-        return completion.download_times(ds, sorted({d["mode"] for d in ds}, key=_resume_key), path, title)
+        return timings.download_times(ds, sorted({d["mode"] for d in ds}, key=_resume_key), path, title)
 
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
@@ -213,14 +213,14 @@ class Download(Experiment):
 
     def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
         ds, series = labelled_downloads(rows)
-        return completion.download_times(ds, series, path, title)
+        return timings.download_times(ds, series, path, title)
 
     def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
         return [("", self.sweep_table(rows))]
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
         ds, series = labelled_downloads(rows)
-        return timing_table(completion.timing_table(ds, series), series=True)
+        return timing_table(timings.timing_table(ds, series), series=True)
 
 
 def _resume_key(mode: str) -> tuple[int, str]:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, field_validator
 
-from ..analysis import completion
+from ..analysis import completion, cwnd
 from ..analysis.figures import empty_figure
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan
@@ -218,7 +218,7 @@ class Mquic(Experiment):
         if not log.is_file():
             return empty_figure(path, title, "no mQUIC log in this run's directory")
         lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
-        return completion.cwnd_over_time(lines, path, title)
+        return cwnd.cwnd_over_time(lines, path, title)
 
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
