@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 from typing import Any
 
 import example_experiment
@@ -72,3 +73,24 @@ def test_a_dead_part_costs_one_repetition_and_the_next_gets_a_fresh_testbed(tmp_
     assert summary.failed == 1
     assert reps[0]["details"]["tag"] not in _netns() and reps[2]["details"]["tag"] not in _netns()
     assert reps[0]["details"]["tag"] != reps[2]["details"]["tag"]
+
+
+def test_a_fresh_testbed_experiment_after_a_kept_testbed_does_not_wait_for_it(tmp_path):
+    """A campaign runs a one_testbed experiment's repetitions on the session's testbed, then
+    an ordinary experiment: the kept testbed (holding the host lock) is closed first,
+    instead of the new testbed waiting for that lock forever."""
+    from dclab.experiments.runner import Session, run_rep
+
+    shared, fresh = SharedShort(), example_experiment.ShortDownloads()
+    waits: list[int] = []
+    with Session(tmp_path / "testbeds", on_wait=lambda: waits.append(1)) as session:
+        a = run_rep(shared, build(Scenario()), shared.options(size=20_000, objects=1), tmp_path / "a", 1, session=session)
+        assert a.ok and session.bed is not None
+        done: list[RepResult] = []
+        t = threading.Thread(target=lambda: done.append(run_rep(fresh, build(Scenario()), fresh.options(size=20_000),
+                                                                 tmp_path / "b", 1, session=session)), daemon=True)
+        t.start()
+        t.join(timeout=90)
+        assert done and done[0].ok, f"the second run waited ({len(waits)} waits for the host lock)"
+        assert session.bed is None
+    assert a.details["tag"] not in _netns()

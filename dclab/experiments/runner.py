@@ -121,6 +121,8 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
             session.close()
             raise PartDied(died)
     else:
+        if session is not None:
+            session.close()  # a kept testbed holds the host lock: this one would wait for it forever
         with Testbed(s, plan, host, rep_dir, on_wait=on_wait) as tb:
             tb.start_servers(qlog=qlog)
             result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
