@@ -480,3 +480,11 @@ def test_series_tell_apart_what_campaign_groups_set():
     assert series_of(rows) == {"a": "quic-default link=lte:250m", "b": "quic-default link=lte:250m",
                                "c": "quic-default link=lte:1500m"}
     assert set(series_of(rows[:2]).values()) == {"quic-default"}, "one group: as before"
+
+
+def test_text_values_sort_in_natural_order():
+    from dclab.analysis.figures import values_of
+
+    rows = [{"value": v, "value_num": None} for v in ("1500 a:reno=1", "250 b", "250 a", "2500 a", "x")]
+    assert [t for _, t in values_of(rows)] == ["250 a", "250 b", "1500 a:reno=1", "2500 a", "x"]
+    assert [t for _, t in values_of([{"value": "2", "value_num": 2.0}, {"value": "10", "value_num": 10.0}])] == ["2", "10"]

@@ -21,6 +21,7 @@ still builds.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -99,10 +100,21 @@ def _short(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
+def _natural(text: str) -> tuple[tuple[int, float | str], ...]:
+    """Text in natural order: its numbers by value ("250 a" before "1500 a")."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", text)
+    return tuple((0, float(p)) if i % 2 else (1, p) for i, p in enumerate(parts) if p)
+
+
+def _value_key(num: float | None, text: str) -> tuple[bool, float, tuple[tuple[int, float | str], ...]]:
+    return num is None, num if num is not None else 0.0, _natural(text)
+
+
 def values_of(rows: list[dict]) -> list[tuple[float | None, str]]:
-    """Distinct (value_num, value) pairs, sorted by number (non-numeric last, by text)."""
+    """Distinct (value_num, value) pairs, sorted by number (non-numeric last, by text in
+    natural order)."""
     seen = {(r.get("value_num"), r.get("value") or "") for r in rows}
-    return sorted(seen, key=lambda v: (v[0] is None, v[0] if v[0] is not None else 0.0, v[1]))
+    return sorted(seen, key=lambda v: _value_key(*v))
 
 
 def _finite(x: object) -> bool:
@@ -119,8 +131,7 @@ def _groups(rows: list[dict]) -> dict[tuple, list[dict]]:
 
 
 def _by_value(table: list[dict]) -> list[dict]:
-    table.sort(key=lambda d: (d["value_num"] is None, d["value_num"] if d["value_num"] is not None else 0.0, d["value"],
-                              d["series"]))
+    table.sort(key=lambda d: (*_value_key(d["value_num"], d["value"] or ""), d["series"]))
     return table
 
 
