@@ -119,6 +119,22 @@ def test_four_streams_run_at_once_on_one_connection(stack, tmp_path):
     assert rep["metrics"]["goodput_mbps"] == pytest.approx(2_000_000 * 8 / t["last_byte_s"] / 1e6)
 
 
+@pytest.mark.root
+def test_http2_streams_finish_on_a_slow_cell_with_a_deep_queue(tmp_path):
+    """Eight streams of 250 kB over the 1500 m cell (about 1.5 Mbit/s, a 512 kB queue): the
+    server hands all eight responses over seconds before they are delivered, and must not
+    close the connection meanwhile (Hypercorn's 5 s keep-alive cut the last streams)."""
+    out = tmp_path / "run"
+    r = run_dclab("run", "throughput", "--stack", "tcp", "--size", "2MB", "--streams", "8", "--link", "lte:1500m",
+                  "--delay", "12", "--delay-cov", "0", "--loss", "0.5", "--uplink-delay", "12", "--out", str(out),
+                  "--json", timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads((out / "rep-01" / "result.json").read_text())
+    assert rep["ok"], rep["error"]
+    assert [o["bytes"] for o in rep["flows"][0]["transfer"]["objects"]] == [250_000] * 8
+    assert rep["flows"][0]["transfer"]["last_byte_s"] > 6, "slow enough that the old 5 s keep-alive would have cut it"
+
+
 def test_old_store_rows_without_streams_still_compare():
     """A stored throughput run from before --streams has no streams option: planning the
     same run today gives the same key (options at their defaults are not in the key)."""

@@ -97,6 +97,9 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": _ZEROS[:left], "more_body": False})
 
 
+KEEP_ALIVE_S = 3600.0
+
+
 def allow_fastopen(sock: socket.socket) -> None:
     """Lets a listening TCP socket accept TCP Fast Open (data in the SYN)."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_FASTOPEN, TFO_QUEUE)
@@ -127,6 +130,10 @@ def _config(bind: str, certfile: str, keyfile: str, log_level: str) -> Config:
     config.errorlog = "-"
     config.loglevel = log_level.upper()
     config.graceful_timeout = 1.0
+    # Hypercorn closes a connection keep_alive_timeout (5 s) after its streams' responses
+    # were handed over, not delivered: on a slow link with a deep queue the tails of the
+    # bodies still sat in the socket and the client got a reset. The client closes.
+    config.keep_alive_timeout = KEEP_ALIVE_S
     return config
 
 
