@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ..analysis import figures
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
+from . import fidelity
 from .store import Store, open_existing
 from .sweeps import SWEEPS
 
@@ -222,8 +223,23 @@ def _runs_summary(rows: list[dict]) -> str:
     return "".join(out)
 
 
-def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
-    """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path."""
+def _fidelity(rows: list[dict], reference: Path) -> str:
+    """The fidelity section: dclab beside the reference file's published values."""
+    compared = fidelity.compare(rows, fidelity.load_reference(reference))
+    matched = sum(1 for c in compared if c["n"])
+    return ('<h2 id="fidelity">Fidelity</h2>\n'
+            f'<p class="meta">dclab beside the published values of <code>{_e(reference)}</code> (given by the user; '
+            f"dclab ships none): {len(compared)} points, {matched} with successful runs. dclab's mean and sample "
+            "standard deviation over the successful runs at each point, and the ratio of dclab's mean to the "
+            "published value.</p>\n" + html_table(fidelity.fidelity_table(compared), "fidelity"))
+
+
+def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path | None = None) -> Path:
+    """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path. With a
+    ``reference`` file (``fidelity.py``) the page gets a fidelity section; a bad file is
+    refused (ScenarioError) before anything is written."""
+    if reference is not None:
+        fidelity.load_reference(reference)
     store = store if isinstance(store, Store) else open_existing(Path(store))
     base = store.path.resolve().parent
     out_dir = Path(out_dir)
@@ -277,10 +293,13 @@ def build_report(store: Store | Path, out_dir: Path, title: str) -> Path:
         parts.append("<p>The store holds no runs.</p>\n")
     else:
         parts.append('<nav><h2>Contents</h2>\n<ul>' + "".join(toc)
+                     + ('<li><a href="#fidelity">fidelity</a></li>' if reference is not None else "")
                      + '<li><a href="#time-series">time series of selected runs</a></li>'
                        '<li><a href="#environment">environment</a></li><li><a href="#runs">runs and machines</a></li>'
                        "</ul></nav>\n")
         parts += body
+        if reference is not None:
+            parts.append(_fidelity(rows, reference))
         parts.append('<h2 id="time-series">Time series of selected runs</h2>\n'
                      '<p class="meta">Per sweep, the first successful repetition at its first and last value '
                      "(first series), as its experiment draws a single run.</p>\n")

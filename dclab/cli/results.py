@@ -97,19 +97,28 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Report directory [default: the campaign's report/ directory].")
 @click.option("--title", help="Page title [default: 'dclab campaign CAMPAIGN'].")
-def report(campaign: str | None, store_path: Path | None, out: Path | None, title: str | None) -> None:
+@click.option("--reference", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="TOML file of published values ([[point]] experiment, sweep, value, [series], [metric], published, "
+                   "[source]): adds a fidelity section, dclab beside them with the ratio.")
+def report(campaign: str | None, store_path: Path | None, out: Path | None, title: str | None,
+           reference: Path | None) -> None:
     """Build the HTML report of CAMPAIGN: index.html and its PNG figures.
 
     Per (experiment, sweep) the experiment's figure and the table behind it (mean, std, n
     of its metrics), time series of the first and last value of each sweep, the environment
-    the runs recorded (kernel, host settings, versions, commit) and the runs per machine.
-    The page is plain HTML with relative image links: copy the directory anywhere."""
+    the runs recorded (kernel, host settings, versions, commit) and the runs per machine;
+    with --reference, a fidelity section. The page is plain HTML with relative image links:
+    copy the directory anywhere."""
     from ..campaign.report import build_report
+    from ..scenario import ScenarioError
 
     store = open_store(campaign, store_path)
     out = out or default_out(campaign, store, "report")
     title = title or (f"dclab campaign {campaign}" if campaign else f"dclab results {store.path.name}")
-    index = build_report(store, out, title)
+    try:
+        index = build_report(store, out, title, reference)
+    except ScenarioError as e:
+        raise click.UsageError(str(e)) from None
     click.echo(str(index))
 
 
