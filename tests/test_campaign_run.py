@@ -68,6 +68,8 @@ def test_kill_and_resume_loses_and_repeats_nothing(tmp_path):
     assert all(x["ok"] for x in rows)
     fair = [x for x in rows if x["experiment"] == "fairness"][0]
     assert 0.33 <= fair["metrics"]["jfi"] <= 1
+    # Without duplication the links carry each flow once: both measures nearly agree.
+    assert fair["metrics"]["jfi_links"] == pytest.approx(fair["metrics"]["jfi"], abs=0.05)
     assert {f["name"] for f in fair["flows"]} == {"dc", "sc1", "sc2"} and all(f["mean_mbps"] > 0 for f in fair["flows"])
     thr = sorted((x for x in rows if x["experiment"] == "throughput"), key=lambda x: x["value_num"])
     assert [x["value_num"] for x in thr] == [10, 50, 100] and all(x["metrics"]["goodput_mbps"] > 1 for x in thr)

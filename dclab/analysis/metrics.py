@@ -86,6 +86,24 @@ def window_means(records: list[dict], t0_ms: float, window_s: float, start_s: fl
     return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
 
 
+def leg_window_means(records: list[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
+    """Each downlink leg's mean Mbit/s out (PDCP headers included, as on the wire) over
+    [t0 + start, t0 + window], at the records nearest to both ends (as ``window_means``)."""
+    if not 0 <= start_s < window_s:
+        raise ValueError(f"leg_window_means: need 0 <= start_s < window_s (got {start_s}, {window_s})")
+    intervals = [r for r in records if r.get("type") in ("interval", "summary") and r.get("legs")]
+    if not intervals:
+        return {}
+
+    def out_at(t_ms: float) -> tuple[float, dict[str, int]]:
+        best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
+        return best["t_ms"], {leg["name"]: leg["downlink"]["bytes_out"] for leg in best["legs"]}
+
+    (ta, a), (tb, b) = out_at(t0_ms + start_s * 1e3), out_at(t0_ms + window_s * 1e3)
+    span = max(tb - ta, 1e-9) / 1e3
+    return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
+
+
 def pdcp_summary(records: list[dict], bearer: str) -> dict:
     """The final PDCP counters and link totals of one bearer, from the summary record."""
     summary = next((r for r in reversed(records) if r.get("type") == "summary"), None)

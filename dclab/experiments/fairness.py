@@ -1,7 +1,10 @@
 """The fairness experiment: three flows at once, a DC flow over both legs (port 4433), an
 SC flow on leg 1 (8000) and one on leg 2 (9000), each downloading a large file; measured
 over the first `duration` seconds from dcemu's per-bearer delivered bytes. Reports each
-flow's mean throughput and Jain's index over the flows' means."""
+flow's mean throughput and Jain's index over the flows' means (``jfi``, goodput after
+duplicate removal), and beside it Jain's index with each flow counted at the links
+(``jfi_links``, ``at_links``), the reference study's measure, under which a duplicated DC
+flow counts twice."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from ..analysis import figures
-from ..analysis.metrics import jain, window_means
+from ..analysis.metrics import jain, leg_window_means, window_means
 from ..endpoints import get_stack
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments
@@ -25,6 +28,17 @@ FLOWS = (("dc", "dc", None, 4433), ("sc1", "sc1", 1, 8000), ("sc2", "sc2", 2, 90
 FLOW_NAMES = [f for f, _, _, _ in FLOWS]
 LABELS = {"dc": "DC (both legs)", "sc1": "SC leg 1", "sc2": "SC leg 2"}
 STATS_INTERVAL_MS = 100.0  # 180 s of 10 ms records would be tens of MB per run
+
+
+def at_links(delivered: dict[str, float], legs: dict[str, float]) -> dict[str, float]:
+    """Each flow's Mbit/s as the links carried it, the study's measure: an SC flow is what
+    its leg delivered of it; the DC flow is what is left of both legs' output, so with
+    duplication it counts twice (once per leg) and beside each leg's PDCP headers. Empty
+    when a flow or leg is missing."""
+    if any(delivered.get(f) is None for f in FLOW_NAMES) or not {"leg1", "leg2"} <= set(legs):
+        return {}
+    dc = (legs["leg1"] - delivered["sc1"]) + (legs["leg2"] - delivered["sc2"])
+    return {"dc": max(dc, 0.0), "sc1": delivered["sc1"], "sc2": delivered["sc2"]}
 
 
 class FairnessOptions(StackOptions):
@@ -58,7 +72,8 @@ class Fairness(Experiment):
     help = ("Three flows at once: DC (port 4433, both legs), SC on leg 1 (8000), SC on leg 2 (9000). Each flow's "
             "mean throughput over the window and Jain's fairness index.")
     options_model = FairnessOptions
-    metrics = (Metric("jfi", "Jain's fairness index", digits=3),)
+    metrics = (Metric("jfi", "Jain's fairness index", digits=3),
+               Metric("jfi_links", "JFI with flows counted at the links", digits=3))
     run_figure_name = "flows.png"
     run_figure_kind = "flows"
 
@@ -89,9 +104,11 @@ class Fairness(Experiment):
         result.flows = [FlowResult.of(plan, f, transfers.get(f), means.get(f)) for f in FLOW_NAMES]
         result.ok = bool(records) and all(v is not None for v in values)
         result.error = None if result.ok else "no dcemu statistics for the window"
-        result.metrics = {"jfi": jain([v for v in values if v is not None]) if result.ok else None}
+        links = at_links(means, leg_window_means(records, t0_ms, o.duration) if records else {})
+        result.metrics = {"jfi": jain([v for v in values if v is not None]) if result.ok else None,
+                          "jfi_links": jain(list(links.values())) if result.ok and links else None}
         result.t0_ms = t0_ms
-        result.details = {"window_s": o.duration, "size": o.size}
+        result.details = {"window_s": o.duration, "size": o.size, "at_links_mbps": links}
         return result
 
     def describe(self, rep: RepResult) -> str:
@@ -108,7 +125,8 @@ class Fairness(Experiment):
     def json_output(self, summary: Summary) -> dict[str, Any]:
         flows = {f: {"mean_mbps": v.mean_mbps, "std_mbps": v.std_mbps, "stack": v.stack, "runs": v.runs}
                  for f, v in summary.flows.items()}
-        return {"flows": flows, "jfi": summary.metrics["jfi"].model_dump(), "host_config": summary.host_config,
+        return {"flows": flows, "jfi": summary.metrics["jfi"].model_dump(),
+                "jfi_links": summary.metrics["jfi_links"].model_dump(), "host_config": summary.host_config,
                 "cc": summary.cc, "scenario": summary.scenario, "seeds": summary.seeds}
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
@@ -121,18 +139,19 @@ class Fairness(Experiment):
                                        labels=LABELS)
 
     def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
-        return figures.flow_bars(rows, FLOW_NAMES, path, title, xlabel, labels=LABELS, annotate="jfi")
+        return figures.flow_bars(rows, FLOW_NAMES, path, title, xlabel, labels=LABELS, annotate="jfi",
+                                 more={"jfi_links": "JFI at links"})
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
         cols = ["value", "series"] + [c for i, f in enumerate(FLOW_NAMES)
                                       for c in (f"{f.upper()} mean" + (" (Mbit/s)" if i == 0 else ""), f"{f.upper()} std")]
-        cols += ["JFI", "n", "failed"]
+        cols += ["JFI", "JFI at links", "n", "failed"]
         out, failed = [], []
-        for d in figures.flow_table(rows, FLOW_NAMES, annotate="jfi"):
+        for d in figures.flow_table(rows, FLOW_NAMES, annotate="jfi", more=["jfi_links"]):
             cells = [d["value"] or "-", d["series"]]
             for f in FLOW_NAMES:
                 cells += [_fmt(d[f]["mean"]), _fmt(d[f]["std"])]
-            cells += [_fmt(d["jfi"], 3), str(d["n"]), str(d["failed"])]
+            cells += [_fmt(d["jfi"], 3), _fmt(d["jfi_links"], 3), str(d["n"]), str(d["failed"])]
             out.append(cells)
             failed.append(d["n"] == 0)
         return Table(cols, out, failed)
