@@ -109,6 +109,8 @@ def build(base: Scenario | None = None, **changes: object) -> Scenario:
     applied; raises ScenarioError naming the field and its allowed range."""
     data = (base or Scenario()).model_dump()
     data.update({k: v for k, v in changes.items() if v is not None})
+    if data.get("t_reordering") in ("inf", "infinity"):  # as in scenario files and campaign groups
+        data["t_reordering"] = None
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:

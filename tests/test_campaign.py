@@ -235,3 +235,21 @@ def test_group_patterns_pick_part_of_a_campaign(tmp_path):
     r = CliRunner().invoke(app, ["campaign", "plan", "lte-study", "--group", "mix-*-cubic5"])
     assert r.exit_code == 0, r.output
     assert "10 runs" in " ".join(r.output.split()), r.output  # two mixes of 1 QUIC + 5 TCP, 5 repetitions each
+
+
+def test_the_fidelity_campaign_separates_the_causes():
+    runs = cp.plan(cp.load("fidelity"))
+    loss = [r for r in runs if r.experiment == "throughput"]
+    assert {(r.scenario.reordering, r.scenario.t_reordering) for r in loss} == {(True, 200.0), (True, None), (False, 200.0)}
+    assert {r.value for r in loss} == {0.0, 0.05, 0.1, 0.2} and {r.options.size for r in loss} == {100_000_000}
+    assert {(r.config.stack, r.config.udp_buffer) for r in loss} == {("aioquic", "large"), ("tcp", "default")}
+    dup = [r for r in runs if r.experiment == "fairness"]
+    assert all(r.scenario.duplicate for r in dup) and {r.value for r in dup} == {0.0, 1.0, 2.0, 5.0}
+    assert len({r.scenario.seed for r in loss}) == 1 and {r.rep for r in loss} == set(range(1, 11))
+    assert len(runs) == 320 and len({r.key for r in runs}) == 320
+
+
+def test_inf_t_reordering_in_a_campaign_group_means_none():
+    from dclab.scenario import build
+
+    assert build(t_reordering="inf").t_reordering is None and build(t_reordering="infinity").t_reordering is None
