@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -67,41 +67,38 @@ def bearer_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tup
     return series
 
 
+def _rates(records: list[dict], t0_ms: float, window_s: float, start_s: float,
+           counters: Callable[[dict], dict[str, int]]) -> dict[str, float]:
+    """Mbit/s of each cumulative byte counter that ``counters`` reads from a record, over
+    [t0 + start, t0 + window] (seconds from t0), at the records nearest to both ends."""
+    if not 0 <= start_s < window_s:
+        raise ValueError(f"need 0 <= start_s < window_s (got {start_s}, {window_s})")
+    intervals = [r for r in records if r.get("type") in ("interval", "summary")]
+    if not intervals:
+        return {}
+
+    def at(t_ms: float) -> tuple[float, dict[str, int]]:
+        best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
+        return best["t_ms"], counters(best)
+
+    (ta, a), (tb, b) = at(t0_ms + start_s * 1e3), at(t0_ms + window_s * 1e3)
+    span = max(tb - ta, 1e-9) / 1e3
+    return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
+
+
 def window_means(records: list[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
     """Each bearer's mean Mbit/s over [t0 + start, t0 + window] (seconds from t0) from
     cumulative delivered bytes, at the records nearest to both ends. ``start_s`` (a
     warm-up left out) must be below ``window_s``."""
-    if not 0 <= start_s < window_s:
-        raise ValueError(f"window_means: need 0 <= start_s < window_s (got {start_s}, {window_s})")
-    intervals = [r for r in records if r.get("type") in ("interval", "summary")]
-    start_ms = t0_ms + start_s * 1e3
-    end_ms = t0_ms + window_s * 1e3
-
-    def delivered_at(t_ms: float) -> tuple[float, dict[str, int]]:
-        best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
-        return best["t_ms"], {b["name"]: b["delivered_bytes"] for b in best["bearers"]}
-
-    (ta, a), (tb, b) = delivered_at(start_ms), delivered_at(end_ms)
-    span = max(tb - ta, 1e-9) / 1e3
-    return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
+    return _rates(records, t0_ms, window_s, start_s,
+                  lambda r: {b["name"]: b["delivered_bytes"] for b in r["bearers"]})
 
 
 def leg_window_means(records: list[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
-    """Each downlink leg's mean Mbit/s out (PDCP headers included, as on the wire) over
-    [t0 + start, t0 + window], at the records nearest to both ends (as ``window_means``)."""
-    if not 0 <= start_s < window_s:
-        raise ValueError(f"leg_window_means: need 0 <= start_s < window_s (got {start_s}, {window_s})")
-    intervals = [r for r in records if r.get("type") in ("interval", "summary") and r.get("legs")]
-    if not intervals:
-        return {}
-
-    def out_at(t_ms: float) -> tuple[float, dict[str, int]]:
-        best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
-        return best["t_ms"], {leg["name"]: leg["downlink"]["bytes_out"] for leg in best["legs"]}
-
-    (ta, a), (tb, b) = out_at(t0_ms + start_s * 1e3), out_at(t0_ms + window_s * 1e3)
-    span = max(tb - ta, 1e-9) / 1e3
-    return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
+    """Each downlink leg's mean Mbit/s out (PDCP headers included, as on the wire) over the
+    same window as ``window_means``."""
+    return _rates(records, t0_ms, window_s, start_s,
+                  lambda r: {leg["name"]: leg["downlink"]["bytes_out"] for leg in r.get("legs") or []})
 
 
 def pdcp_summary(records: list[dict], bearer: str) -> dict:

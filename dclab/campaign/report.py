@@ -223,9 +223,9 @@ def _runs_summary(rows: list[dict]) -> str:
     return "".join(out)
 
 
-def _fidelity(rows: list[dict], reference: Path) -> str:
+def _fidelity(rows: list[dict], reference: Path, points: list[fidelity.Point]) -> str:
     """The fidelity section: dclab beside the reference file's published values."""
-    compared = fidelity.compare(rows, fidelity.load_reference(reference))
+    compared = fidelity.compare(rows, points)
     matched = sum(1 for c in compared if c["n"])
     return ('<h2 id="fidelity">Fidelity</h2>\n'
             f'<p class="meta">dclab beside the published values of <code>{_e(reference)}</code> (given by the user; '
@@ -238,8 +238,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path. With a
     ``reference`` file (``fidelity.py``) the page gets a fidelity section; a bad file is
     refused (ScenarioError) before anything is written."""
-    if reference is not None:
-        fidelity.load_reference(reference)
+    points = fidelity.load_reference(reference) if reference is not None else None
     store = store if isinstance(store, Store) else open_existing(Path(store))
     base = store.path.resolve().parent
     out_dir = Path(out_dir)
@@ -298,8 +297,8 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
                        '<li><a href="#environment">environment</a></li><li><a href="#runs">runs and machines</a></li>'
                        "</ul></nav>\n")
         parts += body
-        if reference is not None:
-            parts.append(_fidelity(rows, reference))
+        if reference is not None and points is not None:
+            parts.append(_fidelity(rows, reference, points))
         parts.append('<h2 id="time-series">Time series of selected runs</h2>\n'
                      '<p class="meta">Per sweep, the first successful repetition at its first and last value '
                      "(first series), as its experiment draws a single run.</p>\n")

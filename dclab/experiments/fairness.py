@@ -32,9 +32,9 @@ STATS_INTERVAL_MS = 100.0  # 180 s of 10 ms records would be tens of MB per run
 
 def at_links(delivered: dict[str, float], legs: dict[str, float]) -> dict[str, float]:
     """Each flow's Mbit/s as the links carried it, the study's measure: an SC flow is what
-    its leg delivered of it; the DC flow is what is left of both legs' output, so with
-    duplication it counts twice (once per leg) and beside each leg's PDCP headers. Empty
-    when a flow or leg is missing."""
+    its leg delivered of it; the DC flow is what is left of both legs' output (PDCP
+    headers included), so with duplication it counts twice, once per leg. Empty when a
+    flow or leg is missing."""
     if any(delivered.get(f) is None for f in FLOW_NAMES) or not {"leg1", "leg2"} <= set(legs):
         return {}
     dc = (legs["leg1"] - delivered["sc1"]) + (legs["leg2"] - delivered["sc2"])
