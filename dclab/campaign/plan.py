@@ -12,7 +12,7 @@ import fnmatch
 import hashlib
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -297,8 +297,7 @@ def select_groups(c: Campaign, patterns: tuple[str, ...] | list[str]) -> Campaig
         if not fnmatch.filter(names, p):
             raise ScenarioError(f"--group: no group of {c.name} matches {p!r} (groups: {', '.join(names)})")
     kept = [g for g, n in zip(c.groups, names, strict=True) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
-    return Campaign(name=c.name, description=c.description, reps=c.reps, experiment_options=c.experiment_options,
-                    groups=kept)
+    return replace(c, groups=kept)
 
 
 def shard(runs: list[PlannedRun], spec: str | None) -> list[PlannedRun]:
