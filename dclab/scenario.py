@@ -42,6 +42,9 @@ class Scenario(BaseModel):
     jitter_reorders: Annotated[StrictBool, Field(description="jitter may reorder packets (netem); False: "
                                                  "order-preserving jitter, on every direction")] = True
     loss: Annotated[list[LossPct], Field(min_length=1, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
+    loss_at: Annotated[Literal["after-rate", "before-rate"], Field(
+        description="where loss judges packets: after the rate stage (a lost packet used its transmission "
+                    "time) or before it (it never queues)")] = "after-rate"
     duplicate: StrictBool = False
     reordering: StrictBool = True
     t_reordering: Annotated[float | None, Field(ge=0, le=60_000, description="ms; None is infinity")] = 200.0
@@ -52,6 +55,8 @@ class Scenario(BaseModel):
     queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 100
     uplink_queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
     delay_limit: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    pdcp_processing: Annotated[float, Field(ge=0, le=1000, description=(
+        "ms each PDCP entity holds every packet, each way (the study's proxies: about 1)"))] = 0.0
     sn_bits: Literal[12, 16, 18] = 16
     header_bytes: Annotated[int, Field(ge=0, le=64)] = 2
     mtu: Annotated[int, Field(ge=1280, le=9000)] = 1500
@@ -81,6 +86,8 @@ class Scenario(BaseModel):
                 raise ValueError("trace: not used with --link (the cell's capacity follows the channel)")
             if self.duplicate:
                 raise ValueError("duplicate: needs two legs; --link gives one")
+            if self.loss_at != "after-rate":
+                raise ValueError("loss_at: only after-rate with --link (a cell has no rate stage to put loss before)")
             if self.queue_packets != 100:
                 raise ValueError(f"queue_packets: not used with --link (each device has its own "
                                  f"{lte.QUEUE_BYTES // 1000} kB queue at the cell, dclab/lte.py)")
@@ -119,7 +126,7 @@ def build(base: Scenario | None = None, **changes: object) -> Scenario:
 
 # Fields added after the first campaign store: a run key includes them only when they
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
-ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link")
+ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing")
 
 # The CLI option of a field where it is not --field-name.
 OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue"}
@@ -129,7 +136,7 @@ RANGES: dict[str, tuple[object, object]] = {
     "batch": (1, 100_000), "split": (0, 100), "bw": ("> 0", 100_000), "delay": (0, 10_000),
     "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "uplink_bw": ("> 0", 100_000),
     "uplink_delay": (0, 10_000), "uplink_loss": (0, 100), "queue_packets": (1, 1_000_000), "uplink_queue_packets": (1, 1_000_000),
-    "delay_limit": (1, 1_000_000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
+    "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
 }
 
 

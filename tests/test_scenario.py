@@ -38,6 +38,9 @@ def test_defaults_are_the_reference_testbed():
         (["--split", "0:0"], "--split: at least one share must be above 0"),
         (["--delay-cov", "2"], "--delay-cov: must be at least 0 and at most 1 (got 2.0)"),
         (["--t-reordering", "-1"], "--t-reordering: must be at least 0 and at most 60000"),
+        (["--pdcp-processing", "2000"], "--pdcp-processing: must be at least 0 and at most 1000 (got 2000.0)"),
+        (["--loss-at", "middle"], "Invalid value for '--loss-at': 'middle' is not one of 'after-rate', 'before-rate'"),
+        (["--link", "lte:good", "--loss-at", "before-rate"], "--loss-at: only after-rate with --link"),
     ],
 )
 def test_invalid_values_are_refused_naming_option_and_range(args, message):
@@ -193,6 +196,38 @@ def test_run_keys_change_only_when_the_new_fields_leave_their_defaults():
     base = key(sc.Scenario())
     assert key(sc.build(jitter_reorders=True, uplink_loss=0.0)) == base
     assert len({base, key(sc.build(jitter_reorders=False)), key(sc.build(uplink_loss=1.0))}) == 3
+
+
+def test_loss_placement_and_pdcp_processing_reach_dcemu(tmp_path):
+    """--loss-at and --pdcp-processing (issue 14) render into every direction and [pdcp],
+    dcemu reads them back, and run keys change only when they leave their defaults. What
+    they do to packets is tested in dcemu: `loss_before_or_after_the_rate_stage`
+    (emu/src/link/direction.rs) and `pdcp_processing_delays_each_way_at_both_entities`
+    (emu/tests/engine.rs)."""
+    from dclab.campaign import plan as cp
+
+    r = CliRunner().invoke(app, ["scenario", "show", "--loss-at", "before-rate", "--pdcp-processing", "1",
+                                 "--loss", "0.2,0.2"])
+    assert r.exit_code == 0, r.output
+    s = sc.Scenario.model_validate(tomllib.loads(r.output))
+    assert (s.loss_at, s.pdcp_processing) == ("before-rate", 1.0)
+    d = tomllib.loads(render(s))
+    assert d["pdcp"]["processing_ms"] == 1.0
+    assert {leg[k]["loss_at"] for leg in d["legs"] for k in ("downlink", "uplink") if k in leg} == {"before-rate"}
+    if DCEMU.exists():
+        f = tmp_path / "d.toml"
+        f.write_text(render(s, "fairness", {"server_netns": "dclab-a", "client_netns": "dclab-b"}))
+        p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        back = tomllib.loads(p.stdout)
+        assert back["pdcp"]["processing_ms"] == 1.0
+        assert [leg["downlink"]["loss_at"] for leg in back["legs"]] == ["before-rate", "before-rate"]
+    cfg = cp.parse_config("tcp:cubic")
+    options = get_experiment("throughput").options().model_dump(mode="json")
+    keys = {cp.run_key("throughput", cfg, "loss", 0.2, 1, x, options)
+            for x in (sc.build(loss=[0.2, 0.2]), sc.build(loss=[0.2, 0.2], loss_at="after-rate", pdcp_processing=0.0),
+                      sc.build(loss=[0.2, 0.2], loss_at="before-rate"), sc.build(loss=[0.2, 0.2], pdcp_processing=1.0))}
+    assert len(keys) == 3
 
 
 def test_lte_levels_are_the_study_distances():

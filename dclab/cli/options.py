@@ -67,6 +67,10 @@ def scenario_options(f: F) -> F:
                      help="Jitter may reorder packets (netem), or each packet's delay is drawn but it never "
                           "overtakes an earlier one; every direction [default: --jitter-reorders]."),
         click.option("--loss", help="Random loss per downlink leg in percent, e.g. 0.1,0.1 [default 0,0]."),
+        click.option("--loss-at", type=click.Choice(["after-rate", "before-rate"]),
+                     help="Where loss judges packets: after the rate stage (a lost packet used its transmission "
+                          "time, as the second of two stacked netem qdiscs) or before it (it never queues, as "
+                          "netem's loss on the rate qdisc); every leg and the uplink [default after-rate]."),
         click.option("--queue", "queue_packets", type=int,
                      help="Downlink rate-stage queue per leg in packets (1-1000000) [default 100]."),
         click.option("--uplink-bw", type=float, help="Uplink rate (leg 1) in Mbit/s [default 20]."),
@@ -77,6 +81,9 @@ def scenario_options(f: F) -> F:
         click.option("--duplicate/--no-duplicate", default=None, help="PDCP duplication: every packet on both legs."),
         click.option("--no-reordering", is_flag=True, default=None, help="Turn PDCP reordering off (arrival order)."),
         click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
+        click.option("--pdcp-processing", type=float, metavar="MS",
+                     help="Each PDCP entity holds every packet this long, each way: where it enters the emulated "
+                          "network and where it leaves (0-1000 ms; the study's proxies took about 1) [default 0]."),
         click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Bandwidth trace (mahimahi or CSV) on both downlinks instead of --bw."),
         click.option("--link", metavar="lte:LEVEL",
@@ -102,8 +109,8 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
         for name in ("bw", "delay", "loss"):
             if kw.get(name) is not None:
                 changes[name] = sc.parse_list(f"--{name}", kw[name])
-        for name in ("delay_cov", "jitter_reorders", "queue_packets", "uplink_bw", "uplink_delay", "uplink_loss",
-                     "uplink_queue_packets"):
+        for name in ("delay_cov", "jitter_reorders", "loss_at", "queue_packets", "uplink_bw", "uplink_delay",
+                     "uplink_loss", "uplink_queue_packets", "pdcp_processing"):
             if kw.get(name) is not None:
                 changes[name] = kw[name]
         if kw.get("duplicate") is not None:

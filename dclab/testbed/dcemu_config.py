@@ -14,9 +14,9 @@ from ..scenario import Scenario
 
 
 def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_ms: float, limit: int,
-               loss_pct: float, jitter_reorders: bool) -> dict[str, Any]:
+               loss_pct: float, jitter_reorders: bool, loss_at: str = "after-rate") -> dict[str, Any]:
     d: dict[str, Any] = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit,
-                         "jitter_reorders": jitter_reorders}
+                         "jitter_reorders": jitter_reorders, "loss_at": loss_at}
     if std_ms > 0:
         d["delay"] = {"distribution": "normal", "mean_ms": delay_ms, "std_ms": std_ms}
     else:
@@ -48,11 +48,12 @@ def legs(s: Scenario) -> list[dict[str, Any]]:
         leg: dict[str, Any] = {
             "name": f"leg{i + 1}",
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
-                                   s.jitter_reorders),
+                                   s.jitter_reorders, s.loss_at),
         }
         if i == 0:
             leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
-                                       s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.jitter_reorders)
+                                       s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.jitter_reorders,
+                                       s.loss_at)
         out.append(leg)
     return out
 
@@ -85,6 +86,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
             # A cell's queue drops leave holes the receiver would wait t-Reordering for,
             # and one leg has nothing to reorder.
             "reordering": s.reordering and s.link is None,
+            "processing_ms": s.pdcp_processing,
         },
         "split": {"batch": s.batch, "ratio": list(s.split)},
         "stats": {"interval_ms": max(s.stats_interval_ms, plan.stats_interval_ms or 0.0)},

@@ -148,6 +148,41 @@ fn uplink_uses_its_own_leg_and_delay() {
     assert_eq!(h.written, vec![(Dir::Up, 4 * NS_PER_MS, 7, 100)]);
 }
 
+/// `pdcp.processing_ms`: every packet waits at the entity where it enters and at the one
+/// where it leaves, each way; the timing of the rest (rate, delay, reordering) is the same,
+/// shifted by the entry's delay.
+#[test]
+fn pdcp_processing_delays_each_way_at_both_entities() {
+    let with = format!("[pdcp]\nprocessing_ms = 1\n{TWO_LEGS}");
+    let mut plain = Harness::new(TWO_LEGS);
+    let mut slow = Harness::new(&with);
+    for h in [&mut plain, &mut slow] {
+        for i in 0..20u32 {
+            h.inject(
+                i as Nanos * 500 * NS_PER_US,
+                Dir::Down,
+                &udp(4433, 5000, i, 1000, true),
+            );
+            if i == 2 {
+                h.inject(NS_PER_MS, Dir::Up, &udp(5000, 4433, 99, 100, false));
+            }
+        }
+        h.run_until(200 * NS_PER_MS);
+    }
+    assert_eq!(slow.written.len(), 21);
+    for (p, s) in plain.written.iter().zip(&slow.written) {
+        assert_eq!((p.0, p.2, p.3), (s.0, s.2, s.3));
+        assert_eq!(s.1, p.1 + 2 * NS_PER_MS, "{p:?} {s:?}");
+    }
+    // The uplink packet: 1 ms in, 3 ms on the uplink, 1 ms out.
+    assert!(slow.written.contains(&(Dir::Up, 6 * NS_PER_MS, 99, 100)));
+    let bad = parse("[pdcp]\nprocessing_ms = -1", Path::new(".")).unwrap_err();
+    assert!(
+        format!("{bad:#}").contains("pdcp.processing_ms: must be between 0 and 1000"),
+        "{bad:#}"
+    );
+}
+
 #[test]
 fn duplication_delivers_each_packet_once_and_loads_both_legs() {
     let text = format!("{TWO_LEGS}\n[[bearers]]\nname = \"dup\"\nmode = \"dup\"\n");

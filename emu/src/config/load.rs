@@ -512,6 +512,19 @@ mod tests {
                  downlink)",
             ),
             (
+                format!(
+                    "[[legs]]\nname = 'lte'\n[legs.downlink]\nloss_at = 'before-rate'\n\
+                         [legs.downlink.cell]\n{dev}"
+                ),
+                "legs[0].downlink.loss_at: a cell has no rate stage to put loss before: use \
+                 \"after-rate\" (the default)",
+            ),
+            (
+                "[[legs]]\nname = 'a'\n[legs.downlink]\nloss_at = 'middle'".into(),
+                "line 4, column 11: legs[0].downlink.loss_at: unknown variant `middle`, \
+                 expected `after-rate` or `before-rate`",
+            ),
+            (
                 format!("{cell}{dev}[[schedule]]\nat_ms = 5\nleg = 'lte'\nrate = '1mbit'"),
                 "schedule[0].rate: leg \"lte\"'s downlink is a cell (its capacity follows \
                  the channel); only delay and loss can change",

@@ -34,6 +34,8 @@ pub struct Pdcp {
     pub reordering: bool,
     pub out_of_order: bool,
     pub initial_count: u32,
+    /// Each PDCP entity's processing delay (`pdcp.processing_ms`); 0: none.
+    pub processing: Nanos,
 }
 
 #[derive(Debug, Clone)]

@@ -122,6 +122,11 @@ pub struct PdcpFile {
     pub out_of_order: bool,
     #[serde(default)]
     pub initial_count: u32,
+    /// Processing time of each PDCP entity, ms (the reference study's NFQUEUE proxies took
+    /// about 1): every packet, each way, waits this long at the entity where it enters the
+    /// emulated network and again at the one where it leaves. 0 (default) adds nothing.
+    #[serde(default)]
+    pub processing_ms: f64,
 }
 
 fn d_sn_bits() -> u8 {
@@ -146,6 +151,7 @@ impl Default for PdcpFile {
             reordering: true,
             out_of_order: false,
             initial_count: 0,
+            processing_ms: 0.0,
         }
     }
 }
@@ -292,6 +298,14 @@ pub enum LossFile {
     },
 }
 
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossAt {
+    #[default]
+    AfterRate,
+    BeforeRate,
+}
+
 fn d_hundred() -> f64 {
     100.0
 }
@@ -318,6 +332,11 @@ pub struct DirectionFile {
     pub jitter_reorders: bool,
     #[serde(default = "d_loss")]
     pub loss: LossFile,
+    /// Where `loss` judges packets: after the rate stage (default; a lost packet has used
+    /// its transmission time, as a loss in the second of two stacked netem qdiscs) or
+    /// before it (a lost packet never reaches the queue, as netem's loss on the rate qdisc).
+    #[serde(default)]
+    pub loss_at: LossAt,
     /// An LTE cell instead of the rate stage (downlink only): per-device queues and a TTI
     /// scheduler; loss and delay follow it. Every bearer on the leg is one device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -411,6 +430,7 @@ impl Default for DirectionFile {
             delay_limit: d_delay_limit(),
             jitter_reorders: true,
             loss: d_loss(),
+            loss_at: LossAt::AfterRate,
             cell: None,
         }
     }

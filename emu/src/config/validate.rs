@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::model::{Bearer, CellLeg, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
 use super::schema::{
     BearerFile, BearerMode, CellDeviceFile, CellFile, DelayFile, DirectionFile, DirectionName,
-    LossFile, MatchFile, MsOrInf, PortValue, RateValue, ScenarioFile, SplitFile, TraceFile,
+    LossAt, LossFile, MatchFile, MsOrInf, PortValue, RateValue, ScenarioFile, SplitFile, TraceFile,
 };
 use super::trace_file;
 use crate::base::time::from_ms;
@@ -20,6 +20,9 @@ use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
 
 /// Largest finite t-Reordering, ms (1 hour; `pdcp.t_reordering_ms`, `--t-reordering`).
 pub const MAX_T_REORDERING_MS: f64 = 3_600_000.0;
+
+/// Largest PDCP processing delay, ms (`pdcp.processing_ms`).
+pub const MAX_PROCESSING_MS: f64 = 1_000.0;
 
 /// An invalid scenario: `field` is the path inside the file, `msg` says what is allowed.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +90,12 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
             "needs pdcp.reordering = true (bypass already delivers in arrival order)",
         )?;
     }
+    in_range(
+        "pdcp.processing_ms",
+        p.processing_ms,
+        0.0,
+        MAX_PROCESSING_MS,
+    )?;
     let pdcp = Pdcp {
         sn_bits: p.sn_bits,
         header_bytes: p.header_bytes,
@@ -94,6 +103,7 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         reordering: p.reordering,
         out_of_order: p.out_of_order,
         initial_count: p.initial_count,
+        processing: from_ms(p.processing_ms),
     };
 
     in_range(
@@ -663,6 +673,7 @@ fn direction_spec(field: &str, d: &DirectionFile, base: &Path) -> Result<LinkSpe
         delay_limit: d.delay_limit,
         jitter_reorders: d.jitter_reorders,
         loss: loss_spec(&format!("{field}.loss"), &d.loss)?,
+        loss_before_rate: d.loss_at == LossAt::BeforeRate,
     })
 }
 
@@ -694,6 +705,12 @@ fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<CellSpec> {
             ),
             "a cell has a queue per device: give queue_bytes or queue_packets in \
              cell.devices instead",
+        )?;
+    }
+    if d.loss_at == LossAt::BeforeRate {
+        bad(
+            format!("{field}.loss_at"),
+            "a cell has no rate stage to put loss before: use \"after-rate\" (the default)",
         )?;
     }
     let f = format!("{field}.cell");

@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 
 use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
+use super::processing::FixedDelay;
 use super::record::{
     BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record,
 };
@@ -62,6 +63,8 @@ struct BearerState {
 #[derive(Clone, Copy, Debug)]
 enum Due {
     Rx(usize),
+    Exit,
+    Entry,
     Change,
     Down(usize),
     Up(usize),
@@ -80,6 +83,10 @@ pub struct Engine {
     next_stats: Nanos,
     last_stats: Nanos,
     outputs: VecDeque<Output>,
+    /// The PDCP entities' processing (`pdcp.processing_ms` > 0): where packets enter the
+    /// emulated network (either way) and where they leave it.
+    entry: Option<FixedDelay<(Dir, Pkt)>>,
+    exit: Option<FixedDelay<Output>>,
     records: Vec<Record>,
     counters: EngineCounters,
 }
@@ -172,6 +179,8 @@ impl Engine {
             next_stats: s.stats_interval,
             last_stats: 0,
             outputs: VecDeque::with_capacity(4096),
+            entry: (s.pdcp.processing > 0).then(|| FixedDelay::new(s.pdcp.processing)),
+            exit: (s.pdcp.processing > 0).then(|| FixedDelay::new(s.pdcp.processing)),
             records: Vec::new(),
             counters: EngineCounters::default(),
         })
@@ -209,13 +218,30 @@ impl Engine {
             bearer: b as u16,
         };
         match dir {
-            Dir::Down => {
-                self.counters.packets_in_down += 1;
-                self.send_down(now, pkt);
-            }
-            Dir::Up => {
-                self.counters.packets_in_up += 1;
-                self.send_up(now, pkt);
+            Dir::Down => self.counters.packets_in_down += 1,
+            Dir::Up => self.counters.packets_in_up += 1,
+        }
+        match self.entry.as_mut() {
+            Some(entry) => entry.push(now, (dir, pkt)),
+            None => self.send(now, dir, pkt),
+        }
+    }
+
+    /// `pkt` enters the emulated network at `now` (after the entry's processing, if any).
+    fn send(&mut self, now: Nanos, dir: Dir, pkt: Pkt) {
+        let first_new = self.outputs.len();
+        match dir {
+            Dir::Down => self.send_down(now, pkt),
+            Dir::Up => self.send_up(now, pkt),
+        }
+        self.hand_to_exit(first_new);
+    }
+
+    /// Moves the outputs from index `from` on into the exit's processing, if there is one.
+    fn hand_to_exit(&mut self, from: usize) {
+        if let Some(exit) = self.exit.as_mut() {
+            for o in self.outputs.drain(from..) {
+                exit.push(o.at, o);
             }
         }
     }
@@ -290,6 +316,14 @@ impl Engine {
             consider(b.rx.as_ref().and_then(|rx| rx.next_deadline()), Due::Rx(i));
         }
         consider(
+            self.exit.as_ref().and_then(|e| e.next_deadline()),
+            Due::Exit,
+        );
+        consider(
+            self.entry.as_ref().and_then(|e| e.next_deadline()),
+            Due::Entry,
+        );
+        consider(
             self.schedule.get(self.next_change).map(|c| c.0),
             Due::Change,
         );
@@ -319,6 +353,24 @@ impl Engine {
     }
 
     fn step(&mut self, t: Nanos, due: Due) {
+        match due {
+            Due::Exit => {
+                if let Some(exit) = self.exit.as_mut() {
+                    while let Some((at, o)) = exit.pop_due(t) {
+                        self.outputs.push_back(Output { at, ..o });
+                    }
+                }
+                return;
+            }
+            Due::Entry => {
+                while let Some((at, (dir, pkt))) = self.entry.as_mut().and_then(|e| e.pop_due(t)) {
+                    self.send(at, dir, pkt);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let first_new = self.outputs.len();
         let Engine {
             legs,
             bearers,
@@ -411,7 +463,9 @@ impl Engine {
                 self.last_stats = t;
                 self.next_stats = t + self.stats_interval;
             }
+            Due::Exit | Due::Entry => unreachable!("handled above"),
         }
+        self.hand_to_exit(first_new);
     }
 
     fn apply(&mut self, now: Nanos, what: ChangeKind) {

@@ -1,5 +1,5 @@
 //! The emulator core: the engine that wires classifier, PDCP and legs together, the bearer
-//! classifier, and the stats records the engine fills in, and a cell leg's downlink. Built from a validated
+//! classifier, the PDCP entities' processing delay, and the stats records the engine fills in, and a cell leg's downlink. Built from a validated
 //! [`crate::config::Scenario`]; clock-free like everything below it.
 
 pub mod cell_leg;
@@ -7,6 +7,7 @@ pub mod classifier;
 // The room is named after its main part; classifier and records sit beside it.
 #[allow(clippy::module_inception)]
 pub mod engine;
+pub mod processing;
 pub mod record;
 
 pub use cell_leg::{CellDirection, Downlink};

@@ -27,6 +27,8 @@ pub struct LinkSpec {
     /// netem-style reordering jitter (true) or order-preserving jitter (false).
     pub jitter_reorders: bool,
     pub loss: LossModel,
+    /// Loss judges packets as they are offered to the rate stage (true) or as they leave it.
+    pub loss_before_rate: bool,
 }
 
 impl LinkSpec {
@@ -44,6 +46,7 @@ impl LinkSpec {
             delay_limit: Some(10_000),
             jitter_reorders: true,
             loss: LossModel::None,
+            loss_before_rate: false,
         }
     }
 }
@@ -76,6 +79,8 @@ pub struct LinkDirection {
 #[derive(Debug)]
 pub struct LinkTail {
     loss: Loss,
+    /// The loss model is applied by `lose_before` (before the queueing stage), not `offer`.
+    loss_before: bool,
     delay: DelayStage,
 }
 
@@ -84,6 +89,7 @@ impl LinkTail {
     pub fn new(spec: &LinkSpec, seed: u64) -> Self {
         LinkTail {
             loss: Loss::new(spec.loss, sub_seed(seed, 1)),
+            loss_before: spec.loss_before_rate,
             delay: DelayStage::new(
                 spec.delay,
                 spec.delay_limit,
@@ -95,12 +101,22 @@ impl LinkTail {
 
     /// `p` left the queueing stage at `t`: lost, dropped at the delay limit, or delayed.
     pub fn offer(&mut self, t: Nanos, p: Pkt, c: &mut LinkCounters) {
-        if self.loss.lose() {
+        if !self.loss_before && self.loss.lose() {
             c.dropped_loss_packets += 1;
             c.dropped_loss_bytes += p.len as u64;
         } else if self.delay.enqueue(t, p).is_err() {
             c.dropped_delay_limit_packets += 1;
         }
+    }
+
+    /// With loss before the queueing stage: whether `p`, offered to it, is lost (counted).
+    pub fn lose_before(&mut self, p: &Pkt, c: &mut LinkCounters) -> bool {
+        let lost = self.loss_before && self.loss.lose();
+        if lost {
+            c.dropped_loss_packets += 1;
+            c.dropped_loss_bytes += p.len as u64;
+        }
+        lost
     }
 
     /// The earlier of `queued` (the queueing stage's deadline) and the delay stage's.
@@ -152,11 +168,15 @@ impl LinkDirection {
         }
     }
 
-    /// Offers `p` at `now`; `false` = tail-dropped at the rate-stage queue (counted).
+    /// Offers `p` at `now`; `false` = dropped (counted): tail-dropped at the rate-stage
+    /// queue, or lost there with `loss_before_rate`.
     pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += p.len as u64;
+        if self.tail.lose_before(&p, &mut self.counters) {
+            return false;
+        }
         match self.rate.enqueue(now, p) {
             Ok(()) => true,
             Err(p) => {
@@ -246,6 +266,7 @@ mod tests {
             delay_limit: None,
             jitter_reorders: true,
             loss: LossModel::None,
+            loss_before_rate: false,
         };
         let mut l = LinkDirection::new(&spec, 1);
         for i in 0..5 {
@@ -281,6 +302,7 @@ mod tests {
             delay_limit: Some(2),
             jitter_reorders: false,
             loss: LossModel::None,
+            loss_before_rate: false,
         };
         let mut l = LinkDirection::new(&spec, 1);
         for i in 0..4 {
@@ -302,6 +324,50 @@ mod tests {
             (c.dropped_loss_packets, c.dropped_loss_bytes, c.packets_out),
             (1, 100, 2)
         );
+    }
+
+    /// Loss after the rate stage: a lost packet still used its transmission time (the
+    /// survivors keep their 1 ms slots). Before it: the lost packet never queues, so the
+    /// survivors leave back to back and the queue limit counts only them.
+    #[test]
+    fn loss_before_or_after_the_rate_stage() {
+        let run = |before: bool| {
+            let spec = LinkSpec {
+                rate: RateSpec::Fixed { bps: 12_000_000 }, // 1 ms per 1500 bytes
+                queue_packets: Some(10),
+                queue_bytes: None,
+                delay: DelayDist::Constant { ms: 0.0 },
+                delay_limit: None,
+                jitter_reorders: false,
+                loss: LossModel::Bernoulli { p: 0.5 },
+                loss_before_rate: before,
+            };
+            let mut l = LinkDirection::new(&spec, 7);
+            let accepted: Vec<bool> = (0..20).map(|i| l.enqueue(0, pkt(i, 1500))).collect();
+            let mut out = Vec::new();
+            l.poll(NS_PER_S, &mut |t, p| out.push((t / NS_PER_MS, p.id)));
+            (accepted, out, l.counters().clone())
+        };
+        let (acc, out, c) = run(false);
+        // Ten queue, ten are tail-dropped; loss then takes some of the ten in their slots.
+        assert_eq!(acc.iter().filter(|a| **a).count(), 10);
+        assert_eq!(c.dropped_queue_packets, 10);
+        assert_eq!(out.len() as u64 + c.dropped_loss_packets, 10);
+        assert!(c.dropped_loss_packets > 0 && !out.is_empty());
+        assert!(out.iter().all(|&(t, id)| t == id as u64 + 1), "{out:?}");
+        assert!(out.iter().enumerate().any(|(k, &(t, _))| t != k as u64 + 1));
+
+        let (acc, out, c) = run(true);
+        // Lost packets are refused at the door and take no queue room: more than ten of
+        // the twenty offered are either lost or sent, and the sent leave 1 ms apart.
+        assert_eq!(
+            acc.iter().filter(|a| !**a).count() as u64,
+            c.dropped_loss_packets + c.dropped_queue_packets
+        );
+        assert_eq!(out.len(), 10);
+        assert!(c.dropped_loss_packets > 0);
+        let times: Vec<u64> = out.iter().map(|o| o.0).collect();
+        assert_eq!(times, (1..=10).collect::<Vec<u64>>());
     }
 
     /// A reproducible workload: bursty arrivals of mixed sizes plus scheduled changes.
@@ -404,6 +470,7 @@ mod tests {
             delay_limit: Some(30),
             jitter_reorders: true,
             loss: LossModel::Bernoulli { p: 0.02 },
+            loss_before_rate: false,
         }
     }
 
