@@ -109,3 +109,31 @@ def test_the_report_has_a_fidelity_section(tmp_path):
     assert "3 points, 1 with successful runs" in html and "Fig. 7" in html
     assert 'id="fidelity"' not in build_report(store, tmp_path / "rep2", "t").read_text()
     assert Path(tmp_path / "rep" / "index.html").is_file()
+
+
+def test_pdcp_stalls_are_tabled_per_point_from_the_runs_receiver_statistics():
+    """Issue 14's stall statistics: the throughput sweep's second table, means per run of
+    dcemu's receiver counters and wait histogram (as pdcp_summary keeps them)."""
+    from dclab.analysis.figures import pdcp_stall_table
+    from dclab.experiments import get_experiment
+
+    def pdcp(expiries: int, wait_mean_us: float, lost: int) -> dict:
+        return {"rx": {"timer_expiries": expiries, "counts_given_up": expiries * 2},
+                "rx_wait_us": {"count": 10, "mean_us": wait_mean_us, "p50_us": 0, "p99_us": 200_000, "max_us": 201_000},
+                "legs": {"leg1": {"dropped_loss_packets": lost}, "leg2": {"dropped_loss_packets": lost + 1}}}
+
+    rs = rows()
+    for r, (e, w) in zip(rs, [(4, 3000.0), (6, 5000.0), (9, 9000.0), (0, 10.0), (2, 30.0), (1, 20.0)], strict=True):
+        r["metrics"]["pdcp"] = pdcp(e, w, e)
+    rs.append({**rs[0], "run_key": "bypassed", "metrics": {"goodput_mbps": 9.0, "pdcp": {"legs": {}}},
+               "value": "0.1", "value_num": 0.1})
+    table = pdcp_stall_table(rs)
+    # The failed run (third quic-large) and the run without a receiver do not count.
+    assert [(d["series"], d["n"]) for d in table] == [("aioquic reno quic-large", 2), ("tcp reno tcp", 3)]
+    quic, tcp = table
+    assert (quic["expiries"], quic["given_up"], quic["lost"]) == (5.0, 10.0, 11.0)
+    assert (quic["wait_mean_ms"], quic["wait_p99_ms"], quic["wait_max_ms"]) == (4.0, 200.0, 201.0)
+    assert tcp["expiries"] == pytest.approx(1.0)
+    tables = get_experiment("throughput").sweep_tables(rs)
+    assert len(tables) == 2 and "t-Reordering expiries" in tables[1][1].columns
+    assert tables[1][1].rows[0][2:5] == ["5", "10", "11"]

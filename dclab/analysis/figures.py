@@ -147,6 +147,39 @@ def metric_table(rows: list[Row], metric: str) -> list[dict[str, Any]]:
     return _by_value(out)
 
 
+# The PDCP receiver's stall statistics of a run (metrics "pdcp", analysis.metrics.pdcp_summary):
+# name -> (column, reader). Waits are dcemu's per-delivery histogram, in microseconds.
+PDCP_STALLS: dict[str, tuple[str, Any]] = {
+    "expiries": ("t-Reordering expiries", lambda p: (p.get("rx") or {}).get("timer_expiries")),
+    "given_up": ("COUNTs given up", lambda p: (p.get("rx") or {}).get("counts_given_up")),
+    "lost": ("lost on the legs", lambda p: sum(leg.get("dropped_loss_packets", 0) for leg in (p.get("legs") or {}).values())),
+    "wait_mean_ms": ("wait mean (ms)", lambda p: _us_to_ms((p.get("rx_wait_us") or {}).get("mean_us"))),
+    "wait_p99_ms": ("wait p99 (ms)", lambda p: _us_to_ms((p.get("rx_wait_us") or {}).get("p99_us"))),
+    "wait_max_ms": ("wait max (ms)", lambda p: _us_to_ms((p.get("rx_wait_us") or {}).get("max_us"))),
+}
+
+
+def _us_to_ms(us: object) -> float | None:
+    v = _number(us)
+    return None if v is None else v / 1e3
+
+
+def pdcp_stall_table(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per parameter value and series, over the successful runs that kept PDCP receiver
+    statistics: the mean per run of each of PDCP_STALLS, and n. Empty when no run has them
+    (reordering off: the receiver is bypassed)."""
+    out = []
+    for (num, text, series), rs in _groups(rows).items():
+        pdcps = [p for r in rs if r.get("ok") and (p := (r.get("metrics") or {}).get("pdcp")) and p.get("rx")]
+        if not pdcps:
+            continue
+        d: dict[str, Any] = {"value_num": num, "value": text, "series": series, "n": len(pdcps)}
+        for name, (_, read) in PDCP_STALLS.items():
+            d[name] = mean_std([_number(read(p)) for p in pdcps])["mean"]
+        out.append(d)
+    return _by_value(out)
+
+
 def _row_annotation(r: Row, annotate: str, flows: list[str]) -> float | None:
     v = metric_of(r, annotate)
     if v is not None or annotate != "jfi":

@@ -23,7 +23,7 @@ from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
 from ..testbed import Testbed
-from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, in_range
+from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, Table, _fmt, in_range
 
 DC_PORT = 4433  # the study's port of the DC flow
 MAX_STREAMS = 64  # below every stack's limit of streams open at once (aioquic 128, ngtcp2 and curl 100)
@@ -118,6 +118,22 @@ class Throughput(Experiment):
                                            out_dir / f"{stem}-streams.png", title, xlabel)
             out.append((path, f"{title} (median per-stream completion time: mean, std over repetitions; "
                               f"runs of more than one stream)"))
+        return out
+
+    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+        """The goodput table; then, where runs kept them, the PDCP receiver's stalls: how
+        often t-Reordering expired, how many COUNTs it gave up, packets lost on the legs, and
+        how long deliveries waited in the reordering buffer (means per run)."""
+        out = super().sweep_tables(rows)
+        stalls = figures.pdcp_stall_table(rows)
+        if stalls:
+            cols = ["value", "series"] + [c for c, _ in figures.PDCP_STALLS.values()] + ["n"]
+            body = [[d["value"] or "-", d["series"]]
+                    + [_fmt(d[k], 0 if k in ("expiries", "given_up", "lost") else 2) for k in figures.PDCP_STALLS]
+                    + [str(d["n"])] for d in stalls]
+            out.append(("PDCP receiver per run (means over the successful runs): t-Reordering expiries, COUNTs "
+                        "given up, packets lost on the legs, and each delivery's wait in the reordering buffer",
+                        Table(cols, body, [False] * len(body))))
         return out
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
