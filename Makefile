@@ -32,7 +32,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 # environment (dclab itself needs aioquic 1.x); rebuilt from scratch only when its lock
 # changes. aioquic 0.8 has no wheel for this Python: pip compiles it (gcc, OpenSSL headers).
 $(VENV2020)/.installed: requirements-aioquic2020.lock
-	@scripts/setup.sh gcc libssl-dev python3-dev
+	@scripts/setup.sh $(APT_PACKAGES) gcc libssl-dev python3-dev
 	rm -rf $(VENV2020)
 	python3 -m venv $(VENV2020)
 	$(VENV2020)/bin/pip install -q --no-deps --only-binary cryptography -r requirements-aioquic2020.lock
