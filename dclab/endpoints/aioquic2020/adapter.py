@@ -1,12 +1,12 @@
 """aioquic-2020: the aioquic the Dual Connectivity study ran (early 2020, QUIC draft 27,
 NewReno only), beside the current aioquic, so that the same points can be run with both.
 
-Version: aioquic 0.8.7 (released 2020-04-15). 0.8.6 (2020-02-22, the first release with
-draft 27), 0.8.7 and 0.8.8 (2020-05-25) all speak drafts 27, 26 and 25 (27 first), and
+Version: aioquic 0.8.7 (released 2020-04-15). 0.8.6 (2020-02-22, the day after draft 27
+appeared), 0.8.7 and 0.8.8 (2020-05-25) all speak drafts 27, 26 and 25 (27 first), and
 their QUIC code (connection, recovery, packet builder, streams) is the same but for a
-larger crypto-frame buffer in 0.8.8; all three install and transfer here. 0.8.7 is the
-middle of aioquic's draft-27 span (0.9 moved to drafts 28-29) and adds the cipher
-initialisation fix of its ``_crypto.c``. It runs from ``.venv-aioquic2020`` (``make
+larger crypto-frame buffer in 0.8.8; all three install and transfer here (with the lock's
+cryptography). 0.8.7 is the middle of aioquic's draft-27 span, which 0.9.0 (2020-05-27,
+draft 28 only) ended, and adds the cipher initialisation fix of its ``_crypto.c``. It runs from ``.venv-aioquic2020`` (``make
 setup``, from ``requirements-aioquic2020.lock``), since dclab itself needs aioquic 1.x;
 the server and client (``h3_server.py``, ``h3_client.py``) import only the stdlib and
 aioquic 0.8. The client's JSON line is the one ``AioquicStack._result`` reads, plus each
