@@ -6,9 +6,9 @@ appeared), 0.8.7 and 0.8.8 (2020-05-25) all speak drafts 27, 26 and 25 (27 first
 their QUIC code (connection, recovery, packet builder, streams) is the same but for a
 larger crypto-frame buffer in 0.8.8; all three install and transfer here (with the lock's
 cryptography). 0.8.7 is the middle of aioquic's draft-27 span, which 0.9.0 (2020-05-27,
-draft 28 only) ended, and adds the cipher initialisation fix of its ``_crypto.c``. It runs from ``.venv-aioquic2020`` (``make
-setup``, from ``requirements-aioquic2020.lock``), since dclab itself needs aioquic 1.x;
-the server and client (``h3_server.py``, ``h3_client.py``) import only the stdlib and
+draft 28 only) ended, and adds the cipher initialisation fix of its ``_crypto.c``. It
+runs from ``.venv-aioquic2020`` (``make setup``, from ``requirements-aioquic2020.lock``),
+since dclab itself needs aioquic 1.x; the server and client (``h3_server.py``, ``h3_client.py``) import only the stdlib and
 aioquic 0.8. The client's JSON line is the one ``AioquicStack._result`` reads, plus each
 connection's ``quic_version`` and ``alpn``, kept in ``extra`` (``0xff00001b``, ``h3-27``).
 
