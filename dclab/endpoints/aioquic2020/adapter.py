@@ -8,9 +8,10 @@ larger crypto-frame buffer in 0.8.8; all three install and transfer here (with t
 cryptography). 0.8.7 is the middle of aioquic's draft-27 span, which 0.9.0 (2020-05-27,
 draft 28 only) ended, and adds the cipher initialisation fix of its ``_crypto.c``. It
 runs from ``.venv-aioquic2020`` (``make setup``, from ``requirements-aioquic2020.lock``),
-since dclab itself needs aioquic 1.x; the server and client (``h3_server.py``, ``h3_client.py``) import only the stdlib and
-aioquic 0.8. The client's JSON line is the one ``AioquicStack._result`` reads, plus each
-connection's ``quic_version`` and ``alpn``, kept in ``extra`` (``0xff00001b``, ``h3-27``).
+since dclab itself needs aioquic 1.x; the server and client (``h3_server.py``,
+``h3_client.py``) import only the stdlib and aioquic 0.8. The client's JSON line is the
+one ``AioquicStack._result`` reads, plus each connection's ``quic_version`` and ``alpn``,
+kept in ``extra`` (``0xff00001b``, ``h3-27``).
 
 What it can do: one or more connections, objects in parallel or sequential streams, cc
 ``reno`` (aioquic 0.8's only controller; ``--cc`` accepts nothing else), qlog (kept in
