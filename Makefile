@@ -6,6 +6,7 @@ EMU := emu/target/release/dcemu
 APT_PACKAGES := iproute2 iperf3 iputils-ping iptables procps curl ngtcp2-client ngtcp2-server python3 python3-venv ca-certificates chromium
 VENV := .venv
 PY := $(VENV)/bin/python
+VENV2020 := .venv-aioquic2020
 
 .PHONY: setup build test check bench demo clean-net help
 
@@ -16,7 +17,7 @@ help:
 	@echo "make bench  measure dcemu against the kernel path; writes bench/results.json"
 
 # Installs what is missing; does nothing when everything is there.
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(VENV2020)/.installed
 	@scripts/setup.sh $(APT_PACKAGES)
 
 # The Python environment, rebuilt only when the pinned requirements change.
@@ -25,6 +26,17 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+# The study-era aioquic 0.8 (QUIC draft 27) of the aioquic-2020 stack, in its own
+# environment (dclab itself needs aioquic 1.x); rebuilt from scratch only when its lock
+# changes. aioquic 0.8 has no wheel for this Python: pip compiles it (gcc, OpenSSL headers).
+$(VENV2020)/.installed: requirements-aioquic2020.lock
+	@scripts/setup.sh $(APT_PACKAGES) gcc libssl-dev python3-dev
+	rm -rf $(VENV2020)
+	python3 -m venv $(VENV2020)
+	$(VENV2020)/bin/pip install -q --no-deps --only-binary cryptography -r requirements-aioquic2020.lock
+	$(VENV2020)/bin/pip check
 	touch $@
 
 build: setup

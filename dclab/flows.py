@@ -150,6 +150,10 @@ class FlowPlan:
         if quic_datagram is not None and not MIN_QUIC_DATAGRAM <= quic_datagram <= hi:
             raise PlanError(f"--quic-datagram: must be {MIN_QUIC_DATAGRAM} to {hi} (the MTU {scenario.mtu} - "
                             f"{IPV4_UDP_HEADERS}) (got {quic_datagram})")
+        for name in self.stacks():  # a stack with a fixed datagram size takes no other
+            err = get_stack(name).datagram_error(quic_datagram, hi)
+            if err:
+                raise PlanError(err)
         return replace(self, tcp_mss=tcp_mss, quic_datagram=quic_datagram)
 
 

@@ -214,13 +214,13 @@ def test_check_reports_every_problem_at_once():
 
 
 def test_registry():
-    assert list(STACKS) == ["aioquic", "ngtcp2", "tcp"]
+    assert list(STACKS) == ["aioquic", "aioquic-2020", "ngtcp2", "tcp"]
     for name in STACKS:
         st = get_stack(name)
         assert st.name == name and st.ccs and st.default_cc == st.ccs[0]
     with pytest.raises(StackError) as e:
         get_stack("x")
-    assert str(e.value) == "--stack: must be one of aioquic, ngtcp2, tcp (got 'x')"
+    assert str(e.value) == "--stack: must be one of aioquic, aioquic-2020, ngtcp2, tcp (got 'x')"
 
 
 def test_declared_capabilities():
@@ -228,9 +228,10 @@ def test_declared_capabilities():
     assert caps["aioquic"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), True, True)
     assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), False, False)
     assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), True, True, (), False, False)
+    assert caps["aioquic-2020"] == Capabilities(64, 10_000, ("parallel", "sequential"), fixed_datagram=1280)
 
 
-@pytest.mark.parametrize("name", ["ngtcp2", "tcp"])
+@pytest.mark.parametrize("name", ["ngtcp2", "tcp", "aioquic-2020"])
 def test_real_stacks_without_ranges_or_preconnect_refuse_them(name):
     st = get_stack(name)
     with pytest.raises(StackError) as e:

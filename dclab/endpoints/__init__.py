@@ -10,6 +10,7 @@ from .base import Stack, StackError
 # name -> "module:Class"; imported on first use so that one broken stack does not stop others.
 STACKS: dict[str, str] = {
     "aioquic": "dclab.endpoints.aioquic.adapter:AioquicStack",
+    "aioquic-2020": "dclab.endpoints.aioquic2020.adapter:Aioquic2020Stack",
     "ngtcp2": "dclab.endpoints.ngtcp2.adapter:Ngtcp2Stack",
     "tcp": "dclab.endpoints.tcp.adapter:TcpStack",
 }

@@ -220,6 +220,8 @@ class Capabilities:
     cc_options: tuple[str, ...] = ()  # names of the per-connection knobs it accepts
     ranges: bool = False  # Workload.ranged: objects as byte ranges of one body
     preconnect: bool = False  # Workload.preconnect: every handshake before the requests
+    # A QUIC stack whose max datagram size cannot be set: that size (None: it takes --quic-datagram)
+    fixed_datagram: int | None = None
 
 
 @dataclass(frozen=True)
@@ -409,6 +411,19 @@ class Stack(ABC):
         if errs:
             raise StackError(f"{self.name} cannot run this workload: " + "; ".join(errs))
         return cc
+
+    def datagram_error(self, quic_datagram: int | None, largest: int) -> str | None:
+        """Why this stack cannot run with max QUIC datagram ``quic_datagram`` (None: its
+        default) when the MTU carries at most ``largest`` bytes of UDP payload; None when
+        it can. Only a stack with ``capabilities.fixed_datagram`` can refuse."""
+        fixed = self.capabilities.fixed_datagram
+        if fixed is None:
+            return None
+        if quic_datagram not in (None, fixed):
+            return f"--quic-datagram: {self.name} sends {fixed}-byte datagrams, a size it cannot change (got {quic_datagram})"
+        if fixed > largest:
+            return f"--mtu: {self.name} sends {fixed}-byte datagrams, more than the MTU carries ({largest} bytes of UDP payload)"
+        return None
 
     def refusal(self, spec: ClientSpec) -> TransferResult | None:
         """For ``run``, which must not raise: None when ``check`` accepts the spec's cc and
