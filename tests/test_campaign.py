@@ -240,13 +240,19 @@ def test_group_patterns_pick_part_of_a_campaign(tmp_path):
 def test_the_fidelity_campaign_separates_the_causes():
     runs = cp.plan(cp.load("fidelity"))
     loss = [r for r in runs if r.experiment == "throughput"]
-    assert {(r.scenario.reordering, r.scenario.t_reordering) for r in loss} == {(True, 200.0), (True, None), (False, 200.0)}
+    assert {(r.scenario.reordering, r.scenario.t_reordering, r.scenario.loss_at, r.scenario.pdcp_processing)
+            for r in loss} == {(True, 200.0, "after-rate", 0.0), (True, None, "after-rate", 0.0),
+                               (False, 200.0, "after-rate", 0.0), (True, 200.0, "before-rate", 0.0),
+                               (True, 200.0, "after-rate", 1.0)}
     assert {r.value for r in loss} == {0.0, 0.05, 0.1, 0.2} and {r.options.size for r in loss} == {100_000_000}
-    assert {(r.config.stack, r.config.udp_buffer) for r in loss} == {("aioquic", "large"), ("tcp", "default")}
+    era = {(r.config.stack, r.config.udp_buffer) for r in loss if r.scenario.t_reordering == 200.0}
+    assert era == {("aioquic", "large"), ("aioquic-2020", "large"), ("tcp", "default")}
     dup = [r for r in runs if r.experiment == "fairness"]
     assert all(r.scenario.duplicate for r in dup) and {r.value for r in dup} == {0.0, 1.0, 2.0, 5.0}
+    assert {r.config.stack for r in dup} == {"aioquic", "aioquic-2020", "tcp"}
     assert len({r.scenario.seed for r in loss}) == 1 and {r.rep for r in loss} == set(range(1, 11))
-    assert len(runs) == 320 and len({r.key for r in runs}) == 320
+    # Three reordering variants x 3 stacks x 4 losses, two more x 2 stacks x 2 losses; 3 x 4 fairness points.
+    assert len(runs) == (3 * 3 * 4 + 2 * 2 * 2 + 3 * 4) * 10 and len({r.key for r in runs}) == len(runs)
 
 
 def test_inf_t_reordering_in_a_campaign_group_means_none():
