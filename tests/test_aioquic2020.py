@@ -115,6 +115,9 @@ def test_commands_use_the_old_environment(tmp_path):
     assert server[server.index("--cc") + 1] == "reno" and "--qlog-dir" in server
     client = STACK.client_command(ClientSpec(SERVER, PORT, Workload.single(1), "reno", tmp_path, certs, 5.0), tmp_path / "w.json")
     assert client[:2] == [str(adapter.PYTHON), str(adapter.CLIENT_SCRIPT)] and "--max-datagram-size" not in client
+    # Its one datagram size, given explicitly, is not passed on (the scripts take no such option).
+    sized = ClientSpec(SERVER, PORT, Workload.single(1), "reno", tmp_path, certs, 5.0, quic_datagram=adapter.DATAGRAM)
+    assert "--max-datagram-size" not in STACK.client_command(sized, tmp_path / "w.json")
 
 
 # The environment ------------------------------------------------------------------------

@@ -83,7 +83,8 @@ class PacketSizeOptions(Options):
         TCP_MSS, description=f"TCP MSS clamped on SYNs in both namespaces, bytes ({MIN_TCP_MSS} to {_MSS_RANGE}).")
     quic_datagram: Annotated[int | None, in_range(MIN_QUIC_DATAGRAM, MAX_MTU - IPV4_UDP_HEADERS, _DATAGRAM_RANGE)] = Field(
         None, description=f"Max UDP payload the QUIC stacks send, bytes ({MIN_QUIC_DATAGRAM} to {_DATAGRAM_RANGE}) "
-                          f"[default: each stack's own: aioquic 1252, ngtcp2 1200 raised to about 1450 by its path MTU discovery; aioquic-2020 sends 1280 and takes no other].")
+                          f"[default: each stack's own: aioquic 1252, ngtcp2 1200 raised to about 1450 by its path MTU "
+                          f"discovery; aioquic-2020 sends 1280 and takes no other].")
 
     def packet_sizes(self) -> dict[str, int | None]:
         return {"tcp_mss": self.tcp_mss, "quic_datagram": self.quic_datagram}

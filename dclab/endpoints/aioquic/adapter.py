@@ -80,10 +80,15 @@ class AioquicStack(Stack):
             return [f"aioquic is not importable ({e}): pip install aioquic (version in requirements.lock)"]
         return []
 
+    def program(self, role: str) -> list[str]:
+        """The start of the command that runs our ``server`` or ``client`` (a subclass may
+        run another interpreter and script)."""
+        return [sys.executable, "-m", SERVER_MODULE if role == "server" else CLIENT_MODULE]
+
     def server_command(self, spec: ServerSpec) -> list[str]:
         cc = self.resolve_cc(spec.cc)
         cmd = [
-            sys.executable, "-m", SERVER_MODULE,
+            *self.program("server"),
             "--host", spec.address,
             "--port", str(spec.port),
             "--cert", str(spec.certs.cert),
@@ -92,7 +97,7 @@ class AioquicStack(Stack):
         ]  # fmt: skip
         if spec.qlog:
             cmd += ["--qlog-dir", str(spec.workdir / "qlog-server")]
-        if spec.quic_datagram is not None:
+        if spec.quic_datagram is not None and self.capabilities.fixed_datagram is None:
             cmd += ["--max-datagram-size", str(spec.quic_datagram)]
         if cc.startswith("mquic-"):
             cmd += ["--mquic-log", str(spec.workdir / MQUIC_LOG)]
@@ -102,7 +107,7 @@ class AioquicStack(Stack):
         """The client command; the workload is read from ``workload_file`` (see
         ``write_workload``)."""
         cmd = [
-            sys.executable, "-m", CLIENT_MODULE,
+            *self.program("client"),
             "--host", spec.address,
             "--port", str(spec.port),
             "--workload", str(workload_file),
@@ -112,7 +117,7 @@ class AioquicStack(Stack):
         ]  # fmt: skip
         if spec.qlog:
             cmd += ["--qlog-dir", str(spec.workdir / "qlog-client")]
-        if spec.quic_datagram is not None:
+        if spec.quic_datagram is not None and self.capabilities.fixed_datagram is None:
             cmd += ["--max-datagram-size", str(spec.quic_datagram)]
         return cmd
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from ...paths import ROOT
 from ..aioquic.adapter import AioquicStack
-from ..base import Capabilities, ClientSpec, ServerSpec, TransferResult
+from ..base import Capabilities, ClientSpec, TransferResult
 
 VENV = ROOT / ".venv-aioquic2020"
 PYTHON = VENV / "bin" / "python"
@@ -87,32 +87,8 @@ class Aioquic2020Stack(AioquicStack):
         version, why = _installed()
         return [] if version else [why]
 
-    def server_command(self, spec: ServerSpec) -> list[str]:
-        cmd = [
-            str(PYTHON), str(SERVER_SCRIPT),
-            "--host", spec.address,
-            "--port", str(spec.port),
-            "--cert", str(spec.certs.cert),
-            "--key", str(spec.certs.key),
-            "--cc", self.resolve_cc(spec.cc),
-        ]  # fmt: skip
-        if spec.qlog:
-            cmd += ["--qlog-dir", str(spec.workdir / "qlog-server")]
-        return cmd
-
-    def client_command(self, spec: ClientSpec, workload_file: Path) -> list[str]:
-        cmd = [
-            str(PYTHON), str(CLIENT_SCRIPT),
-            "--host", spec.address,
-            "--port", str(spec.port),
-            "--workload", str(workload_file),
-            "--cc", spec.cc,
-            "--ca", str(spec.certs.cert),
-            "--timeout", f"{spec.timeout_s:g}",
-        ]  # fmt: skip
-        if spec.qlog:
-            cmd += ["--qlog-dir", str(spec.workdir / "qlog-client")]
-        return cmd
+    def program(self, role: str) -> list[str]:
+        return [str(PYTHON), str(SERVER_SCRIPT if role == "server" else CLIENT_SCRIPT)]
 
     @staticmethod
     def _result(spec: ClientSpec, p: Any, spawned: float | None = None) -> TransferResult:
