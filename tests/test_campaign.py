@@ -241,17 +241,22 @@ def test_the_fidelity_campaign_separates_the_causes():
     runs = cp.plan(cp.load("fidelity"))
     loss = [r for r in runs if r.experiment == "throughput"]
     assert {(r.scenario.reordering, r.scenario.t_reordering, r.scenario.loss_at, r.scenario.pdcp_processing)
-            for r in loss} == {(True, 200.0, "after-rate", 0.0), (True, None, "after-rate", 0.0),
-                               (False, 200.0, "after-rate", 0.0), (True, 200.0, "before-rate", 0.0),
-                               (True, 200.0, "after-rate", 1.0)}
-    assert {r.value for r in loss} == {0.0, 0.05, 0.1, 0.2} and {r.options.size for r in loss} == {100_000_000}
+            for r in loss if r.sweep == "loss"} == {(True, 200.0, "after-rate", 0.0), (False, 200.0, "after-rate", 0.0),
+                                                    (True, 200.0, "before-rate", 0.0), (True, 200.0, "after-rate", 1.0)}
+    assert {r.value for r in loss if r.sweep == "loss"} == {0.0, 0.05, 0.1, 0.2}
+    assert {r.options.size for r in loss} == {100_000_000}
+    # t-Reordering swept at 0.2 % loss; never infinite (a lost COUNT would hold the bearer for good).
+    waits = [r for r in loss if r.sweep == "t-reordering"]
+    assert {r.scenario.t_reordering for r in waits} == {0.0, 20.0, 100.0, 500.0}
+    assert {tuple(r.scenario.loss) for r in waits} == {(0.2, 0.2)}
     era = {(r.config.stack, r.config.udp_buffer) for r in loss if r.scenario.t_reordering == 200.0}
     assert era == {("aioquic", "large"), ("aioquic-2020", "large"), ("tcp", "default")}
     dup = [r for r in runs if r.experiment == "fairness"]
     assert all(r.scenario.duplicate for r in dup) and {r.value for r in dup} == {0.0, 1.0, 2.0, 5.0}
     assert {r.config.stack for r in dup} == {"aioquic", "aioquic-2020", "tcp"}
     assert len({r.scenario.seed for r in loss}) == 1 and {r.rep for r in loss} == set(range(1, 11))
-    # Three reordering variants x 3 stacks x 4 losses, two more x 2 stacks x 2 losses; 3 x 4 fairness points.
+    # Reordering on and off x 3 stacks x 4 losses, t-Reordering x 3 x 4, loss placement and processing x 2 stacks
+    # x 2 losses, 3 x 4 fairness points.
     assert len(runs) == (3 * 3 * 4 + 2 * 2 * 2 + 3 * 4) * 10 and len({r.key for r in runs}) == len(runs)
 
 
