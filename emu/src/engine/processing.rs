@@ -44,10 +44,6 @@ impl<T> FixedDelay<T> {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.waiting.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.waiting.is_empty()
     }
