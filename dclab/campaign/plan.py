@@ -319,3 +319,15 @@ def sweep_campaign(name: str, reps: int, experiments_: list[str], configs: list[
     c.groups = [{"experiments": experiments_, "configs": [cfg.__dict__ for cfg in configs],
                  "sweeps": [{"name": p, "values": v} for p, v in params]}]
     return c
+
+
+def makespan(estimates: list[float], workers: int, per_run_s: float = 0.0) -> float:
+    """Wall time of running jobs of the given durations on ``workers`` machines, longest
+    first, each to the machine free first (how the cluster coordinator orders them);
+    ``per_run_s`` is added to each job (a cluster's own cost per run)."""
+    import heapq
+
+    free = [0.0] * max(1, workers)
+    for d in sorted(estimates, reverse=True):
+        heapq.heapreplace(free, free[0] + d + per_run_s)
+    return max(free)

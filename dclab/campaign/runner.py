@@ -1,6 +1,7 @@
 """The one campaign runner: perform a planned run in a fresh directory, store it once it
 has finished, and go through a list of runs with the failure policy. The CLI calls it
-with a progress display; another executor (a cluster's worker) can call `execute`.
+with a progress display; a cluster's worker calls `perform` and the coordinator stores
+(`cluster.py`).
 
 Failure policy: a run that fails (its result says not ok) is stored as failed and the
 campaign goes on; a run that cannot even start (an exception) is not stored, so it runs
@@ -36,22 +37,27 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], None] | None = None,
-            runs_dir: Path | None = None, session: Session | None = None) -> RepResult:
-    """Runs one planned run in a fresh directory and stores it once it has finished; a
-    ``one_testbed`` experiment's run uses the session's testbed when it can."""
+def perform(campaign: str, run: PlannedRun, run_dir: Path, on_wait: Callable[[], None] | None = None,
+            session: Session | None = None) -> tuple[RepResult, RunRecord]:
+    """Runs one planned run in a fresh ``run_dir`` and returns its result and the record to
+    store (whose ``run_dir`` is where it ran); stores nothing. A ``one_testbed``
+    experiment's run uses the session's testbed when it can."""
     exp = get_experiment(run.experiment)
-    run_dir = (runs_dir or campaign_dir(c.name) / "runs") / run.key
     if run_dir.exists():
         shutil.rmtree(run_dir)  # a run that was interrupted: start it again
     run_dir.mkdir(parents=True)
     started = now()
     t0 = time.monotonic()
     rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait, session)
-    elapsed = time.monotonic() - t0
+    return rec, record_of(campaign, run, rec, run_dir, started, time.monotonic() - t0)
+
+
+def record_of(campaign: str, run: PlannedRun, rec: RepResult, run_dir: Path | None, started: str,
+              elapsed: float) -> RunRecord:
+    """The store's record of a planned run's result (``run_dir`` None: it left no data)."""
     stored = rec.record()
-    store.add(RunRecord(
-        run_key=run.key, campaign=c.name, experiment=run.experiment, sweep=run.sweep, param=run.sweep,
+    return RunRecord(
+        run_key=run.key, campaign=campaign, experiment=run.experiment, sweep=run.sweep, param=run.sweep,
         value=f"{run.value:g}", value_num=run.value, stack=rec.stack, cc=rec.cc, host_config=rec.host_config,
         rep=run.rep, seed=rec.seed, ok=rec.ok, error=rec.error, scenario=run.scenario.model_dump(mode="json"),
         options=run.options.model_dump(mode="json"),
@@ -59,9 +65,16 @@ def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], No
         flows=[{**f, "bytes": (f.get("transfer") or {}).get("bytes"),
                 "completion_s": _completion(f.get("transfer")), "ok": (f.get("transfer") or {}).get("ok")}
                for f in stored["flows"]],
-        environment=rec.environment, run_dir=str(run_dir), machine=platform.node(), started_at=started,
+        environment=rec.environment, run_dir=str(run_dir or ""), machine=platform.node(), started_at=started,
         finished_at=now(),
-    ))
+    )
+
+
+def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], None] | None = None,
+            runs_dir: Path | None = None, session: Session | None = None) -> RepResult:
+    """``perform`` in the campaign's run directory, then store the run."""
+    rec, record = perform(c.name, run, (runs_dir or campaign_dir(c.name) / "runs") / run.key, on_wait, session)
+    store.add(record)
     return rec
 
 

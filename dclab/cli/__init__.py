@@ -7,7 +7,7 @@ import signal
 
 import click
 
-from . import campaign, cell, host, results, run, scenario
+from . import campaign, cell, host, results, run, scenario, worker
 
 
 def _sigterm(*_: object) -> None:
@@ -31,7 +31,7 @@ app.add_command(scenario.scenario)
 app.add_command(cell.cell)
 run.register(app)
 campaign.register(app)
-for command in (results.plot, results.report, results.results, host.clean, host.doctor):
+for command in (results.plot, results.report, results.results, host.clean, host.doctor, worker.worker):
     app.add_command(command)
 
 

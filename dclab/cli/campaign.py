@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -12,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..campaign import plan as cp
+from ..campaign.cluster import CLUSTER_OVERHEAD_S
 from ..campaign.runner import CampaignError, Outcome, calibration, run_campaign
 from ..campaign.store import Store, campaign_dir
 from ..campaign.sweeps import SWEEPS, parse_param
@@ -27,7 +30,7 @@ def hours(s: float) -> str:
 
 
 def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedRun], store: Store | None,
-               full: bool) -> None:
+               full: bool, workers: int | None = None) -> None:
     cal = calibration(store) if store else {}
     t = Table(title=f"campaign {c.name}: {c.description}", show_header=True)
     for col in ("experiment", "config", "sweep", "values", "reps", "runs", "to do", "estimate"):
@@ -48,13 +51,20 @@ def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedR
     basis = ", ".join(f"{e} x{f:.2f}" for e, f in cal.items()) or "model only (no finished runs yet)"
     click.echo(f"{len(runs)} runs, {len(runs) - len(todo)} done, {len(todo)} to do; estimated {hours(total)} "
                f"of real time (calibration from finished runs: {basis})")
+    if workers:
+        span = cp.makespan([r.estimate_s * cal.get(r.experiment, 1.0) for r in todo], workers, CLUSTER_OVERHEAD_S)
+        longest = max((r.estimate_s * cal.get(r.experiment, 1.0) for r in todo), default=0.0)
+        click.echo(f"on {workers} workers: about {hours(span)} (longest run first, each to the first free worker; "
+                   f"{CLUSTER_OVERHEAD_S:g} s of Dask per run; the longest run alone takes {hours(longest)})")
 
 
 class BarProgress:
     """The runner's progress as a rich bar weighted by estimated time, a line per failure."""
 
-    def __init__(self, c: cp.Campaign, store: Store, todo: list[cp.PlannedRun]):
+    def __init__(self, c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], waiting: str = "waiting for another dclab run ..."):
         self.cal = calibration(store)
+        self.waiting_text = waiting
+        self.workers = ""  # on a cluster: how many workers, shown before the last finished run
         self.todo = todo
         total = sum(r.estimate_s * self.cal.get(r.experiment, 1.0) for r in todo)
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[n]}"),
@@ -65,7 +75,7 @@ class BarProgress:
 
     def start(self, run: cp.PlannedRun, i: int, n: int) -> None:
         self.current, self.i = run, i
-        self.bar.update(self.task, description=run.label)
+        self.bar.update(self.task, description=f"{self.workers}{run.label}")
 
     def done(self, run: cp.PlannedRun, result: RepResult | None, error: BaseException | None) -> None:
         if error is not None:
@@ -75,7 +85,13 @@ class BarProgress:
         self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0), n=f"{self.i}/{len(self.todo)}")
 
     def waiting(self) -> None:
-        self.bar.console.print("waiting for another dclab run ...")
+        self.bar.console.print(self.waiting_text)
+
+    def on_workers(self, workers: dict[str, str]) -> None:
+        self.workers = f"[{len(workers)} worker{'s' if len(workers) != 1 else ''}] "
+        names = ", ".join(sorted(workers.values())) or "none yet"
+        self.bar.console.print(f"workers with a testbed: {names}")
+        self.bar.update(self.task, description=f"{self.workers}campaign")
 
 
 def preflight_all(todo: list[cp.PlannedRun]) -> None:
@@ -96,19 +112,80 @@ def preflight_all(todo: list[cp.PlannedRun]) -> None:
             raise click.UsageError(f"{run.label}: {e}") from None
 
 
-def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun]) -> Outcome:
-    """The campaign runner under a progress bar; Ctrl-C exits 130 with nothing of the
-    interrupted run stored."""
-    progress = BarProgress(c, store, todo)
+@dataclass(frozen=True)
+class Cluster:
+    """Where a campaign runs: here (both None), a Dask scheduler's workers, or a local
+    Dask cluster of N workers."""
+
+    scheduler: str | None = None
+    local_workers: int | None = None
+    tries: int = 3
+
+    @property
+    def on(self) -> bool:
+        return bool(self.scheduler or self.local_workers)
+
+
+def cluster_options(f: Any) -> Any:
+    f = click.option("--tries", type=click.IntRange(1, 10), default=3, show_default=True,
+                     help="On a cluster: times a run that cannot start is tried before it is stored as failed.")(f)
+    f = click.option("--local-workers", type=click.IntRange(1, 64), metavar="N",
+                     help="Run on a local Dask cluster of N workers (on one machine the host lock serializes their runs).")(f)
+    return click.option("--scheduler", metavar="tcp://HOST:PORT",
+                        help="Run on the workers of this Dask scheduler (`dclab worker` on each testbed machine).")(f)
+
+
+def cluster_from(scheduler: str | None, local_workers: int | None, tries: int) -> Cluster:
+    if scheduler and local_workers:
+        raise click.UsageError("--scheduler and --local-workers exclude each other: a cluster is either remote or local")
+    if scheduler and "://" not in scheduler:
+        raise click.BadParameter(f"expected an address like tcp://HOST:8786 (got {scheduler!r})", param_hint="--scheduler")
+    return Cluster(scheduler, local_workers, tries)
+
+
+def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cluster = Cluster()) -> Outcome:
+    """The campaign runner (here or on a cluster) under a progress bar; Ctrl-C exits 130
+    with nothing of the interrupted runs stored."""
+    waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS`" if cluster.on
+               else "waiting for another dclab run ...")
+    progress = BarProgress(c, store, todo, waiting)
     with progress.bar:
         try:
-            return run_campaign(c, store, todo, progress)
+            if not cluster.on:
+                return run_campaign(c, store, todo, progress)
+            from ..campaign.cluster import run_on_cluster
+
+            return run_on_cluster(c, store, todo, progress, cluster.scheduler, cluster.local_workers, cluster.tries,
+                                  on_workers=progress.on_workers, say=progress.bar.console.print)
         except KeyboardInterrupt:
-            label = progress.current.label if progress.current else "the campaign"
-            progress.bar.console.print(f"[yellow]interrupted[/] during {label}: it is not stored and runs again next time")
+            if cluster.on:
+                progress.bar.console.print("[yellow]interrupted[/]: the runs in flight are not stored and run again next time")
+            else:
+                label = progress.current.label if progress.current else "the campaign"
+                progress.bar.console.print(f"[yellow]interrupted[/] during {label}: it is not stored and runs again next time")
             sys.exit(130)
         except CampaignError as e:
             raise click.ClickException(str(e)) from None
+        except OSError as e:  # the scheduler cannot be reached
+            if not cluster.on:
+                raise
+            raise click.ClickException(f"cannot reach the Dask scheduler {cluster.scheduler}: {e}") from None
+        finally:
+            if cluster.local_workers:
+                recover_host(progress.bar.console.print)
+
+
+def recover_host(say: Callable[[str], None]) -> None:
+    """After a local cluster closed: undo what its killed workers' runs left (namespaces,
+    sysctls), unless a live run holds the host."""
+    from ..testbed.hostconfig import HostBusy, HostLock, recover
+
+    try:
+        with HostLock(wait=False):
+            for line in recover():
+                say(f"cleaned after a stopped worker: {line}")
+    except HostBusy:
+        say("another dclab run holds the host: run `dclab clean` when it ends")
 
 
 @click.group()
@@ -147,10 +224,13 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
 @click.option("--group", "groups", multiple=True, metavar="PATTERN",
               help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
 @click.option("--full", is_flag=True, help="List every value of every sweep.")
-def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, groups: tuple[str, ...]) -> None:
+@click.option("--workers", type=click.IntRange(1, 10000),
+              help="Also estimate the wall time on this many workers (`campaign run --scheduler`).")
+def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, groups: tuple[str, ...],
+                  workers: int | None) -> None:
     """Print the runs of campaign NAME and an estimate of the real time they take."""
     c, store, runs, todo = _load(name, reps, shard, create=False, groups=groups)
-    print_plan(c, runs, todo, store, full)
+    print_plan(c, runs, todo, store, full, workers)
 
 
 @campaign.command("run")
@@ -159,15 +239,21 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, gr
 @click.option("--shard", help="Run only part i of n (e.g. 2/4); merge the stores with `dclab results merge`.")
 @click.option("--group", "groups", multiple=True, metavar="PATTERN",
               help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
-def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...]) -> None:
-    """Run campaign NAME, skipping runs already stored; stop and start again at will."""
+@cluster_options
+def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...], scheduler: str | None,
+                 local_workers: int | None, tries: int) -> None:
+    """Run campaign NAME, skipping runs already stored; stop and start again at will.
+
+    With --scheduler or --local-workers the runs go to Dask workers (one testbed each),
+    longest first, and this process stores what they send back."""
+    cluster = cluster_from(scheduler, local_workers, tries)
     root_or_exit()
     c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups)
     preflight_all(todo)  # before the store exists: a refused campaign creates nothing
     store = existing or Store(campaign_dir(c.name) / "store.sqlite")
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
-    outcome = run_all(c, store, todo)
+    outcome = run_all(c, store, todo, cluster)
     counts = Counter(r["ok"] for r in store.rows("campaign = ?", (c.name,)))
     click.echo(f"done: {counts.get(1, 0)} runs stored ok, {counts.get(0, 0)} failed; store {store.path}")
     if outcome.failures and outcome.failures == len(todo):
@@ -190,11 +276,13 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
 @click.option("--duration", type=click.FloatRange(1, 86400), help="Shorthand for --set <each experiment with a duration>.duration=S.")
 @click.option("--name", help="Store name under results/ [default: sweep-PARAM].")
 @click.option("--plan", "plan_only", is_flag=True, help="Only print the runs and the time estimate.")
+@cluster_options
 def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple[str, ...], reps: int,
           sets: tuple[str, ...], size: str | None, duration: float | None, name: str | None, plan_only: bool,
-          **kw: Any) -> None:
+          scheduler: str | None, local_workers: int | None, tries: int, **kw: Any) -> None:
     """One factor at a time around the scenario given by the other options; resumable
     like a campaign (its store is results/NAME/store.sqlite)."""
+    cluster = cluster_from(scheduler, local_workers, tries)
     base = scenario_from(kw)
     chosen = list(experiments_) or [default_experiment().name]
     unknown = [e for e in chosen if e not in experiments()]
@@ -227,7 +315,7 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     root_or_exit()
     preflight_all(todo)
     store = existing or Store(path)
-    run_all(c, store, todo)
+    run_all(c, store, todo, cluster)
     click.echo(f"store {store.path}; figures: dclab report {c.name}")
 
 

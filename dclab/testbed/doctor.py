@@ -1,0 +1,82 @@
+"""What a machine needs before it can hold a testbed: root, TUN, namespaces, the tools,
+dcemu, every stack and the kernel's congestion controllers. `dclab doctor` prints these
+checks; `dclab worker` refuses to join a cluster when one fails."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..endpoints import STACKS, get_stack
+from ..paths import DCEMU
+from .hostconfig import read_sysctl
+
+RUST_MIN = (1, 82)  # emu/Cargo.toml's rust-version
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    fix: str  # how to fix it, when it fails
+
+
+def checks() -> list[Check]:
+    """Every check, in the order `dclab doctor` prints them."""
+    out = [
+        Check("root", os.geteuid() == 0, "run as root (sudo dclab ...)"),
+        Check("/dev/net/tun", Path("/dev/net/tun").exists(), "the kernel needs the TUN driver"),
+        Check("ip (iproute2)", shutil.which("ip") is not None, "apt-get install iproute2"),
+        Check("network namespaces", _namespaces_work(), "needs root and a kernel with network namespaces"),
+        Check("iptables (MSS clamp)", shutil.which("iptables") is not None, "apt-get install iptables"),
+        rust_toolchain(),
+        Check("dcemu built", DCEMU.exists(), "make build"),
+    ]
+    for name in STACKS:
+        try:
+            missing = get_stack(name).missing()
+        except Exception as e:  # noqa: BLE001 - a broken stack is a failed check, not a crash
+            missing = [str(e)]
+        out.append(Check(f"stack {name}", not missing, "; ".join(missing)))
+    try:
+        avail = read_sysctl("net.ipv4.tcp_available_congestion_control").split()
+        ok = all(c in avail for c in ("reno", "cubic", "bbr"))
+        out.append(Check(f"TCP congestion control ({' '.join(avail)})", ok, "the kernel lacks reno, cubic or bbr"))
+    except (RuntimeError, OSError) as e:  # OSError: no `sysctl` on PATH
+        out.append(Check("TCP congestion control", False, str(e)))
+    return out
+
+
+def failed(found: list[Check] | None = None) -> list[Check]:
+    return [c for c in (checks() if found is None else found) if not c.ok]
+
+
+def _namespaces_work() -> bool:
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        return False
+    from .netns import Namespaces
+
+    try:
+        with Namespaces():
+            return True
+    except Exception:  # noqa: BLE001 - any failure means the machine cannot make them
+        return False
+
+
+def rust_toolchain() -> Check:
+    """Whether cargo and a new enough rustc are on PATH or in ~/.cargo/bin (make build needs them)."""
+    paths = [shutil.which("rustc"), str(Path.home() / ".cargo" / "bin" / "rustc")]
+    rustc = next((p for p in paths if p and Path(p).exists()), None)
+    fix = "install Rust (https://rustup.rs, or apt-get install cargo rustc if Debian's is new enough)"
+    if rustc is None or (shutil.which("cargo") is None and not (Path.home() / ".cargo" / "bin" / "cargo").exists()):
+        return Check("Rust toolchain (cargo, rustc)", False, fix)
+    out = subprocess.run([rustc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    ok = version >= RUST_MIN
+    return Check(f"Rust toolchain ({out.strip() or 'unknown'})", ok,
+                 "" if ok else f"rustc {RUST_MIN[0]}.{RUST_MIN[1]} or newer is needed: rustup update")
