@@ -73,12 +73,16 @@ def flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
         out[prefix] = obj
 
 
-def _one_type(col: pd.Series) -> pd.Series:
-    """A flattened column with one dtype (module docstring)."""
-    vals = [v for v in col if v is not None and not (isinstance(v, float) and v != v)]
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _one_type(values: list[Any]) -> pd.Series:
+    """A flattened column with one dtype (module docstring), from its values as stored."""
     kinds = {bool if isinstance(v, bool) else int if isinstance(v, int) else float if isinstance(v, float)
-             else str if isinstance(v, str) else object for v in vals}
-    if not vals:
+             else str if isinstance(v, str) else object for v in values if not _missing(v)}
+    col = pd.Series(values, dtype=object)
+    if not kinds:
         return col.astype("float64")
     if kinds == {bool}:
         return col.astype("boolean")
@@ -88,22 +92,21 @@ def _one_type(col: pd.Series) -> pd.Series:
         return col.astype("float64")
     if kinds == {str}:
         return col.astype("str")
-    return pd.Series([None if v is None or (isinstance(v, float) and v != v) else json.dumps(v, default=str)
-                      for v in col], index=col.index, dtype="str")
+    return pd.Series([None if _missing(v) else json.dumps(v, default=str) for v in values], dtype="str")
 
 
 def runs_frame(src: str | Path | Store, where: str = "1") -> pd.DataFrame:
     """One row per run of the store ``src`` matching ``where`` (columns: module docstring)."""
-    records = []
+    records, names = [], dict.fromkeys(RUN_COLUMNS)  # names in order of first appearance
     for r in open_source(src).rows(where):
         rec = {c: r[c] for c in RUN_COLUMNS}
         for c in JSON_ORDER:
             flatten(c, r[c], rec)
+        names.update(dict.fromkeys(rec))
         records.append(rec)
-    df = pd.DataFrame.from_records(records, columns=None if records else RUN_COLUMNS)
-    for c in df.columns[len(RUN_COLUMNS):]:
-        df[c] = _one_type(df[c])
-    return _generic_dtypes(df, GENERIC_DTYPES)
+    data = {c: pd.Series([rec[c] for rec in records], dtype=object) for c in RUN_COLUMNS}
+    data |= {c: _one_type([rec.get(c) for rec in records]) for c in list(names)[len(RUN_COLUMNS):]}
+    return _generic_dtypes(pd.DataFrame(data), GENERIC_DTYPES)
 
 
 def flows_frame(src: str | Path | Store, where: str = "1") -> pd.DataFrame:

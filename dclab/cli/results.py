@@ -181,7 +181,8 @@ def results_export(store_path: Path, csv_out: Path | None, parquet_out: Path | N
     --flows-parquet).
 
     Each file is written beside its destination and renamed into place once every output
-    is written, so a failed export leaves no partial file (and an older file stays)."""
+    is written; a failed export leaves none of the files named (not even an older one, which
+    could pass for this export's result)."""
     outs = {name: p for name, p in (("--csv", csv_out), ("--parquet", parquet_out), ("--flows-parquet", flows_out))
             if p is not None}
     if not outs:
@@ -210,6 +211,8 @@ def results_export(store_path: Path, csv_out: Path | None, parquet_out: Path | N
         for name, tmp in tmps.items():
             tmp.replace(outs[name])
     except (sqlite3.DatabaseError, ValueError, OSError) as e:  # NotAStore and pyarrow's errors are ValueErrors
+        for out in outs.values():
+            out.unlink(missing_ok=True)
         raise click.ClickException(f"cannot export: {e}") from None
     finally:
         for tmp in tmps.values():
