@@ -1,8 +1,9 @@
 """The `dclab plot`, `dclab report` and `dclab results` commands: figures, the HTML
-report and store maintenance (merging shards, CSV export)."""
+report and store maintenance (merging shards, CSV and Parquet export)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def report(campaign: str | None, store_path: Path | None, out: Path | None, titl
 
 @click.group(context_settings=CONTEXT)
 def results() -> None:
-    """Maintain result stores: merge campaign shards, export CSV."""
+    """Maintain result stores: merge campaign shards, export CSV and Parquet."""
 
 
 @results.command("merge")
@@ -164,15 +165,57 @@ def results_merge(dest: Path, srcs: tuple[Path, ...]) -> None:
 
 @results.command("export")
 @click.argument("store_path", metavar="STORE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--csv", "csv_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="CSV file to write (JSON columns as JSON text).")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="CSV file of the runs (JSON columns as JSON text, flows as a JSON list).")
+@click.option("--parquet", "parquet_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Parquet file of the runs: generic columns, metrics.NAME, options.NAME, scenario.FIELD, "
+                   "environment.KEY (as dclab.campaign.frames.runs_frame).")
+@click.option("--flows-parquet", "flows_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Parquet file of the flows, one row per flow with its run's sweep, value, host_config, rep "
+                   "(as dclab.campaign.frames.flows_frame).")
 @click.option("--where", default="1", show_default=True,
-              help="SQL condition on the runs table, e.g. \"experiment = 'fairness' AND ok\".")
-def results_export(store_path: Path, csv_out: Path, where: str) -> None:
-    """Export the runs of STORE as CSV, one row per run with every column."""
+              help="SQL condition on the runs table, e.g. \"experiment = 'fairness' AND ok\"; applies to every output.")
+def results_export(store_path: Path, csv_out: Path | None, parquet_out: Path | None, flows_out: Path | None,
+                   where: str) -> None:
+    """Export the runs of STORE as CSV and/or Parquet (at least one of --csv, --parquet,
+    --flows-parquet).
+
+    Each file is written beside its destination and renamed into place once every output
+    is written; a failed export leaves none of the files named (not even an older one, which
+    could pass for this export's result)."""
+    outs = {name: p for name, p in (("--csv", csv_out), ("--parquet", parquet_out), ("--flows-parquet", flows_out))
+            if p is not None}
+    if not outs:
+        raise click.UsageError("give at least one output: --csv OUT, --parquet OUT or --flows-parquet OUT")
+    if len({p.resolve() for p in outs.values()}) < len(outs):
+        raise click.UsageError(f"{' and '.join(outs)} name the same file")
+    if any(p.resolve() == store_path.resolve() for p in outs.values()):
+        raise click.UsageError(f"an output is the store {store_path} itself")
+    tmps = {name: p.with_name(f".{p.name}.{os.getpid()}.tmp") for name, p in outs.items()}
+    done = []
     try:
-        n = open_existing(store_path).export_csv(csv_out, where)
-    except (sqlite3.DatabaseError, NotAStore) as e:
-        csv_out.unlink(missing_ok=True)
+        from ..campaign.frames import flows_frame, runs_frame
+
+        store = open_existing(store_path)
+        if "--csv" in tmps:
+            n = store.export_csv(tmps["--csv"], where)
+            done.append(f"{n} run(s) written to {outs['--csv']}")
+        if "--parquet" in tmps:
+            runs = runs_frame(store, where)
+            runs.to_parquet(tmps["--parquet"], index=False)
+            done.append(f"{len(runs)} run(s), {runs.shape[1]} columns written to {outs['--parquet']}")
+        if "--flows-parquet" in tmps:
+            flows = flows_frame(store, where)
+            flows.to_parquet(tmps["--flows-parquet"], index=False)
+            done.append(f"{len(flows)} flow(s) of {flows['run_key'].nunique()} run(s) written to {outs['--flows-parquet']}")
+        for name, tmp in tmps.items():
+            tmp.replace(outs[name])
+    except (sqlite3.DatabaseError, ValueError, OSError) as e:  # NotAStore and pyarrow's errors are ValueErrors
+        for out in outs.values():
+            out.unlink(missing_ok=True)
         raise click.ClickException(f"cannot export: {e}") from None
-    click.echo(f"{n} run(s) written to {csv_out}")
+    finally:
+        for tmp in tmps.values():
+            tmp.unlink(missing_ok=True)
+    for line in done:
+        click.echo(line)
