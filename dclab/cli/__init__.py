@@ -8,6 +8,7 @@ import signal
 import click
 
 from . import campaign, cell, host, results, run, scenario, worker
+from . import slurm as _slurm  # noqa: F401  (adds `campaign sbatch`)
 
 
 def _sigterm(*_: object) -> None:
