@@ -302,7 +302,9 @@ def test_report_environment_and_run_counts(built):
     assert rmem == {"212992": "9", "33554432": "15", "-": "6"}
     summary = {r[0]: r[1] for r in p.tables["summary"]}
     assert summary["runs"] == "30" and summary["successful"] == "29" and summary["failed"] == "1"
-    assert {r[0]: r[1:] for r in p.tables["machines"][1:]} == {"m1": ["18", "1"], "m2": ["12", "0"]}
+    # runs, failed, kernel, CPU ("?": not recorded), configurations differing ("-": none ran on two machines)
+    assert {r[0]: r[1:] for r in p.tables["machines"][1:]} == {"m1": ["18", "1", "6.1.0-test", "?", "-"],
+                                                               "m2": ["12", "0", "6.1.0-test", "?", "-"]}
     [failure] = p.tables["failures"][1:]
     assert failure[-1] == "timeout <&>"  # escaped in the page, text again once parsed
     assert "timeout &lt;&amp;&gt;" in built.read_text()

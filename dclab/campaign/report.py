@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..analysis import figures
+from ..analysis import figures, machines
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
 from . import fidelity
@@ -191,7 +191,6 @@ def _environment(rows: list[dict]) -> str:
 
 def _runs_summary(rows: list[dict]) -> str:
     ok = sum(1 for r in rows if r.get("ok"))
-    machines = Counter(r.get("machine") or "?" for r in rows)
     started = min((r.get("started_at") or "" for r in rows), default="")
     finished = max((r.get("finished_at") or "" for r in rows), default="")
     out = ['<table class="summary">',
@@ -201,11 +200,8 @@ def _runs_summary(rows: list[dict]) -> str:
            f"<tr><th class=\"text\">first start</th><td>{_e(started)}</td></tr>",
            f"<tr><th class=\"text\">last finish</th><td>{_e(finished)}</td></tr>",
            "</table>\n",
-           '<h3>Machines</h3>\n<table class="machines"><tr><th class="text">machine</th><th>runs</th><th>failed</th></tr>']
-    for m, n in sorted(machines.items()):
-        nf = sum(1 for r in rows if (r.get("machine") or "?") == m and not r.get("ok"))
-        out.append(f'<tr><td class="text">{_e(m)}</td><td>{n}</td><td>{nf}</td></tr>')
-    out.append("</table>\n")
+           "</table>\n"]
+    out.append(_machines(rows))
     failed = [r for r in rows if not r.get("ok")]
     if failed:
         out.append(f"<h3>Failed runs ({len(failed)})</h3>\n"
@@ -220,6 +216,48 @@ def _runs_summary(rows: list[dict]) -> str:
         out.append("</table>\n")
         if len(failed) > 200:
             out.append(f"<p>... and {len(failed) - 200} more (query the store for all).</p>\n")
+    return "".join(out)
+
+
+def _machines(rows: list[dict]) -> str:
+    """The machine table (runs, failures, kernel, CPU, configurations whose results differ)
+    and the list of machines whose results differ from the other machines' (rule in
+    analysis/machines.py), on each experiment's primary metric."""
+    rows = [r for _, _, rs in sweep_groups(rows) for r in rs]  # options completed: old runs compare with new
+    primary = {name: exp.metrics[0].name for name, exp in experiments().items() if exp.metrics}
+    compared = machines.compare_machines(rows, primary)
+    summary = {ms.machine: ms for ms in machines.machine_summary(compared)}
+    out = ['<h3>Machines</h3>\n<table class="machines"><tr><th class="text">machine</th><th>runs</th><th>failed</th>'
+           '<th class="text">kernel</th><th class="text">CPU</th><th>configurations differing</th></tr>']
+    for m in machines.runs_per_machine(rows):
+        ms = summary.get(m.machine)
+        differ = f"{ms.flagged} of {ms.comparable}" if ms else "-"
+        out.append(f'<tr><td class="text">{_e(m.machine)}</td><td>{m.runs}</td><td>{m.failed}</td>'
+                   f'<td class="text">{_e(", ".join(m.kernels))}</td><td class="text">{_e(", ".join(m.cpu_models))}</td>'
+                   f"<td>{differ}</td></tr>")
+    out.append("</table>\n")
+    out.append('<h3 id="machines-differ">Machines whose results differ</h3>\n'
+               '<p class="meta">Per configuration (runs equal but for repetition, seed and machine) that ran on two or '
+               "more machines, each machine's mean of its experiment's primary metric against the other machines' "
+               f"successful runs, with at least {machines.MIN_RUNS} runs on each side; flagged when the difference exceeds "
+               f"{machines.SPREAD:g} times the larger of the pooled within-machine standard deviation and the other "
+               f"machines' standard deviation, and {machines.FLOOR * 100:g} % of the other machines' mean. With two "
+               "machines both are flagged.</p>\n")
+    flagged = [c for c in compared if c.flagged]
+    if not compared:
+        out.append("<p>No configuration ran on two machines with enough successful runs on each: nothing to compare.</p>\n")
+    elif not flagged:
+        out.append(f"<p>No machine differs: {len(compared)} comparisons, all within the spread.</p>\n")
+    else:
+        out.append('<table class="machine-outliers"><tr><th class="text">machine</th><th class="text">configuration</th>'
+                   '<th class="text">metric</th><th>n</th><th>mean</th><th class="text">other machines</th><th>n</th>'
+                   "<th>mean</th><th>std</th><th>difference %</th><th>threshold</th></tr>")
+        for c in flagged:
+            out.append(f'<tr><td class="text">{_e(c.machine)}</td><td class="text">{_e(c.configuration)}</td>'
+                       f'<td class="text">{_e(c.metric)}</td><td>{c.n}</td><td>{_num(c.mean, 3)}</td>'
+                       f'<td class="text">{_e(", ".join(c.others))}</td><td>{c.others_n}</td><td>{_num(c.others_mean, 3)}</td>'
+                       f"<td>{_num(c.others_std, 3)}</td><td>{_num(c.difference_pct, 1)}</td><td>{_num(c.threshold, 3)}</td></tr>")
+        out.append("</table>\n")
     return "".join(out)
 
 

@@ -1,10 +1,13 @@
-"""What a run records about where it ran: kernel, host settings, versions, git commit."""
+"""What a run records about where it ran: host name, CPU model, memory, kernel, host
+settings, versions, git commit."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -20,10 +23,38 @@ def _out(*cmd: str) -> str:
         return ""
 
 
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else platform.processor(), else ""."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor().strip()
+
+
+@functools.cache
+def memory_gb() -> float | None:
+    """Total memory (MemTotal of /proc/meminfo) in GiB, one decimal; None if unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) * 1024 / 2**30, 1)  # the value is in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]:
     commit = _out("git", "rev-parse", "HEAD")
     dirty = bool(_out("git", "status", "--porcelain", "--untracked-files=no"))
     return {
+        "hostname": platform.node(),
+        "cpu_model": cpu_model(),
+        "memory_gb": memory_gb(),
         "kernel": platform.release(),
         "machine": platform.machine(),
         "cpus": _out("nproc"),
