@@ -175,6 +175,7 @@ def test_coordinator_retries_a_run_that_cannot_start_then_stores_it_failed(tmp_p
     assert not failed["ok"] and failed["run_dir"] == ""
     assert failed["error"].count("no testbed here") == 3 and "try 3:" in failed["error"]
     assert failed["stack"] == "tcp" and failed["host_config"] == "tcp"  # what the run would have been
+    assert failed["environment"]["worker"] in {"0", "1"} and failed["machine"] == socket.gethostname()
     assert not list((tmp_path / "results" / ".work").glob("*/*")), "scratch directories are removed"
 
 
@@ -305,3 +306,23 @@ def test_cluster_options_are_checked_before_anything_starts(tmp_path):
     assert r.returncode == 2 and "--local-workers" in r.stderr
     r = run_dclab("worker", "--scheduler", "nowhere", timeout=60)
     assert r.returncode == 2 and "--scheduler" in r.stderr
+
+
+def test_a_worker_at_another_commit_refuses_the_run(tmp_path, monkeypatch, local_client):
+    """Runs of one campaign come from one version of dclab: a worker whose checkout is at
+    another commit raises (and is retried elsewhere, then retired) instead of running."""
+    monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path / "results"))
+    c, runs = tiny(tmp_path)
+    perform, tries = fake_perform({})
+    monkeypatch.setattr(cluster, "perform", perform)
+    monkeypatch.setattr(cluster, "git_commit", lambda: "b" * 40)
+    store = Store(campaign_dir(c.name) / "store.sqlite")
+    coord = cluster.Coordinator(c, store, local_client, Recorder(), tries=1, say=lambda _m: None)
+    coord.commit = "a" * 40
+    out = coord.run(runs[:2])
+    assert out.stored_failed == 2 and not tries, "nothing ran"
+    assert all("commit bbbbbbbbbbbb" in r["error"] and "aaaaaaaaaaaa" in r["error"] for r in store.rows())
+    coord.commit = "b" * 40
+    fresh = Store(tmp_path / "other.sqlite")
+    coord.store = fresh
+    assert coord.run(runs[2:]).stored_ok == 2

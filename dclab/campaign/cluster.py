@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import os
+import platform
 import re
 import shutil
 import tarfile
@@ -31,6 +32,7 @@ from typing import Any
 from ..experiments import get_experiment
 from ..experiments.runner import failed_rep
 from ..paths import results_dir
+from ..testbed.environment import git_commit
 from .plan import Campaign, PlannedRun
 from .runner import CampaignError, Outcome, Progress, now, perform, record_of
 from .store import RunRecord, Store, campaign_dir
@@ -44,12 +46,12 @@ CLUSTER_OVERHEAD_S = 1.0  # Dask's cost per run (submit, pack, send, unpack, sto
 class RunError(RuntimeError):
     """A run that raised on a worker; says where (pickled back to the coordinator)."""
 
-    def __init__(self, worker: str, address: str, message: str):
-        super().__init__(worker, address, message)
-        self.worker, self.address, self.message = worker, address, message
+    def __init__(self, worker: str, address: str, host: str, message: str):
+        super().__init__(worker, address, host, message)
+        self.worker, self.address, self.host, self.message = worker, address, host, message
 
     def __str__(self) -> str:
-        return f"on {self.worker}: {self.message}"
+        return f"on {self.worker} ({self.host}): {self.message}"
 
 
 @dataclass
@@ -80,20 +82,27 @@ def unpack(archive: bytes, directory: Path) -> None:
         tar.extractall(directory, filter="data")  # 'data' refuses absolute paths and links out
 
 
-def run_task(campaign: str, run: PlannedRun) -> TaskResult:
+def run_task(campaign: str, run: PlannedRun, commit: str = "") -> TaskResult:
     """A Dask task: performs one run on this worker and returns it; raises RunError when
-    it cannot start. Its scratch directory is removed either way."""
+    it cannot start, or when this checkout is not at the coordinator's ``commit`` (one
+    campaign's runs come from one version of dclab). Its scratch directory is removed
+    either way."""
     from distributed import get_worker
 
     w = get_worker()
     name = str(w.name)
+    here = git_commit()
+    if commit and here != commit:
+        raise RunError(name, w.address, platform.node(),
+                       f"dclab here is at commit {here[:12] or '(not a git checkout)'}, the coordinator's at "
+                       f"{commit[:12]}: check out the same commit on every machine")
     scratch = scratch_dir(name) / run.key
     try:
         _, record = perform(campaign, run, scratch)
         record.environment["worker"] = name
         return TaskResult(record, pack(scratch), name, w.address)
     except Exception as e:  # noqa: BLE001 - every cause goes back to the coordinator's policy
-        raise RunError(name, w.address, f"{type(e).__name__}: {e}") from None
+        raise RunError(name, w.address, platform.node(), f"{type(e).__name__}: {e}") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -116,12 +125,16 @@ def store_result(c: Campaign, store: Store, res: TaskResult) -> bool:
     return True
 
 
-def failed_record(c: Campaign, run: PlannedRun, errors: list[str]) -> RunRecord:
-    """The record of a run that raised on every try: failed, with each try's error."""
+def failed_record(c: Campaign, run: PlannedRun, errors: list[str], last: BaseException | None = None) -> RunRecord:
+    """The record of a run that raised on every try: failed, with each try's error, filed
+    under the machine of the last try (when it said where it was)."""
     message = "; ".join(f"try {i}: {e}" for i, e in enumerate(errors, 1))
     rec = failed_rep(get_experiment(run.experiment), run.scenario, run.options, run.rep, message)
     record = record_of(c.name, run, rec, None, now(), 0.0)
     record.environment = {"tries": errors}
+    if isinstance(last, RunError):
+        record.machine = last.host
+        record.environment["worker"] = last.worker
     return record
 
 
@@ -168,11 +181,12 @@ class Coordinator:
         self.meta: dict[Any, tuple[PlannedRun, int, list[str]]] = {}
         self.in_a_row: dict[str, int] = {}  # per worker address: runs in a row that raised
         self.workers: dict[str, str] = {}
+        self.commit = git_commit()
 
     def submit(self, run: PlannedRun, attempt: int, errors: list[str]) -> Any:
         from distributed import Future
 
-        f: Future = self.client.submit(run_task, self.c.name, run, key=f"dclab-{run.key}-try{attempt}", pure=False,
+        f: Future = self.client.submit(run_task, self.c.name, run, self.commit, key=f"dclab-{run.key}-try{attempt}", pure=False,
                                        resources=TESTBED, priority=round(run.estimate_s))
         self.meta[f] = (run, attempt, errors)
         return f
@@ -230,7 +244,7 @@ class Coordinator:
             self._count_error(exc)
         if attempt < self.tries:
             return self.submit(run, attempt + 1, errors)
-        self.store.add(failed_record(self.c, run, errors))
+        self.store.add(failed_record(self.c, run, errors, exc))
         self.out.stored_failed += 1
         self.progress.start(run, i, n)
         self.progress.done(run, None, RuntimeError(f"stored as failed after {attempt} tries: {errors[-1]}"))

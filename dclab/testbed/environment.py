@@ -48,8 +48,14 @@ def memory_gb() -> float | None:
     return None
 
 
+def git_commit() -> str:
+    """The checkout's commit ("" outside git)."""
+    out = _out("git", "rev-parse", "HEAD")
+    return out if len(out) == 40 else ""
+
+
 def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]:
-    commit = _out("git", "rev-parse", "HEAD")
+    commit = git_commit()
     dirty = bool(_out("git", "status", "--porcelain", "--untracked-files=no"))
     return {
         "hostname": platform.node(),
