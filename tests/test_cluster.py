@@ -223,10 +223,12 @@ def dclab_namespaces() -> list[str]:
 
 
 @pytest.mark.root
-def test_two_workers_finish_the_smoke_campaign_when_one_is_killed_mid_run(tmp_path):
+@pytest.mark.parametrize("reps", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_two_workers_finish_the_smoke_campaign_when_one_is_killed_mid_run(tmp_path, reps):
     """A scheduler, two `dclab worker`s and a coordinator: w1 is SIGKILLed (with its whole
     process group, as a machine dies) during a run; w2 does the rest and that run again.
-    Every run of the smoke campaign is stored once, ok, with its directory."""
+    Every run of the smoke campaign is stored once, ok, with its directory (one repetition
+    of each configuration; the whole campaign with DCLAB_SLOW=1)."""
     results = tmp_path / "results"
     env = {**os.environ, "DCLAB_RESULTS": str(results)}
     port = free_port()
@@ -237,14 +239,14 @@ def test_two_workers_finish_the_smoke_campaign_when_one_is_killed_mid_run(tmp_pa
     try:
         with dclab_process("worker", "--scheduler", addr, "--name", "w1", env=env) as w1, \
              dclab_process("worker", "--scheduler", addr, "--name", "w2", env=env) as w2, \
-             dclab_process("campaign", "run", "smoke", "--reps", "1", "--scheduler", addr, env=env,
+             dclab_process("campaign", "run", "smoke", "--reps", str(reps), "--scheduler", addr, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as coord:
             scratch = results / ".work" / "w1"
             wait_for(lambda: any(scratch.glob("*/dcemu.ready")), 120, "a run on w1", coord)
             killed = next(scratch.glob("*/dcemu.ready")).parent.name
             os.killpg(w1.pid, signal.SIGKILL)
             w1.wait()
-            out, _ = coord.communicate(timeout=600)
+            out, _ = coord.communicate(timeout=600 * reps)
             assert coord.returncode == 0, out
             assert w2.poll() is None
     finally:
@@ -252,25 +254,26 @@ def test_two_workers_finish_the_smoke_campaign_when_one_is_killed_mid_run(tmp_pa
         sched.wait(timeout=30)
     rows = rows_of(results, "smoke")
     keys = [r[0] for r in rows]
-    assert len(keys) == 16 == len(set(keys)) == len(cp.plan(cp.load("smoke"), 1))
+    n = len(cp.plan(cp.load("smoke"), reps))
+    assert len(keys) == n == len(set(keys)) == 16 * reps
     assert all(ok for _, ok, _, _ in rows), out
     by_key = {k: (worker, run_dir) for k, _, worker, run_dir in rows}
     assert by_key[killed][0] == "w2", "the killed run was done again by the worker left"
     assert all(Path(d, "result.json").exists() for _, d in by_key.values())
     assert sorted(p.name for p in (results / "smoke" / "runs").iterdir()) == sorted(keys), "no partial directories"
-    assert "16 runs stored ok, 0 failed" in out
+    assert f"{n} runs stored ok, 0 failed" in out
     assert not dclab_namespaces(), "what w1's killed run left was undone"
 
 
 @pytest.mark.root
 def test_a_killed_coordinator_resumes_without_repeating(tmp_path):
-    """The coordinator and its local cluster SIGKILLed after the first run is stored: the
-    next start runs only the rest, and the first run is not repeated."""
+    """The coordinator and its local cluster of two workers SIGKILLed after the first run
+    is stored: the next start runs only the rest, and the first run is not repeated."""
     results = tmp_path / "results"
     env = {**os.environ, "DCLAB_RESULTS": str(results)}
     f = tmp_path / "tiny.toml"
     f.write_text(TINY)
-    with dclab_process("campaign", "run", str(f), "--local-workers", "1", env=env) as coord:
+    with dclab_process("campaign", "run", str(f), "--local-workers", "2", env=env) as coord:
         wait_for(lambda: len(rows_of(results, "tiny")) >= 1, 120, "a stored run", coord)
         os.killpg(coord.pid, signal.SIGKILL)
         coord.wait()

@@ -225,7 +225,7 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
               help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
 @click.option("--full", is_flag=True, help="List every value of every sweep.")
 @click.option("--workers", type=click.IntRange(1, 10000),
-              help="Also estimate the wall time on this many workers (`campaign run --scheduler`).")
+              help="Also estimate the wall time on this many worker machines (`campaign run --scheduler`).")
 def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, groups: tuple[str, ...],
                   workers: int | None) -> None:
     """Print the runs of campaign NAME and an estimate of the real time they take."""
