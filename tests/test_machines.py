@@ -4,10 +4,10 @@ environment keys, and the report's machine section; synthetic rows (no root)."""
 from __future__ import annotations
 
 import platform
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from html_tables import Tables
 
 from dclab.analysis.machines import (
     compare_machines,
@@ -141,38 +141,6 @@ def test_environment_records_where_the_run_ran():
     mem_kb = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:")))
     assert env["memory_gb"] == round(mem_kb / 2**20, 1) and 0 < env["memory_gb"] < 1e5
     assert cpu_model.cache_info().currsize == 1 and memory_gb.cache_info().currsize == 1  # read once per process
-
-
-class Tables(HTMLParser):
-    """Rows of cell texts per table class."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
-        self._cls: str | None = None
-        self._row: list[str] | None = None
-        self._cell: str | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table":
-            self._cls = dict(attrs).get("class", "")
-            self.tables.setdefault(self._cls, [])
-        elif tag == "tr":
-            self._row = []
-        elif tag in ("td", "th"):
-            self._cell = ""
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._row is not None:
-            self._row.append(self._cell or "")
-            self._cell = None
-        elif tag == "tr" and self._row is not None and self._cls is not None:
-            self.tables[self._cls].append(self._row)
-            self._row = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
 
 
 def store_of(path: Path, rows: list[dict]) -> Store:

@@ -8,13 +8,13 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from html_tables import Tables
 from PIL import Image
 
 from dclab.analysis import figures
@@ -138,42 +138,6 @@ def assert_png(path: Path, min_bytes: int = 10_000) -> np.ndarray:
     assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
     assert len(np.unique(img.reshape(-1, img.shape[2])[:, :3], axis=0)) > 10  # not blank
     return img
-
-
-class Tables(HTMLParser):
-    """Rows of cell texts per table class, and every <img src>."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
-        self.imgs: list[str] = []
-        self._cls: str | None = None
-        self._row: list[str] | None = None
-        self._cell: str | None = None
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "table":
-            self._cls = a.get("class", "")
-            self.tables.setdefault(self._cls, [])
-        elif tag == "tr":
-            self._row = []
-        elif tag in ("td", "th"):
-            self._cell = ""
-        elif tag == "img":
-            self.imgs.append(a["src"])
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._row is not None:
-            self._row.append(self._cell or "")
-            self._cell = None
-        elif tag == "tr" and self._row is not None and self._cls is not None:
-            self.tables[self._cls].append(self._row)
-            self._row = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
 
 
 def parse(index: Path) -> Tables:
