@@ -24,6 +24,7 @@ import shutil
 import tarfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -185,12 +186,14 @@ class Coordinator:
         self.in_a_row: dict[str, int] = {}  # per worker address: runs in a row that raised
         self.workers: dict[str, str] = {}
         self.commit = git_commit()
+        self.warned = 0.0  # when the coordinator last said it has no worker
 
     def submit(self, run: PlannedRun, attempt: int, errors: list[str]) -> Any:
         from distributed import Future
 
-        f: Future = self.client.submit(run_task, self.c.name, run, self.commit, key=f"dclab-{self.c.name}-{run.key}-try{attempt}", pure=False,
-                                       resources=TESTBED, priority=round(run.estimate_s))
+        key = f"dclab-{self.c.name}-{run.key}-try{attempt}"
+        f: Future = self.client.submit(run_task, self.c.name, run, self.commit, key=key, pure=False, resources=TESTBED,
+                                       priority=round(run.estimate_s))
         self.meta[f] = (run, attempt, errors)
         return f
 
@@ -199,7 +202,7 @@ class Coordinator:
 
         pending = {self.submit(r, 1, []) for r in longest_first(todo)}
         n, i = len(todo), 0
-        waited_since = time.monotonic()
+        waited_since = self.warned = time.monotonic()
         while pending:
             try:
                 done, pending = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
@@ -225,7 +228,8 @@ class Coordinator:
         if not workers:
             if self.local:
                 raise CampaignError("no worker left in the local cluster (see the errors above and `dclab doctor`)")
-            if time.monotonic() - waited_since > 60:
+            if time.monotonic() - max(waited_since, self.warned) > 60:  # say so once a minute
+                self.warned = time.monotonic()
                 self.progress.waiting()
 
     def _finish(self, f: Any, run: PlannedRun, attempt: int, errors: list[str], i: int, n: int) -> Any:
@@ -241,7 +245,10 @@ class Coordinator:
                 self.out.stored_failed += 1
             self.progress.done(run, _as_result(res.record), None)
             return None
-        exc = f.exception()
+        try:
+            exc = f.exception()
+        except CancelledError:  # the scheduler lost it (restarted): another try
+            exc = RuntimeError("the scheduler cancelled the task")
         errors = [*errors, str(exc)]
         if isinstance(exc, RunError):
             self._count_error(exc)

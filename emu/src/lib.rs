@@ -8,6 +8,7 @@
 //! | 0     | [`base`]                     | time, packet descriptor, packet pool, histogram         |
 //! | 1     | [`link`], [`pdcp`], [`cell`] | link stages (queue, rate, delay, loss); PDCP tx, rx;    |
 //! |       |                              | an LTE cell's downlink (queues, scheduler, fading)      |
+//! | 1     | [`model`]                    | modelled endpoints of the simulation mode (RTT, cc, ...) |
 //! | 2     | [`config`]                   | scenario file schema, validation, model, trace files    |
 //! | 3     | [`engine`]                   | the engine built from a `Scenario`, classifier, records |
 //! | 4     | [`io`], [`replay`]           | the real-time driver; the offline `pdcp-replay` driver  |
@@ -23,5 +24,6 @@ pub mod config;
 pub mod engine;
 pub mod io;
 pub mod link;
+pub mod model;
 pub mod pdcp;
 pub mod replay;

@@ -1,0 +1,71 @@
+//! Congestion controllers behind one trait, driven by a modelled sender (QUIC or TCP):
+//! the sender tells the controller what it sent, what was acknowledged (with what the
+//! acknowledgment says about the delivery rate) and what it declared lost; the controller
+//! answers with a window and, if it paces by itself, a pacing rate.
+//!
+//! Each implementation says whose behaviour it reproduces (aioquic's, Linux's, dclab's
+//! BBR) and follows it exactly where that changes what goes on the wire.
+
+use super::rtt::RttEstimator;
+use crate::base::time::Nanos;
+
+/// One acknowledged packet, as the sender saw it when it was sent and when its ACK came.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Acked {
+    pub sent_at: Nanos,
+    /// Bytes it counted in flight (a QUIC packet's size; a TCP segment's payload + headers).
+    pub bytes: u64,
+    /// The sender's delivered-bytes count and its time when this packet was sent, and
+    /// whether the sender was application-limited then (the rate sample of
+    /// draft-cheng-iccrg-delivery-rate-estimation).
+    pub delivered_at_send: u64,
+    pub delivered_time_at_send: Nanos,
+    pub first_sent_time_at_send: Nanos,
+    pub app_limited: bool,
+    /// The delivered count including this packet, at the ACK.
+    pub delivered_now: u64,
+}
+
+pub trait Controller {
+    /// A packet of `bytes` left; `in_flight` includes it.
+    fn on_sent(&mut self, now: Nanos, bytes: u64, in_flight: u64);
+    /// One packet acknowledged (newly, in packet order within one ACK); `in_flight` no
+    /// longer includes it.
+    fn on_acked(&mut self, now: Nanos, acked: &Acked, rtt: &RttEstimator, in_flight: u64);
+    /// Called once after all packets of one ACK were passed to `on_acked`.
+    fn on_ack_end(&mut self, _now: Nanos, _rtt: &RttEstimator, _in_flight: u64) {}
+    /// A new RTT sample was taken (aioquic's slow-start exit on increasing RTT uses it).
+    fn on_rtt_sample(&mut self, _now: Nanos, _rtt: &RttEstimator) {}
+    /// Packets declared lost at `now`, the newest of them sent at `newest_sent_at`;
+    /// `in_flight` no longer includes them.
+    fn on_lost(&mut self, now: Nanos, newest_sent_at: Nanos, lost_bytes: u64, in_flight: u64);
+    /// RFC 9002 §7.6 persistent congestion (or a TCP RTO): back to the minimum window.
+    fn on_persistent_congestion(&mut self, now: Nanos);
+    /// Bytes that may be in flight.
+    fn window(&self) -> u64;
+    /// Bytes per second the controller paces at, if it sets its own rate (BBR); None: the
+    /// sender paces from the window and the smoothed RTT as its stack does.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+    fn in_slow_start(&self) -> bool;
+}
+
+/// The congestion controllers a modelled sender can use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcKind {
+    Reno,
+    Cubic,
+    Bbr,
+}
+
+impl CcKind {
+    pub fn parse(s: &str) -> Option<CcKind> {
+        match s {
+            "reno" | "newreno" => Some(CcKind::Reno),
+            "cubic" => Some(CcKind::Cubic),
+            "bbr" => Some(CcKind::Bbr),
+            _ => None,
+        }
+    }
+}
