@@ -11,6 +11,8 @@
 //!   real packet.
 
 pub mod cc;
+pub mod host;
+pub mod quic;
 pub mod rtt;
 pub mod wire;
 

@@ -15,6 +15,10 @@ pub struct RttEstimator {
     smoothed: Nanos,
     var: Nanos,
     has_sample: bool,
+    /// aioquic 1.7's arithmetic (aioquic/quic/recovery.py, `on_ack_received`): samples
+    /// at least 1 ms, the variation taken against the minimum rather than the smoothed RTT,
+    /// and the stored latest RTT is the adjusted one.
+    aioquic: bool,
 }
 
 impl Default for RttEstimator {
@@ -31,6 +35,15 @@ impl RttEstimator {
             smoothed: initial,
             var: initial / 2,
             has_sample: false,
+            aioquic: false,
+        }
+    }
+
+    /// The estimator as aioquic 1.7 computes it (see the `aioquic` field).
+    pub fn aioquic(initial: Nanos) -> Self {
+        Self {
+            aioquic: true,
+            ..Self::new(initial)
         }
     }
 
@@ -38,6 +51,10 @@ impl RttEstimator {
     /// `ack_delay` as the peer reported it (already capped at its max_ack_delay once the
     /// handshake is confirmed, RFC 9002 §5.3).
     pub fn update(&mut self, rtt: Nanos, ack_delay: Nanos) {
+        if self.aioquic {
+            self.update_aioquic(rtt, ack_delay);
+            return;
+        }
         self.latest = rtt;
         if !self.has_sample {
             self.has_sample = true;
@@ -54,6 +71,25 @@ impl RttEstimator {
         };
         self.var = (3 * self.var + self.smoothed.abs_diff(adjusted)) / 4;
         self.smoothed = (7 * self.smoothed + adjusted) / 8;
+    }
+
+    fn update_aioquic(&mut self, rtt: Nanos, ack_delay: Nanos) {
+        let mut latest = rtt.max(NS_PER_MS);
+        if !self.has_sample || latest < self.min {
+            self.min = latest;
+        }
+        if latest > self.min + ack_delay {
+            latest -= ack_delay;
+        }
+        self.latest = latest;
+        if !self.has_sample {
+            self.has_sample = true;
+            self.var = rtt / 2;
+            self.smoothed = rtt;
+        } else {
+            self.var = (3 * self.var + self.min.abs_diff(latest)) / 4;
+            self.smoothed = (7 * self.smoothed + latest) / 8;
+        }
     }
 
     pub fn latest(&self) -> Nanos {
@@ -113,6 +149,21 @@ mod tests {
         let s = r.smoothed();
         r.update(140 * NS_PER_MS, 25 * NS_PER_MS); // 115 >= 100: adjusted
         assert_eq!(r.smoothed(), (7 * s + 115 * NS_PER_MS) / 8);
+    }
+
+    #[test]
+    fn aioquic_takes_the_variation_against_the_minimum() {
+        let mut r = RttEstimator::aioquic(INITIAL_RTT);
+        r.update(100 * NS_PER_MS, 0);
+        assert_eq!((r.smoothed(), r.var()), (100 * NS_PER_MS, 50 * NS_PER_MS));
+        r.update(180 * NS_PER_MS, 0); // var: 3/4 * 50 + 1/4 * |100 - 180| = 57.5, as RFC here
+        r.update(120 * NS_PER_MS, 0); // var: 3/4 * 57.5 + 1/4 * |100 - 120| = 48.125 (RFC: against 110)
+        assert_eq!(r.var(), 48_125_000);
+        assert_eq!(r.smoothed(), (7 * 110 + 120) * NS_PER_MS / 8);
+        let mut tiny = RttEstimator::aioquic(INITIAL_RTT);
+        tiny.update(200_000, 0);
+        tiny.update(200_000, 0);
+        assert_eq!(tiny.latest(), NS_PER_MS, "samples are at least 1 ms");
     }
 
     #[test]

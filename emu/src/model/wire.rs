@@ -13,6 +13,7 @@
 //! - TCP data: `seq: u64` (byte offset), `len: u32`, `tsval: u32` (µs)
 //! - TCP ACK: `ack: u64` (next byte expected), `window: u32`, `tsecr: u32`, `n: u8`, then
 //!   `n` SACK blocks `(start: u64, end: u64)`, a DSACK block first when there is one
+//! - QUIC handshake: `step: u8` (see [`Handshake`])
 
 /// IPv4 + UDP header bytes.
 pub const UDP_HEADERS: usize = 28;
@@ -25,6 +26,17 @@ const KIND_QUIC_DATA: u8 = 1;
 const KIND_QUIC_ACK: u8 = 2;
 const KIND_TCP_DATA: u8 = 3;
 const KIND_TCP_ACK: u8 = 4;
+const KIND_QUIC_HANDSHAKE: u8 = 5;
+
+/// The steps of a modelled QUIC handshake and request: the client's Initial, the server's
+/// first flight (Initial + Handshake: certificate and Finished), the client's Finished
+/// with the HTTP/3 request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    ClientInitial = 1,
+    ServerFlight = 2,
+    ClientRequest = 3,
+}
 
 /// Inclusive ranges (QUIC packet numbers) or half-open byte ranges (TCP SACK), fixed
 /// capacity so segments need no allocation.
@@ -93,6 +105,10 @@ pub enum Segment {
         tsecr: u32,
         sack: Ranges,
     },
+    QuicHandshake {
+        flow: u16,
+        step: Handshake,
+    },
 }
 
 /// Addresses and ports of the packet a segment travels in: the server's and the client's,
@@ -111,7 +127,8 @@ impl Segment {
             Segment::QuicData { flow, .. }
             | Segment::QuicAck { flow, .. }
             | Segment::TcpData { flow, .. }
-            | Segment::TcpAck { flow, .. } => flow,
+            | Segment::TcpAck { flow, .. }
+            | Segment::QuicHandshake { flow, .. } => flow,
         }
     }
 
@@ -126,6 +143,7 @@ impl Segment {
             Segment::QuicAck { ranges, .. } => (UDP_HEADERS, 8 + 4 + 8 + 1 + 16 * ranges.len()),
             Segment::TcpData { .. } => (TCP_HEADERS, 8 + 4 + 4),
             Segment::TcpAck { sack, .. } => (TCP_HEADERS, 8 + 4 + 4 + 1 + 16 * sack.len()),
+            Segment::QuicHandshake { .. } => (UDP_HEADERS, 1),
         };
         hdr + 3 + body
     }
@@ -233,6 +251,11 @@ impl Segment {
                 w.u32(tsecr);
                 w.ranges(&sack);
             }
+            Segment::QuicHandshake { flow, step } => {
+                w.u8(KIND_QUIC_HANDSHAKE);
+                w.u16(flow);
+                w.u8(step as u8);
+            }
         }
         total
     }
@@ -277,6 +300,15 @@ impl Segment {
                 window: r.u32()?,
                 tsecr: r.u32()?,
                 sack: r.ranges()?,
+            },
+            (KIND_QUIC_HANDSHAKE, 17) => Segment::QuicHandshake {
+                flow,
+                step: match r.u8()? {
+                    1 => Handshake::ClientInitial,
+                    2 => Handshake::ServerFlight,
+                    3 => Handshake::ClientRequest,
+                    _ => return None,
+                },
             },
             _ => return None,
         })
@@ -419,6 +451,14 @@ mod tests {
             },
             52,
             false,
+        );
+        round_trip(
+            Segment::QuicHandshake {
+                flow: 2,
+                step: Handshake::ServerFlight,
+            },
+            1280,
+            true,
         );
     }
 
