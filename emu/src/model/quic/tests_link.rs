@@ -153,7 +153,7 @@ fn a_window_limited_transfer_takes_size_over_window_round_trips() {
     let size = 1_000_000;
     let r = run(cfg(size), 40 * 1252, link(25), 30 * NS_PER_S);
     let per_rtt = 40 * (1252 - 35) as u64; // stream bytes per window
-    let rtts = size.div_ceil(per_rtt) as u64;
+    let rtts = size.div_ceil(per_rtt);
     let expect = (rtts + 2) * 50 * NS_PER_MS;
     assert!(
         r.end > expect - 60 * NS_PER_MS && r.end < expect + 60 * NS_PER_MS,
