@@ -11,7 +11,8 @@
 //! | 1     | [`model`]                    | modelled endpoints of the simulation mode (RTT, cc, ...) |
 //! | 2     | [`config`]                   | scenario file schema, validation, model, trace files    |
 //! | 3     | [`engine`]                   | the engine built from a `Scenario`, classifier, records |
-//! | 4     | [`io`], [`replay`]           | the real-time driver; the offline `pdcp-replay` driver  |
+//! | 4     | [`io`], [`replay`], [`sim`]  | the real-time driver; the offline `pdcp-replay` driver; |
+//! |       |                              | the virtual-time driver with modelled endpoints         |
 //!
 //! `main.rs` and `src/bin/` sit on top. `base`, `link`, `pdcp`, `cell` and `engine` are
 //! pure: every component takes `now` (nanoseconds of a clock it never reads) and reports its
@@ -27,3 +28,4 @@ pub mod link;
 pub mod model;
 pub mod pdcp;
 pub mod replay;
+pub mod sim;

@@ -1,0 +1,306 @@
+//! The virtual-time event loop. At each instant, in this order: the endpoints' timers
+//! fire, the receiving hosts hand finished packets to their clients, every endpoint sends
+//! what it may, the engine advances to the instant, and what it delivers goes to the
+//! server (uplink) or into the client host's buffer (downlink); this repeats until the
+//! instant is quiet, then time jumps to the earliest deadline of the engine, an endpoint
+//! or a host. Nothing reads a clock, so a scenario and a workload always give the same
+//! records.
+
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use super::workload::{FlowSpec, Transport, Workload};
+use crate::base::time::{to_ms, Nanos, NS_PER_S};
+use crate::config::Scenario;
+use crate::engine::{Dir, Engine, Record};
+use crate::model::cc::{CcKind, Controller};
+use crate::model::host::ReceiveBuffer;
+use crate::model::quic::receiver::QuicReceiver;
+use crate::model::quic::sender::QuicSender;
+use crate::model::quic::QuicConfig;
+use crate::model::wire::{Endpoints, Segment};
+use crate::model::Endpoint;
+
+/// Builds a flow's congestion controller: its kind, its stack (QUIC flows behave as
+/// aioquic, TCP flows as Linux) and the full-size packet in bytes.
+pub type Controllers<'a> = &'a dyn Fn(CcKind, Transport, u64) -> Box<dyn Controller>;
+
+/// Steps within one instant before the driver gives up (a model that keeps asking to act
+/// at the same instant is a bug, not a workload).
+const MAX_STEPS_PER_INSTANT: u32 = 100_000;
+
+struct Flow {
+    spec: FlowSpec,
+    server: Box<dyn Endpoint>,
+    client: Box<dyn Endpoint>,
+    host: ReceiveBuffer<Segment>,
+    ep: Endpoints,
+}
+
+/// One flow's outcome, as the summary line reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowResult {
+    pub name: String,
+    pub transport: &'static str,
+    pub cc: &'static str,
+    pub server_port: u16,
+    pub client_port: u16,
+    pub size: u64,
+    /// Bytes the client application got in order.
+    pub bytes: u64,
+    pub start_ms: f64,
+    /// When the last byte reached the client application (None: not done at the end).
+    pub done_ms: Option<f64>,
+    /// bytes × 8 / (done, or the end, − start).
+    pub goodput_mbps: f64,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub host_drops: u64,
+    pub host_max_used: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SimSummary {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Virtual time at the end.
+    pub t_ms: f64,
+    pub flows: Vec<FlowResult>,
+    /// Packets the endpoints sent into the engine, and what the loop did.
+    pub packets: u64,
+    pub instants: u64,
+    pub wall_s: f64,
+    pub events_per_s: f64,
+}
+
+fn flow_endpoints(s: &Scenario, f: &FlowSpec) -> Endpoints {
+    Endpoints {
+        server_addr: s.topology.server_addr.octets(),
+        client_addr: s.topology.client_addr.octets(),
+        server_port: f.server_port,
+        client_port: f.client_port,
+    }
+}
+
+fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers) -> Result<Flow> {
+    let (server, client): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match f.transport {
+        Transport::Quic => {
+            let cfg = QuicConfig {
+                flow: index as u16,
+                datagram: f.datagram,
+                size: f.size,
+                send_gap: f.send_packet,
+                start: f.start,
+                ..QuicConfig::default()
+            };
+            let cc = controllers(f.cc, Transport::Quic, f.datagram as u64);
+            (
+                Box::new(QuicSender::new(cfg.clone(), cc)),
+                Box::new(QuicReceiver::new(cfg)),
+            )
+        }
+        Transport::Tcp => bail!(
+            "flow {:?}: TCP is not modelled yet in the simulation",
+            f.name
+        ),
+    };
+    let mtu = s.topology.mtu as usize;
+    if f.datagram + 28 > mtu && f.transport == Transport::Quic {
+        bail!(
+            "flow {:?}: datagram {} + 28 exceeds the scenario's MTU {mtu}",
+            f.name,
+            f.datagram
+        );
+    }
+    Ok(Flow {
+        spec: f.clone(),
+        server,
+        client,
+        host: ReceiveBuffer::new(f.rmem, f.truesize_overhead, f.app_packet),
+        ep: flow_endpoints(s, f),
+    })
+}
+
+fn inject(
+    engine: &mut Engine,
+    now: Nanos,
+    seg: &Segment,
+    len: usize,
+    down: bool,
+    ep: &Endpoints,
+) -> Result<()> {
+    let id = engine
+        .alloc_buffer()
+        .context("the engine's packet pool is exhausted")?;
+    let n = seg.write(engine.pool_mut().slot_mut(id), len, down, ep);
+    engine.ingress(now, if down { Dir::Down } else { Dir::Up }, id, n);
+    Ok(())
+}
+
+fn write_line<T: Serialize>(out: &mut dyn Write, v: &T) -> Result<()> {
+    serde_json::to_writer(&mut *out, v)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// Runs the workload over the scenario until every flow is done or the duration ends;
+/// writes the engine's records and the summary to `stats` and returns the summary.
+pub fn run(
+    s: &Scenario,
+    w: &Workload,
+    controllers: Controllers,
+    stats: &mut dyn Write,
+) -> Result<SimSummary> {
+    let wall = Instant::now();
+    let slot = s.topology.mtu as usize + 64;
+    let mut engine = Engine::new(s, slot)?;
+    let mut flows = w
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| build_flow(s, i, f, controllers))
+        .collect::<Result<Vec<_>>>()?;
+    let end = w.duration;
+    let mut now: Nanos = 0;
+    let mut packets = 0u64;
+    let mut instants = 0u64;
+    loop {
+        instants += 1;
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            if steps > MAX_STEPS_PER_INSTANT {
+                bail!("the simulation does not advance at {} ms (a model keeps acting at the same instant)", to_ms(now));
+            }
+            let mut acted = false;
+            for f in flows.iter_mut() {
+                if f.server.next_deadline().is_some_and(|t| t <= now) {
+                    f.server.on_timeout(now);
+                }
+                if f.client.next_deadline().is_some_and(|t| t <= now) {
+                    f.client.on_timeout(now);
+                }
+                while let Some(seg) = f.host.take(now) {
+                    f.client.on_segment(now, &seg);
+                }
+                while let Some((seg, len)) = f.server.poll_transmit(now) {
+                    inject(&mut engine, now, &seg, len, true, &f.ep)?;
+                    packets += 1;
+                    acted = true;
+                }
+                while let Some((seg, len)) = f.client.poll_transmit(now) {
+                    inject(&mut engine, now, &seg, len, false, &f.ep)?;
+                    packets += 1;
+                    acted = true;
+                }
+            }
+            engine.advance(now);
+            while let Some(o) = engine.outputs().pop_front() {
+                let pkt = engine.pool().get(o.id);
+                let seg = Segment::read(pkt);
+                let len = pkt.len();
+                engine.release(o.id);
+                let Some(seg) = seg else { continue };
+                let Some(f) = flows.get_mut(seg.flow() as usize) else {
+                    continue;
+                };
+                acted = true;
+                match o.dir {
+                    Dir::Up => f.server.on_segment(now, &seg),
+                    Dir::Down => {
+                        f.host.offer(now, seg, len);
+                    }
+                }
+            }
+            for rec in engine.take_records() {
+                write_line(stats, &rec)?;
+            }
+            if !acted {
+                break;
+            }
+        }
+        let all_done = flows.iter().all(|f| {
+            f.client.progress().done_at.is_some() && f.server.progress().done_at.is_some()
+        });
+        if all_done {
+            break;
+        }
+        let next = flows
+            .iter()
+            .flat_map(|f| {
+                [
+                    f.server.next_deadline(),
+                    f.client.next_deadline(),
+                    f.host.next_deadline(),
+                ]
+            })
+            .chain([engine.next_deadline()])
+            .flatten()
+            .min();
+        let Some(next) = next else {
+            bail!(
+                "the simulation has nothing left to do at {} ms with flows unfinished",
+                to_ms(now)
+            );
+        };
+        let next = next.max(now + 1);
+        if end.is_some_and(|e| next > e) {
+            now = end.unwrap_or(next);
+            engine.advance(now);
+            for rec in engine.take_records() {
+                write_line(stats, &rec)?;
+            }
+            break;
+        }
+        now = next;
+    }
+    let summary_rec: Record = engine.summary(now);
+    write_line(stats, &summary_rec)?;
+    let results = flows.iter().map(|f| result(f, now)).collect();
+    let wall_s = wall.elapsed().as_secs_f64();
+    let summary = SimSummary {
+        kind: "sim",
+        t_ms: to_ms(now),
+        flows: results,
+        packets,
+        instants,
+        wall_s,
+        events_per_s: (packets + instants) as f64 / wall_s.max(1e-9),
+    };
+    write_line(stats, &summary)?;
+    stats.flush()?;
+    Ok(summary)
+}
+
+fn result(f: &Flow, end: Nanos) -> FlowResult {
+    let c = f.client.progress();
+    let s = f.server.progress();
+    let stop = c.done_at.unwrap_or(end);
+    let span = stop.saturating_sub(f.spec.start).max(1);
+    FlowResult {
+        name: f.spec.name.clone(),
+        transport: match f.spec.transport {
+            Transport::Quic => "quic",
+            Transport::Tcp => "tcp",
+        },
+        cc: match f.spec.cc {
+            CcKind::Reno => "reno",
+            CcKind::Cubic => "cubic",
+            CcKind::Bbr => "bbr",
+        },
+        server_port: f.spec.server_port,
+        client_port: f.spec.client_port,
+        size: f.spec.size,
+        bytes: c.bytes,
+        start_ms: to_ms(f.spec.start),
+        done_ms: c.done_at.map(to_ms),
+        goodput_mbps: c.bytes as f64 * 8.0 / (span as f64 / NS_PER_S as f64) / 1e6,
+        packets_sent: s.sent,
+        packets_lost: s.lost,
+        host_drops: f.host.drops,
+        host_max_used: f.host.max_used,
+    }
+}

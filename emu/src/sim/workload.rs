@@ -1,0 +1,233 @@
+//! The workload of a simulation, as a TOML file: one `[[flow]]` table per connection.
+//!
+//! ```toml
+//! duration_s = 60          # optional: stop then even if flows are not done
+//! [[flow]]
+//! name = "dc"
+//! transport = "quic"       # "quic" (aioquic's behaviour) or "tcp" (Linux's)
+//! cc = "reno"              # reno, cubic, bbr
+//! server_port = 4433       # the bearer rules see it
+//! client_port = 40000      # optional: 40000 + the flow's index
+//! size = 100000000         # bytes of the object
+//! start_s = 0.0            # when the client starts
+//! datagram = 1252          # QUIC: UDP payload of a full packet (aioquic's max_datagram_size)
+//! mss = 1448               # TCP: payload of a full segment
+//! rmem = 212992            # client receive buffer, bytes (UDP: rmem_default; TCP: tcp_rmem's max)
+//! truesize_overhead = 768  # bytes the kernel charges per packet beyond its length
+//! app_packet_us = 0.0      # client CPU per packet (a CPU-bound receiver); 0: none
+//! send_packet_us = 0.0     # server CPU per packet; 0: none
+//! ```
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::base::time::{from_ms, Nanos, MAX_TIME_S};
+use crate::model::cc::CcKind;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Quic,
+    Tcp,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlowFile {
+    name: String,
+    transport: Transport,
+    #[serde(default = "d_cc")]
+    cc: String,
+    server_port: u16,
+    client_port: Option<u16>,
+    size: u64,
+    #[serde(default)]
+    start_s: f64,
+    #[serde(default = "d_datagram")]
+    datagram: usize,
+    #[serde(default = "d_mss")]
+    mss: usize,
+    #[serde(default = "d_rmem")]
+    rmem: u64,
+    #[serde(default = "d_truesize")]
+    truesize_overhead: u64,
+    #[serde(default)]
+    app_packet_us: f64,
+    #[serde(default)]
+    send_packet_us: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    duration_s: Option<f64>,
+    #[serde(default)]
+    flow: Vec<FlowFile>,
+}
+
+fn d_cc() -> String {
+    "reno".into()
+}
+fn d_datagram() -> usize {
+    1252
+}
+fn d_mss() -> usize {
+    1448
+}
+fn d_rmem() -> u64 {
+    212_992
+}
+fn d_truesize() -> u64 {
+    768
+}
+
+/// One validated flow.
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    pub name: String,
+    pub transport: Transport,
+    pub cc: CcKind,
+    pub server_port: u16,
+    pub client_port: u16,
+    pub size: u64,
+    pub start: Nanos,
+    pub datagram: usize,
+    pub mss: usize,
+    pub rmem: u64,
+    pub truesize_overhead: u64,
+    pub app_packet: Nanos,
+    pub send_packet: Nanos,
+}
+
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub duration: Option<Nanos>,
+    pub flows: Vec<FlowSpec>,
+}
+
+pub fn load_workload(path: &Path) -> Result<Workload> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read workload {}", path.display()))?;
+    parse_workload(&text).with_context(|| format!("workload {}", path.display()))
+}
+
+/// Parses and checks a workload; errors name the field and the allowed range.
+pub fn parse_workload(text: &str) -> Result<Workload> {
+    let de = toml::Deserializer::new(text);
+    let file: WorkloadFile = serde_path_to_error::deserialize(de)
+        .map_err(|e| anyhow::anyhow!("{}: {}", e.path(), e.inner().message()))?;
+    let duration = match file.duration_s {
+        None => None,
+        Some(d) if d.is_finite() && d > 0.0 && d <= MAX_TIME_S as f64 => Some(from_ms(d * 1e3)),
+        Some(d) => bail!("duration_s: must be more than 0 and at most {MAX_TIME_S} (got {d})"),
+    };
+    if file.flow.is_empty() {
+        bail!("flow: at least one [[flow]] is needed");
+    }
+    if file.flow.len() > u16::MAX as usize {
+        bail!("flow: at most {} flows (got {})", u16::MAX, file.flow.len());
+    }
+    let mut flows = Vec::new();
+    for (i, f) in file.flow.into_iter().enumerate() {
+        let at = |field: &str| format!("flow[{i}].{field}");
+        let cc = CcKind::parse(&f.cc)
+            .with_context(|| format!("{}: one of reno, cubic, bbr (got {:?})", at("cc"), f.cc))?;
+        if f.size == 0 {
+            bail!("{}: must be at least 1 byte", at("size"));
+        }
+        if !(f.start_s.is_finite() && (0.0..=MAX_TIME_S as f64).contains(&f.start_s)) {
+            bail!(
+                "{}: must be between 0 and {MAX_TIME_S} (got {})",
+                at("start_s"),
+                f.start_s
+            );
+        }
+        if !(200..=65_000).contains(&f.datagram) {
+            bail!(
+                "{}: must be between 200 and 65000 (got {})",
+                at("datagram"),
+                f.datagram
+            );
+        }
+        if !(88..=65_000).contains(&f.mss) {
+            bail!(
+                "{}: must be between 88 and 65000 (got {})",
+                at("mss"),
+                f.mss
+            );
+        }
+        if !(1024..=1 << 31).contains(&f.rmem) {
+            bail!(
+                "{}: must be between 1024 and 2147483648 (got {})",
+                at("rmem"),
+                f.rmem
+            );
+        }
+        if f.truesize_overhead > 65_536 {
+            bail!(
+                "{}: must be at most 65536 (got {})",
+                at("truesize_overhead"),
+                f.truesize_overhead
+            );
+        }
+        for (name, v) in [
+            ("app_packet_us", f.app_packet_us),
+            ("send_packet_us", f.send_packet_us),
+        ] {
+            if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+                bail!("{}: must be between 0 and 1000000 (got {v})", at(name));
+            }
+        }
+        if f.server_port == 0 {
+            bail!("{}: must be between 1 and 65535", at("server_port"));
+        }
+        flows.push(FlowSpec {
+            client_port: f.client_port.unwrap_or(40_000 + i as u16),
+            name: f.name,
+            transport: f.transport,
+            cc,
+            server_port: f.server_port,
+            size: f.size,
+            start: from_ms(f.start_s * 1e3),
+            datagram: f.datagram,
+            mss: f.mss,
+            rmem: f.rmem,
+            truesize_overhead: f.truesize_overhead,
+            app_packet: from_ms(f.app_packet_us / 1e3),
+            send_packet: from_ms(f.send_packet_us / 1e3),
+        });
+    }
+    Ok(Workload { duration, flows })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_errors_name_the_field() {
+        let w = parse_workload(
+            "[[flow]]\nname = \"dc\"\ntransport = \"quic\"\nserver_port = 4433\nsize = 1000\n",
+        )
+        .unwrap();
+        let f = &w.flows[0];
+        assert_eq!(
+            (f.cc, f.client_port, f.datagram, f.rmem),
+            (CcKind::Reno, 40_000, 1252, 212_992)
+        );
+        for (text, needle) in [
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=0\n", "flow[0].size"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\ncc=\"vegas\"\n", "flow[0].cc"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"sctp\"\nserver_port=1\nsize=1\n", "transport"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nrmem=5\n", "flow[0].rmem"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nbogus=1\n", "bogus"),
+            ("duration_s = -1\n[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\n", "duration_s"),
+            ("", "at least one"),
+        ] {
+            let e = format!("{:#}", parse_workload(text).unwrap_err());
+            assert!(e.contains(needle), "{e:?} should name {needle}");
+        }
+    }
+}
