@@ -6,6 +6,10 @@
 //! Each implementation says whose behaviour it reproduces (aioquic's, Linux's, dclab's
 //! BBR) and follows it exactly where that changes what goes on the wire.
 
+pub mod bbr;
+pub mod cubic;
+pub mod reno;
+
 use super::rtt::RttEstimator;
 use crate::base::time::Nanos;
 
@@ -49,6 +53,14 @@ pub trait Controller {
         None
     }
     fn in_slow_start(&self) -> bool;
+    /// Whether a packet sent now is to be marked application-limited on the controller's
+    /// behalf (asked right after `on_sent`); the sender ORs it into its own mark for the
+    /// packet's [`Acked::app_limited`]. BBR marks packets sent while the pipe was empty and
+    /// during PROBE_RTT, so that their low rate samples do not pull its bandwidth filter
+    /// down (dclab/endpoints/aioquic/bbr.py keeps that mark itself).
+    fn app_limited(&self) -> bool {
+        false
+    }
 }
 
 /// The congestion controllers a modelled sender can use.
@@ -67,5 +79,26 @@ impl CcKind {
             "bbr" => Some(CcKind::Bbr),
             _ => None,
         }
+    }
+}
+
+/// Whose behaviour a controller reproduces: aioquic 1.7.2's (in bytes; dclab's BBR for
+/// [`CcKind::Bbr`]) or the Linux kernel's (in segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Aioquic,
+    Linux,
+}
+
+/// A controller of `kind` as `flavor` does it. `mss`: the bytes one full-sized packet
+/// counts in flight (aioquic's max_datagram_size; for Linux, the segment the window is
+/// counted in). Linux BBR is dclab's aioquic BBR (bbr.rs) with the same constants.
+pub fn build(kind: CcKind, flavor: Flavor, mss: u64) -> Box<dyn Controller> {
+    match (kind, flavor) {
+        (CcKind::Reno, Flavor::Aioquic) => Box::new(reno::NewReno::new(mss)),
+        (CcKind::Reno, Flavor::Linux) => Box::new(reno::LinuxReno::new(mss)),
+        (CcKind::Cubic, Flavor::Aioquic) => Box::new(cubic::Cubic::new(mss)),
+        (CcKind::Cubic, Flavor::Linux) => Box::new(cubic::LinuxCubic::new(mss)),
+        (CcKind::Bbr, _) => Box::new(bbr::Bbr::new(mss)),
     }
 }
