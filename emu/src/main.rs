@@ -57,6 +57,26 @@ enum Cmd {
         #[arg(long)]
         realtime: bool,
     },
+    /// Simulate a scenario in virtual time with modelled endpoints (no root, no devices).
+    ///
+    /// The same engine as `run`, driven as fast as the CPU allows by modelled QUIC
+    /// (aioquic's behaviour) and TCP (Linux's) endpoints and receiving hosts described in
+    /// a workload file (see src/sim/workload.rs). Deterministic for the scenario's seed.
+    /// Prints one JSON line per flow summary on stdout; --stats writes the same records as
+    /// `run`, then the summary.
+    Sim {
+        /// Scenario file (TOML), as for `run`.
+        scenario: PathBuf,
+        /// Workload file (TOML): the flows.
+        #[arg(long)]
+        workload: PathBuf,
+        /// Stats output (JSON lines; "-" for stdout); none if not given.
+        #[arg(long)]
+        stats: Option<PathBuf>,
+        /// Stop after this many seconds of virtual time (overrides the workload's duration_s).
+        #[arg(long, allow_negative_numbers = true)]
+        duration: Option<f64>,
+    },
     /// Validate a scenario and print it with every default filled in.
     Check { scenario: PathBuf },
     /// Print the default scenario (the reference testbed) as TOML.
@@ -235,6 +255,44 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 realtime,
             };
             run(&s, &opts)?;
+        }
+        Cmd::Sim {
+            scenario,
+            workload,
+            stats,
+            duration,
+        } => {
+            let s = config::load(&scenario)?;
+            let mut w = dcemu::sim::load_workload(&workload)?;
+            if let Some(d) = duration {
+                anyhow::ensure!(
+                    d.is_finite() && d > 0.0 && d <= MAX_TIME_S as f64,
+                    "--duration: must be more than 0 and at most {MAX_TIME_S} (got {})",
+                    fmt_num(d)
+                );
+                w.duration = Some(from_ms(d * 1e3));
+            }
+            let controllers = |kind, transport, mss| {
+                let flavor = match transport {
+                    dcemu::sim::Transport::Quic => dcemu::model::cc::Flavor::Aioquic,
+                    dcemu::sim::Transport::Tcp => dcemu::model::cc::Flavor::Linux,
+                };
+                dcemu::model::cc::build(kind, flavor, mss)
+            };
+            let mut out: Box<dyn Write> = match &stats {
+                Some(p) if p.as_os_str() == "-" => {
+                    Box::new(std::io::BufWriter::new(std::io::stdout()))
+                }
+                Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+                    |e| anyhow::anyhow!("cannot create stats file {}: {e}", p.display()),
+                )?)),
+                None => Box::new(std::io::sink()),
+            };
+            let summary = dcemu::sim::run(&s, &w, &controllers, &mut out)?;
+            drop(out);
+            if stats.as_deref().is_none_or(|p| p.as_os_str() != "-") {
+                println!("{}", serde_json::to_string(&summary)?);
+            }
         }
         Cmd::Check { scenario } => {
             let s = config::load(&scenario)?;
