@@ -105,6 +105,9 @@ class StackOptions(PacketSizeOptions):
     cc: str | None = Field(None, description="Congestion control [default: the stack's first: reno for aioquic, cubic otherwise].")
     udp_buffer: Literal["default", "large"] = Field(
         "default", description="QUIC host configuration: net.core.rmem_default 212992 (default) or 32 MiB (large).")
+    backend: Literal["emu", "sim"] = Field(
+        "emu", description="emu: real stacks through dcemu in real time; sim: modelled endpoints in virtual time "
+                           "(`dcemu sim`, no root; experiments that declare it).")
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,9 @@ class Experiment(ABC):
     # leave the testbed running (no ``bed.finish()``) and put what its figure needs in the
     # repetition's directory.
     one_testbed: ClassVar[bool] = False
+    # ``measure`` also works on a simulated bed (testbed/simbed.py): only run_clients,
+    # finish, start_wall and state, for flows of one object on one connection.
+    simulates: ClassVar[bool] = False
 
     # -- what a repetition needs and does -------------------------------------------------
 

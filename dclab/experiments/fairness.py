@@ -76,6 +76,7 @@ class Fairness(Experiment):
                Metric("jfi_links", "JFI with flows counted at the links", digits=3))
     run_figure_name = "flows.png"
     run_figure_kind = "flows"
+    simulates = True
 
     def scenario(self, scenario: Scenario, options: Any) -> Scenario:
         return build(scenario, stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS))

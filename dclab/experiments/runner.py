@@ -25,6 +25,7 @@ from ..testbed.emulator import check_scenario
 from ..testbed.environment import environment
 from ..testbed.hostconfig import HostConfig, host_config_for
 from ..testbed.rundir import write_atomic, write_json
+from ..testbed.simbed import SimBed, SimError, model_of, workload_toml
 from ..testbed.testbed import PartDied
 from .base import Experiment, Options, PacketSizeOptions, RepResult, Summary, plan_with_packet_sizes
 
@@ -40,7 +41,24 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan
     err = check_scenario(to_dcemu(s, plan, topology))
     if err:
         raise ScenarioError(f"the emulator refuses this scenario: {err}")
+    if getattr(options, "backend", "emu") == "sim":
+        if not exp.simulates:
+            raise ScenarioError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
+                                f"{', '.join(sorted(simulating()))}")
+        host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
+        try:
+            for f in plan.flows:
+                model_of(f.stack)  # a stack without a model is refused now
+            workload_toml(plan, plan.flows, host, {}, 1.0)  # and a workload it cannot model
+        except SimError as e:
+            raise ScenarioError(f"backend sim: {e}") from None
     return plan
+
+
+def simulating() -> list[str]:
+    from . import experiments
+
+    return [name for name, e in experiments().items() if e.simulates]
 
 
 def rep_seed(base: int, rep: int) -> int:
@@ -120,6 +138,12 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
         if died:
             session.close()
             raise PartDied(died)
+    elif getattr(options, "backend", "emu") == "sim":
+        with SimBed(s, plan, host, rep_dir) as sb:
+            result.environment = environment([], sb.settings)
+            result.environment["backend"] = "sim"
+            write_json(rep_dir / "environment.json", result.environment)
+            result = exp.measure(sb, s, plan, options, result)  # type: ignore[arg-type]  # SimBed is Testbed's face
     else:
         if session is not None:
             session.close()  # a kept testbed holds the host lock: this one would wait for it forever

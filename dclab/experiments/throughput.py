@@ -77,6 +77,7 @@ class Throughput(Experiment):
     metrics = (Metric("goodput_mbps", "goodput", "Mbit/s"),)
     run_figure_name = "link-utilization.png"
     run_figure_kind = "links"
+    simulates = True
     default = True
 
     def plan(self, scenario: Scenario, options: Any) -> FlowPlan:

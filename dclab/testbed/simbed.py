@@ -1,0 +1,164 @@
+"""A simulated testbed: the same interface experiments use on a real ``Testbed``
+(``start_servers``, ``run_clients``, ``finish``, ``start_wall``, ``state``), backed by
+``dcemu sim`` — the same scenario file and engine, in virtual time, with modelled endpoints
+instead of real stacks. No root, no namespaces, no host settings; the run directory gets
+the same ``dcemu-stats.jsonl`` and the workload dcemu simulated.
+
+A stack maps to a model by what it is (``MODELS``): QUIC stacks to the aioquic model, TCP to
+the Linux model. The host configuration gives the client's receive buffer: ``rmem_default``
+for QUIC (its sockets keep the default), ``tcp_rmem``'s maximum for TCP.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from ..analysis.metrics import read_records
+from ..endpoints.base import TransferResult, Workload
+from ..flows import Flow, FlowPlan
+from ..paths import CLIENT_ADDR, DCEMU, SERVER_ADDR
+from ..scenario import Scenario
+from .dcemu_config import to_dcemu
+from .hostconfig import HostConfig
+
+
+class SimError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Model:
+    """How a stack is modelled: its transport, and its host's cost per packet (µs of CPU at
+    the client, at the server; 0 until `dclab validate` has calibrated it)."""
+
+    transport: str  # "quic" or "tcp"
+    client_packet_us: float = 0.0
+    server_packet_us: float = 0.0
+
+
+MODELS: dict[str, Model] = {
+    "aioquic": Model("quic"),
+    "aioquic-2020": Model("quic"),
+    "ngtcp2": Model("quic"),
+    "tcp": Model("tcp"),
+}
+QUIC_DATAGRAM = 1252  # dclab's aioquic endpoints' max_datagram_size (endpoints/aioquic/h3_server.py)
+TCP_TIMESTAMPS = 12  # the timestamp option in every segment: payload = the clamped MSS - 12
+
+
+def model_of(stack: str) -> Model:
+    m = MODELS.get(stack)
+    if m is None:
+        raise SimError(f"stack {stack!r} has no model in the simulation (modelled: {', '.join(MODELS)})")
+    return m
+
+
+def rmem_for(host: HostConfig, transport: str) -> int:
+    if transport == "tcp":
+        return int(host.netns_sysctls.get("net.ipv4.tcp_rmem", "4096 131072 6291456").split()[-1])
+    return int(host.global_sysctls.get("net.core.rmem_default", "212992"))
+
+
+def workload_toml(plan: FlowPlan, flows: Sequence[Flow], host: HostConfig, workloads: dict[str, Workload],
+                  duration_s: float) -> str:
+    """The workload file of ``dcemu sim`` for these flows (see emu/src/sim/workload.rs)."""
+    out = []
+    for f in flows:
+        m = model_of(f.stack)
+        w = workloads.get(f.name) or f.workload
+        if w.connections != 1 or len(w.objects) != 1:
+            raise SimError(f"flow {f.name}: the simulation models one object on one connection "
+                           f"(got {len(w.objects)} objects on {w.connections} connections)")
+        assert f.port is not None and f.cc is not None
+        out.append({
+            "name": f.name, "transport": m.transport, "cc": f.cc, "server_port": f.port, "size": int(w.objects[0]),
+            "datagram": plan.quic_datagram or QUIC_DATAGRAM, "mss": plan.tcp_mss - TCP_TIMESTAMPS,
+            "rmem": rmem_for(host, m.transport), "app_packet_us": m.client_packet_us,
+            "send_packet_us": m.server_packet_us,
+        })
+    return tomli_w.dumps({"duration_s": duration_s, "flow": out})
+
+
+class SimBed:
+    """Use like ``Testbed``: ``with SimBed(scenario, plan, host, dir) as tb: ...``."""
+
+    __test__ = False
+
+    def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path, on_wait: Any = None):
+        self.scenario, self.plan, self.host = scenario, plan, host
+        self.workdir = Path(workdir)
+        self.state: dict[str, Any] = {}
+        self.settings: dict[str, str] = {"backend": "sim"}
+        self.recovered: list[str] = []
+        self.stats = self.workdir / "dcemu-stats.jsonl"
+        self._start_wall: float | None = None
+        self.summary: dict[str, Any] | None = None
+
+    def __enter__(self) -> SimBed:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        topology = {"server_netns": "sim-server", "client_netns": "sim-client", "server_tun": "sim-s",
+                    "client_tun": "sim-c", "server_addr": SERVER_ADDR, "client_addr": CLIENT_ADDR}
+        (self.workdir / "scenario.toml").write_text(to_dcemu(self.scenario, self.plan, topology))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+    def start_servers(self, qlog: bool = False) -> None:
+        """The modelled servers need nothing started."""
+
+    def dead_part(self) -> str | None:
+        return None
+
+    @property
+    def start_wall(self) -> float | None:
+        """The wall time that stands for virtual time 0: when the clients were started, so
+        an experiment's own clock reads the clients' start as the stats' origin."""
+        return self._start_wall
+
+    def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,
+                    workloads: dict[str, Workload] | None = None) -> dict[str, TransferResult]:
+        """Simulates every flow (or those named) from virtual time 0 for at most
+        ``timeout_s``; their results by flow, as real clients would report them."""
+        chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
+        (self.workdir / "workload.toml").write_text(workload_toml(self.plan, chosen, self.host, workloads or {}, timeout_s))
+        self._start_wall = time.time()
+        p = subprocess.run([str(DCEMU), "sim", str(self.workdir / "scenario.toml"), "--workload",
+                            str(self.workdir / "workload.toml"), "--stats", str(self.stats)],
+                           capture_output=True, text=True)
+        (self.workdir / "dcemu.log").write_text(p.stderr)
+        if p.returncode != 0:
+            raise SimError(f"dcemu sim failed: {p.stderr.strip()[-400:]}")
+        self.summary = json.loads(p.stdout.strip().splitlines()[-1])
+        results = {}
+        for r in self.summary["flows"]:
+            results[r["name"]] = self._transfer(r)
+        return {f.name: results[f.name] for f in chosen}
+
+    def _transfer(self, r: dict[str, Any]) -> TransferResult:
+        start = r["start_ms"] / 1e3
+        done = r["done_ms"] / 1e3 if r["done_ms"] is not None else None
+        assert self._start_wall is not None
+        return TransferResult(
+            ok=done is not None, bytes=int(r["bytes"]), request_s=start, last_byte_s=done,
+            error=None if done is not None else f"cut at the end of the simulated window ({r['bytes']} of {r['size']} bytes)",
+            request_wall=self._start_wall + start,
+            extra={"sim": {k: r[k] for k in ("packets_sent", "packets_lost", "host_drops", "host_max_used")}},
+        )
+
+    def finish(self) -> list[dict[str, Any]]:
+        """dcemu's records of the simulation (the engine's intervals and summary)."""
+        if not self.stats.exists():
+            return []
+        return [r for r in read_records(self.stats) if r.get("type") != "sim"]

@@ -1,0 +1,69 @@
+"""The simulation backend (`--backend sim`): the same experiments on `dcemu sim`, with
+modelled endpoints in virtual time (dclab/testbed/simbed.py, emu/src/sim/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import run_dclab
+
+from dclab.endpoints.base import Workload
+from dclab.experiments import get_experiment
+from dclab.flows import Flow, single_bearer_plan
+from dclab.scenario import build
+from dclab.testbed.hostconfig import HOST_CONFIGS
+from dclab.testbed.simbed import workload_toml
+
+
+def dclab_namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("dclab")]
+
+
+def test_throughput_on_the_simulation_backend(tmp_path):
+    before = dclab_namespaces()
+    r = run_dclab("run", "throughput", "--backend", "sim", "--udp-buffer", "large", "--size", "10MB", "--reps", "2",
+                  "--json", "--out", str(tmp_path / "run"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    g = out["goodput_mbps"]
+    assert 25 < g["mean"] < 40 * 1215 / 1280, g  # two 20 Mbit/s legs, QUIC and IP overhead
+    assert g["std"] > 0, "two seeds, two jitter draws"
+    rep = tmp_path / "run" / "rep-01"
+    assert (rep / "workload.toml").exists() and (rep / "dcemu-stats.jsonl").exists()
+    assert json.loads((rep / "environment.json").read_text())["backend"] == "sim"
+    assert dclab_namespaces() == before, "a simulation touches no namespace"
+
+
+def test_fairness_on_the_simulation_backend(tmp_path):
+    r = run_dclab("run", "fairness", "--backend", "sim", "--duration", "10", "--json", "--out", str(tmp_path / "f"),
+                  timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    flows = out["flows"]
+    assert set(flows) == {"dc", "sc1", "sc2"}
+    # DC shares both 20 Mbit/s legs with one SC flow on each: the three together use most of 40.
+    total = sum(f["mean_mbps"] for f in flows.values())
+    assert 30 < total < 40, flows
+    assert 0.8 < out["jfi"]["mean"] <= 1.0
+
+
+def test_what_the_simulation_cannot_model_is_refused_before_it_starts(tmp_path):
+    r = run_dclab("run", "throughput", "--backend", "sim", "--streams", "2", "--out", str(tmp_path / "x"), timeout=60)
+    assert r.returncode != 0 and "one object on one connection" in r.stderr
+    assert not (tmp_path / "x").exists()
+    r = run_dclab("run", "throughput", "--backend", "simulated", "--out", str(tmp_path / "y"), timeout=60)
+    assert r.returncode == 2 and "backend" in r.stderr
+
+
+def test_the_workload_takes_the_hosts_receive_buffer_and_the_plans_packet_sizes():
+    s = build(get_experiment("throughput").scenario(build(), get_experiment("throughput").options()))
+    plan = single_bearer_plan(s, [Flow("dc", "aioquic", "dc", Workload.single(1000), "reno", 4433)])
+    text = workload_toml(plan, plan.flows, HOST_CONFIGS["quic-default"], {}, 5.0)
+    assert "rmem = 212992" in text and "datagram = 1252" in text and "duration_s = 5.0" in text
+    text = workload_toml(plan, plan.flows, HOST_CONFIGS["quic-large"], {}, 5.0)
+    assert "rmem = 33554432" in text
+    tcp = single_bearer_plan(s, [Flow("dc", "tcp", "dc", Workload.single(1000), "cubic", 4433)])
+    text = workload_toml(tcp, tcp.flows, HOST_CONFIGS["tcp"], {}, 5.0)
+    assert 'transport = "tcp"' in text and "rmem = 6291456" in text and "mss = 1268" in text
