@@ -12,6 +12,7 @@
 
 pub mod cc;
 pub mod rtt;
+pub mod tcp;
 pub mod wire;
 
 use crate::base::time::Nanos;
