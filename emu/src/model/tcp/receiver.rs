@@ -296,7 +296,6 @@ impl TcpReceiver {
         if seq <= self.rcv_wup {
             self.ts_recent = tsval;
         }
-        self.rcv_rtt_measure(now);
         if end <= self.rcv_nxt {
             // A retransmission of delivered data: DSACK and quickack.
             self.dsack_set(seq, end);
@@ -310,6 +309,7 @@ impl TcpReceiver {
             }
             self.event_data_recv(now);
             self.rcv_nxt = end;
+            self.rcv_rtt_measure(now);
             let had_ooo = !self.ooo.is_empty();
             while let Some((&a, &b)) = self.ooo.first_key_value() {
                 if a > self.rcv_nxt {

@@ -98,6 +98,9 @@ struct Link {
     gap: Nanos,
     busy: Nanos,
     drop_until: Nanos,
+    /// Drop-tail: packets waiting beyond this are dropped (0: no limit).
+    queue: u64,
+    drops: u64,
     drop_first: Vec<u64>,
     extra_first: Vec<(u64, Nanos)>,
     seen: HashMap<u64, u32>,
@@ -113,6 +116,10 @@ impl Link {
 
     /// When the segment arrives, or None if dropped.
     fn carry(&mut self, now: Nanos, seg: &Segment) -> Option<Nanos> {
+        if self.queue > 0 && self.busy > now && (self.busy - now) / self.gap >= self.queue {
+            self.drops += 1;
+            return None;
+        }
         let depart = self.busy.max(now) + self.gap;
         self.busy = depart;
         let mut extra = 0;
@@ -361,4 +368,34 @@ fn the_receive_window_limits_the_sender() {
     let tr = run(&mut snd, &mut rcv, &mut down, &mut up, 60_000 * MS);
     assert!(tr.max_outstanding > 40 * MSS);
     assert!(snd.progress().done_at.unwrap() < 400 * MS);
+}
+
+#[test]
+fn reno_through_a_drop_tail_bottleneck_completes_near_the_link_rate() {
+    // 1 ms per packet (1.5 MB/s), 20 ms each way, a 30-packet queue: slow start
+    // overflows it, RACK and PRR repair the burst of losses, later ones too.
+    let segs = 3000;
+    let (mut snd, mut rcv) = endpoints(segs, Box::new(Reno::new()), |_| {});
+    let mut down = Link::new(20 * MS);
+    down.gap = MS;
+    down.queue = 30;
+    down.extra_first = vec![(500 * MSS, 3 * MS), (1500 * MSS, 30 * MS)];
+    let mut up = Link::new(20 * MS);
+    let tr = run(&mut snd, &mut rcv, &mut down, &mut up, 60_000 * MS);
+    let p = snd.progress();
+    assert_eq!(rcv.progress().bytes, segs * MSS);
+    assert_eq!(p.bytes, segs * MSS);
+    assert!(
+        down.drops > 0 && p.lost >= down.drops,
+        "{} {}",
+        down.drops,
+        p.lost
+    );
+    assert_eq!(p.sent, segs + p.lost);
+    // Every segment once plus the retransmissions, at 1 ms each, is the least time.
+    let done = p.done_at.unwrap();
+    assert!(done >= (segs + p.lost) * MS, "{done}");
+    assert!(done < (segs * MS) * 10 / 8, "goodput under 80 %: {done}");
+    assert_eq!(tr.sends.len() as u64, p.sent);
+    assert_eq!(snd.state(), sender::CaState::Open);
 }
