@@ -14,6 +14,7 @@ pub mod cc;
 pub mod host;
 pub mod quic;
 pub mod rtt;
+pub mod tcp;
 pub mod wire;
 
 use crate::base::time::Nanos;
