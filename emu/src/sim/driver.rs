@@ -21,6 +21,7 @@ use crate::model::host::ReceiveBuffer;
 use crate::model::quic::receiver::QuicReceiver;
 use crate::model::quic::sender::QuicSender;
 use crate::model::quic::QuicConfig;
+use crate::model::tcp::{RcvConfig, SndConfig, TcpReceiver, TcpSender};
 use crate::model::wire::{Endpoints, Segment};
 use crate::model::Endpoint;
 
@@ -102,10 +103,24 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
                 Box::new(QuicReceiver::new(cfg)),
             )
         }
-        Transport::Tcp => bail!(
-            "flow {:?}: TCP is not modelled yet in the simulation",
-            f.name
-        ),
+        Transport::Tcp => {
+            let mut snd = SndConfig::new(index as u16, f.size, f.start);
+            snd.mss = f.mss as u32;
+            let mut rcv = RcvConfig::new(index as u16, f.size);
+            rcv.mss = f.mss as u32;
+            rcv.rmem[2] = f.rmem.max(rcv.rmem[1]);
+            let cc = controllers(f.cc, Transport::Tcp, f.mss as u64);
+            (
+                Box::new(TcpSender::new(snd, cc)),
+                Box::new(TcpReceiver::new(rcv)),
+            )
+        }
+    };
+    // TCP's own window keeps the socket buffer from overflowing: no drops modelled there.
+    let capacity = if f.transport == Transport::Tcp {
+        0
+    } else {
+        f.rmem
     };
     let mtu = s.topology.mtu as usize;
     if f.datagram + 28 > mtu && f.transport == Transport::Quic {
@@ -119,7 +134,7 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
         spec: f.clone(),
         server,
         client,
-        host: ReceiveBuffer::new(f.rmem, f.truesize_overhead, f.app_packet),
+        host: ReceiveBuffer::new(capacity, f.truesize_overhead, f.app_packet),
         ep: flow_endpoints(s, f),
     })
 }
