@@ -283,8 +283,8 @@ fn reordering_within_the_rack_window_is_no_loss_and_beyond_it_is() {
     let (snd, _, tr) = paced_run(100, vec![(5, 15 * MS), (30, 45 * MS)]);
     assert_eq!(snd.progress().lost, 1);
     assert_eq!(tr.times_of(30), vec![300 * MS, 430 * MS]);
-    // 20 ms late (segments 31 and 32 overtake, ACK at 420 ms) stays within the window.
-    let (snd, _, _) = paced_run(100, vec![(5, 15 * MS), (30, 20 * MS)]);
+    // 18 ms late (segment 31 overtakes, 30's ACK at 418 ms) stays within the window.
+    let (snd, _, _) = paced_run(100, vec![(5, 15 * MS), (30, 18 * MS)]);
     assert_eq!(snd.progress().lost, 0);
     // Without earlier reordering, DupThresh: three SACKs (31-33, the third at 430 ms)
     // make 30 lost at once, here at the same time as the window would.
@@ -398,4 +398,30 @@ fn reno_through_a_drop_tail_bottleneck_completes_near_the_link_rate() {
     assert!(done < (segs * MS) * 10 / 8, "goodput under 80 %: {done}");
     assert_eq!(tr.sends.len() as u64, p.sent);
     assert_eq!(snd.state(), sender::CaState::Open);
+}
+
+#[test]
+fn a_lost_last_segment_is_repaired_by_the_loss_probe() {
+    // Segment 9 of 10 is dropped. At 100 ms the ACK of 8 leaves one segment out and no
+    // new data: the probe is due at min(jiffies(2 × 100) + 200, RTO 300) = 300 ms later,
+    // and retransmits the last segment; no recovery, no window reduction (the ACK only
+    // reaches the probe's end).
+    let (mut snd, mut rcv) = endpoints(10, Box::new(Reno::new()), |_| {});
+    let mut down = Link::new(50 * MS);
+    down.drop_first = vec![9 * MSS];
+    let mut up = Link::new(50 * MS);
+    let tr = run(&mut snd, &mut rcv, &mut down, &mut up, 10_000 * MS);
+    assert_eq!(tr.times_of(9), vec![0, 400 * MS]);
+    assert_eq!(snd.progress().lost, 1);
+    assert_eq!(snd.progress().done_at, Some(500 * MS));
+    assert_eq!(snd.state(), sender::CaState::Open);
+}
+
+#[test]
+fn the_mss_clamp_and_jiffies() {
+    assert_eq!(mss_from_clamp(1280), 1268);
+    assert_eq!(mss_from_clamp(1460), 1448);
+    assert_eq!(mss_from_clamp(9000), 1448);
+    assert_eq!(jiffies(25 * MS), 28 * MS);
+    assert_eq!(jiffies(200 * MS), 200 * MS);
 }
