@@ -119,3 +119,22 @@ fn a_small_receive_buffer_drops_packets_a_slow_application_has_not_read() {
         f.goodput_mbps
     );
 }
+
+#[test]
+fn a_tcp_download_with_linux_reno_completes_over_both_legs() {
+    // The real Linux Reno and the TCP model: 5 MB over the default scenario.
+    let text = default_toml();
+    let s = parse(&text, Path::new(".")).expect("scenario");
+    let w = parse_workload("[[flow]]\nname = \"dc\"\ntransport = \"tcp\"\ncc = \"reno\"\nserver_port = 4433\nsize = 5000000\nmss = 1268\nrmem = 6291456\n")
+        .expect("workload");
+    let controllers =
+        |kind, _t, mss| dcemu::model::cc::build(kind, dcemu::model::cc::Flavor::Linux, mss);
+    let mut out = Vec::new();
+    let sum = run(&s, &w, &controllers, &mut out).expect("simulation");
+    let f = &sum.flows[0];
+    assert_eq!((f.transport, f.bytes), ("tcp", 5_000_000));
+    assert!(
+        f.goodput_mbps > 20.0 && f.goodput_mbps < 40.0 * 1268.0 / 1320.0,
+        "{f:?}"
+    );
+}

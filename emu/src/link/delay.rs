@@ -57,6 +57,17 @@ pub enum DelayDist {
 const PARETO_SHAPE: f64 = 3.0;
 
 impl DelayDist {
+    /// The distribution's mean in ms.
+    pub fn mean_ms(&self) -> f64 {
+        match *self {
+            DelayDist::Constant { ms } => ms,
+            DelayDist::Normal { mean_ms, .. }
+            | DelayDist::Pareto { mean_ms, .. }
+            | DelayDist::ParetoNormal { mean_ms, .. } => mean_ms,
+            DelayDist::Uniform { min_ms, max_ms } => (min_ms + max_ms) / 2.0,
+        }
+    }
+
     /// One delay sample in ms (may be negative; the stage clamps it).
     pub fn sample_ms(&self, rng: &mut SmallRng) -> f64 {
         match *self {

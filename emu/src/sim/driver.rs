@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::workload::{FlowSpec, Transport, Workload};
-use crate::base::time::{to_ms, Nanos, NS_PER_S};
+use crate::base::time::{from_ms, to_ms, Nanos, NS_PER_MS, NS_PER_S};
 use crate::config::Scenario;
 use crate::engine::{Dir, Engine, Record};
 use crate::model::cc::{CcKind, Controller};
@@ -104,11 +104,19 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
             )
         }
         Transport::Tcp => {
-            let mut snd = SndConfig::new(index as u16, f.size, f.start);
-            snd.mss = f.mss as u32;
+            // The handshake measured the path's nominal RTT (leg 1 down and up): Linux's
+            // first RTT sample, which sets the first RTO.
+            let leg = &s.legs[0];
+            let up = leg.uplink.as_ref().map_or(0.0, |u| u.delay.mean_ms());
+            let rtt = from_ms(leg.downlink.delay.mean_ms() + up).max(NS_PER_MS);
             let mut rcv = RcvConfig::new(index as u16, f.size);
             rcv.mss = f.mss as u32;
             rcv.rmem[2] = f.rmem.max(rcv.rmem[1]);
+            rcv.handshake_rtt = Some(rtt);
+            let mut snd = SndConfig::new(index as u16, f.size, f.start);
+            snd.mss = f.mss as u32;
+            snd.handshake_rtt = Some(rtt);
+            snd.peer_window = TcpReceiver::new(rcv).window();
             let cc = controllers(f.cc, Transport::Tcp, f.mss as u64);
             (
                 Box::new(TcpSender::new(snd, cc)),
