@@ -1,0 +1,108 @@
+"""The simulation against emulation: every run of a campaign that the simulation can model
+gets a twin on the `sim` backend (the same experiment, configuration, scenario, options and
+seed; its own run key), both are stored in the campaign's store, and each point (a run's
+configuration over its repetitions) is compared: the simulated mean against the emulated
+mean, as an error in percent (goodput) or a difference (JFI), against a bound.
+
+The bounds are the issue's (issue 10): goodput within 10 %, JFI within 0.05. A point passes
+when its error is within the bound; the summary counts points per experiment.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..experiments import get_experiment
+from .plan import PlannedRun, run_key
+
+BOUNDS = {"goodput_mbps": ("relative", 0.10), "jfi": ("absolute", 0.05)}
+
+
+def sim_twin(run: PlannedRun) -> PlannedRun | None:
+    """The run on the simulation backend (None: its experiment only runs on real stacks)."""
+    exp = get_experiment(run.experiment)
+    if not exp.simulates or getattr(run.options, "backend", None) != "emu":
+        return None
+    options = run.options.model_copy(update={"backend": "sim"})
+    key = run_key(run.experiment, run.config, run.sweep, run.value, run.rep, run.scenario,
+                  options.model_dump(mode="json"))
+    return PlannedRun(key, run.experiment, run.config, run.sweep, run.value, run.rep, run.scenario, options,
+                      1.0)  # a simulated run takes about a second
+
+
+def point_of(run: PlannedRun) -> tuple[str, ...]:
+    """What the twins of a point share: everything but the repetition and the backend."""
+    return (run.experiment, run.config.label, run.sweep, f"{run.value:g}")
+
+
+@dataclass
+class Point:
+    experiment: str
+    config: str
+    sweep: str
+    value: str
+    metric: str
+    emu: list[float] = field(default_factory=list)
+    sim: list[float] = field(default_factory=list)
+
+    @property
+    def emu_mean(self) -> float | None:
+        return statistics.fmean(self.emu) if self.emu else None
+
+    @property
+    def sim_mean(self) -> float | None:
+        return statistics.fmean(self.sim) if self.sim else None
+
+    @property
+    def error(self) -> float | None:
+        """Relative error (goodput) or difference (JFI) of sim against emu."""
+        e, s = self.emu_mean, self.sim_mean
+        if e is None or s is None:
+            return None
+        kind, _ = BOUNDS.get(self.metric, ("relative", 0.10))
+        return (s - e) / e if kind == "relative" and e else s - e
+
+    @property
+    def bound(self) -> float:
+        return BOUNDS.get(self.metric, ("relative", 0.10))[1]
+
+    @property
+    def passed(self) -> bool | None:
+        err = self.error
+        return None if err is None else abs(err) <= self.bound
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"experiment": self.experiment, "config": self.config, "sweep": self.sweep, "value": self.value,
+                "metric": self.metric, "emu": self.emu, "sim": self.sim, "emu_mean": self.emu_mean,
+                "sim_mean": self.sim_mean, "error": self.error, "bound": self.bound, "passed": self.passed}
+
+
+def compare(pairs: list[tuple[PlannedRun, PlannedRun]], rows: dict[str, dict[str, Any]]) -> list[Point]:
+    """Points from (emulated run, simulated twin) pairs and the store's rows by run key; a
+    run missing or failed in the store adds nothing to its side."""
+    points: dict[tuple[str, ...], Point] = {}
+    for emu, sim in pairs:
+        metric = get_experiment(emu.experiment).metrics[0].name
+        p = points.setdefault(point_of(emu), Point(emu.experiment, emu.config.label, emu.sweep, f"{emu.value:g}",
+                                                   metric))
+        for run, side in ((emu, p.emu), (sim, p.sim)):
+            row = rows.get(run.key)
+            value = (row or {}).get("metrics", {}).get(metric) if row and row.get("ok") else None
+            if value is not None:
+                side.append(float(value))
+    return list(points.values())
+
+
+def summary(points: list[Point]) -> dict[str, dict[str, int]]:
+    """Per experiment: points compared, passed, and without both sides."""
+    out: dict[str, dict[str, int]] = {}
+    for p in points:
+        d = out.setdefault(p.experiment, {"points": 0, "passed": 0, "incomplete": 0})
+        d["points"] += 1
+        if p.passed is None:
+            d["incomplete"] += 1
+        elif p.passed:
+            d["passed"] += 1
+    return out
