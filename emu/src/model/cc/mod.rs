@@ -92,13 +92,54 @@ pub enum Flavor {
 
 /// A controller of `kind` as `flavor` does it. `mss`: the bytes one full-sized packet
 /// counts in flight (aioquic's max_datagram_size; for Linux, the segment the window is
-/// counted in). Linux BBR is dclab's aioquic BBR (bbr.rs) with the same constants.
+/// counted in). Linux BBR is dclab's BBR (bbr.rs) with Linux's 1 % pacing margin.
 pub fn build(kind: CcKind, flavor: Flavor, mss: u64) -> Box<dyn Controller> {
     match (kind, flavor) {
         (CcKind::Reno, Flavor::Aioquic) => Box::new(reno::NewReno::new(mss)),
         (CcKind::Reno, Flavor::Linux) => Box::new(reno::LinuxReno::new(mss)),
         (CcKind::Cubic, Flavor::Aioquic) => Box::new(cubic::Cubic::new(mss)),
         (CcKind::Cubic, Flavor::Linux) => Box::new(cubic::LinuxCubic::new(mss)),
-        (CcKind::Bbr, _) => Box::new(bbr::Bbr::new(mss)),
+        (CcKind::Bbr, Flavor::Aioquic) => Box::new(bbr::Bbr::new(mss)),
+        (CcKind::Bbr, Flavor::Linux) => Box::new(bbr::Bbr::linux(mss)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(cc: &mut dyn Controller, now: Nanos, sent_at: Nanos, bytes: u64) {
+        let a = Acked {
+            sent_at,
+            bytes,
+            ..Default::default()
+        };
+        cc.on_acked(now, &a, &RttEstimator::default(), 0);
+        cc.on_ack_end(now, &RttEstimator::default(), 0);
+    }
+
+    #[test]
+    fn the_factory_builds_each_flavour() {
+        for kind in [CcKind::Reno, CcKind::Cubic, CcKind::Bbr] {
+            for flavor in [Flavor::Aioquic, Flavor::Linux] {
+                let cc = build(kind, flavor, 1200);
+                assert_eq!(cc.window(), 12_000, "{kind:?} {flavor:?}");
+                assert!(cc.in_slow_start());
+                assert_eq!(cc.pacing_rate().is_some(), kind == CcKind::Bbr);
+            }
+        }
+        // aioquic counts acknowledged bytes, Linux acknowledged segments
+        let mut q = build(CcKind::Reno, Flavor::Aioquic, 1200);
+        let mut t = build(CcKind::Reno, Flavor::Linux, 1200);
+        ack(q.as_mut(), 10, 1, 600);
+        ack(t.as_mut(), 10, 1, 600);
+        assert_eq!((q.window(), t.window()), (12_600, 13_200));
+        // after a loss: aioquic CUBIC takes 0.7 x the bytes in flight, Linux 717/1024 x cwnd
+        let mut q = build(CcKind::Cubic, Flavor::Aioquic, 1000);
+        let mut t = build(CcKind::Cubic, Flavor::Linux, 1000);
+        q.on_lost(10, 5, 1000, 5000);
+        t.on_lost(10, 5, 1000, 5000);
+        assert_eq!((q.window(), t.window()), (3500, 7000));
+        assert_eq!(CcKind::parse("newreno"), Some(CcKind::Reno));
     }
 }
