@@ -212,6 +212,8 @@ pub struct Bbr {
     prior_cwnd: u64,
     pacing_rate: f64,
     pacing_rate_from_rtt: bool,
+    /// What reaches the pacer of `pacing_rate`: 1, or Linux's 0.99 (bbr_pacing_margin_percent).
+    pacing_margin: f64,
     send_quantum: u64,
     in_recovery: bool,
     /// None: bbr.py's -inf.
@@ -226,6 +228,16 @@ impl Bbr {
     /// `mss`: the bytes of a full-sized packet as counted in flight; bbr.py's default seed.
     pub fn new(mss: u64) -> Self {
         Self::with_seed(mss, DEFAULT_SEED)
+    }
+
+    /// For the TCP model: Linux's BBR v1 (net/ipv4/tcp_bbr.c) has the same state machine,
+    /// gains, filters and cwnd rules as bbr.py; what this adds of it is the 1 % pacing
+    /// margin. Not modelled: its ACK-aggregation allowance (extra_acked) and TSO sizing.
+    pub fn linux(mss: u64) -> Self {
+        Self {
+            pacing_margin: 0.99,
+            ..Self::new(mss)
+        }
     }
 
     /// bbr.py gives the n-th controller of a process the seed 0x42B + n.
@@ -267,6 +279,7 @@ impl Bbr {
             prior_cwnd: 0,
             pacing_rate: HIGH_GAIN * initial_cwnd as f64 / MIN_RTT_FALLBACK,
             pacing_rate_from_rtt: false,
+            pacing_margin: 1.0,
             send_quantum: 2 * mss,
             in_recovery: false,
             recovery_start: None,
@@ -609,7 +622,7 @@ impl Controller for Bbr {
     }
 
     fn pacing_rate(&self) -> Option<f64> {
-        Some(self.pacing_rate)
+        Some(self.pacing_rate * self.pacing_margin)
     }
 
     fn in_slow_start(&self) -> bool {
@@ -696,6 +709,16 @@ mod tests {
         assert_eq!(cc.state(), State::ProbeBw);
         assert_eq!(cc.pacing_gain(), 1.25);
         assert_eq!(cc.pacing_rate(), Some(1.25 * 4.9e6));
+    }
+
+    #[test]
+    fn linux_paces_one_percent_below_the_rate() {
+        let mut cc = Bbr::linux(MSS);
+        let mut f = Feeder { k: 0, delivered: 0 };
+        for rate in [1e6, 2e6, 4e6, 4.5e6] {
+            f.ack(&mut cc, rate, 1_000_000);
+        }
+        assert_eq!(cc.pacing_rate(), Some(HIGH_GAIN * 4.5e6 * 0.99));
     }
 
     #[test]

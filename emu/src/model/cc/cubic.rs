@@ -631,7 +631,7 @@ mod tests {
         let mut t = 20 * MS;
         while cc.window() < 80_000 {
             t += MS;
-            cc.on_acked(t, &acked(t - 100 * MS, MDS), &r, 0);
+            cc.on_acked(t, &acked(t.saturating_sub(100 * MS), MDS), &r, 0);
         }
         let w = cc.window();
         assert!(w < 100_000);
@@ -666,7 +666,7 @@ mod tests {
             let step = rtt / n;
             for _ in 0..n {
                 t += step;
-                cc.on_acked(t, &acked(t - rtt, MDS), r, 0);
+                cc.on_acked(t, &acked(t.saturating_sub(rtt), MDS), r, 0);
             }
         }
     }
