@@ -127,7 +127,7 @@ pub struct QuicSender {
 impl QuicSender {
     pub fn new(cfg: QuicConfig, cc: Box<dyn Controller>) -> Self {
         let rtt = RttEstimator::aioquic(cfg.initial_rtt);
-        QuicSender {
+        let mut sender = QuicSender {
             peer_max_data: cfg.flow_window,
             cfg,
             cc,
@@ -158,7 +158,11 @@ impl QuicSender {
             sent_packets: 0,
             lost_packets: 0,
             done_at: None,
+        };
+        if sender.cc.pacing_rate().is_some() {
+            sender.update_pacer(); // BBR paces from its first packet
         }
+        sender
     }
 
     pub fn window(&self) -> u64 {
@@ -292,6 +296,9 @@ impl QuicSender {
             self.update_pacer();
         }
         self.cc.on_ack_end(now, &self.rtt, self.in_flight);
+        if self.cc.pacing_rate().is_some() {
+            self.update_pacer(); // dclab's BBR pacer refreshes after every ACK (bbr.py, BbrPacketPacer)
+        }
         self.detect_loss(now);
         self.pto_count = 0;
         if self.all_acked() && self.done_at.is_none() {
@@ -466,8 +473,15 @@ impl Endpoint for QuicSender {
             self.first_sent_time = now;
             self.delivered_time = now;
         }
-        let app_limited =
-            data.is_none() || (len < capacity.saturating_sub(64) && self.resend.is_empty());
+        self.in_flight += bytes;
+        self.ack_eliciting_in_flight += 1;
+        self.last_ack_eliciting_sent = now;
+        self.cc.on_sent(now, bytes, self.in_flight);
+        // The sender had less to send than the window allowed, or the controller marks
+        // the packet itself (BBR: a packet leaving an empty pipe, PROBE_RTT).
+        let app_limited = data.is_none()
+            || (len < capacity.saturating_sub(64) && self.resend.is_empty())
+            || self.cc.app_limited();
         self.sent.push_back(Some(Sent {
             sent_at: now,
             bytes,
@@ -478,10 +492,6 @@ impl Endpoint for QuicSender {
             first_sent_time: self.first_sent_time,
             app_limited,
         }));
-        self.in_flight += bytes;
-        self.ack_eliciting_in_flight += 1;
-        self.last_ack_eliciting_sent = now;
-        self.cc.on_sent(now, bytes, self.in_flight);
         self.pacer.update_after_send(now);
         self.probe_pending = false;
         self.sent_packets += 1;
