@@ -4,8 +4,10 @@ modelled endpoints in virtual time (dclab/testbed/simbed.py, emu/src/sim/)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
+import pytest
 from conftest import run_dclab
 
 from dclab.endpoints.base import Workload
@@ -67,3 +69,20 @@ def test_the_workload_takes_the_hosts_receive_buffer_and_the_plans_packet_sizes(
     tcp = single_bearer_plan(s, [Flow("dc", "tcp", "dc", Workload.single(1000), "cubic", 4433)])
     text = workload_toml(tcp, tcp.flows, HOST_CONFIGS["tcp"], {}, 5.0)
     assert 'transport = "tcp"' in text and "rmem = 6291456" in text and "mss = 1268" in text
+
+
+@pytest.mark.root
+def test_validate_smoke_simulation_agrees_with_emulation_at_three_points(tmp_path):
+    """`dclab validate validate-smoke`: aioquic (32 MiB buffer) and TCP CUBIC without loss,
+    TCP NewReno at 0.1 % per leg, 20 MB, two repetitions per backend: the simulated goodput
+    within 10 % of the emulated at every point."""
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
+    r = run_dclab("validate", "validate-smoke", "--json", env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert out["summary"] == {"throughput": {"points": 3, "passed": 3, "incomplete": 0}}
+    for p in out["points"]:
+        assert len(p["emu"]) == 2 and len(p["sim"]) == 2 and abs(p["error"]) <= 0.10, p
+    assert json.loads((tmp_path / "validate-smoke" / "validation.json").read_text()) == out
+    again = run_dclab("validate", "validate-smoke", "--json", env=env, timeout=120)
+    assert again.returncode == 0 and "to run: 0 simulated, 0 emulated" in " ".join(again.stderr.split())

@@ -24,6 +24,7 @@ from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, sweepable_fields
 from ..paths import CAMPAIGNS, ROOT
 from ..scenario import ADDED_FIELDS, Scenario, ScenarioError, build, capacity_mbps
+from ..testbed.simbed import SIM_MODEL
 from .sweeps import SWEEPS, expand, frange
 
 OVERHEAD_S = 4.0  # testbed setup and teardown per run, measured on the 2-core VM
@@ -214,6 +215,8 @@ def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: in
         scenario["trace"] = _portable(Path(scenario["trace"]))
     fields: list[Any] = [experiment, cfg.stack, cfg.cc, cfg.udp_buffer, sweep, value, rep, scenario,
                          options.get("size"), float(duration) if duration is not None else None]
+    if extra.get("backend") == "sim":
+        extra["sim_model"] = SIM_MODEL  # a simulated run is of one version of the models
     if extra:
         fields.append(extra)
     blob = json.dumps(fields, sort_keys=True, default=str)

@@ -7,7 +7,7 @@ import signal
 
 import click
 
-from . import campaign, cell, host, results, run, scenario, worker
+from . import campaign, cell, host, results, run, scenario, validate, worker
 from . import slurm as _slurm  # noqa: F401  (adds `campaign sbatch`)
 
 
@@ -32,7 +32,8 @@ app.add_command(scenario.scenario)
 app.add_command(cell.cell)
 run.register(app)
 campaign.register(app)
-for command in (results.plot, results.report, results.results, host.clean, host.doctor, worker.worker):
+for command in (results.plot, results.report, results.results, host.clean, host.doctor, worker.worker,
+                validate.validate):
     app.add_command(command)
 
 

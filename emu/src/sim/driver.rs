@@ -95,6 +95,13 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
                 size: f.size,
                 send_gap: f.send_packet,
                 start: f.start,
+                pto_probe_only: f.aioquic08,
+                // aioquic 0.8's K_INITIAL_RTT; 1.7's QuicConfiguration.initial_rtt
+                initial_rtt: if f.aioquic08 {
+                    500 * NS_PER_MS
+                } else {
+                    100 * NS_PER_MS
+                },
                 ..QuicConfig::default()
             };
             let cc = controllers(f.cc, Transport::Quic, f.datagram as u64);

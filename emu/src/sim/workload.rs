@@ -11,6 +11,7 @@
 //! size = 100000000         # bytes of the object
 //! start_s = 0.0            # when the client starts
 //! datagram = 1252          # QUIC: UDP payload of a full packet (aioquic's max_datagram_size)
+//! quic = "aioquic-1.7"     # QUIC: whose behaviour, "aioquic-1.7" or "aioquic-0.8" (draft 27)
 //! mss = 1448               # TCP: payload of a full segment
 //! rmem = 212992            # client receive buffer, bytes (UDP: rmem_default; TCP: tcp_rmem's max)
 //! truesize_overhead = 768  # bytes the kernel charges per packet beyond its length
@@ -47,6 +48,8 @@ struct FlowFile {
     start_s: f64,
     #[serde(default = "d_datagram")]
     datagram: usize,
+    #[serde(default = "d_quic")]
+    quic: String,
     #[serde(default = "d_mss")]
     mss: usize,
     #[serde(default = "d_rmem")]
@@ -73,6 +76,9 @@ fn d_cc() -> String {
 fn d_datagram() -> usize {
     1252
 }
+fn d_quic() -> String {
+    "aioquic-1.7".into()
+}
 fn d_mss() -> usize {
     1448
 }
@@ -94,6 +100,8 @@ pub struct FlowSpec {
     pub size: u64,
     pub start: Nanos,
     pub datagram: usize,
+    /// QUIC: aioquic 0.8's behaviour (PTO probes only, initial RTT 0.5 s) instead of 1.7's.
+    pub aioquic08: bool,
     pub mss: usize,
     pub rmem: u64,
     pub truesize_overhead: u64,
@@ -151,6 +159,14 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
                 f.datagram
             );
         }
+        let aioquic08 = match f.quic.as_str() {
+            "aioquic-1.7" => false,
+            "aioquic-0.8" => true,
+            other => bail!(
+                "{}: \"aioquic-1.7\" or \"aioquic-0.8\" (got {other:?})",
+                at("quic")
+            ),
+        };
         if !(88..=65_000).contains(&f.mss) {
             bail!(
                 "{}: must be between 88 and 65000 (got {})",
@@ -192,6 +208,7 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
             size: f.size,
             start: from_ms(f.start_s * 1e3),
             datagram: f.datagram,
+            aioquic08,
             mss: f.mss,
             rmem: f.rmem,
             truesize_overhead: f.truesize_overhead,

@@ -58,6 +58,9 @@ pub struct QuicConfig {
     pub send_gap: Nanos,
     /// When the client sends its Initial.
     pub start: Nanos,
+    /// aioquic 0.8 (draft 27, dclab's `aioquic-2020`): a PTO only sends a probe; aioquic
+    /// 1.7 also declares the oldest packet lost, without a congestion event.
+    pub pto_probe_only: bool,
 }
 
 impl Default for QuicConfig {
@@ -71,6 +74,7 @@ impl Default for QuicConfig {
             flow_window: 64 << 20,
             send_gap: 0,
             start: 0,
+            pto_probe_only: false,
         }
     }
 }

@@ -9,6 +9,8 @@
 //! - the PTO (smoothed + max(4 × variation, 1 ms) + max_ack_delay, doubled per
 //!   consecutive PTO) declares the oldest unacknowledged packet lost *without* a congestion
 //!   event and sends a probe carrying its data, beyond the window (`reschedule_data`);
+//!   aioquic 0.8 (`QuicConfig::pto_probe_only`) only sends the probe, so the ACKs after it
+//!   declare the loss and the controller reduces its window;
 //! - persistent congestion over 3 PTOs of consecutive lost packets;
 //! - the pacer's token bucket (`QuicPacketPacer`), its rate updated on each RTT sample and
 //!   after each congestion event; a controller with its own rate (BBR) paces at that rate;
@@ -401,6 +403,10 @@ impl QuicSender {
             return;
         }
         self.pto_count += 1;
+        if self.cfg.pto_probe_only {
+            self.probe_pending = true; // aioquic 0.8: a probe, nothing declared lost
+            return;
+        }
         // reschedule_data: the oldest ack-eliciting packet, declared lost without a
         // congestion event; then a probe.
         if let Some((i, p)) = self

@@ -1,0 +1,83 @@
+"""`dclab validate`: the simulation against emulation, point by point."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..campaign import plan as cp
+from ..campaign import validate as v
+from ..campaign.store import Store, campaign_dir
+from ..scenario import ScenarioError
+from .campaign import preflight_all, run_all
+from .options import err, root_or_exit
+
+
+@click.command()
+@click.argument("name")
+@click.option("--group", "groups", multiple=True, metavar="PATTERN",
+              help="Only the campaign's groups whose name matches PATTERN (shell-style); repeatable.")
+@click.option("--reps", type=click.IntRange(1, 1000), help="Repetitions per point and backend [default: the campaign's].")
+@click.option("--sim-only", is_flag=True, help="Run only the simulated twins; compare with the emulated runs already stored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the points and the summary as JSON.")
+def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: bool, as_json: bool) -> None:
+    """Run campaign NAME on both backends and compare, point by point, the simulated mean
+    with the emulated one: goodput within 10 %, JFI within 0.05.
+
+    Every run whose experiment the simulation models gets a twin with backend sim (same
+    configuration, scenario, options and seed). Both go into the campaign's store, so
+    emulated runs already there are not repeated. Writes results/NAME/validation.json."""
+    try:
+        c = cp.select_groups(cp.load(name), groups)
+        runs = cp.plan(c, reps)
+    except ScenarioError as e:
+        raise click.UsageError(str(e)) from None
+    pairs = [(r, t) for r in runs if (t := v.sim_twin(r)) is not None]
+    if not pairs:
+        raise click.UsageError(f"{c.name}: none of its runs can be simulated (throughput and fairness can, on emu)")
+    store = Store(campaign_dir(c.name) / "store.sqlite")
+    done = store.keys()
+    sims = [t for _, t in pairs if t.key not in done]
+    emus = [] if sim_only else [r for r, _ in pairs if r.key not in done]
+    if emus:
+        root_or_exit()
+    preflight_all(sims + emus)
+    skipped = len(runs) - len(pairs)
+    err.print(f"validate {c.name}: {len(pairs)} runs with a simulated twin ({skipped} without); to run: "
+              f"{len(sims)} simulated, {len(emus)} emulated -> {store.path}")
+    for todo in (sims, emus):
+        if todo:
+            run_all(c, store, todo)
+    rows = {r["run_key"]: r for r in store.rows()}
+    points = v.compare(pairs, rows)
+    summary = v.summary(points)
+    out = {"campaign": c.name, "points": [p.as_dict() for p in points], "summary": summary}
+    (campaign_dir(c.name) / "validation.json").write_text(json.dumps(out, indent=1))
+    if as_json:
+        click.echo(json.dumps(out))
+    else:
+        print_points(points, summary)
+    if any(p.passed is False for p in points):
+        sys.exit(1)
+
+
+def print_points(points: list[v.Point], summary: dict[str, dict[str, int]]) -> None:
+    t = Table(title="simulation against emulation", show_header=True)
+    for col in ("experiment", "config", "point", "metric", "emu", "sim", "error", "bound", ""):
+        t.add_column(col)
+    for p in points:
+        fmt = (lambda x: "-" if x is None else f"{x:.3f}") if p.metric == "jfi" else (lambda x: "-" if x is None else f"{x:.2f}")
+        e = p.error
+        err_text = "-" if e is None else (f"{e:+.3f}" if p.metric == "jfi" else f"{100 * e:+.1f} %")
+        bound = f"{p.bound:.2f}" if p.metric == "jfi" else f"{100 * p.bound:.0f} %"
+        mark = {True: "[green]ok[/]", False: "[red]off[/]", None: "[yellow]incomplete[/]"}[p.passed]
+        t.add_row(p.experiment, p.config, f"{p.sweep}={p.value}", p.metric, f"{fmt(p.emu_mean)} (n={len(p.emu)})",
+                  f"{fmt(p.sim_mean)} (n={len(p.sim)})", err_text, bound, mark)
+    Console().print(t)
+    for exp, d in summary.items():
+        click.echo(f"{exp}: {d['passed']} of {d['points']} points within the bound"
+                   + (f", {d['incomplete']} without both backends" if d["incomplete"] else ""))
