@@ -48,7 +48,9 @@ def perform(campaign: str, run: PlannedRun, run_dir: Path, on_wait: Callable[[],
     run_dir.mkdir(parents=True)
     started = now()
     t0 = time.monotonic()
-    rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait, session)
+    # A simulated run takes about a second; its figure would take as long again (`dclab plot --run` draws it).
+    draw = getattr(run.options, "backend", "emu") != "sim"
+    rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait, session, draw=draw)
     return rec, record_of(campaign, run, rec, run_dir, started, time.monotonic() - t0)
 
 

@@ -239,16 +239,28 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, gr
 @click.option("--shard", help="Run only part i of n (e.g. 2/4); merge the stores with `dclab results merge`.")
 @click.option("--group", "groups", multiple=True, metavar="PATTERN",
               help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
+@click.option("--backend", type=click.Choice(["emu", "sim"]), default="emu", show_default=True,
+              help="sim: every run the simulation models, on `dcemu sim` instead (its own run key, the same store); "
+                   "the others are left out.")
 @cluster_options
 def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...], scheduler: str | None,
-                 local_workers: int | None, tries: int) -> None:
+                 local_workers: int | None, tries: int, backend: str) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will.
 
     With --scheduler or --local-workers the runs go to Dask workers (one testbed each),
-    longest first, and this process stores what they send back."""
+    longest first, and this process stores what they send back. Simulated runs
+    (--backend sim) need no root and run side by side on a machine's workers."""
     cluster = cluster_from(scheduler, local_workers, tries)
-    root_or_exit()
     c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups)
+    if backend == "sim":
+        from ..campaign.validate import sim_twin
+
+        twins = [t for r in runs if (t := sim_twin(r)) is not None]
+        err.print(f"backend sim: {len(twins)} of the {len(runs)} runs have a model; the others are left out")
+        done = existing.keys() if existing else set()
+        runs, todo = twins, [t for t in twins if t.key not in done]
+    else:
+        root_or_exit()
     preflight_all(todo)  # before the store exists: a refused campaign creates nothing
     store = existing or Store(campaign_dir(c.name) / "store.sqlite")
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "

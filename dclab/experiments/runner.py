@@ -108,10 +108,10 @@ class Session:
 
 
 def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path, rep: int = 1,
-            on_wait: Callable[[], None] | None = None, session: Session | None = None) -> RepResult:
+            on_wait: Callable[[], None] | None = None, session: Session | None = None, draw: bool = True) -> RepResult:
     """One repetition in a fresh testbed (or, for a ``one_testbed`` experiment, on the
     session's); returns (and writes as result.json) its result, and draws the
-    experiment's per-run figure."""
+    experiment's per-run figure (unless ``draw`` is off: `dclab plot --run` draws it later)."""
     shared = exp.one_testbed and session is not None
     s = build(exp.scenario(scenario, options), seed=scenario.seed if shared else rep_seed(scenario.seed, rep))
     plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
@@ -157,7 +157,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     if isinstance(options, PacketSizeOptions):
         result.details.update(options.packet_sizes())  # in the record, so the store and the report show them
     # A one_testbed experiment draws from what its measure left in rep_dir (dcemu's stats are the testbed's).
-    if exp.one_testbed or ((rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None):
+    if draw and (exp.one_testbed or ((rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None)):
         exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,
                        exp.run_title(s, options, result))
     write_json(rep_dir / "result.json", result.model_dump(mode="json"))
