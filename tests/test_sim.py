@@ -86,3 +86,23 @@ def test_validate_smoke_simulation_agrees_with_emulation_at_three_points(tmp_pat
     assert json.loads((tmp_path / "validate-smoke" / "validation.json").read_text()) == out
     again = run_dclab("validate", "validate-smoke", "--json", env=env, timeout=120)
     assert again.returncode == 0 and "to run: 0 simulated, 0 emulated" in " ".join(again.stderr.split())
+
+
+def test_a_campaign_runs_on_the_simulation_backend_beside_its_emulated_runs(tmp_path):
+    """`campaign run smoke --backend sim`: all 32 runs simulated, each under its own key (not
+    an emulated run's), no root needed; a second start repeats nothing."""
+    from dclab.campaign import plan as cp
+
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
+    r = run_dclab("campaign", "run", "smoke", "--backend", "sim", env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "32 runs stored ok, 0 failed" in r.stdout
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "smoke" / "store.sqlite") as db:
+        rows = db.execute("SELECT run_key, json_extract(options, '$.backend') FROM runs").fetchall()
+    emu_keys = {run.key for run in cp.plan(cp.load("smoke"))}
+    assert len(rows) == 32 and all(b == "sim" for _, b in rows)
+    assert not emu_keys & {k for k, _ in rows}, "a simulated run never stands for an emulated one"
+    again = run_dclab("campaign", "run", "smoke", "--backend", "sim", env=env, timeout=120)
+    assert "32 already stored, 0 to do" in " ".join(again.stderr.split())
