@@ -36,7 +36,9 @@ PORT = 4433
 STATS_INTERVAL_MS = 1000.0  # one testbed runs for minutes to hours; dcemu's stats are not used per download
 DC_STATS_INTERVAL_MS = 100.0  # with DC, PDCP stalls are counted per download from dcemu's records
 STATS_WAIT_S = 1.0
-LOG_WAIT_S = 3.0  # a download's log lines are written when its last byte range is acknowledged on the server
+# A download's log lines are written when its last byte range is acknowledged on the
+# server; at high loss that ACK may need PTOs first.
+LOG_WAIT_S = 10.0
 LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 DOWNLOADS = "downloads.json"
 

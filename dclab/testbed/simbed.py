@@ -54,7 +54,7 @@ MODELS: dict[str, Model] = {
 # The models' version: part of a simulated run's key, so that runs stored before the models
 # changed run again instead of standing for the new models. Raise it with any change to
 # emu/src/model/ or emu/src/sim/ that changes results.
-SIM_MODEL = 2
+SIM_MODEL = 3
 QUIC_DATAGRAM = 1252  # dclab's aioquic endpoints' max_datagram_size (endpoints/aioquic/h3_server.py)
 TCP_TIMESTAMPS = 12  # the timestamp option in every segment: payload = the clamped MSS - 12
 

@@ -267,8 +267,12 @@ impl QuicSender {
                 };
                 self.ack_eliciting_in_flight -= 1;
                 self.in_flight -= p.bytes;
+                // The delivery-rate sample's state (draft-cheng-iccrg-delivery-rate-estimation,
+                // as dclab's bbr.py keeps it): the send time of the newest delivered packet
+                // starts the next sample's send interval.
                 self.delivered += p.bytes;
                 self.delivered_time = now;
+                self.first_sent_time = p.sent_at;
                 if p.len > 0 && self.acked.insert(p.offset, p.offset + p.len - 1) {
                     self.acked_bytes = self.acked.prefix_end(0).max(self.acked_bytes);
                 }
