@@ -97,14 +97,14 @@ def test_a_result_is_stored_once_with_its_directory(tmp_path, monkeypatch):
     src = tmp_path / "scratch"
     src.mkdir()
     (src / "result.json").write_text("first")
-    res = cluster.TaskResult(record(runs[0], src), cluster.pack(src), "w1", "tcp://a")
+    res = cluster.TaskResult(record(runs[0], src), cluster.pack(src), "tcp://a")
     final = campaign_dir(c.name) / "runs" / runs[0].key
     final.mkdir(parents=True)
     (final / "stale").write_text("a try that was never stored")
     assert cluster.store_result(c, store, res)
     assert (final / "result.json").read_text() == "first" and not (final / "stale").exists()
     (src / "result.json").write_text("second")
-    again = cluster.TaskResult(record(runs[0], src), cluster.pack(src), "w2", "tcp://b")
+    again = cluster.TaskResult(record(runs[0], src), cluster.pack(src), "tcp://b")
     assert not cluster.store_result(c, store, again)  # a duplicate result changes nothing
     assert (final / "result.json").read_text() == "first"
     rows = store.rows()

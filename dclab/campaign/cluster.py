@@ -65,8 +65,7 @@ class TaskResult:
 
     record: RunRecord
     archive: bytes
-    worker: str
-    address: str
+    address: str  # the worker's, for the count of runs in a row that raised there
 
 
 def scratch_dir(worker: str) -> Path:
@@ -104,7 +103,7 @@ def run_task(campaign: str, run: PlannedRun, commit: str = "") -> TaskResult:
     try:
         _, record = perform(campaign, run, scratch)
         record.environment["worker"] = name
-        return TaskResult(record, pack(scratch), name, w.address)
+        return TaskResult(record, pack(scratch), w.address)
     except Exception as e:  # noqa: BLE001 - every cause goes back to the coordinator's policy
         raise RunError(name, w.address, platform.node(), f"{type(e).__name__}: {e}") from None
     finally:

@@ -200,8 +200,7 @@ def _runs_summary(rows: list[dict]) -> str:
            f"<tr><th class=\"text\">first start</th><td>{_e(started)}</td></tr>",
            f"<tr><th class=\"text\">last finish</th><td>{_e(finished)}</td></tr>",
            "</table>\n",
-           "</table>\n"]
-    out.append(_machines(rows))
+           _machines(rows)]
     failed = [r for r in rows if not r.get("ok")]
     if failed:
         out.append(f"<h3>Failed runs ({len(failed)})</h3>\n"

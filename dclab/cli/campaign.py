@@ -138,9 +138,14 @@ def cluster_options(f: Any) -> Any:
 def cluster_from(scheduler: str | None, local_workers: int | None, tries: int) -> Cluster:
     if scheduler and local_workers:
         raise click.UsageError("--scheduler and --local-workers exclude each other: a cluster is either remote or local")
-    if scheduler and "://" not in scheduler:
-        raise click.BadParameter(f"expected an address like tcp://HOST:8786 (got {scheduler!r})", param_hint="--scheduler")
+    if scheduler:
+        check_scheduler(scheduler)
     return Cluster(scheduler, local_workers, tries)
+
+
+def check_scheduler(address: str) -> None:
+    if "://" not in address:
+        raise click.BadParameter(f"expected an address like tcp://HOST:8786 (got {address!r})", param_hint="--scheduler")
 
 
 def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cluster = Cluster()) -> Outcome:
@@ -176,16 +181,15 @@ def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cl
 
 
 def recover_host(say: Callable[[str], None]) -> None:
-    """After a local cluster closed: undo what its killed workers' runs left (namespaces,
-    sysctls), unless a live run holds the host."""
-    from ..testbed.hostconfig import HostBusy, HostLock, recover
+    """After a local cluster or a worker stopped: undo what its killed runs left
+    (namespaces, sysctls), unless a live run holds the host."""
+    from ..testbed.hostconfig import recover_unless_busy
 
-    try:
-        with HostLock(wait=False):
-            for line in recover():
-                say(f"cleaned after a stopped worker: {line}")
-    except HostBusy:
+    done = recover_unless_busy()
+    if done is None:
         say("another dclab run holds the host: run `dclab clean` when it ends")
+    for line in done or []:
+        say(f"cleaned after a stopped worker: {line}")
 
 
 @click.group()

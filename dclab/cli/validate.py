@@ -69,14 +69,17 @@ def print_points(points: list[v.Point], summary: dict[str, dict[str, int]]) -> N
     t = Table(title="simulation against emulation", show_header=True)
     for col in ("experiment", "config", "point", "metric", "emu", "sim", "error", "bound", ""):
         t.add_column(col)
+    def fmt(x: float | None, digits: int) -> str:
+        return "-" if x is None else f"{x:.{digits}f}"
+
     for p in points:
-        fmt = (lambda x: "-" if x is None else f"{x:.3f}") if p.metric == "jfi" else (lambda x: "-" if x is None else f"{x:.2f}")
+        digits = 3 if p.metric == "jfi" else 2
         e = p.error
         err_text = "-" if e is None else (f"{e:+.3f}" if p.metric == "jfi" else f"{100 * e:+.1f} %")
         bound = f"{p.bound:.2f}" if p.metric == "jfi" else f"{100 * p.bound:.0f} %"
         mark = {True: "[green]ok[/]", False: "[red]off[/]", None: "[yellow]incomplete[/]"}[p.passed]
-        t.add_row(p.experiment, p.config, f"{p.sweep}={p.value}", p.metric, f"{fmt(p.emu_mean)} (n={len(p.emu)})",
-                  f"{fmt(p.sim_mean)} (n={len(p.sim)})", err_text, bound, mark)
+        t.add_row(p.experiment, p.config, f"{p.sweep}={p.value}", p.metric, f"{fmt(p.emu_mean, digits)} (n={len(p.emu)})",
+                  f"{fmt(p.sim_mean, digits)} (n={len(p.sim)})", err_text, bound, mark)
     Console().print(t)
     for exp, d in summary.items():
         click.echo(f"{exp}: {d['passed']} of {d['points']} points within the bound"

@@ -24,10 +24,9 @@ def worker(scheduler: str, name: str, death_timeout: float) -> None:
     `dclab doctor`'s checks pass; refuse to start when one fails. Runs until Ctrl-C or until
     the scheduler has been gone for --death-timeout."""
     from ..campaign.cluster import serve
-    from .campaign import recover_host
+    from .campaign import check_scheduler, recover_host
 
-    if "://" not in scheduler:
-        raise click.BadParameter(f"expected an address like tcp://HOST:8786 (got {scheduler!r})", param_hint="--scheduler")
+    check_scheduler(scheduler)
     root_or_exit()
     found = checks()
     if not all(c.ok for c in found):

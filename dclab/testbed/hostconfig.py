@@ -334,3 +334,13 @@ class HostLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def recover_unless_busy() -> list[str] | None:
+    """``recover`` under the host lock if it is free now (after a worker stopped, whose runs
+    may have been killed); None when a live run holds it."""
+    try:
+        with HostLock(wait=False):
+            return recover()
+    except HostBusy:
+        return None

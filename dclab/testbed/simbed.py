@@ -97,7 +97,7 @@ class SimBed:
 
     __test__ = False
 
-    def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path, on_wait: Any = None):
+    def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path):
         self.scenario, self.plan, self.host = scenario, plan, host
         self.workdir = Path(workdir)
         self.state: dict[str, Any] = {}
@@ -105,7 +105,6 @@ class SimBed:
         self.recovered: list[str] = []
         self.stats = self.workdir / "dcemu-stats.jsonl"
         self._start_wall: float | None = None
-        self.summary: dict[str, Any] | None = None
 
     def __enter__(self) -> SimBed:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -145,10 +144,8 @@ class SimBed:
         (self.workdir / "dcemu.log").write_text(p.stderr)
         if p.returncode != 0:
             raise SimError(f"dcemu sim failed: {p.stderr.strip()[-400:]}")
-        self.summary = json.loads(p.stdout.strip().splitlines()[-1])
-        results = {}
-        for r in self.summary["flows"]:
-            results[r["name"]] = self._transfer(r)
+        summary = json.loads(p.stdout.strip().splitlines()[-1])
+        results = {r["name"]: self._transfer(r) for r in summary["flows"]}
         return {f.name: results[f.name] for f in chosen}
 
     def _transfer(self, r: dict[str, Any]) -> TransferResult:

@@ -277,8 +277,8 @@ pub fn run(
             );
         };
         let next = next.max(now + 1);
-        if end.is_some_and(|e| next > e) {
-            now = end.unwrap_or(next);
+        if let Some(e) = end.filter(|&e| next > e) {
+            now = e;
             engine.advance(now);
             for rec in engine.take_records() {
                 write_line(stats, &rec)?;
@@ -312,15 +312,8 @@ fn result(f: &Flow, end: Nanos) -> FlowResult {
     let span = stop.saturating_sub(f.spec.start).max(1);
     FlowResult {
         name: f.spec.name.clone(),
-        transport: match f.spec.transport {
-            Transport::Quic => "quic",
-            Transport::Tcp => "tcp",
-        },
-        cc: match f.spec.cc {
-            CcKind::Reno => "reno",
-            CcKind::Cubic => "cubic",
-            CcKind::Bbr => "bbr",
-        },
+        transport: f.spec.transport.name(),
+        cc: f.spec.cc.name(),
         server_port: f.spec.server_port,
         client_port: f.spec.client_port,
         size: f.spec.size,

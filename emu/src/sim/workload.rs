@@ -34,6 +34,16 @@ pub enum Transport {
     Tcp,
 }
 
+impl Transport {
+    /// The name the workload file gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Quic => "quic",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FlowFile {

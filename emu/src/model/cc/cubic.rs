@@ -579,14 +579,6 @@ mod tests {
     const MDS: u64 = 1000;
     const MS: Nanos = NS_PER_MS;
 
-    fn acked(sent_at: Nanos, bytes: u64) -> Acked {
-        Acked {
-            sent_at,
-            bytes,
-            ..Default::default()
-        }
-    }
-
     /// A CUBIC that grew to 100 datagrams in slow start and then lost a packet with
     /// 100_000 bytes in flight: W_max 100_000, window and ssthresh 70_000.
     fn after_a_loss(rtt_s: Nanos) -> (Cubic, RttEstimator) {
@@ -595,7 +587,7 @@ mod tests {
         r.update(rtt_s, 0);
         cc.on_rtt_sample(MS, &r);
         while cc.window() < 100_000 {
-            cc.on_acked(MS, &acked(0, MDS), &r, 0);
+            cc.on_acked(MS, &Acked::sent(0, MDS), &r, 0);
         }
         cc.on_lost(10 * MS, 5 * MS, MDS, 100_000);
         assert_eq!(
@@ -609,7 +601,7 @@ mod tests {
     fn k_and_the_cubic_curve_after_a_loss() {
         let (mut cc, r) = after_a_loss(100 * MS);
         // the first ACK in congestion avoidance starts the epoch at 20 ms
-        cc.on_acked(20 * MS, &acked(11 * MS, MDS), &r, 0);
+        cc.on_acked(20 * MS, &Acked::sent(11 * MS, MDS), &r, 0);
         // K = cbrt((100 - 70) / 0.4) = cbrt(75) = 4.2171633 s
         assert!(
             (cc.k() - 4.217_163_326_508_746).abs() < 1e-12,
@@ -631,7 +623,7 @@ mod tests {
         let mut t = 20 * MS;
         while cc.window() < 80_000 {
             t += MS;
-            cc.on_acked(t, &acked(t.saturating_sub(100 * MS), MDS), &r, 0);
+            cc.on_acked(t, &Acked::sent(t.saturating_sub(100 * MS), MDS), &r, 0);
         }
         let w = cc.window();
         assert!(w < 100_000);
@@ -666,7 +658,7 @@ mod tests {
             let step = rtt / n;
             for _ in 0..n {
                 t += step;
-                cc.on_acked(t, &acked(t.saturating_sub(rtt), MDS), r, 0);
+                cc.on_acked(t, &Acked::sent(t.saturating_sub(rtt), MDS), r, 0);
             }
         }
     }
@@ -700,11 +692,11 @@ mod tests {
         for i in 0..14 {
             t += 10 * MS;
             r.update(if i < 5 { 100 * MS } else { 125 * MS }, 0);
-            cc.on_acked(t, &acked(t - MS, MDS), &r, 0);
+            cc.on_acked(t, &Acked::sent(t - MS, MDS), &r, 0);
             cc.on_rtt_sample(t, &r);
         }
         assert_eq!(cc.ssthresh(), Some(24 * MDS));
-        cc.on_acked(t + MS, &acked(t, MDS), &r, 0);
+        cc.on_acked(t + MS, &Acked::sent(t, MDS), &r, 0);
         assert_eq!((cc.w_max(), cc.k()), (24 * MDS, 0.0));
     }
 
@@ -713,7 +705,7 @@ mod tests {
         let (mut cc, _) = after_a_loss(100 * MS);
         cc.on_acked(
             3 * NS_PER_S,
-            &acked(NS_PER_S, MDS),
+            &Acked::sent(NS_PER_S, MDS),
             &RttEstimator::default(),
             0,
         );
@@ -741,7 +733,7 @@ mod tests {
     }
 
     fn ack_linux(cc: &mut LinuxCubic, now: Nanos, rtt_ms: Nanos, r: &RttEstimator) {
-        cc.on_acked(now, &acked(now - rtt_ms * MS, 1500), r, 0);
+        cc.on_acked(now, &Acked::sent(now - rtt_ms * MS, 1500), r, 0);
         cc.on_ack_end(now, r, 0);
     }
 

@@ -39,6 +39,18 @@ pub struct Acked {
     pub delivered_now: u64,
 }
 
+#[cfg(test)]
+impl Acked {
+    /// A packet of `bytes` sent at `sent_at`, without rate-sample state.
+    pub(crate) fn sent(sent_at: Nanos, bytes: u64) -> Acked {
+        Acked {
+            sent_at,
+            bytes,
+            ..Default::default()
+        }
+    }
+}
+
 pub trait Controller {
     /// A packet of `bytes` left; `in_flight` includes it.
     fn on_sent(&mut self, now: Nanos, bytes: u64, in_flight: u64);
@@ -87,6 +99,15 @@ impl CcKind {
             "cubic" => Some(CcKind::Cubic),
             "bbr" => Some(CcKind::Bbr),
             _ => None,
+        }
+    }
+
+    /// The name `parse` reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            CcKind::Reno => "reno",
+            CcKind::Cubic => "cubic",
+            CcKind::Bbr => "bbr",
         }
     }
 }

@@ -378,14 +378,6 @@ mod tests {
     const MDS: u64 = 1280;
     const MS: Nanos = NS_PER_MS;
 
-    fn acked(sent_at: Nanos, bytes: u64) -> Acked {
-        Acked {
-            sent_at,
-            bytes,
-            ..Default::default()
-        }
-    }
-
     fn rtt() -> RttEstimator {
         RttEstimator::default()
     }
@@ -393,7 +385,7 @@ mod tests {
     /// Slow start up to `cwnd` bytes by acknowledging full packets sent at `t`.
     fn grow_to(cc: &mut NewReno, t: Nanos, cwnd: u64) {
         while cc.window() < cwnd {
-            cc.on_acked(t, &acked(t, MDS), &rtt(), 0);
+            cc.on_acked(t, &Acked::sent(t, MDS), &rtt(), 0);
         }
         assert_eq!(cc.window(), cwnd);
     }
@@ -422,7 +414,7 @@ mod tests {
         cc.on_lost(50 * MS, 40 * MS, MDS, 0); // slow start ends: 19_200
                                               // grow in congestion avoidance: 15 packets of 1280 = 19_200 = one window: +1280
         for _ in 0..15 {
-            cc.on_acked(60 * MS, &acked(55 * MS, MDS), &rtt(), 0);
+            cc.on_acked(60 * MS, &Acked::sent(55 * MS, MDS), &rtt(), 0);
         }
         assert_eq!(cc.window(), 20_480);
         // a loss of a packet sent after the recovery start (50 ms): a new event
@@ -432,9 +424,9 @@ mod tests {
         cc.on_lost(75 * MS, 69 * MS, MDS, 0);
         assert_eq!(cc.window(), 10_240);
         // ... and its ACKs grow nothing; those sent after do
-        cc.on_acked(80 * MS, &acked(70 * MS, 20_000), &rtt(), 0);
+        cc.on_acked(80 * MS, &Acked::sent(70 * MS, 20_000), &rtt(), 0);
         assert_eq!(cc.window(), 10_240);
-        cc.on_acked(80 * MS, &acked(71 * MS, 10_240), &rtt(), 0);
+        cc.on_acked(80 * MS, &Acked::sent(71 * MS, 10_240), &rtt(), 0);
         assert_eq!(cc.window(), 11_520);
     }
 
@@ -455,15 +447,15 @@ mod tests {
         cc.on_lost(MS, MS, MDS, 0); // 6400, ssthresh 6400: congestion avoidance
         assert_eq!(cc.window(), 6400);
         // 6399 bytes: not a full window yet
-        cc.on_acked(5 * MS, &acked(2 * MS, 6399), &rtt(), 0);
+        cc.on_acked(5 * MS, &Acked::sent(2 * MS, 6399), &rtt(), 0);
         assert_eq!(cc.window(), 6400);
         // one more byte: one datagram, stash back to 0
-        cc.on_acked(5 * MS, &acked(2 * MS, 1), &rtt(), 0);
+        cc.on_acked(5 * MS, &Acked::sent(2 * MS, 1), &rtt(), 0);
         assert_eq!(cc.window(), 7680);
         // two and a half windows at once: two datagrams, half a window kept
-        cc.on_acked(5 * MS, &acked(2 * MS, 7680 * 5 / 2), &rtt(), 0);
+        cc.on_acked(5 * MS, &Acked::sent(2 * MS, 7680 * 5 / 2), &rtt(), 0);
         assert_eq!(cc.window(), 7680 + 2 * MDS);
-        cc.on_acked(5 * MS, &acked(2 * MS, 10_240 - 3840), &rtt(), 0);
+        cc.on_acked(5 * MS, &Acked::sent(2 * MS, 10_240 - 3840), &rtt(), 0);
         assert_eq!(cc.window(), 7680 + 3 * MDS);
     }
 
@@ -475,7 +467,7 @@ mod tests {
         assert_eq!(cc.window(), 2 * MDS);
         // below ssthresh 6400: slow start again, even for packets sent before 100 ms
         assert!(cc.in_slow_start());
-        cc.on_acked(600 * MS, &acked(50 * MS, MDS), &rtt(), 0);
+        cc.on_acked(600 * MS, &Acked::sent(50 * MS, MDS), &rtt(), 0);
         assert_eq!(cc.window(), 3 * MDS);
     }
 
@@ -524,7 +516,7 @@ mod tests {
         for i in 0..14 {
             t += 10 * MS;
             r.update(if i < 5 { 100 * MS } else { 125 * MS }, 0);
-            cc.on_acked(t, &acked(t - MS, MDS), &r, 0);
+            cc.on_acked(t, &Acked::sent(t - MS, MDS), &r, 0);
             cc.on_rtt_sample(t, &r);
             assert_eq!(cc.ssthresh().is_some(), i == 13, "sample {i}");
         }
@@ -535,7 +527,7 @@ mod tests {
 
     fn ack_linux(cc: &mut LinuxReno, now: Nanos, sent_at: Nanos, packets: u64) {
         for _ in 0..packets {
-            cc.on_acked(now, &acked(sent_at, 1500), &rtt(), 0);
+            cc.on_acked(now, &Acked::sent(sent_at, 1500), &rtt(), 0);
         }
         cc.on_ack_end(now, &rtt(), 0);
     }

@@ -142,7 +142,8 @@ impl RangeSet {
     pub fn is_empty(&self) -> bool {
         self.r.is_empty()
     }
-    /// The end (exclusive) of the range starting at `from`, if `from` is in a range starting at or before it.
+    /// The end (exclusive) of the lowest range if it holds `from`, else `from`: with
+    /// `from` 0, how far the set runs without a gap from the start.
     pub fn prefix_end(&self, from: u64) -> u64 {
         match self.r.first() {
             Some(&(lo, hi)) if lo <= from && hi >= from => hi + 1,

@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 
 use super::{stream_frame_overhead, QuicConfig, IP_UDP, PACKET_OVERHEAD};
-use crate::base::time::{Nanos, NS_PER_MS};
+use crate::base::time::Nanos;
 use crate::model::cc::{Acked, Controller};
 use crate::model::rtt::{RttEstimator, GRANULARITY};
 use crate::model::wire::{Handshake, Segment};
@@ -111,7 +111,6 @@ pub struct QuicSender {
     next_offset: u64,
     resend: VecDeque<(u64, u64)>,
     acked: super::RangeSet,
-    acked_bytes: u64,
     peer_max_data: u64,
     pacer: Pacer,
     /// When a packet the pacer or the CPU ceiling held back may go.
@@ -149,7 +148,6 @@ impl QuicSender {
             next_offset: 0,
             resend: VecDeque::new(),
             acked: super::RangeSet::default(),
-            acked_bytes: 0,
             pacer: Pacer::default(),
             held_until: None,
             probe_pending: false,
@@ -201,8 +199,13 @@ impl QuicSender {
         self.pacer.update_rate(rate, self.cc.window(), datagram);
     }
 
+    /// Stream bytes acknowledged from the start, without a gap.
+    fn acked_bytes(&self) -> u64 {
+        self.acked.prefix_end(0)
+    }
+
     fn all_acked(&self) -> bool {
-        self.acked_bytes >= self.cfg.size
+        self.acked_bytes() >= self.cfg.size
     }
 
     /// The next stream bytes to send: lost data first, else new data within flow control;
@@ -232,9 +235,10 @@ impl QuicSender {
         if len == 0 {
             return;
         }
-        // Already acknowledged by another copy: nothing to send again.
+        // Already acknowledged by another copy (inside the lowest acknowledged range): nothing
+        // to send again.
         let (a, b) = (offset, offset + len);
-        if self.acked.contains(a) && self.acked.contains(b - 1) && self.acked.prefix_end(a) >= b {
+        if self.acked.prefix_end(a) >= b {
             return;
         }
         let i = self.resend.partition_point(|&(x, _)| x < a);
@@ -273,8 +277,8 @@ impl QuicSender {
                 self.delivered += p.bytes;
                 self.delivered_time = now;
                 self.first_sent_time = p.sent_at;
-                if p.len > 0 && self.acked.insert(p.offset, p.offset + p.len - 1) {
-                    self.acked_bytes = self.acked.prefix_end(0).max(self.acked_bytes);
+                if p.len > 0 {
+                    self.acked.insert(p.offset, p.offset + p.len - 1);
                 }
                 let acked = Acked {
                     sent_at: p.sent_at,
@@ -560,15 +564,10 @@ impl Endpoint for QuicSender {
 
     fn progress(&self) -> Progress {
         Progress {
-            bytes: self.acked_bytes.min(self.cfg.size),
+            bytes: self.acked_bytes().min(self.cfg.size),
             done_at: self.done_at,
             lost: self.lost_packets,
             sent: self.sent_packets,
         }
     }
-}
-
-/// Milliseconds, for tests and messages.
-pub fn ms(v: u64) -> Nanos {
-    v * NS_PER_MS
 }
