@@ -104,5 +104,34 @@ def test_a_campaign_runs_on_the_simulation_backend_beside_its_emulated_runs(tmp_
     emu_keys = {run.key for run in cp.plan(cp.load("smoke"))}
     assert len(rows) == 32 and all(b == "sim" for _, b in rows)
     assert not emu_keys & {k for k, _ in rows}, "a simulated run never stands for an emulated one"
+    # Two processes ran them (one per CPU by default); this one moved each into place.
+    runs = tmp_path / "smoke" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == sorted(k for k, _ in rows)
+    assert all((runs / k / "dcemu-stats.jsonl").is_file() for k, _ in rows)
     again = run_dclab("campaign", "run", "smoke", "--backend", "sim", env=env, timeout=120)
     assert "32 already stored, 0 to do" in " ".join(again.stderr.split())
+
+
+def test_jobs_are_for_simulated_runs_only(tmp_path):
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
+    r = run_dclab("campaign", "run", "smoke", "--jobs", "2", env=env, timeout=60)
+    assert r.returncode == 2 and "--jobs is for --backend sim" in r.stderr
+    assert not (tmp_path / "smoke").exists()
+
+
+def test_the_report_draws_both_backends_of_a_point_as_two_series():
+    """An emulated run and its simulated twin at the same swept value land in one sweep
+    figure as two series, told apart by the backend."""
+    from dclab.analysis.figures import series_of
+    from dclab.campaign.report import sweep_groups
+
+    exp = get_experiment("throughput")
+
+    def row(key: str, backend: str) -> dict:
+        options = exp.options(stack="tcp", cc="cubic", size="5MB", backend=backend).model_dump(mode="json")
+        return {"run_key": key, "experiment": "throughput", "sweep": "batch", "value": "2", "value_num": 2.0,
+                "stack": "tcp", "cc": "cubic", "host_config": "tcp", "options": options, "metrics": {}}
+
+    [(_, _, grouped)] = sweep_groups([row("e", "emu"), row("s", "sim")])
+    labels = series_of(grouped)
+    assert (labels["e"], labels["s"]) == ("tcp backend=emu", "tcp backend=sim")

@@ -17,7 +17,6 @@ resume.
 from __future__ import annotations
 
 import io
-import os
 import platform
 import re
 import shutil
@@ -35,7 +34,7 @@ from ..experiments.runner import failed_rep
 from ..paths import results_dir
 from ..testbed.environment import git_commit
 from .plan import Campaign, PlannedRun
-from .runner import CampaignError, Outcome, Progress, now, perform, record_of
+from .runner import CampaignError, Outcome, Progress, now, perform, place, record_of, result_of
 from .store import RunRecord, Store, campaign_dir
 
 TESTBED = {"testbed": 1}  # the resource a dclab worker offers and every run needs
@@ -121,9 +120,7 @@ def store_result(c: Campaign, store: Store, res: TaskResult) -> bool:
     shutil.rmtree(incoming, ignore_errors=True)
     incoming.mkdir(parents=True)
     unpack(res.archive, incoming)
-    if final.exists():
-        shutil.rmtree(final)  # an earlier try's directory, never stored
-    os.replace(incoming, final)
+    place(incoming, final)
     store.add(replace(res.record, run_dir=str(final)))
     return True
 
@@ -242,7 +239,7 @@ class Coordinator:
                 self.out.stored_ok += 1
             else:
                 self.out.stored_failed += 1
-            self.progress.done(run, _as_result(res.record), None)
+            self.progress.done(run, result_of(res.record), None)
             return None
         try:
             exc = f.exception()
@@ -266,13 +263,6 @@ class Coordinator:
             self.client.retire_workers(workers=[e.address], close_workers=True)
             self.say(f"worker {e.worker} retired: {BAD_WORKER_ERRORS} runs in a row could not start there "
                      "(run `dclab doctor` on its machine)")
-
-
-def _as_result(record: RunRecord) -> Any:
-    from ..experiments.base import RepResult
-
-    return RepResult(experiment=record.experiment, rep=record.rep, seed=record.seed or 0, ok=record.ok, error=record.error,
-                     stack=record.stack, cc=record.cc, host_config=record.host_config)
 
 
 def run_on_cluster(c: Campaign, store: Store, todo: list[PlannedRun], progress: Progress, scheduler: str | None,

@@ -8,15 +8,21 @@ campaign goes on; a run that cannot even start (an exception) is not stored, so 
 again next time; three such runs in a row stop the campaign (the machine is probably
 not ready: see `dclab doctor`). An interruption (Ctrl-C, SIGTERM) stores nothing of the
 run it interrupted.
+
+Runs that take no host lock (simulated ones) can go side by side in processes of this
+machine (`run_parallel`); this process stays the store's only writer.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import platform
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -154,3 +160,76 @@ def _one(c: Campaign, store: Store, run: PlannedRun, i: int, n: int, progress: P
         out.stored_failed += 1
     progress.done(run, rec, None)
     return 0
+
+
+def place(src: Path, final: Path) -> None:
+    """Moves a finished run's directory to its final place (a stale one there, from a try
+    that was never stored, is replaced)."""
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(src, final)
+
+
+def _perform_apart(campaign: str, run: PlannedRun, run_dir: Path) -> RunRecord:
+    """``perform`` in a pool's process; the record goes back to the one that stores."""
+    return perform(campaign, run, run_dir)[1]
+
+
+def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Progress, jobs: int) -> Outcome:
+    """``run_campaign`` for runs that take no host lock, ``jobs`` at a time in processes of
+    this machine. Each performs in runs/.KEY.incoming; this process renames it into place
+    and stores the row, with the same failure policy. KeyboardInterrupt passes through
+    (the runs in flight are not stored)."""
+    runs_dir = campaign_dir(c.name) / "runs"
+    out = Outcome()
+    consecutive = 0
+    pending = iter(enumerate(todo, 1))
+    flying: dict[Future[RunRecord], tuple[int, PlannedRun]] = {}
+    # spawn: a fresh interpreter per process, not a fork of one holding the progress bar's thread
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        try:
+            while True:
+                while len(flying) < 2 * jobs and (item := next(pending, None)) is not None:
+                    i, run = item
+                    incoming = runs_dir / f".{run.key}.incoming"
+                    flying[pool.submit(_perform_apart, c.name, run, incoming)] = (i, run)
+                if not flying:
+                    return out
+                finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    i, run = flying.pop(f)
+                    consecutive = _store_apart(store, f, run, i, len(todo), runs_dir, progress, out, consecutive)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _store_apart(store: Store, f: Future[RunRecord], run: PlannedRun, i: int, n: int, runs_dir: Path,
+                 progress: Progress, out: Outcome, consecutive: int) -> int:
+    """Stores one run of ``run_parallel``; returns the count of runs in a row that could not start."""
+    progress.start(run, i, n)
+    incoming = runs_dir / f".{run.key}.incoming"
+    e = f.exception()
+    if e is not None:
+        shutil.rmtree(incoming, ignore_errors=True)
+        out.errors += 1
+        progress.done(run, None, e)
+        if consecutive + 1 >= MAX_CONSECUTIVE_ERRORS:
+            raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping") from e
+        return consecutive + 1
+    record = f.result()
+    final = runs_dir / run.key
+    place(incoming, final)
+    store.add(replace(record, run_dir=str(final)))
+    if record.ok:
+        out.stored_ok += 1
+    else:
+        out.stored_failed += 1
+    progress.done(run, result_of(record), None)
+    return 0
+
+
+def result_of(record: RunRecord) -> RepResult:
+    """The result a progress display needs, from a stored record."""
+    return RepResult(experiment=record.experiment, rep=record.rep, seed=record.seed or 0, ok=record.ok,
+                     error=record.error, stack=record.stack, cc=record.cc, host_config=record.host_config)

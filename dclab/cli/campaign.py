@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from rich.table import Table
 
 from ..campaign import plan as cp
 from ..campaign.cluster import CLUSTER_OVERHEAD_S
-from ..campaign.runner import CampaignError, Outcome, calibration, run_campaign
+from ..campaign.runner import CampaignError, Outcome, calibration, run_campaign, run_parallel
 from ..campaign.store import Store, campaign_dir
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..experiments import default_experiment, experiments
@@ -148,14 +149,23 @@ def check_scheduler(address: str) -> None:
         raise click.BadParameter(f"expected an address like tcp://HOST:8786 (got {address!r})", param_hint="--scheduler")
 
 
-def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cluster = Cluster()) -> Outcome:
-    """The campaign runner (here or on a cluster) under a progress bar; Ctrl-C exits 130
-    with nothing of the interrupted runs stored."""
+def sim_jobs(jobs: int | None) -> int:
+    """Simulated runs at a time on this machine: as asked, else one per CPU."""
+    return jobs or os.cpu_count() or 1
+
+
+def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cluster = Cluster(),
+            jobs: int = 1) -> Outcome:
+    """The campaign runner (here, ``jobs`` at a time for runs that take no host lock, or
+    on a cluster) under a progress bar; Ctrl-C exits 130 with nothing of the interrupted
+    runs stored."""
     waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS`" if cluster.on
                else "waiting for another dclab run ...")
     progress = BarProgress(c, store, todo, waiting)
     with progress.bar:
         try:
+            if not cluster.on and jobs > 1:
+                return run_parallel(c, store, todo, progress, jobs)
             if not cluster.on:
                 return run_campaign(c, store, todo, progress)
             from ..campaign.cluster import run_on_cluster
@@ -246,15 +256,23 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, gr
 @click.option("--backend", type=click.Choice(["emu", "sim"]), default="emu", show_default=True,
               help="sim: every run the simulation models, on `dcemu sim` instead (its own run key, the same store); "
                    "the others are left out.")
+@click.option("--jobs", type=click.IntRange(1, 256), metavar="N",
+              help="With --backend sim: simulate N runs side by side in processes of this machine "
+                   "[default: its CPUs].")
 @cluster_options
 def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...], scheduler: str | None,
-                 local_workers: int | None, tries: int, backend: str) -> None:
+                 local_workers: int | None, tries: int, backend: str, jobs: int | None) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will.
 
     With --scheduler or --local-workers the runs go to Dask workers (one testbed each),
     longest first, and this process stores what they send back. Simulated runs
     (--backend sim) need no root and run side by side on a machine's workers."""
     cluster = cluster_from(scheduler, local_workers, tries)
+    if jobs is not None and backend != "sim":
+        raise click.UsageError("--jobs is for --backend sim: emulated runs take the host lock one at a time "
+                               "(use --local-workers or --scheduler for several machines)")
+    if jobs is not None and cluster.on:
+        raise click.UsageError("--jobs runs here; with --scheduler or --local-workers the workers run side by side")
     c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups)
     if backend == "sim":
         from ..campaign.validate import sim_twin
@@ -269,7 +287,7 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
     store = existing or Store(campaign_dir(c.name) / "store.sqlite")
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
-    outcome = run_all(c, store, todo, cluster)
+    outcome = run_all(c, store, todo, cluster, sim_jobs(jobs) if backend == "sim" and not cluster.on else 1)
     counts = Counter(r["ok"] for r in store.rows("campaign = ?", (c.name,)))
     click.echo(f"done: {counts.get(1, 0)} runs stored ok, {counts.get(0, 0)} failed; store {store.path}")
     if outcome.failures and outcome.failures == len(todo):

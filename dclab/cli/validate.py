@@ -13,7 +13,7 @@ from ..campaign import plan as cp
 from ..campaign import validate as v
 from ..campaign.store import Store, campaign_dir
 from ..scenario import ScenarioError
-from .campaign import preflight_all, run_all
+from .campaign import preflight_all, run_all, sim_jobs
 from .options import err, root_or_exit
 
 
@@ -49,9 +49,10 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
     skipped = len(runs) - len(pairs)
     err.print(f"validate {c.name}: {len(pairs)} runs with a simulated twin ({skipped} without); to run: "
               f"{len(sims)} simulated, {len(emus)} emulated -> {store.path}")
-    for todo in (sims, emus):
-        if todo:
-            run_all(c, store, todo)
+    if sims:
+        run_all(c, store, sims, jobs=sim_jobs(None))
+    if emus:
+        run_all(c, store, emus)
     rows = {r["run_key"]: r for r in store.rows()}
     points = v.compare(pairs, rows)
     summary = v.summary(points)

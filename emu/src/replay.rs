@@ -15,6 +15,7 @@
 //! stops; an infinite timer never fires. The final counters go to `err` as one JSON line.
 
 use crate::base::time::{fmt_ms, Nanos, MAX_TIME_MS, NS_PER_MS};
+use crate::base::HistSummary;
 use crate::pdcp::{PdcpRx, RxConfig, RxCounters, RxEvent, SnSpace};
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
@@ -35,6 +36,7 @@ pub struct ReplayOptions {
 struct Summary<'a> {
     #[serde(flatten)]
     counters: &'a RxCounters,
+    wait: HistSummary,
     rx_next: u64,
     rx_deliv: u64,
 }
@@ -98,6 +100,7 @@ pub fn run_replay(
     let (rx_next, rx_deliv, _) = rx.state_wide();
     let summary = Summary {
         counters: rx.counters(),
+        wait: rx.counters().wait.summary_us(),
         rx_next,
         rx_deliv,
     };

@@ -127,7 +127,7 @@ fn split_over_unequal_delays_arrives_in_order_with_exact_timing() {
         rec.bearers[0].tx_pdus,
         vec![("a".to_string(), 50), ("b".to_string(), 50)]
     );
-    let rx = rec.bearers[0].rx.as_ref().unwrap();
+    let rx = &rec.bearers[0].rx.as_ref().unwrap().counters;
     assert_eq!(
         (rx.delivered, rx.counts_given_up, rx.timer_expiries),
         (100, 0, 0)
@@ -207,7 +207,7 @@ fn duplication_delivers_each_packet_once_and_loads_both_legs() {
     assert_eq!(rec.legs[0].downlink.counters.packets_out, 50);
     assert_eq!(rec.legs[1].downlink.counters.packets_out, 50);
     // The second copies arrive after their COUNT was delivered: below RX_DELIV, so "late".
-    let rx = rec.bearers[0].rx.as_ref().unwrap();
+    let rx = &rec.bearers[0].rx.as_ref().unwrap().counters;
     assert_eq!(
         (rx.discarded_late, rx.discarded_duplicate, rx.delivered),
         (50, 0, 50)

@@ -80,6 +80,39 @@ fn a_quic_download_fills_both_legs_and_the_records_say_so() {
         "both legs carried the flow: {bytes:?}"
     );
     assert_eq!(lines.last().unwrap()["type"], "sim");
+    // The reorder-wait histogram is cumulative: its buckets only in the summary record.
+    let wait = |l: &serde_json::Value| l["bearers"][0]["rx"]["wait"].clone();
+    let interval = lines.iter().find(|l| l["type"] == "interval").unwrap();
+    assert!(wait(interval)["p99_us"].is_number());
+    assert!(wait(interval).get("buckets").is_none());
+    assert!(!wait(summary)["buckets"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_flow_acts_on_its_own_events_only() {
+    // Ten times more stats records give the engine ten times more instants; a sender
+    // polled at those (as a loop polling every endpoint at every instant does) would
+    // pace differently. aioquic transmits after a datagram or its own timer, so the flow
+    // must not change. A window of 400 packets is above the path's, so the pacer, not
+    // the window, decides when packets leave (with 200 both loops agree).
+    let run_with = |interval_ms: &str| {
+        let text = default_toml().replacen(
+            "interval_ms = 100.0",
+            &format!("interval_ms = {interval_ms}"),
+            1,
+        );
+        let s = parse(&text, Path::new(".")).expect("scenario");
+        let w = parse_workload(ONE_FLOW).expect("workload");
+        let mut out = Vec::new();
+        run(&s, &w, &fixed(400 * 1252), &mut out).expect("simulation")
+    };
+    let (a, b) = (run_with("100.0"), run_with("10.0"));
+    assert!(b.instants > a.instants, "{} {}", a.instants, b.instants);
+    let f = |s: &SimSummary| {
+        let f = &s.flows[0];
+        (f.bytes, f.done_ms, f.packets_sent, f.packets_lost)
+    };
+    assert_eq!(f(&a), f(&b));
 }
 
 #[test]

@@ -165,6 +165,8 @@ class AioquicStack(Stack):
             return TransferResult.failed(err, extra=extra)
         if d.get("warmup") is not None:
             extra["warmup"] = d["warmup"]
+        if isinstance(d.get("cpu_s"), (int, float)):
+            extra["cpu_s"] = d["cpu_s"]  # the client's CPU seconds after start-up
         ready = _num(d, "ready_mono")
         startup = ready - spawned if ready is not None and spawned is not None else None
         extra["startup_s"] = startup

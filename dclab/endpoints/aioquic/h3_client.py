@@ -139,6 +139,12 @@ class Obj:
         )  # fmt: skip
 
 
+
+def process_cpu() -> float:
+    """CPU seconds this process has used, user and system."""
+    t = os.times()
+    return t.user + t.system
+
 class Run:
     """The whole workload: what it saw so far, and printing it once."""
 
@@ -153,6 +159,9 @@ class Run:
         # time.monotonic() when the process was ready to send its first packet (the
         # warm-up's with resumption): the adapter's start-up measure ends here.
         self.ready_mono: float | None = None
+        # The process's CPU seconds (user + system) at that moment: `cpu_s` in the result is
+        # what the connections cost after it (the simulation's per-packet cost is measured so).
+        self.ready_cpu: float | None = None
         self.error: str | None = None
         self._printed = False
         self._lock = threading.Lock()
@@ -169,6 +178,7 @@ class Run:
         d.pop("extra", None)
         d["warmup"] = self.warmup
         d["ready_mono"] = self.ready_mono
+        d["cpu_s"] = process_cpu() - self.ready_cpu if self.ready_cpu is not None else None
         d["workload_error"] = self.error  # not tied to one object (e.g. the warm-up failed)
         return d
 
@@ -400,7 +410,7 @@ async def warm_up(
     )
     if family == socket.AF_INET6:
         addr = transport.get_extra_info("peername")
-    run.ready_mono = time.monotonic()
+    run.ready_mono, run.ready_cpu = time.monotonic(), process_cpu()
     protocol.connect(addr)
     done, _ = await asyncio.wait({got}, timeout=max(0.0, deadline - time.monotonic()))
     info: dict[str, Any] = {"duration_s": time.monotonic() - t0, "ticket": bool(done)}
@@ -481,7 +491,7 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
         # the handshakes start now, the request comes when they all ended).
         run.request_wall, run.t0 = time.time(), time.monotonic()
         if run.ready_mono is None:
-            run.ready_mono = run.t0
+            run.ready_mono, run.ready_cpu = run.t0, process_cpu()
         for p in measured:
             p.connect(peer, transmit=False)
             if wl.zero_rtt:

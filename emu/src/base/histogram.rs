@@ -136,6 +136,8 @@ pub struct HistSummary {
     pub p99_us: f64,
     pub p999_us: f64,
     pub max_us: f64,
+    /// Empty (and not written) in a summary without buckets.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub buckets: Vec<(f64, u64)>,
 }
 

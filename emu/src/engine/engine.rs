@@ -6,13 +6,14 @@
 //! driver changes when packets are written, never what the emulated network did), and
 //! queues packets to write in `outputs`. `next_deadline` says when to call again.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
 use super::processing::FixedDelay;
 use super::record::{
-    BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record,
+    BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record, RxRecord,
 };
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
@@ -81,6 +82,9 @@ pub struct Engine {
     header_bytes: u32,
     stats_interval: Nanos,
     next_stats: Nanos,
+    /// The earliest event, remembered until a packet enters or a step runs: a driver asks
+    /// for it several times per instant and finding it visits every stage.
+    next_due: Cell<Option<Option<(Nanos, Due)>>>,
     last_stats: Nanos,
     outputs: VecDeque<Output>,
     /// The PDCP entities' processing (`pdcp.processing_ms` > 0): where packets enter the
@@ -177,6 +181,7 @@ impl Engine {
             header_bytes: s.pdcp.header_bytes,
             stats_interval: s.stats_interval,
             next_stats: s.stats_interval,
+            next_due: Cell::new(None),
             last_stats: 0,
             outputs: VecDeque::with_capacity(4096),
             entry: (s.pdcp.processing > 0).then(|| FixedDelay::new(s.pdcp.processing)),
@@ -209,6 +214,7 @@ impl Engine {
     pub fn ingress(&mut self, now: Nanos, dir: Dir, id: PktId, len: usize) {
         self.advance(now);
         self.pool.set_len(id, len);
+        self.next_due.set(None);
         let b = self.classifier.classify(self.pool.get(id), dir);
         let pkt = Pkt {
             id,
@@ -229,6 +235,7 @@ impl Engine {
 
     /// `pkt` enters the emulated network at `now` (after the entry's processing, if any).
     fn send(&mut self, now: Nanos, dir: Dir, pkt: Pkt) {
+        self.next_due.set(None);
         let first_new = self.outputs.len();
         match dir {
             Dir::Down => self.send_down(now, pkt),
@@ -304,6 +311,15 @@ impl Engine {
 
     /// The earliest pending event, with its component.
     fn earliest(&self) -> Option<(Nanos, Due)> {
+        if let Some(due) = self.next_due.get() {
+            return due;
+        }
+        let due = self.find_earliest();
+        self.next_due.set(Some(due));
+        due
+    }
+
+    fn find_earliest(&self) -> Option<(Nanos, Due)> {
         let mut best: Option<(Nanos, Due)> = None;
         let mut consider = |t: Option<Nanos>, d: Due| {
             if let Some(t) = t {
@@ -353,6 +369,7 @@ impl Engine {
     }
 
     fn step(&mut self, t: Nanos, due: Due) {
+        self.next_due.set(None);
         match due {
             Due::Exit => {
                 if let Some(exit) = self.exit.as_mut() {
@@ -546,6 +563,7 @@ impl Engine {
     }
 
     fn record(&mut self, kind: &'static str, t: Nanos) -> Record {
+        self.next_due.set(None);
         let dt = t.saturating_sub(self.last_stats);
         let mbps = |bytes: u64| {
             if dt == 0 {
@@ -616,7 +634,16 @@ impl Engine {
                         .iter()
                         .map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l]))
                         .collect(),
-                    rx: b.rx.as_ref().map(|rx| rx.counters().clone()),
+                    rx: b.rx.as_ref().map(|rx| {
+                        let mut wait = rx.counters().wait.summary_us();
+                        if kind != "summary" {
+                            wait.buckets.clear();
+                        }
+                        RxRecord {
+                            counters: rx.counters().clone(),
+                            wait,
+                        }
+                    }),
                     reorder_buffer: b.rx.as_ref().map_or(0, |rx| rx.occupancy()),
                     delivered_bytes: b.delivered_bytes,
                     delivered_packets: b.delivered_packets,

@@ -87,7 +87,7 @@ pub struct BearerRecord {
     pub tx_pdus: Vec<(String, u64)>,
     /// PDCP receiver counters (absent when reordering is off: PDUs bypass the receiver).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rx: Option<RxCounters>,
+    pub rx: Option<RxRecord>,
     pub reorder_buffer: u32,
     /// IP bytes and packets handed to the client.
     pub delivered_bytes: u64,
@@ -95,6 +95,16 @@ pub struct BearerRecord {
     pub delivered_mbps: f64,
     pub uplink_bytes: u64,
     pub uplink_packets: u64,
+}
+
+/// A PDCP receiver's counters and its reorder-wait histogram. The histogram is cumulative,
+/// so the summary record's buckets hold every wait of the run; interval records give only
+/// its count, mean and quantiles (the buckets made up 60 % of a stats file).
+#[derive(Clone, Debug, Serialize)]
+pub struct RxRecord {
+    #[serde(flatten)]
+    pub counters: RxCounters,
+    pub wait: HistSummary,
 }
 
 /// Things the engine itself counts.

@@ -80,7 +80,10 @@ pub struct RxCounters {
     pub counts_given_up: u64,
     /// Most SDUs held in the buffer at once.
     pub buffer_high_water: u32,
-    /// Time each delivered SDU spent in the buffer (0 for out-of-order delivery).
+    /// Time each delivered SDU spent in the buffer (0 for out-of-order delivery). Records
+    /// write it beside the counters, as a summary with or without its buckets
+    /// (`engine::record::RxRecord`).
+    #[serde(skip_serializing)]
     pub wait: Histogram,
 }
 

@@ -1,6 +1,6 @@
 //! The virtual-time event loop. At each instant, in this order: the endpoints' timers
-//! fire, the receiving hosts hand finished packets to their clients, every endpoint sends
-//! what it may, the engine advances to the instant, and what it delivers goes to the
+//! fire, the receiving hosts hand finished packets to their clients, every endpoint with
+//! something to do (a deadline due, a segment arrived) sends what it may, the engine advances to the instant, and what it delivers goes to the
 //! server (uplink) or into the client host's buffer (downlink); this repeats until the
 //! instant is quiet, then time jumps to the earliest deadline of the engine, an endpoint
 //! or a host. Nothing reads a clock, so a scenario and a workload always give the same
@@ -39,6 +39,22 @@ struct Flow {
     client: Box<dyn Endpoint>,
     host: ReceiveBuffer<Segment>,
     ep: Endpoints,
+    /// The earliest deadline of its endpoints and host, as of the last time it was polled
+    /// (nothing else changes them).
+    deadline: Option<Nanos>,
+}
+
+impl Flow {
+    fn deadline_now(&self) -> Option<Nanos> {
+        [
+            self.server.next_deadline(),
+            self.client.next_deadline(),
+            self.host.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
 }
 
 /// One flow's outcome, as the summary line reports it.
@@ -151,6 +167,7 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
         client,
         host: ReceiveBuffer::new(capacity, f.truesize_overhead, f.app_packet),
         ep: flow_endpoints(s, f),
+        deadline: None,
     })
 }
 
@@ -197,8 +214,17 @@ pub fn run(
     let mut now: Nanos = 0;
     let mut packets = 0u64;
     let mut instants = 0u64;
+    // A flow is polled only when it has something to do: a deadline of its own due, or a
+    // segment that reached it in this instant. So a stack acts on its own events, as
+    // aioquic does (it transmits after a datagram or its timer, the pacer's included), and
+    // never because another flow or the engine had an event at that instant.
+    let mut touched = vec![true; flows.len()];
     loop {
         instants += 1;
+        for (f, t) in flows.iter().zip(touched.iter_mut()) {
+            *t |= f.deadline.is_some_and(|d| d <= now);
+        }
+        let mut any = false;
         let mut steps = 0;
         loop {
             steps += 1;
@@ -206,7 +232,11 @@ pub fn run(
                 bail!("the simulation does not advance at {} ms (a model keeps acting at the same instant)", to_ms(now));
             }
             let mut acted = false;
-            for f in flows.iter_mut() {
+            for (f, t) in flows.iter_mut().zip(touched.iter_mut()) {
+                if !*t {
+                    continue;
+                }
+                any = true;
                 if f.server.next_deadline().is_some_and(|t| t <= now) {
                     f.server.on_timeout(now);
                 }
@@ -226,6 +256,9 @@ pub fn run(
                     packets += 1;
                     acted = true;
                 }
+                f.deadline = f.deadline_now();
+                // A timer now due runs in the next round of this instant, as any other would.
+                *t = f.deadline.is_some_and(|d| d <= now);
             }
             engine.advance(now);
             while let Some(o) = engine.outputs().pop_front() {
@@ -234,10 +267,12 @@ pub fn run(
                 let len = pkt.len();
                 engine.release(o.id);
                 let Some(seg) = seg else { continue };
-                let Some(f) = flows.get_mut(seg.flow() as usize) else {
+                let i = seg.flow() as usize;
+                let Some(f) = flows.get_mut(i) else {
                     continue;
                 };
                 acted = true;
+                touched[i] = true;
                 match o.dir {
                     Dir::Up => f.server.on_segment(now, &seg),
                     Dir::Down => {
@@ -252,21 +287,16 @@ pub fn run(
                 break;
             }
         }
-        let all_done = flows.iter().all(|f| {
-            f.client.progress().done_at.is_some() && f.server.progress().done_at.is_some()
-        });
-        if all_done {
+        if any
+            && flows.iter().all(|f| {
+                f.client.progress().done_at.is_some() && f.server.progress().done_at.is_some()
+            })
+        {
             break;
         }
         let next = flows
             .iter()
-            .flat_map(|f| {
-                [
-                    f.server.next_deadline(),
-                    f.client.next_deadline(),
-                    f.host.next_deadline(),
-                ]
-            })
+            .map(|f| f.deadline)
             .chain([engine.next_deadline()])
             .flatten()
             .min();
