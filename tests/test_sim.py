@@ -81,6 +81,7 @@ def test_validate_smoke_simulation_agrees_with_emulation_at_three_points(tmp_pat
     assert r.returncode == 0, r.stdout + r.stderr
     out = json.loads(r.stdout)
     assert out["summary"] == {"throughput": {"points": 3, "passed": 3, "incomplete": 0}}
+    assert sum(d["points"] for d in out["by_config"].values()) == 3 and len(out["by_config"]) == 3
     for p in out["points"]:
         assert len(p["emu"]) == 2 and len(p["sim"]) == 2 and abs(p["error"]) <= 0.10, p
     assert json.loads((tmp_path / "validate-smoke" / "validation.json").read_text()) == out
@@ -135,3 +136,31 @@ def test_the_report_draws_both_backends_of_a_point_as_two_series():
     [(_, _, grouped)] = sweep_groups([row("e", "emu"), row("s", "sim")])
     labels = series_of(grouped)
     assert (labels["e"], labels["s"]) == ("tcp backend=emu", "tcp backend=sim")
+
+
+def test_udp_receive_buffer_drops_are_read_from_the_kernels_counters():
+    from dclab.testbed.netns import udp_rcvbuf_errors
+
+    snmp = ("Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n"
+            "Udp: 1834 3 95 1841 95 0 0 0 0\n"
+            "UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n"
+            "UdpLite: 0 0 0 0 7 0 0 0 0\n")
+    assert udp_rcvbuf_errors(snmp) == 95
+    assert udp_rcvbuf_errors("Ip: Forwarding\nIp: 1\n") is None
+
+
+@pytest.mark.root
+def test_the_client_hosts_udp_drops_are_counted_on_both_backends(tmp_path):
+    """A throughput run's details give the datagrams the client host dropped for a full
+    socket buffer: the kernel's count in emulation, the host model's in simulation. With
+    the 208 KiB default buffer and PDCP batches of 10 the modelled client (106 µs a
+    packet) cannot keep up with the bursts and drops."""
+    counts = {}
+    for backend, size in (("emu", "5MB"), ("sim", "20MB")):
+        out = tmp_path / backend
+        r = run_dclab("run", "throughput", "--backend", backend, "--udp-buffer", "default", "--batch", "10",
+                      "--size", size, "--json", "--out", str(out), timeout=120)
+        assert r.returncode == 0, r.stderr
+        counts[backend] = json.loads((out / "rep-01" / "result.json").read_text())["details"]["client_udp_drops"]
+    assert isinstance(counts["emu"], int) and counts["emu"] >= 0
+    assert counts["sim"] > 0

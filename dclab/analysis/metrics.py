@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 
 def read_records(path: Path) -> list[dict]:
-    """JSON lines of a file (dcemu stats); a line cut by a crash is skipped."""
+    """JSON lines of a file (dcemu stats); a line cut by a crash is skipped. orjson: a
+    simulated campaign reads thousands of these files, twice as fast as with json."""
     out = []
     try:
-        with open(path) as f:
+        with open(path, "rb") as f:
             for line in f:
                 try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
+                    out.append(orjson.loads(line))
+                except orjson.JSONDecodeError:
                     continue
     except OSError:
         return []

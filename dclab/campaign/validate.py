@@ -11,13 +11,19 @@ when its error is within the bound; the summary counts points per experiment.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..experiments import get_experiment
-from .plan import PlannedRun, run_key
+from .plan import OVERHEAD_S, PlannedRun, run_key
 
 BOUNDS = {"goodput_mbps": ("relative", 0.10), "jfi": ("absolute", 0.05)}
+# What a simulated run takes, from its emulated twin's estimate (its virtual seconds plus the
+# set-up): measured over shard 1/20 of the paper campaign on two processes (README, "dcemu
+# sim"): 0.37 s per throughput run (emulated estimate 54 s), 0.68 s per fairness run (186 s).
+SIM_RUN_S = 0.15
+SIM_S_PER_S = 0.0035
 
 
 def sim_twin(run: PlannedRun) -> PlannedRun | None:
@@ -29,7 +35,7 @@ def sim_twin(run: PlannedRun) -> PlannedRun | None:
     key = run_key(run.experiment, run.config, run.sweep, run.value, run.rep, run.scenario,
                   options.model_dump(mode="json"))
     return PlannedRun(key, run.experiment, run.config, run.sweep, run.value, run.rep, run.scenario, options,
-                      1.0)  # a simulated run takes about a second
+                      SIM_RUN_S + SIM_S_PER_S * max(0.0, run.estimate_s - OVERHEAD_S))
 
 
 def point_of(run: PlannedRun) -> tuple[str, ...]:
@@ -97,9 +103,19 @@ def compare(pairs: list[tuple[PlannedRun, PlannedRun]], rows: dict[str, dict[str
 
 def summary(points: list[Point]) -> dict[str, dict[str, int]]:
     """Per experiment: points compared, passed, and without both sides."""
+    return _count(points, lambda p: p.experiment)
+
+
+def by_config(points: list[Point]) -> dict[str, dict[str, int]]:
+    """The same per experiment and configuration ("throughput: tcp cubic"), since a bound
+    is met per stack and buffer."""
+    return _count(points, lambda p: f"{p.experiment}: {p.config}")
+
+
+def _count(points: list[Point], key: Callable[[Point], str]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for p in points:
-        d = out.setdefault(p.experiment, {"points": 0, "passed": 0, "incomplete": 0})
+        d = out.setdefault(key(p), {"points": 0, "passed": 0, "incomplete": 0})
         d["points"] += 1
         if p.passed is None:
             d["incomplete"] += 1

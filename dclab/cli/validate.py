@@ -55,18 +55,19 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
         run_all(c, store, emus)
     rows = {r["run_key"]: r for r in store.rows()}
     points = v.compare(pairs, rows)
-    summary = v.summary(points)
-    out = {"campaign": c.name, "points": [p.as_dict() for p in points], "summary": summary}
+    summary, configs = v.summary(points), v.by_config(points)
+    out = {"campaign": c.name, "points": [p.as_dict() for p in points], "summary": summary, "by_config": configs}
     (campaign_dir(c.name) / "validation.json").write_text(json.dumps(out, indent=1))
     if as_json:
         click.echo(json.dumps(out))
     else:
-        print_points(points, summary)
+        print_points(points, summary, configs)
     if any(p.passed is False for p in points):
         sys.exit(1)
 
 
-def print_points(points: list[v.Point], summary: dict[str, dict[str, int]]) -> None:
+def print_points(points: list[v.Point], summary: dict[str, dict[str, int]],
+                 configs: dict[str, dict[str, int]]) -> None:
     t = Table(title="simulation against emulation", show_header=True)
     for col in ("experiment", "config", "point", "metric", "emu", "sim", "error", "bound", ""):
         t.add_column(col)
@@ -83,5 +84,12 @@ def print_points(points: list[v.Point], summary: dict[str, dict[str, int]]) -> N
                   f"{fmt(p.sim_mean, digits)} (n={len(p.sim)})", err_text, bound, mark)
     Console().print(t)
     for exp, d in summary.items():
-        click.echo(f"{exp}: {d['passed']} of {d['points']} points within the bound"
-                   + (f", {d['incomplete']} without both backends" if d["incomplete"] else ""))
+        click.echo(f"{exp}: {counts(d)}")
+        for name, dc in configs.items():
+            if name.startswith(f"{exp}: "):
+                click.echo(f"  {name.removeprefix(f'{exp}: ')}: {counts(dc)}")
+
+
+def counts(d: dict[str, int]) -> str:
+    return (f"{d['passed']} of {d['points']} points within the bound"
+            + (f", {d['incomplete']} without both backends" if d["incomplete"] else ""))

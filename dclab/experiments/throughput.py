@@ -102,7 +102,8 @@ class Throughput(Experiment):
         result.ok, result.error = r.ok, r.error
         result.metrics = {"goodput_mbps": r.goodput_mbps}
         result.flows = [FlowResult.of(plan, "dc", r)]
-        result.details = {"size": o.size, "pdcp": pdcp_summary(records, "dc")}
+        result.details = {"size": o.size, "pdcp": pdcp_summary(records, "dc"),
+                          "client_udp_drops": bed.client_udp_drops}
         if o.streams > 1:  # streams 1 keeps the study's record as it was
             result.details.update(stream_details(r))
         if bed.start_wall and r.request_wall:

@@ -206,3 +206,12 @@ def veth_link(ns: Namespaces, server_addr: str = SERVER_ADDR, client_addr: str =
     finally:
         sh("ip", "-n", ns.server, "link", "del", a, check=False)
         sh("ip", "link", "del", a, check=False)
+
+
+def udp_rcvbuf_errors(snmp: str) -> int | None:
+    """Udp RcvbufErrors from the text of /proc/net/snmp: datagrams dropped because a
+    socket's receive buffer was full (None when the kernel does not report it)."""
+    rows = [line.split() for line in snmp.splitlines() if line.startswith("Udp:")]
+    if len(rows) < 2 or "RcvbufErrors" not in rows[0]:
+        return None
+    return int(rows[1][rows[0].index("RcvbufErrors")])

@@ -109,6 +109,7 @@ class SimBed:
         self.recovered: list[str] = []
         self.stats = self.workdir / "dcemu-stats.jsonl"
         self._start_wall: float | None = None
+        self.client_udp_drops: int | None = None  # as Testbed's: the modelled hosts' drops (QUIC flows)
 
     def __enter__(self) -> SimBed:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -149,6 +150,7 @@ class SimBed:
         if p.returncode != 0:
             raise SimError(f"dcemu sim failed: {p.stderr.strip()[-400:]}")
         summary = json.loads(p.stdout.strip().splitlines()[-1])
+        self.client_udp_drops = sum(r["host_drops"] for r in summary["flows"] if r["transport"] == "quic")
         results = {r["name"]: self._transfer(r) for r in summary["flows"]}
         return {f.name: results[f.name] for f in chosen}
 

@@ -26,7 +26,7 @@ from .certs import make_certs
 from .dcemu_config import to_dcemu
 from .emulator import Emulator, require_root
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
-from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, wait_listening
+from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, udp_rcvbuf_errors, wait_listening
 
 
 class TestbedError(RuntimeError):
@@ -64,6 +64,9 @@ class Testbed:
         self._records: list[dict[str, Any]] | None = None
         self.recovered: list[str] = []  # what dead runs had left, undone before this run
         self.state: dict[str, Any] = {}  # an experiment's own bookkeeping across repetitions on this testbed
+        # UDP datagrams the client's namespace dropped for a full socket buffer during the
+        # last run_clients (all flows; None: not measured)
+        self.client_udp_drops: int | None = None
         self._exit = contextlib.ExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -224,12 +227,21 @@ class Testbed:
                 results[f.name] = TransferResult.failed(f"{type(e).__name__}: {e}")
 
         threads = [threading.Thread(target=one, args=(f,), name=f"client-{f.name}") for f in chosen]
+        drops_before = self._udp_drops()
         for t in threads:
             t.start()
         died = self._watch(threads, any_failed=lambda: any(not r.ok for r in results.values()))
+        drops_after = self._udp_drops()
+        self.client_udp_drops = (drops_after - drops_before if drops_before is not None and drops_after is not None
+                                 else None)
         if died:
             raise PartDied(died)
         return {f.name: results[f.name] for f in chosen}
+
+    def _udp_drops(self) -> int | None:
+        """The client namespace's UDP datagrams dropped for a full receive buffer so far."""
+        p = subprocess.run(self.ns.exec(self.ns.client, "cat", "/proc/net/snmp"), capture_output=True, text=True)
+        return udp_rcvbuf_errors(p.stdout) if p.returncode == 0 else None
 
     def _watch(self, threads: list[threading.Thread], any_failed: Callable[[], bool]) -> str | None:
         """Waits for the client threads, checking dcemu and every server every WATCH_S. If
