@@ -101,7 +101,7 @@ impl QuicReceiver {
             largest,
             delay_us: (delay / 1_000).min(u32::MAX as u64) as u32,
             max_data: self.max_data,
-            ranges,
+            ranges: Box::new(ranges),
         };
         (seg, IP_UDP + PACKET_OVERHEAD + frame)
     }

@@ -537,7 +537,7 @@ impl Endpoint for QuicSender {
                 largest,
                 delay_us,
                 max_data,
-                ranges,
+                ref ranges,
                 ..
             } => self.on_ack(now, largest, delay_us, max_data, ranges.as_slice()),
             _ => {}

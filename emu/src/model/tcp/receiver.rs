@@ -458,7 +458,7 @@ impl TcpReceiver {
                 ack: self.rcv_nxt,
                 window: window.min(u32::MAX as u64) as u32,
                 tsecr: self.ts_recent,
-                sack,
+                sack: Box::new(sack),
             },
             HEADERS + opt,
         )

@@ -811,7 +811,7 @@ impl Endpoint for TcpSender {
             ack,
             window,
             tsecr,
-            sack,
+            ref sack,
         } = *seg
         {
             if flow == self.cfg.flow && self.next_new > 0 {
