@@ -8,7 +8,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import run_dclab
+from conftest import dclab_process, run_dclab, wait_for
 
 from dclab.endpoints.base import Workload
 from dclab.experiments import get_experiment
@@ -164,3 +164,40 @@ def test_the_client_hosts_udp_drops_are_counted_on_both_backends(tmp_path):
         counts[backend] = json.loads((out / "rep-01" / "result.json").read_text())["details"]["client_udp_drops"]
     assert isinstance(counts["emu"], int) and counts["emu"] >= 0
     assert counts["sim"] > 0
+
+
+
+def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
+    """SIGINT to the process group (as a terminal's Ctrl-C): exit 130, the pool's processes
+    and their dcemu gone, the runs in flight leave no directory, and every stored run has
+    its own; a second start runs only the rest."""
+    import signal
+    import sqlite3
+    import time
+
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
+    store = tmp_path / "paper" / "store.sqlite"
+
+    def stored() -> int:
+        if not store.exists():  # connecting would create it
+            return 0
+        try:
+            with sqlite3.connect(store) as db:
+                return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+        except sqlite3.OperationalError:  # not created yet
+            return 0
+
+    with dclab_process("campaign", "run", "paper", "--backend", "sim", "--shard", "1/20", "--jobs", "2",
+                       env=env) as p:
+        wait_for(lambda: stored() >= 2, 60, "two stored runs", p)
+        os.killpg(p.pid, signal.SIGINT)
+        assert p.wait(timeout=60) == 130
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", f"dcemu sim {tmp_path}"], capture_output=True, text=True).stdout
+    assert not left, left
+    runs = tmp_path / "paper" / "runs"
+    names = {d.name for d in runs.iterdir()}
+    assert not [n for n in names if n.endswith(".incoming")], names
+    with sqlite3.connect(store) as db:
+        keys = {k for (k,) in db.execute("SELECT run_key FROM runs")}
+    assert keys == names and len(keys) < 1045

@@ -173,7 +173,7 @@ def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cl
             return run_on_cluster(c, store, todo, progress, cluster.scheduler, cluster.local_workers, cluster.tries,
                                   on_workers=progress.on_workers, say=progress.bar.console.print)
         except KeyboardInterrupt:
-            if cluster.on:
+            if cluster.on or jobs > 1:
                 progress.bar.console.print("[yellow]interrupted[/]: the runs in flight are not stored and run again next time")
             else:
                 label = progress.current.label if progress.current else "the campaign"
