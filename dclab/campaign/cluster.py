@@ -34,7 +34,7 @@ from ..experiments.runner import failed_rep
 from ..paths import results_dir
 from ..testbed.environment import git_commit
 from .plan import Campaign, PlannedRun
-from .runner import CampaignError, Outcome, Progress, now, perform, place, record_of, result_of
+from .runner import CampaignError, Outcome, Progress, incoming_of, now, perform, place, record_of, result_of
 from .store import RunRecord, Store, campaign_dir
 
 TESTBED = {"testbed": 1}  # the resource a dclab worker offers and every run needs
@@ -116,7 +116,7 @@ def store_result(c: Campaign, store: Store, res: TaskResult) -> bool:
     if store.has(key):
         return False
     final = campaign_dir(c.name) / "runs" / key
-    incoming = final.with_name(f".{key}.incoming")
+    incoming = incoming_of(final)
     shutil.rmtree(incoming, ignore_errors=True)
     incoming.mkdir(parents=True)
     unpack(res.archive, incoming)
@@ -235,10 +235,7 @@ class Coordinator:
             self.in_a_row.pop(res.address, None)
             store_result(self.c, self.store, res)
             self.progress.start(run, i, n)
-            if res.record.ok:
-                self.out.stored_ok += 1
-            else:
-                self.out.stored_failed += 1
+            self.out.stored(res.record.ok)
             self.progress.done(run, result_of(res.record), None)
             return None
         try:

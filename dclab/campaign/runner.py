@@ -127,6 +127,21 @@ class Outcome:
     def failures(self) -> int:
         return self.stored_failed + self.errors
 
+    def stored(self, ok: bool) -> None:
+        if ok:
+            self.stored_ok += 1
+        else:
+            self.stored_failed += 1
+
+    def could_not_start(self, consecutive: int, e: BaseException) -> int:
+        """Counts a run that raised; the new count of such runs in a row, or CampaignError
+        when there are MAX_CONSECUTIVE_ERRORS."""
+        self.errors += 1
+        if consecutive + 1 >= MAX_CONSECUTIVE_ERRORS:
+            raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping "
+                                "(see `dclab doctor`)") from e
+        return consecutive + 1
+
 
 def run_campaign(c: Campaign, store: Store, todo: list[PlannedRun], progress: Progress) -> Outcome:
     """Runs ``todo`` in order with the failure policy above; KeyboardInterrupt passes
@@ -148,18 +163,16 @@ def _one(c: Campaign, store: Store, run: PlannedRun, i: int, n: int, progress: P
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - one broken run must not end an 80-hour campaign
-        out.errors += 1
         progress.done(run, None, e)
-        if consecutive + 1 >= MAX_CONSECUTIVE_ERRORS:
-            raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping "
-                                "(see `dclab doctor`)") from e
-        return consecutive + 1
-    if rec.ok:
-        out.stored_ok += 1
-    else:
-        out.stored_failed += 1
+        return out.could_not_start(consecutive, e)
+    out.stored(rec.ok)
     progress.done(run, rec, None)
     return 0
+
+
+def incoming_of(final: Path) -> Path:
+    """Where a run's directory is made before it is moved to ``final`` (runs/.KEY.incoming)."""
+    return final.with_name(f".{final.name}.incoming")
 
 
 def place(src: Path, final: Path) -> None:
@@ -192,8 +205,7 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
                 while True:
                     while len(flying) < 2 * jobs and (item := next(pending, None)) is not None:
                         i, run = item
-                        incoming = runs_dir / f".{run.key}.incoming"
-                        flying[pool.submit(_perform_apart, c.name, run, incoming)] = (i, run)
+                        flying[pool.submit(_perform_apart, c.name, run, incoming_of(runs_dir / run.key))] = (i, run)
                     if not flying:
                         return out
                     finished, _ = wait(flying, return_when=FIRST_COMPLETED)
@@ -208,30 +220,23 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
     finally:
         # The pool's processes have ended: what the runs in flight left is not a result.
         for _, run in flying.values():
-            shutil.rmtree(runs_dir / f".{run.key}.incoming", ignore_errors=True)
+            shutil.rmtree(incoming_of(runs_dir / run.key), ignore_errors=True)
 
 
 def _store_apart(store: Store, f: Future[RunRecord], run: PlannedRun, i: int, n: int, runs_dir: Path,
                  progress: Progress, out: Outcome, consecutive: int) -> int:
     """Stores one run of ``run_parallel``; returns the count of runs in a row that could not start."""
     progress.start(run, i, n)
-    incoming = runs_dir / f".{run.key}.incoming"
+    final = runs_dir / run.key
     e = f.exception()
     if e is not None:
-        shutil.rmtree(incoming, ignore_errors=True)
-        out.errors += 1
+        shutil.rmtree(incoming_of(final), ignore_errors=True)
         progress.done(run, None, e)
-        if consecutive + 1 >= MAX_CONSECUTIVE_ERRORS:
-            raise CampaignError(f"{MAX_CONSECUTIVE_ERRORS} runs in a row could not start; stopping") from e
-        return consecutive + 1
+        return out.could_not_start(consecutive, e)
     record = f.result()
-    final = runs_dir / run.key
-    place(incoming, final)
+    place(incoming_of(final), final)
     store.add(replace(record, run_dir=str(final)))
-    if record.ok:
-        out.stored_ok += 1
-    else:
-        out.stored_failed += 1
+    out.stored(record.ok)
     progress.done(run, result_of(record), None)
     return 0
 

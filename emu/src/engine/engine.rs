@@ -235,7 +235,6 @@ impl Engine {
 
     /// `pkt` enters the emulated network at `now` (after the entry's processing, if any).
     fn send(&mut self, now: Nanos, dir: Dir, pkt: Pkt) {
-        self.next_due.set(None);
         let first_new = self.outputs.len();
         match dir {
             Dir::Down => self.send_down(now, pkt),
@@ -563,7 +562,6 @@ impl Engine {
     }
 
     fn record(&mut self, kind: &'static str, t: Nanos) -> Record {
-        self.next_due.set(None);
         let dt = t.saturating_sub(self.last_stats);
         let mbps = |bytes: u64| {
             if dt == 0 {

@@ -1,10 +1,10 @@
 //! The virtual-time event loop. At each instant, in this order: the endpoints' timers
 //! fire, the receiving hosts hand finished packets to their clients, every endpoint with
-//! something to do (a deadline due, a segment arrived) sends what it may, the engine advances to the instant, and what it delivers goes to the
-//! server (uplink) or into the client host's buffer (downlink); this repeats until the
-//! instant is quiet, then time jumps to the earliest deadline of the engine, an endpoint
-//! or a host. Nothing reads a clock, so a scenario and a workload always give the same
-//! records.
+//! something to do (a deadline due, a segment arrived) sends what it may, the engine
+//! advances to the instant, and what it delivers goes to the server (uplink) or into the
+//! client host's buffer (downlink); this repeats until the instant is quiet, then time
+//! jumps to the earliest deadline of the engine, an endpoint or a host. Nothing reads a
+//! clock, so a scenario and a workload always give the same records.
 
 use std::io::Write;
 use std::time::Instant;
@@ -42,6 +42,8 @@ struct Flow {
     /// The earliest deadline of its endpoints and host, as of the last time it was polled
     /// (nothing else changes them).
     deadline: Option<Nanos>,
+    /// It has something to do in this instant (a deadline due, a segment arrived).
+    touched: bool,
 }
 
 impl Flow {
@@ -168,6 +170,7 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
         host: ReceiveBuffer::new(capacity, f.truesize_overhead, f.app_packet),
         ep: flow_endpoints(s, f),
         deadline: None,
+        touched: true,
     })
 }
 
@@ -218,11 +221,10 @@ pub fn run(
     // segment that reached it in this instant. So a stack acts on its own events, as
     // aioquic does (it transmits after a datagram or its timer, the pacer's included), and
     // never because another flow or the engine had an event at that instant.
-    let mut touched = vec![true; flows.len()];
     loop {
         instants += 1;
-        for (f, t) in flows.iter().zip(touched.iter_mut()) {
-            *t |= f.deadline.is_some_and(|d| d <= now);
+        for f in flows.iter_mut() {
+            f.touched |= f.deadline.is_some_and(|d| d <= now);
         }
         let mut any = false;
         let mut steps = 0;
@@ -232,8 +234,8 @@ pub fn run(
                 bail!("the simulation does not advance at {} ms (a model keeps acting at the same instant)", to_ms(now));
             }
             let mut acted = false;
-            for (f, t) in flows.iter_mut().zip(touched.iter_mut()) {
-                if !*t {
+            for f in flows.iter_mut() {
+                if !f.touched {
                     continue;
                 }
                 any = true;
@@ -258,7 +260,7 @@ pub fn run(
                 }
                 f.deadline = f.deadline_now();
                 // A timer now due runs in the next round of this instant, as any other would.
-                *t = f.deadline.is_some_and(|d| d <= now);
+                f.touched = f.deadline.is_some_and(|d| d <= now);
             }
             engine.advance(now);
             while let Some(o) = engine.outputs().pop_front() {
@@ -267,12 +269,11 @@ pub fn run(
                 let len = pkt.len();
                 engine.release(o.id);
                 let Some(seg) = seg else { continue };
-                let i = seg.flow() as usize;
-                let Some(f) = flows.get_mut(i) else {
+                let Some(f) = flows.get_mut(seg.flow() as usize) else {
                     continue;
                 };
                 acted = true;
-                touched[i] = true;
+                f.touched = true;
                 match o.dir {
                     Dir::Up => f.server.on_segment(now, &seg),
                     Dir::Down => {
