@@ -58,3 +58,32 @@ def test_bad_sizes_name_the_option():
     for bad in ("10XB", "0", "200GB", ""):
         with pytest.raises(ValueError, match="--size"):
             parse_size(bad)
+
+
+def test_records_read_plain_or_gzipped_and_survive_a_cut(tmp_path):
+    """A simulated run keeps its records gzipped; a crash may cut either kind of file. Every
+    complete line is read, the cut one is not, and Records parses only what is looked at."""
+    import gzip
+    import json
+
+    from dclab.analysis.metrics import Records, read_records, stats_file
+
+    lines = [json.dumps({"type": "interval", "t_ms": float(i)}) for i in range(500)]
+    lines += [json.dumps({"type": "summary", "t_ms": 500.0}), json.dumps({"type": "sim", "packets": 7})]
+    text = ("\n".join(lines) + "\n").encode()
+    plain, packed = tmp_path / "a" / "dcemu-stats.jsonl", tmp_path / "b" / "dcemu-stats.jsonl.gz"
+    for p, data in ((plain, text), (packed, gzip.compress(text))):
+        p.parent.mkdir()
+        p.write_bytes(data)
+        assert stats_file(p.parent) == p
+        assert len(read_records(p)) == 502
+        r = Records.of_file(p, drop_last_of_type="sim")
+        assert len(r) == 501 and r[-1]["type"] == "summary" and r[0]["t_ms"] == 0.0
+        assert sum(x is not None for x in r._parsed) == 2  # only what was looked at
+    assert stats_file(tmp_path) is None
+    packed.write_bytes(gzip.compress(text)[: len(gzip.compress(text)) * 2 // 3])  # cut mid-stream
+    cut = read_records(packed)
+    assert 0 < len(cut) < 502 and [x["t_ms"] for x in cut] == [float(i) for i in range(len(cut))]
+    plain.write_bytes(text[: len(text) - 10])
+    assert len(read_records(plain)) == 501  # the cut sim line is skipped
+    assert Records.of_file(plain)[-1] == {}  # and reads as no one's record

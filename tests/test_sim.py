@@ -3,6 +3,7 @@ modelled endpoints in virtual time (dclab/testbed/simbed.py, emu/src/sim/)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -33,7 +34,10 @@ def test_throughput_on_the_simulation_backend(tmp_path):
     assert 25 < g["mean"] < 40 * 1215 / 1280, g  # two 20 Mbit/s legs, QUIC and IP overhead
     assert g["std"] > 0, "two seeds, two jitter draws"
     rep = tmp_path / "run" / "rep-01"
-    assert (rep / "workload.toml").exists() and (rep / "dcemu-stats.jsonl").exists()
+    assert (rep / "workload.toml").exists() and (rep / "dcemu-stats.jsonl.gz").exists()
+    packed = (rep / "dcemu-stats.jsonl.gz").read_bytes()
+    assert len(packed) * 4 < len(gzip.decompress(packed)), "the records take a quarter of their size or less"
+    assert (rep / "link-utilization.png").exists(), "the run's figure is drawn from the compressed records"
     assert json.loads((rep / "environment.json").read_text())["backend"] == "sim"
     assert dclab_namespaces() == before, "a simulation touches no namespace"
 
@@ -108,7 +112,7 @@ def test_a_campaign_runs_on_the_simulation_backend_beside_its_emulated_runs(tmp_
     # Two processes ran them (one per CPU by default); this one moved each into place.
     runs = tmp_path / "smoke" / "runs"
     assert sorted(p.name for p in runs.iterdir()) == sorted(k for k, _ in rows)
-    assert all((runs / k / "dcemu-stats.jsonl").is_file() for k, _ in rows)
+    assert all((runs / k / "dcemu-stats.jsonl.gz").is_file() for k, _ in rows)
     again = run_dclab("campaign", "run", "smoke", "--backend", "sim", env=env, timeout=120)
     assert "32 already stored, 0 to do" in " ".join(again.stderr.split())
 
@@ -153,7 +157,7 @@ def test_udp_receive_buffer_drops_are_read_from_the_kernels_counters():
 def test_the_client_hosts_udp_drops_are_counted_on_both_backends(tmp_path):
     """A throughput run's details give the datagrams the client host dropped for a full
     socket buffer: the kernel's count in emulation, the host model's in simulation. With
-    the 208 KiB default buffer and PDCP batches of 10 the modelled client (106 µs a
+    the 208 KiB default buffer and PDCP batches of 10 the modelled client (161 µs a
     packet) cannot keep up with the bursts and drops."""
     counts = {}
     for backend, size in (("emu", "5MB"), ("sim", "20MB")):
@@ -201,3 +205,93 @@ def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
     with sqlite3.connect(store) as db:
         keys = {k for (k,) in db.execute("SELECT run_key FROM runs")}
     assert keys == names and len(keys) < 1045
+
+
+KERNEL_CHARGE = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.18.0.2", int(sys.argv[1])))
+print("ready", flush=True)
+sys.stdin.readline()  # the sender is done
+port = "%04X" % int(sys.argv[1])
+for line in open("/proc/net/udp"):
+    f = line.split()
+    if f[1].endswith(":" + port):
+        rx_queue = int(f[4].split(":")[1], 16)
+s.setblocking(False)
+n = 0
+while True:
+    try:
+        s.recv(65535)
+        n += 1
+    except BlockingIOError:
+        break
+print(n, rx_queue, s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF), flush=True)
+"""
+SEND = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(int(sys.argv[2])):
+    s.sendto(b"x" * int(sys.argv[3]), ("198.18.0.2", int(sys.argv[1])))
+    time.sleep(0.002)
+"""
+
+
+@pytest.mark.root
+def test_the_host_model_charges_what_the_kernel_charges(tmp_path):
+    """Datagrams that dcemu writes into the client's TUN, into a socket nobody reads, with
+    the default buffer: the kernel charges each UDP_TRUESIZE bytes (the simulation's host
+    model, emu/src/model/host.rs) and keeps as many as fit whole, for aioquic's datagram
+    and the largest one a 1500-byte MTU allows."""
+    import sys
+
+    from dclab.scenario import Scenario
+    from dclab.testbed import Testbed
+    from dclab.testbed.hostconfig import host_config_for
+    from dclab.testbed.simbed import QUIC_DATAGRAM, UDP_TRUESIZE
+
+    plan = single_bearer_plan(Scenario(), [Flow("dl", "aioquic", "dc", Workload.single(1), "reno")])
+    with Testbed(Scenario(), plan, host_config_for("quic", "default"), tmp_path) as tb:
+        for port, size in ((5555, QUIC_DATAGRAM), (5556, 1472)):
+            r = subprocess.Popen(["ip", "netns", "exec", tb.ns.client, sys.executable, "-c", KERNEL_CHARGE, str(port)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert r.stdout is not None and r.stdin is not None
+            assert r.stdout.readline().strip() == "ready"
+            subprocess.run(["ip", "netns", "exec", tb.ns.server, sys.executable, "-c", SEND, str(port), "150", str(size)],
+                           check=True, timeout=30)
+            r.stdin.write("\n")
+            r.stdin.flush()
+            queued, rx_queue, rcvbuf = map(int, r.stdout.readline().split())
+            r.wait(timeout=10)
+            assert rcvbuf == 212992
+            assert rx_queue == queued * UDP_TRUESIZE, (size, queued, rx_queue)
+            assert queued == rcvbuf // UDP_TRUESIZE, (size, queued)
+
+
+def test_the_receive_trace_gives_the_gaps_after_backlogged_datagrams(tmp_path):
+    from dclab.endpoints.aioquic import rx_trace
+
+    rows = [(0, True), (150_000, False), (900_000, True), (1_100_000, True), (1_250_000, False)]
+    path = tmp_path / "t.1"
+    path.write_text("".join(f"{t} {int(w)}\n" for t, w in rows))
+    assert rx_trace.read(path) == rows
+    assert rx_trace.backlogged_gaps_us(rows) == [150.0, 200.0, 150.0]
+    assert rx_trace.summary([100.0] * 99 + [200.0])["mean_us"] == 101.0
+
+
+@pytest.mark.root
+def test_the_aioquic_client_writes_its_receive_trace_on_request(tmp_path):
+    """scripts/calibrate_client.py's measurement: one row per datagram the client read."""
+    from dclab.endpoints.aioquic import rx_trace
+
+    prefix = tmp_path / "trace"
+    r = run_dclab("run", "throughput", "--size", "2MB", "--udp-buffer", "default", "--json", "--out", str(tmp_path / "run"),
+                  env={**os.environ, rx_trace.ENV: str(prefix)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    traces = list(tmp_path.glob("trace.*"))
+    assert len(traces) == 1
+    rows = rx_trace.read(traces[0])
+    assert 2_000_000 / 1252 < len(rows) < 2_000_000 / 1252 * 1.2
+    assert [t for t, _ in rows] == sorted(t for t, _ in rows)
+    gaps = rx_trace.backlogged_gaps_us(rows)
+    assert gaps and all(g > 0 for g in gaps)

@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import lte  # noqa: E402
 from . import cell  # noqa: E402
-from .metrics import bearer_series, jain, leg_series, mean_std, read_records  # noqa: E402
+from .metrics import bearer_series, jain, leg_series, mean_std, read_records, stats_file  # noqa: E402
 from .plots import link_utilization  # noqa: E402
 
 DPI = 120
@@ -332,8 +332,10 @@ def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None =
 
 
 def read_stats(run_dir: Path) -> list[dict]:
-    """The dcemu records of a run (``dcemu-stats.jsonl``); a torn last line is skipped."""
-    return read_records(Path(run_dir) / "dcemu-stats.jsonl")
+    """The dcemu records of a run (``dcemu-stats.jsonl``, or ``.jsonl.gz`` from a
+    simulation); a torn last line is skipped."""
+    path = stats_file(Path(run_dir))
+    return read_records(path) if path else []
 
 
 def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float, float]]:

@@ -4,27 +4,86 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
+STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
-def read_records(path: Path) -> list[dict]:
-    """JSON lines of a file (dcemu stats); a line cut by a crash is skipped. orjson: a
-    simulated campaign reads thousands of these files, twice as fast as with json."""
-    out = []
+
+def stats_file(run_dir: Path) -> Path | None:
+    """A run's dcemu records, whichever of the two it has (None: neither)."""
+    return next((p for name in STATS_FILES if (p := Path(run_dir) / name).is_file()), None)
+
+
+def _lines(path: Path) -> list[bytes]:
+    """The file's lines, gunzipped if its name ends in .gz: as much as a stream cut by a
+    crash holds ([] if it cannot be read)."""
     try:
-        with open(path, "rb") as f:
-            for line in f:
-                try:
-                    out.append(orjson.loads(line))
-                except orjson.JSONDecodeError:
-                    continue
+        data = path.read_bytes()
     except OSError:
         return []
+    if path.suffix == ".gz":
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(data)  # no error on a missing end
+        except zlib.error:
+            return []
+    return data.splitlines()
+
+
+def read_records(path: Path) -> list[dict]:
+    """JSON lines of a file (dcemu stats, plain or .gz); a line cut by a crash is skipped.
+    orjson: a simulated campaign reads thousands of these files, twice as fast as with json."""
+    out = []
+    for line in _lines(path):
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
     return out
+
+
+class Records(Sequence[dict]):
+    """dcemu's records from a stats file, each parsed the first time it is looked at: a
+    simulated campaign reads thousands of these files and its throughput runs need only the
+    summary at the end. A line cut by a crash reads as ``{}`` (no type: no one's record)."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+        self._parsed: list[dict | None] = [None] * len(lines)
+
+    @classmethod
+    def of_file(cls, path: Path, drop_last_of_type: str | None = None) -> Records:
+        """The file's records (plain or .gz; [] if it cannot be read); ``drop_last_of_type``:
+        leave out the last line when it is a record of that type (the simulation's own line)."""
+        lines = _lines(path)
+        records = cls(lines)
+        if drop_last_of_type and lines and records[-1].get("type") == drop_last_of_type:
+            lines.pop()
+            records._parsed.pop()
+        return records
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict]: ...
+    def __getitem__(self, i: int | slice) -> dict | list[dict]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        r = self._parsed[i]
+        if r is None:
+            try:
+                r = orjson.loads(self._lines[i])
+            except orjson.JSONDecodeError:
+                r = {}
+            self._parsed[i] = r
+        return r
 
 
 def mean_std(values: Iterable[float | None]) -> dict[str, Any]:
@@ -44,7 +103,7 @@ def jain(values: list[float]) -> float | None:
     return sum(vals) ** 2 / (len(vals) * sq)
 
 
-def leg_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+def leg_series(records: Sequence[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
     """Per downlink leg, (seconds since t0, Mbit/s out over the interval) from dcemu's
     interval records."""
     series: dict[str, list[tuple[float, float]]] = {}
@@ -57,7 +116,7 @@ def leg_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[
     return series
 
 
-def bearer_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+def bearer_series(records: Sequence[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
     """Per bearer, (seconds since t0, Mbit/s delivered to the client over the interval)."""
     series: dict[str, list[tuple[float, float]]] = {}
     for r in records:
@@ -69,7 +128,7 @@ def bearer_series(records: list[dict], t0_ms: float = 0.0) -> dict[str, list[tup
     return series
 
 
-def _rates(records: list[dict], t0_ms: float, window_s: float, start_s: float,
+def _rates(records: Sequence[dict], t0_ms: float, window_s: float, start_s: float,
            counters: Callable[[dict], dict[str, int]]) -> dict[str, float]:
     """Mbit/s of each cumulative byte counter that ``counters`` reads from a record, over
     [t0 + start, t0 + window] (seconds from t0), at the records nearest to both ends."""
@@ -88,7 +147,7 @@ def _rates(records: list[dict], t0_ms: float, window_s: float, start_s: float,
     return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
 
 
-def window_means(records: list[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
+def window_means(records: Sequence[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
     """Each bearer's mean Mbit/s over [t0 + start, t0 + window] (seconds from t0) from
     cumulative delivered bytes, at the records nearest to both ends. ``start_s`` (a
     warm-up left out) must be below ``window_s``."""
@@ -96,14 +155,14 @@ def window_means(records: list[dict], t0_ms: float, window_s: float, start_s: fl
                   lambda r: {b["name"]: b["delivered_bytes"] for b in r["bearers"]})
 
 
-def leg_window_means(records: list[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
+def leg_window_means(records: Sequence[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
     """Each downlink leg's mean Mbit/s out (PDCP headers included, as on the wire) over the
     same window as ``window_means``."""
     return _rates(records, t0_ms, window_s, start_s,
                   lambda r: {leg["name"]: leg["downlink"]["bytes_out"] for leg in r.get("legs") or []})
 
 
-def pdcp_summary(records: list[dict], bearer: str) -> dict:
+def pdcp_summary(records: Sequence[dict], bearer: str) -> dict:
     """The final PDCP counters and link totals of one bearer, from the summary record."""
     summary = next((r for r in reversed(records) if r.get("type") == "summary"), None)
     if not summary:

@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis.metrics import stats_file
 from ..endpoints import get_stack
 from ..flows import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
@@ -155,7 +156,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     if isinstance(options, PacketSizeOptions):
         result.details.update(options.packet_sizes())  # in the record, so the store and the report show them
     # A one_testbed experiment draws from what its measure left in rep_dir (dcemu's stats are the testbed's).
-    if draw and (exp.one_testbed or ((rep_dir / "dcemu-stats.jsonl").exists() and result.t0_ms is not None)):
+    if draw and (exp.one_testbed or (stats_file(rep_dir) is not None and result.t0_ms is not None)):
         exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,
                        exp.run_title(s, options, result))
     write_json(rep_dir / "result.json", result.model_dump(mode="json"))

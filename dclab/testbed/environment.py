@@ -54,7 +54,10 @@ def git_commit() -> str:
     return out if len(out) == 40 else ""
 
 
-def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]:
+@functools.cache
+def _machine_and_code() -> dict[str, Any]:
+    """What stays the same for the life of a process: the machine, and the code it loaded
+    (asked once; a simulated campaign runs thousands of runs in one process)."""
     commit = git_commit()
     dirty = bool(_out("git", "status", "--porcelain", "--untracked-files=no"))
     return {
@@ -68,6 +71,8 @@ def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]
         "dclab": __version__,
         "git_commit": commit + ("-dirty" if dirty and commit else ""),
         "dcemu": _out(str(DCEMU), "--version"),
-        "stacks": {s.name: s.version() for s in stacks},
-        "host_settings": settings,
     }
+
+
+def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]:
+    return {**_machine_and_code(), "stacks": {s.name: s.version() for s in stacks}, "host_settings": settings}

@@ -70,7 +70,8 @@ enum Cmd {
         /// Workload file (TOML): the flows.
         #[arg(long)]
         workload: PathBuf,
-        /// Stats output (JSON lines; "-" for stdout); none if not given.
+        /// Stats output (JSON lines; "-" for stdout; gzip-compressed when the name ends
+        /// in .gz, a tenth of the size: a campaign keeps thousands); none if not given.
         #[arg(long)]
         stats: Option<PathBuf>,
         /// Stop after this many seconds of virtual time (overrides the workload's duration_s).
@@ -279,17 +280,9 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 };
                 dcemu::model::cc::build(kind, flavor, mss)
             };
-            let mut out: Box<dyn Write> = match &stats {
-                Some(p) if p.as_os_str() == "-" => {
-                    Box::new(std::io::BufWriter::new(std::io::stdout()))
-                }
-                Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
-                    |e| anyhow::anyhow!("cannot create stats file {}: {e}", p.display()),
-                )?)),
-                None => Box::new(std::io::sink()),
-            };
+            let mut out = StatsOut::open(stats.as_deref())?;
             let summary = dcemu::sim::run(&s, &w, &controllers, &mut out)?;
-            drop(out);
+            out.close()?;
             if stats.as_deref().is_none_or(|p| p.as_os_str() != "-") {
                 println!("{}", serde_json::to_string(&summary)?);
             }
@@ -362,4 +355,65 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where `dcemu sim` writes its records: stdout, a file, a gzip-compressed file, or nowhere.
+enum StatsOut {
+    Plain(std::io::BufWriter<Box<dyn Write>>),
+    Gzip(std::io::BufWriter<flate2::write::GzEncoder<std::fs::File>>),
+    None,
+}
+
+impl StatsOut {
+    fn open(path: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        let Some(p) = path else {
+            return Ok(StatsOut::None);
+        };
+        if p.as_os_str() == "-" {
+            return Ok(StatsOut::Plain(std::io::BufWriter::new(Box::new(
+                std::io::stdout(),
+            ))));
+        }
+        let file = std::fs::File::create(p)
+            .map_err(|e| anyhow::anyhow!("cannot create stats file {}: {e}", p.display()))?;
+        Ok(if p.extension().is_some_and(|e| e == "gz") {
+            // The fastest level: most of the gain (about 10:1 on the records) for little CPU.
+            StatsOut::Gzip(std::io::BufWriter::new(flate2::write::GzEncoder::new(
+                file,
+                flate2::Compression::fast(),
+            )))
+        } else {
+            StatsOut::Plain(std::io::BufWriter::new(Box::new(file)))
+        })
+    }
+
+    /// Flushes everything, and ends a gzip stream (its trailer), reporting any error.
+    fn close(self) -> anyhow::Result<()> {
+        match self {
+            StatsOut::Plain(mut w) => w.flush()?,
+            StatsOut::Gzip(w) => {
+                w.into_inner().map_err(|e| e.into_error())?.finish()?;
+            }
+            StatsOut::None => {}
+        }
+        Ok(())
+    }
+}
+
+impl Write for StatsOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            StatsOut::Plain(w) => w.write(buf),
+            StatsOut::Gzip(w) => w.write(buf),
+            StatsOut::None => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            StatsOut::Plain(w) => w.flush(),
+            StatsOut::Gzip(w) => w.flush(),
+            StatsOut::None => Ok(()),
+        }
+    }
 }

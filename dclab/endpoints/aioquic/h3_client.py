@@ -77,7 +77,10 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.tls import SessionTicket
 
 from ..base import ConnectionResult, ObjectResult, TransferResult, Workload
-from . import bbr  # noqa: F401 - registers "bbr" with aioquic
+from . import (
+    bbr,  # noqa: F401 - registers "bbr" with aioquic
+    rx_trace,
+)
 from .h3_server import DEFAULT_DATAGRAM, FLOW_WINDOW  # one setting for both ends
 from .mquic import HEADER as MQUIC_HEADER
 from .mquic import from_options
@@ -138,6 +141,9 @@ class Obj:
             error=None if ok else error,
         )  # fmt: skip
 
+
+
+RX_TRACE = rx_trace.from_environment()  # calibration only (rx_trace.py)
 
 
 def process_cpu() -> float:
@@ -217,6 +223,11 @@ class H3ClientProtocol(QuicConnectionProtocol):
         self.handshake: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._connect_t: float | None = None
         self.refused = False  # an ICMP port unreachable came back
+
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:
+        if RX_TRACE is not None and self._transport is not None:
+            RX_TRACE.note(self._transport.get_extra_info("socket").fileno())
+        super().datagram_received(data, addr)
 
     def error_received(self, exc: Exception) -> None:
         # aioquic keeps retrying the handshake (the server may just be slow to start);
@@ -588,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         if run.error is None:
             run.error = f"{type(e).__name__}: {e}"
     ok = run.emit()
+    if RX_TRACE is not None:
+        RX_TRACE.write()
     dog.cancel()
     return 0 if ok else 1
 

@@ -12,12 +12,12 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::workload::{FlowSpec, Transport, Workload};
+use super::workload::{AppPacket, FlowSpec, Transport, Workload};
 use crate::base::time::{from_ms, to_ms, Nanos, NS_PER_MS, NS_PER_S};
 use crate::config::Scenario;
 use crate::engine::{Dir, Engine, Record};
 use crate::model::cc::{CcKind, Controller};
-use crate::model::host::ReceiveBuffer;
+use crate::model::host::{ReceiveBuffer, Service};
 use crate::model::quic::receiver::QuicReceiver;
 use crate::model::quic::sender::QuicSender;
 use crate::model::quic::QuicConfig;
@@ -155,6 +155,14 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
     } else {
         f.rmem
     };
+    // Each flow's host draws from its own stream: flows stay independent of each other.
+    let service = match &f.app_packet {
+        AppPacket::Fixed(t) => Service::Fixed(*t),
+        AppPacket::Quantiles(points) => Service::quantiles(
+            points.clone(),
+            s.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        ),
+    };
     let mtu = s.topology.mtu as usize;
     if f.datagram + 28 > mtu && f.transport == Transport::Quic {
         bail!(
@@ -167,7 +175,7 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
         spec: f.clone(),
         server,
         client,
-        host: ReceiveBuffer::new(capacity, f.truesize_overhead, f.app_packet),
+        host: ReceiveBuffer::new(capacity, f.truesize, service),
         ep: flow_endpoints(s, f),
         deadline: None,
         touched: true,
@@ -264,9 +272,7 @@ pub fn run(
             }
             engine.advance(now);
             while let Some(o) = engine.outputs().pop_front() {
-                let pkt = engine.pool().get(o.id);
-                let seg = Segment::read(pkt);
-                let len = pkt.len();
+                let seg = Segment::read(engine.pool().get(o.id));
                 engine.release(o.id);
                 let Some(seg) = seg else { continue };
                 let Some(f) = flows.get_mut(seg.flow() as usize) else {
@@ -277,7 +283,7 @@ pub fn run(
                 match o.dir {
                     Dir::Up => f.server.on_segment(now, &seg),
                     Dir::Down => {
-                        f.host.offer(now, seg, len);
+                        f.host.offer(now, seg);
                     }
                 }
             }

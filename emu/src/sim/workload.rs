@@ -14,8 +14,10 @@
 //! quic = "aioquic-1.7"     # QUIC: whose behaviour, "aioquic-1.7" or "aioquic-0.8" (draft 27)
 //! mss = 1448               # TCP: payload of a full segment
 //! rmem = 212992            # client receive buffer, bytes (UDP: rmem_default; TCP: tcp_rmem's max)
-//! truesize_overhead = 768  # bytes the kernel charges per packet beyond its length
-//! app_packet_us = 0.0      # client CPU per packet (a CPU-bound receiver); 0: none
+//! truesize = 2304         # bytes the kernel charges per packet into the UDP buffer
+//! app_packet_us = 0.0      # client time per packet (a CPU-bound receiver); 0: none
+//! # or drawn per packet: points (probability, µs) of the measured quantile function
+//! app_packet_quantiles_us = [[0.0, 60.0], [0.5, 140.0], [0.99, 420.0]]
 //! send_packet_us = 0.0     # server CPU per packet; 0: none
 //! ```
 
@@ -65,9 +67,10 @@ struct FlowFile {
     #[serde(default = "d_rmem")]
     rmem: u64,
     #[serde(default = "d_truesize")]
-    truesize_overhead: u64,
+    truesize: u64,
     #[serde(default)]
     app_packet_us: f64,
+    app_packet_quantiles_us: Option<Vec<(f64, f64)>>,
     #[serde(default)]
     send_packet_us: f64,
 }
@@ -95,8 +98,18 @@ fn d_mss() -> usize {
 fn d_rmem() -> u64 {
     212_992
 }
+/// What Linux charges a datagram of 700 to 1472 bytes that dcemu writes into the client's
+/// TUN device (measured: model/host.rs).
 fn d_truesize() -> u64 {
-    768
+    2304
+}
+
+/// The client application's time per packet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AppPacket {
+    Fixed(Nanos),
+    /// Points (probability, time) of a quantile function, probabilities rising from 0.
+    Quantiles(Vec<(f64, Nanos)>),
 }
 
 /// One validated flow.
@@ -114,8 +127,8 @@ pub struct FlowSpec {
     pub aioquic08: bool,
     pub mss: usize,
     pub rmem: u64,
-    pub truesize_overhead: u64,
-    pub app_packet: Nanos,
+    pub truesize: u64,
+    pub app_packet: AppPacket,
     pub send_packet: Nanos,
 }
 
@@ -191,13 +204,24 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
                 f.rmem
             );
         }
-        if f.truesize_overhead > 65_536 {
+        if !(64..=1 << 20).contains(&f.truesize) {
             bail!(
-                "{}: must be at most 65536 (got {})",
-                at("truesize_overhead"),
-                f.truesize_overhead
+                "{}: must be between 64 and 1048576 (got {})",
+                at("truesize"),
+                f.truesize
             );
         }
+        let app_packet = match &f.app_packet_quantiles_us {
+            None => AppPacket::Fixed(from_ms(f.app_packet_us / 1e3)),
+            Some(_) if f.app_packet_us != 0.0 => bail!(
+                "{}: give app_packet_us or app_packet_quantiles_us, not both",
+                at("app_packet_quantiles_us")
+            ),
+            Some(points) => AppPacket::Quantiles(
+                quantile_points(points)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", at("app_packet_quantiles_us")))?,
+            ),
+        };
         for (name, v) in [
             ("app_packet_us", f.app_packet_us),
             ("send_packet_us", f.send_packet_us),
@@ -221,12 +245,43 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
             aioquic08,
             mss: f.mss,
             rmem: f.rmem,
-            truesize_overhead: f.truesize_overhead,
-            app_packet: from_ms(f.app_packet_us / 1e3),
+            truesize: f.truesize,
+            app_packet,
             send_packet: from_ms(f.send_packet_us / 1e3),
         });
     }
     Ok(Workload { duration, flows })
+}
+
+/// Checks a quantile function's points: at least two, the first at probability 0,
+/// probabilities rising up to at most 1, times (µs, 0 to 1000000) not falling.
+fn quantile_points(points: &[(f64, f64)]) -> std::result::Result<Vec<(f64, Nanos)>, String> {
+    if points.len() < 2 || points[0].0 != 0.0 {
+        return Err("at least two [probability, µs] points, the first at probability 0".into());
+    }
+    let mut out: Vec<(f64, Nanos)> = Vec::with_capacity(points.len());
+    for (i, &(p, us)) in points.iter().enumerate() {
+        if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+            return Err(format!(
+                "point {i}: probability must be between 0 and 1 (got {p})"
+            ));
+        }
+        if !(us.is_finite() && (0.0..=1e6).contains(&us)) {
+            return Err(format!(
+                "point {i}: µs must be between 0 and 1000000 (got {us})"
+            ));
+        }
+        let t = from_ms(us / 1e3);
+        if let Some(&(p0, t0)) = out.last() {
+            if p <= p0 || t < t0 {
+                return Err(format!(
+                    "point {i}: probabilities must rise and times must not fall"
+                ));
+            }
+        }
+        out.push((p, t));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -250,6 +305,9 @@ mod tests {
             ("[[flow]]\nname=\"a\"\ntransport=\"sctp\"\nserver_port=1\nsize=1\n", "transport"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nrmem=5\n", "flow[0].rmem"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nbogus=1\n", "bogus"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\napp_packet_quantiles_us=[[0.1,5.0],[1.0,9.0]]\n", "flow[0].app_packet_quantiles_us"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\napp_packet_quantiles_us=[[0.0,5.0],[0.5,4.0]]\n", "must not fall"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\ntruesize=8\n", "flow[0].truesize"),
             ("duration_s = -1\n[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\n", "duration_s"),
             ("", "at least one"),
         ] {
