@@ -49,8 +49,8 @@ MODELS: dict[str, Model] = {
     # The client's time per packet while packets wait in its socket, measured in emulation
     # by scripts/calibrate_client.py: 161.0 µs pooled over the default scenario, 0.05 % loss
     # and the delay ratio 3 (150/50 ms), two runs each with the default buffer (the runs'
-    # means 144-189 µs). Its CPU seconds over the packets (106 µs over 100 MB) leave out the
-    # time the operating system takes it away, which drains the buffer no faster.
+    # means 144-189 µs). Its CPU seconds per packet over whole transfers (`cpu_s`) agree
+    # within their spread: 108-174 µs at validate-study's points.
     "aioquic": Model("quic", client_packet_us=161.0),
     "aioquic-2020": Model("quic", quic="aioquic-0.8"),
     "ngtcp2": Model("quic"),  # no model of its own yet: aioquic 1.7's recovery
