@@ -7,7 +7,7 @@ import signal
 
 import click
 
-from . import campaign, cell, host, results, run, scenario, validate, worker
+from . import campaign, cell, host, results, run, scenario, shell, validate, worker
 from . import slurm as _slurm  # noqa: F401  (adds `campaign sbatch`)
 
 
@@ -33,7 +33,7 @@ app.add_command(cell.cell)
 run.register(app)
 campaign.register(app)
 for command in (results.plot, results.report, results.results, host.clean, host.doctor, worker.worker,
-                validate.validate):
+                validate.validate, shell.shell):
     app.add_command(command)
 
 

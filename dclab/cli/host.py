@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..testbed.doctor import Check, checks
+from ..testbed.doctor import Check, checks, failed
 from .options import root_or_exit
 
 
@@ -40,7 +40,7 @@ def doctor() -> None:
     """Check root, TUN, namespaces, dcemu and every external tool; say how to fix gaps."""
     found = checks()
     print_checks(found)
-    if not all(c.ok for c in found):
+    if failed(found):  # an optional tool missing is shown, not an error
         sys.exit(1)
 
 
@@ -50,5 +50,6 @@ def print_checks(found: list[Check]) -> None:
     t.add_column("status")
     t.add_column("how to fix")
     for c in found:
-        t.add_row(c.name, "[green]ok[/]" if c.ok else "[red]missing[/]", "" if c.ok else c.fix)
+        status = "[green]ok[/]" if c.ok else "[yellow]missing (optional)[/]" if c.optional else "[red]missing[/]"
+        t.add_row(c.name, status, "" if c.ok else c.fix)
     Console().print(t)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..testbed.doctor import checks
+from ..testbed.doctor import checks, failed
 from .host import print_checks
 from .options import err, root_or_exit
 
@@ -29,9 +29,9 @@ def worker(scheduler: str, name: str, death_timeout: float) -> None:
     check_scheduler(scheduler)
     root_or_exit()
     found = checks()
-    if not all(c.ok for c in found):
+    if failed(found):
         print_checks(found)
-        err.print(f"[red]refused[/]: this machine fails `dclab doctor` ({', '.join(c.name for c in found if not c.ok)}); "
+        err.print(f"[red]refused[/]: this machine fails `dclab doctor` ({', '.join(c.name for c in failed(found))}); "
                   "it would fail every run it got")
         sys.exit(1)
     err.print(f"worker {name}: one testbed for {scheduler} (Ctrl-C to stop)")

@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 MAX_CONNECTIONS = 64
+# Where an end asked for ``keylog`` writes its TLS secrets, in its workdir: the NSS key log
+# format (SSLKEYLOGFILE's), which Wireshark and tshark read to decrypt TLS and QUIC.
+KEYLOG_FILE = "tls-keys.log"
 MAX_OBJECTS = 10_000
 
 
@@ -51,6 +54,7 @@ class ServerSpec:
     address: str  # the server's address, 198.18.x.y
     qlog: bool = False
     quic_datagram: int | None = None  # max UDP payload a QUIC server sends; None: the stack's default
+    keylog: bool = False  # TLS secrets into workdir/KEYLOG_FILE (NSS key log format)
 
 
 @dataclass(frozen=True)
@@ -235,6 +239,7 @@ class ClientSpec:
     timeout_s: float  # for the whole workload
     qlog: bool = False
     quic_datagram: int | None = None  # max UDP payload a QUIC client sends; None: the stack's default
+    keylog: bool = False  # TLS secrets into workdir/KEYLOG_FILE (NSS key log format)
 
 
 @dataclass

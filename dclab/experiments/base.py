@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from ..analysis import figures
 from ..analysis.metrics import mean_std
@@ -25,6 +25,7 @@ from ..endpoints.base import TransferResult
 from ..flows import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
 from ..testbed import Testbed
+from ..testbed.inspection import Inspection
 from ..units import parse_size
 
 
@@ -48,6 +49,17 @@ class Options(BaseModel):
     ``flag`` (a boolean switch)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Inspection on request, for every experiment (testbed/inspection.py); never swept.
+    pcap: StrictBool = Field(False, description="Keep dcemu's captures at both ends (client-end.pcap, server-end.pcap) "
+                             "in the run directory.", json_schema_extra={"sweep": False})
+    keylog: StrictBool = Field(False, description="Keep every end's TLS secrets (<end>/tls-keys.log, NSS key log format) "
+                               "so Wireshark decrypts the captures.", json_schema_extra={"sweep": False})
+    qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks that have it) into the run directory.",
+                             json_schema_extra={"sweep": False})
+
+    def inspection(self) -> Inspection:
+        return Inspection(pcap=self.pcap, keylog=self.keylog, qlog=self.qlog)
 
 
 def sweepable_fields(model: type[Options]) -> set[str]:

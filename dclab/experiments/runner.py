@@ -25,6 +25,7 @@ from ..testbed.dcemu_config import to_dcemu
 from ..testbed.emulator import check_scenario
 from ..testbed.environment import environment
 from ..testbed.hostconfig import HostConfig, host_config_for
+from ..testbed.inspection import Inspection
 from ..testbed.rundir import write_atomic, write_json
 from ..testbed.simbed import SimBed, SimError, workload_toml
 from ..testbed.testbed import PartDied
@@ -46,6 +47,10 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan
         if not exp.simulates:
             raise ScenarioError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
                                 f"{', '.join(sorted(simulating()))}")
+        asked = [f"--{k}" for k in ("pcap", "keylog", "qlog") if getattr(options.inspection(), k)]
+        if asked:
+            raise ScenarioError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
+                                f"the wire and no TLS)")
         host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
         try:
             workload_toml(plan, plan.flows, host, {}, 1.0)  # a stack without a model, or a workload it cannot model
@@ -76,18 +81,18 @@ class Session:
         self._key: str | None = None
         self.opened = 0  # testbeds started so far
 
-    def testbed(self, s: Scenario, plan: FlowPlan, host: HostConfig, qlog: bool) -> tuple[Testbed, bool]:
+    def testbed(self, s: Scenario, plan: FlowPlan, host: HostConfig, inspect: Inspection) -> tuple[Testbed, bool]:
         """The open testbed when it was made for the same scenario, plan and host
         configuration, else a fresh one with its servers up; and whether it is fresh."""
-        key = repr((to_toml(s), plan, host.name, qlog))
+        key = repr((to_toml(s), plan, host.name, inspect))
         if self.bed is not None and key == self._key and not self.bed.dead_part():
             return self.bed, False
         self.close()
         self.opened += 1
-        bed = Testbed(s, plan, host, self.workdir / f"testbed-{self.opened}", on_wait=self.on_wait)
+        bed = Testbed(s, plan, host, self.workdir / f"testbed-{self.opened}", on_wait=self.on_wait, inspect=inspect)
         bed.__enter__()
         try:
-            bed.start_servers(qlog=qlog)
+            bed.start_servers()
         except BaseException:
             bed.close()
             raise
@@ -117,12 +122,12 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
     result = RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, stack=plan.stack_label(),
                        cc=plan.cc_label(), host_config=host.name)
-    qlog = bool(getattr(options, "qlog", False))
+    inspect = options.inspection()
     rep_dir.mkdir(parents=True, exist_ok=True)
     if shared:
         assert session is not None
         try:
-            tb, fresh = session.testbed(s, plan, host, qlog)
+            tb, fresh = session.testbed(s, plan, host, inspect)
             result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
             result.environment["testbed"] = str(tb.workdir)
             if fresh and tb.recovered:
@@ -146,8 +151,8 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     else:
         if session is not None:
             session.close()  # a kept testbed holds the host lock: this one would wait for it forever
-        with Testbed(s, plan, host, rep_dir, on_wait=on_wait) as tb:
-            tb.start_servers(qlog=qlog)
+        with Testbed(s, plan, host, rep_dir, on_wait=on_wait, inspect=inspect) as tb:
+            tb.start_servers()
             result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
             if tb.recovered:
                 result.environment["recovered_before_run"] = tb.recovered

@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, model_validator
 
 from ..analysis import figures
 from ..analysis.metrics import pdcp_summary
@@ -31,7 +31,6 @@ MAX_STREAMS = 64  # below every stack's limit of streams open at once (aioquic 1
 
 class ThroughputOptions(StackOptions):
     size: Size = Field(100_000_000, description="Bytes to download (100MB, 1GB, ...).", json_schema_extra={"show": "100MB"})
-    qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks) into the run directory.")
     timeout: float | None = Field(None, ge=1, le=86400, description="Seconds a download may take [default: from size and rate].")
     streams: Annotated[int, in_range(1, MAX_STREAMS)] = Field(1, description=(
         f"Concurrent streams on the one connection (1 to {MAX_STREAMS}): the download becomes this many objects of "
@@ -97,7 +96,7 @@ class Throughput(Experiment):
         # Traces: assume at least 2 Mbit/s; a cell: its level's mean capacity.
         capacity = 2.0 if scenario.trace else capacity_mbps(scenario)
         timeout = o.timeout or self.timeout_s(plan, capacity)
-        r = bed.run_clients(timeout, qlog=o.qlog)["dc"]
+        r = bed.run_clients(timeout)["dc"]
         records = bed.finish()
         result.ok, result.error = r.ok, r.error
         result.metrics = {"goodput_mbps": r.goodput_mbps}

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..endpoints import STACKS, get_stack
-from ..paths import DCEMU
+from ..paths import DCEMU, ROOT
 from .hostconfig import read_sysctl
 
 RUST_MIN = (1, 82)  # emu/Cargo.toml's rust-version
+GO_MOD = ROOT / "dclab" / "endpoints" / "quicgo" / "go" / "go.mod"  # its `go` line is the Go the build needs
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Check:
     name: str
     ok: bool
     fix: str  # how to fix it, when it fails
+    optional: bool = False  # a run works without it (only some commands or tests need it)
 
 
 def checks() -> list[Check]:
@@ -34,6 +36,7 @@ def checks() -> list[Check]:
         Check("network namespaces", _namespaces_work(), "needs root and a kernel with network namespaces"),
         Check("iptables (MSS clamp)", shutil.which("iptables") is not None, "apt-get install iptables"),
         rust_toolchain(),
+        go_toolchain(),
         Check("dcemu built", DCEMU.exists(), "make build"),
     ]
     for name in STACKS:
@@ -48,11 +51,32 @@ def checks() -> list[Check]:
         out.append(Check(f"TCP congestion control ({' '.join(avail)})", ok, "the kernel lacks reno, cubic or bbr"))
     except (RuntimeError, OSError) as e:  # OSError: no `sysctl` on PATH
         out.append(Check("TCP congestion control", False, str(e)))
+    out.append(Check("tshark (reads captures with --keylog)", shutil.which("tshark") is not None,
+                     "apt-get install tshark (only the inspection tests and your own analysis need it)", optional=True))
     return out
 
 
 def failed(found: list[Check] | None = None) -> list[Check]:
-    return [c for c in (checks() if found is None else found) if not c.ok]
+    """The checks that fail and that a run needs."""
+    return [c for c in (checks() if found is None else found) if not c.ok and not c.optional]
+
+
+def _version(text: str) -> tuple[int, int]:
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def go_toolchain() -> Check:
+    """Whether a Go new enough for the quic-go stack's go.mod is on PATH (make build needs it)."""
+    lines = GO_MOD.read_text().splitlines() if GO_MOD.exists() else []
+    need = _version(next((line for line in lines if line.startswith("go ")), "go 1.0"))
+    go = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go", "/usr/lib/go/bin/go") if Path(p).exists()), None)
+    fix = f"install Go {need[0]}.{need[1]} or newer (apt-get install golang-go if Debian's is new enough, or go.dev/dl)"
+    if go is None:
+        return Check("Go toolchain (quic-go stack)", False, fix)
+    out = subprocess.run([go, "version"], capture_output=True, text=True).stdout
+    ok = _version(out.replace("go version go", "")) >= need
+    return Check(f"Go toolchain ({out.strip() or 'unknown'})", ok, "" if ok else fix)
 
 
 def _namespaces_work() -> bool:
@@ -75,8 +99,6 @@ def rust_toolchain() -> Check:
     if rustc is None or (shutil.which("cargo") is None and not (Path.home() / ".cargo" / "bin" / "cargo").exists()):
         return Check("Rust toolchain (cargo, rustc)", False, fix)
     out = subprocess.run([rustc, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"(\d+)\.(\d+)", out)
-    version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-    ok = version >= RUST_MIN
+    ok = _version(out) >= RUST_MIN
     return Check(f"Rust toolchain ({out.strip() or 'unknown'})", ok,
                  "" if ok else f"rustc {RUST_MIN[0]}.{RUST_MIN[1]} or newer is needed: rustup update")

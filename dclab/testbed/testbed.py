@@ -26,6 +26,7 @@ from .certs import make_certs
 from .dcemu_config import to_dcemu
 from .emulator import Emulator, require_root
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
+from .inspection import Inspection, write_guide
 from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, udp_rcvbuf_errors, wait_listening
 
 
@@ -49,8 +50,9 @@ class Testbed:
     __test__ = False  # not a pytest class
 
     def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path,
-                 on_wait: Callable[[], None] | None = None):
+                 on_wait: Callable[[], None] | None = None, inspect: Inspection = Inspection()):
         self.scenario = scenario
+        self.inspect = inspect  # captures, key logs, qlogs kept on request (inspection.py)
         self.plan = plan
         self.host = host
         self.workdir = Path(workdir)
@@ -111,6 +113,8 @@ class Testbed:
         """Stops servers and dcemu, removes the namespaces, restores the host settings.
         Safe to call twice."""
         self.finish()
+        if self.inspect:
+            write_guide(self.workdir)
         self._exit.close()  # namespaces, journal undo (sysctls), host lock, in reverse
 
     # -- setup -------------------------------------------------------------------------
@@ -148,7 +152,7 @@ class Testbed:
             "client_addr": CLIENT_ADDR,
         }
         text = to_dcemu(self.scenario, self.plan, topology)
-        self.emulator = Emulator(text, self.workdir, on_spawn=self.journal.add_pid)
+        self.emulator = Emulator(text, self.workdir, self.inspect.emulator_args(self.workdir), on_spawn=self.journal.add_pid)
         self.emulator.__enter__()
         assert self.emulator.proc
         if self.emulator.proc.poll() is not None:
@@ -182,8 +186,9 @@ class Testbed:
             write_sysctl(k, v, self.ns.server)
             self.settings[f"{k} (server namespace)"] = read_sysctl(k, self.ns.server)
         workdir = self._dir("server", flow)
-        spec = ServerSpec(port=flow.port, cc=flow.cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR, qlog=qlog,
-                          quic_datagram=self.plan.quic_datagram)
+        spec = ServerSpec(port=flow.port, cc=flow.cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR,
+                          qlog=qlog or self.inspect.qlog, quic_datagram=self.plan.quic_datagram,
+                          keylog=self.inspect.keylog)  # fmt: skip
         log = open(workdir / "server.log", "wb")
         proc = subprocess.Popen(self.ns.exec(self.ns.server, *stack.server_command(spec)), stdout=log,
                                 stderr=subprocess.STDOUT)
@@ -207,8 +212,9 @@ class Testbed:
         transfer."""
         assert flow.port is not None and flow.cc is not None
         spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=workload or flow.workload, cc=flow.cc,
-                          workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s, qlog=qlog,
-                          quic_datagram=self.plan.quic_datagram)
+                          workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s,
+                          qlog=qlog or self.inspect.qlog, quic_datagram=self.plan.quic_datagram,
+                          keylog=self.inspect.keylog)  # fmt: skip
         return get_stack(flow.stack).run(spec, self.ns.exec(self.ns.client))
 
     def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,

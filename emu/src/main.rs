@@ -39,9 +39,14 @@ enum Cmd {
         /// Stats output (JSON lines; "-" for stdout). Overrides stats.path.
         #[arg(long)]
         stats: Option<PathBuf>,
-        /// Write a pcap of what the client receives. Overrides stats.pcap.
+        /// Capture at the client's end (what dcemu delivers to the client and what the
+        /// client sends) into this pcap. Overrides stats.pcap.
         #[arg(long)]
         pcap: Option<PathBuf>,
+        /// Capture at the server's end (what the server sends and what dcemu delivers to
+        /// it) into this pcap.
+        #[arg(long)]
+        pcap_server: Option<PathBuf>,
         /// Write "PID UNIX_NS" to this file once forwarding has started (UNIX_NS: Unix
         /// time in ns of emulator time 0, the origin of the stats' t_ms).
         #[arg(long)]
@@ -233,6 +238,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             duration,
             stats,
             pcap,
+            pcap_server,
             ready_file,
             spin_us,
             realtime,
@@ -251,6 +257,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 duration: duration.map(Duration::from_secs_f64),
                 stats_path: stats,
                 pcap_path: pcap,
+                pcap_server_path: pcap_server,
                 ready_file,
                 spin_us,
                 realtime,

@@ -2,7 +2,7 @@
 
     python -m dclab.endpoints.aioquic.h3_client --host 198.18.0.1 --port 4433 \\
         (--size N | --workload JSON-or-FILE) --cc reno|cubic|bbr --ca cert.pem \\
-        [--qlog-dir DIR] [--timeout S]
+        [--qlog-dir DIR] [--keylog FILE] [--timeout S]
 
 ``--size N`` is one object on one connection (``GET /<N>``). ``--workload`` takes a
 workload (``dclab.endpoints.base.Workload.to_dict``: objects, connections, assignment,
@@ -385,6 +385,9 @@ def make_config(args: argparse.Namespace, ticket: SessionTicket | None = None) -
         config.verify_mode = ssl.CERT_NONE
     else:
         config.load_verify_locations(cafile=args.ca)
+    if args.keylog:
+        # Line-buffered: the secrets are on disk even if the process is killed.
+        config.secrets_log_file = open(args.keylog, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
     if args.qlog_dir:
         from aioquic.quic.logger import QuicFileLogger
 
@@ -545,6 +548,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ca", help="certificate to trust (the server's self-signed one)")
     ap.add_argument("--insecure", action="store_true", help="skip certificate verification")
     ap.add_argument("--qlog-dir", help="write each connection's qlog here (costs CPU)")
+    ap.add_argument("--keylog", help="append the TLS secrets to this file (NSS key log format, for Wireshark)")
     ap.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     ap.add_argument("--max-datagram-size", type=int, default=DEFAULT_DATAGRAM)
     return ap.parse_args(argv)

@@ -2,7 +2,7 @@
 
     python -m dclab.endpoints.aioquic.h3_server --host 198.18.0.1 --port 4433 \\
         --cert cert.pem --key key.pem --cc reno|cubic|bbr|mquic-reno|mquic-cubic|mquic-bbr \\
-        [--qlog-dir DIR] [--mquic-log FILE]
+        [--qlog-dir DIR] [--keylog FILE] [--mquic-log FILE]
 
 The body is generated on the fly and written into the QUIC stream only as fast as the
 stream drains (a bounded amount of unsent data per stream), so n can be far larger than
@@ -385,6 +385,9 @@ async def run(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
     )
     config.load_cert_chain(args.cert, args.key)
+    if args.keylog:
+        # Line-buffered: the secrets are on disk even if the process is killed.
+        config.secrets_log_file = open(args.keylog, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
     if args.qlog_dir:
         from aioquic.quic.logger import QuicFileLogger
 
@@ -457,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="congestion control: aioquic's reno, cubic, our bbr (BBR v1, bbr.py), "
                          "or mquic-reno, mquic-cubic, mquic-bbr")
     ap.add_argument("--qlog-dir", help="write one qlog per connection here (costs CPU)")
+    ap.add_argument("--keylog", help="append the TLS secrets to this file (NSS key log format, for Wireshark)")
     ap.add_argument("--mquic-log", help="append each mQUIC group's JSON lines here when it finishes (the open ones on exit)")
     ap.add_argument("--max-datagram-size", type=int, default=DEFAULT_DATAGRAM)
     ap.add_argument("--idle-timeout", type=float, default=60.0)

@@ -90,11 +90,10 @@ class Aioquic2020Stack(AioquicStack):
     def program(self, role: str) -> list[str]:
         return [str(PYTHON), str(SERVER_SCRIPT if role == "server" else CLIENT_SCRIPT)]
 
-    @staticmethod
-    def _result(spec: ClientSpec, p: Any, spawned: float | None = None) -> TransferResult:
+    def _result(self, spec: ClientSpec, p: Any, spawned: float | None = None) -> TransferResult:
         """The newer client's result, plus each connection's ``quic_version`` and ``alpn``
         (lists, one per connection) in ``extra``."""
-        r = AioquicStack._result(spec, p, spawned)
+        r = super()._result(spec, p, spawned)
         for line in reversed((p.stdout or "").splitlines()):
             if line.strip().startswith("{"):
                 try:

@@ -5,7 +5,7 @@
 
     .venv-aioquic2020/bin/python dclab/endpoints/aioquic2020/h3_client.py \\
         --host 198.18.0.1 --port 4433 (--size N | --workload JSON-or-FILE) --ca cert.pem \\
-        [--cc reno] [--qlog-dir DIR] [--timeout S]
+        [--cc reno] [--qlog-dir DIR] [--keylog FILE] [--timeout S]
 
 Self-contained (stdlib and aioquic 0.8 only), like ``h3_server.py`` beside it. The subset
 of ``dclab/endpoints/aioquic/h3_client.py`` that aioquic 0.8 is run with: a workload
@@ -314,6 +314,9 @@ def make_config(args: argparse.Namespace) -> QuicConfiguration:
         config.verify_mode = ssl.CERT_NONE
     else:
         config.load_verify_locations(cafile=args.ca)
+    if args.keylog:
+        # Line-buffered: the secrets are on disk even if the process is killed.
+        config.secrets_log_file = open(args.keylog, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
     if args.qlog_dir:
         config.quic_logger = args.quic_logger
     return config
@@ -409,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server-name", help="the name to verify (default: --ca's first DNS name, else --host)")
     ap.add_argument("--insecure", action="store_true", help="skip certificate verification")
     ap.add_argument("--qlog-dir", help="write the connections' qlog to client.qlog here at the end (costs CPU)")
+    ap.add_argument("--keylog", help="append the TLS secrets to this file (NSS key log format, for Wireshark)")
     ap.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     args = ap.parse_args(argv)
 

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import (
+    KEYLOG_FILE,
     MAX_CONNECTIONS,
     Capabilities,
     ClientSpec,
@@ -382,6 +383,8 @@ class Ngtcp2Stack(Stack):
             readers.append(_FifoCounter(fifo))
         cmds = [[*netns_exec, *self.client_command(spec, tmp, idx, sessions[c])] for c, idx in enumerate(per_conn)]
         env = {**os.environ, **GNUTLS_ENV}
+        if spec.keylog:  # GnuTLS writes every session's secrets where SSLKEYLOGFILE says
+            env["SSLKEYLOGFILE"] = str(Path(spec.workdir) / KEYLOG_FILE)
         for r in readers:
             r.start()
         procs: list[subprocess.Popen[str]] = []

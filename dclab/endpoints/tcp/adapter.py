@@ -68,6 +68,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import os
 import platform
 import re
 import shutil
@@ -81,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import (
+    KEYLOG_FILE,
     MAX_CONNECTIONS,
     MAX_OBJECTS,
     Capabilities,
@@ -337,6 +339,10 @@ class TcpStack(Stack):
         if wl.zero_rtt:  # the warm-up, not a cookie left from before, gets the TFO cookie
             run_bounded([*netns_exec, "ip", "tcp_metrics", "delete", spec.address], 10.0)
         tfo_before = _tfo_counters(netns_exec)
+        env = dict(os.environ)
+        if spec.keylog:  # curl (OpenSSL) writes its TLS secrets where SSLKEYLOGFILE says
+            Path(spec.workdir).mkdir(parents=True, exist_ok=True)
+            env["SSLKEYLOGFILE"] = str(Path(spec.workdir) / KEYLOG_FILE)
 
         procs: list[subprocess.Popen[str]] = []
         readers: list[_Reports] = []
@@ -347,7 +353,8 @@ class TcpStack(Stack):
         try:
             for cmd in cmds:
                 spawned.append(time.monotonic())
-                p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env=env)  # fmt: skip
                 procs.append(p)
                 r = _Reports(p)
                 r.start()

@@ -186,7 +186,7 @@ pub struct StatsFile {
     /// JSON-lines output; "-" is standard output.
     #[serde(default)]
     pub path: Option<PathBuf>,
-    /// pcap of what the client receives.
+    /// pcap at the client's end: what dcemu delivers to the client and what the client sends.
     #[serde(default)]
     pub pcap: Option<PathBuf>,
 }

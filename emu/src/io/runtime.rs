@@ -26,7 +26,12 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Stats JSON lines; None or "-" is standard output.
     pub stats_path: Option<PathBuf>,
+    /// Capture at the client's end: what dcemu delivers to the client and what the client
+    /// sends, timed at the hand-over (the client's view of the path).
     pub pcap_path: Option<PathBuf>,
+    /// Capture at the server's end: what the server sends and what dcemu delivers to it.
+    /// Both captures together show each packet's delay, loss and reordering through dcemu.
+    pub pcap_server_path: Option<PathBuf>,
     /// Written (with our PID) once the devices are up and forwarding starts.
     pub ready_file: Option<PathBuf>,
     /// Busy-wait this long before each deadline instead of sleeping (0: never).
@@ -97,12 +102,18 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         _ => Box::new(BufWriter::new(std::io::stdout())),
     };
     let pcap_path = opts.pcap_path.clone().or_else(|| s.pcap_path.clone());
-    let mut pcap = match &pcap_path {
-        Some(p) => Some(
-            PcapWriter::create(p, t.mtu + 64)
-                .with_context(|| format!("cannot create pcap {}", p.display()))?,
-        ),
-        None => None,
+    let open = |path: &Option<PathBuf>| -> Result<Option<PcapWriter>> {
+        path.as_ref()
+            .map(|p| {
+                PcapWriter::create(p, t.mtu + 64)
+                    .with_context(|| format!("cannot create pcap {}", p.display()))
+            })
+            .transpose()
+    };
+    let mut pcap = Captures {
+        client: open(&pcap_path)?,
+        server: open(&opts.pcap_server_path)?,
+        unix_at_start: 0,
     };
 
     let slot = t.mtu as usize + 64;
@@ -112,6 +123,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_nanos() as u64;
+    pcap.unix_at_start = unix_at_start;
     let end = opts.duration.map(|d| d.as_nanos() as Nanos);
     if let Some(p) = &opts.ready_file {
         // PID and the Unix time (ns) of emulator time 0, to line stats up with endpoints;
@@ -138,15 +150,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     'forward: loop {
         let now = clock.now();
         engine.advance(now);
-        flush_outputs(
-            &mut engine,
-            &server,
-            &client,
-            &clock,
-            &mut pcap,
-            unix_at_start,
-            &mut c,
-        );
+        flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
         for rec in engine.take_records() {
             write_record(&mut stats, rec, &c)?;
         }
@@ -166,8 +170,10 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         c.wakeups += 1;
         for &tok in &ready {
             let read = match tok {
-                TOK_SERVER => read_burst(&mut engine, &server, Dir::Down, &clock, &mut c),
-                TOK_CLIENT => read_burst(&mut engine, &client, Dir::Up, &clock, &mut c),
+                TOK_SERVER => {
+                    read_burst(&mut engine, &server, Dir::Down, &clock, &mut pcap, &mut c)
+                }
+                TOK_CLIENT => read_burst(&mut engine, &client, Dir::Up, &clock, &mut pcap, &mut c),
                 _ => Ok(()),
             };
             if let Err(e) = read {
@@ -178,15 +184,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     }
     let now = clock.now();
     let mut summary = engine.summary(now);
-    flush_outputs(
-        &mut engine,
-        &server,
-        &client,
-        &clock,
-        &mut pcap,
-        unix_at_start,
-        &mut c,
-    );
+    flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
     for rec in engine.take_records() {
         write_record(&mut stats, rec, &c)?;
     }
@@ -199,9 +197,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     serde_json::to_writer(&mut stats, &summary)?;
     stats.write_all(b"\n")?;
     stats.flush()?;
-    if let Some(p) = pcap.as_mut() {
-        p.flush()?;
-    }
+    pcap.flush()?;
     if let Some(sig) = stop_signal {
         eprintln!("dcemu: stopped by signal {sig}, devices removed");
     }
@@ -218,6 +214,7 @@ fn read_burst(
     tun: &Tun,
     dir: Dir,
     clock: &Clock,
+    pcap: &mut Captures,
     c: &mut Counters,
 ) -> Result<()> {
     for _ in 0..READ_BURST {
@@ -233,7 +230,9 @@ fn read_burst(
         match tun.read(engine.pool_mut().slot_mut(id)) {
             Ok(n) if n >= 20 && matches!(engine.pool_mut().slot_mut(id)[0] >> 4, 4 | 6) => {
                 c.reads += 1;
-                engine.ingress(clock.now(), dir, id, n);
+                let now = clock.now();
+                pcap.ingress(dir, now, &engine.pool_mut().slot_mut(id)[..n]);
+                engine.ingress(now, dir, id, n);
             }
             Ok(_) => {
                 c.reads += 1;
@@ -261,8 +260,7 @@ fn flush_outputs(
     server: &Tun,
     client: &Tun,
     clock: &Clock,
-    pcap: &mut Option<PcapWriter>,
-    unix_at_start: u64,
+    pcap: &mut Captures,
     c: &mut Counters,
 ) {
     // One clock read per packet: the end of one write is the start of the next.
@@ -281,11 +279,7 @@ fn flush_outputs(
         // Departure is the hand-over to the kernel; the write itself also runs the
         // receiving namespace's stack inline (IP, TCP, its ACK), counted apart.
         c.lateness.record(now.saturating_sub(o.at));
-        if o.dir == Dir::Down {
-            if let Some(p) = pcap.as_mut() {
-                let _ = p.write(unix_at_start + now, pkt);
-            }
-        }
+        pcap.egress(o.dir, now, pkt);
         match tun.write(pkt) {
             Ok(_) => c.writes += 1,
             Err(_) => c.write_errors += 1,
@@ -294,6 +288,45 @@ fn flush_outputs(
         c.write_cost.record(done - now);
         engine.release(o.id);
         now = done;
+    }
+}
+
+/// The captures asked for, at each end of dcemu; times are the hand-over to or from the
+/// kernel. A failed write is ignored: a capture must never stop the forwarding.
+struct Captures {
+    client: Option<PcapWriter>,
+    server: Option<PcapWriter>,
+    unix_at_start: u64,
+}
+
+impl Captures {
+    /// A packet read from a device: the server sent it (Down) or the client did (Up).
+    fn ingress(&mut self, dir: Dir, now: Nanos, pkt: &[u8]) {
+        let end = match dir {
+            Dir::Down => &mut self.server,
+            Dir::Up => &mut self.client,
+        };
+        if let Some(p) = end.as_mut() {
+            let _ = p.write(self.unix_at_start + now, pkt);
+        }
+    }
+
+    /// A packet written to a device: delivered to the client (Down) or the server (Up).
+    fn egress(&mut self, dir: Dir, now: Nanos, pkt: &[u8]) {
+        let end = match dir {
+            Dir::Down => &mut self.client,
+            Dir::Up => &mut self.server,
+        };
+        if let Some(p) = end.as_mut() {
+            let _ = p.write(self.unix_at_start + now, pkt);
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        for p in [&mut self.client, &mut self.server].into_iter().flatten() {
+            p.flush()?;
+        }
+        Ok(())
     }
 }
 

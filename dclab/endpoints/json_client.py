@@ -1,0 +1,196 @@
+"""The adapter of every stack whose client is our own program printing one JSON line
+(aioquic's ``h3_client.py``, the quic-go and quinn binaries): the one command-line
+contract of those servers and clients, the workload handed over in a file, and the JSON
+line read back into a ``TransferResult``.
+
+Server: ``PROGRAM --host A --port P --cert F --key F --cc CC [--qlog-dir D] [--keylog F]
+[--max-datagram-size N]``. Client: ``PROGRAM --host A --port P --workload FILE --cc CC
+--ca F --timeout S`` and the same options. The client prints (``aioquic/h3_client.py``'s
+docstring has the whole form)::
+
+    {"ok": ..., "objects": [...], "connections": [...], "request_wall": ...,
+     "ready_mono": ..., "cpu_s": ..., "warmup": ..., "workload_error": ..., "stack": {...}}
+
+``request_s`` = 0 (``request_wall``) is taken inside the client, when the measured
+connections start (after the warm-up, if any), so the process's start-up is in no time.
+``extra["startup_s"]`` is that start-up: from just before the client process is started
+(``ip netns exec`` included) to when it was ready to send its first packet (the client's
+``ready_mono``, CLOCK_MONOTONIC like ``time.monotonic()``); ``startup_s_connections``
+repeats it for each connection, since one process makes them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    KEYLOG_FILE,
+    ClientSpec,
+    ConnectionResult,
+    ObjectResult,
+    ServerSpec,
+    Stack,
+    TransferResult,
+    run_bounded,
+)
+
+STOP_S = 10.0  # beyond the client's own timeout: its watchdog ends it 5 s after
+
+
+def _tail(text: str, n: int = 600) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def _num(d: dict[str, Any], key: str) -> float | None:
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _flag(d: dict[str, Any], key: str) -> bool | None:
+    v = d.get(key)
+    return v if isinstance(v, bool) else None
+
+
+class JsonClientStack(Stack):
+    """A QUIC stack whose server and client follow this module's contract."""
+
+    transport = "udp"
+
+    @abstractmethod
+    def program(self, role: str) -> list[str]:
+        """The start of the command that runs our ``server`` or ``client``."""
+
+    def inspection_args(self, spec: ServerSpec | ClientSpec, role: str) -> list[str]:
+        """qlog and key log on request, into the end's workdir; the datagram size."""
+        args: list[str] = []
+        if spec.qlog:
+            args += ["--qlog-dir", str(Path(spec.workdir) / f"qlog-{role}")]
+        if spec.keylog:
+            Path(spec.workdir).mkdir(parents=True, exist_ok=True)
+            args += ["--keylog", str(Path(spec.workdir) / KEYLOG_FILE)]
+        if spec.quic_datagram is not None and self.capabilities.fixed_datagram is None:
+            args += ["--max-datagram-size", str(spec.quic_datagram)]
+        return args
+
+    def server_command(self, spec: ServerSpec) -> list[str]:
+        cc = self.resolve_cc(spec.cc)
+        return [
+            *self.program("server"),
+            "--host", spec.address,
+            "--port", str(spec.port),
+            "--cert", str(spec.certs.cert),
+            "--key", str(spec.certs.key),
+            "--cc", cc,
+            *self.inspection_args(spec, "server"),
+        ]  # fmt: skip
+
+    def client_command(self, spec: ClientSpec, workload_file: Path) -> list[str]:
+        """The client command; the workload is read from ``workload_file`` (see
+        ``write_workload``)."""
+        return [
+            *self.program("client"),
+            "--host", spec.address,
+            "--port", str(spec.port),
+            "--workload", str(workload_file),
+            "--cc", spec.cc,
+            "--ca", str(spec.certs.cert),
+            "--timeout", f"{spec.timeout_s:g}",
+            *self.inspection_args(spec, "client"),
+        ]  # fmt: skip
+
+    @staticmethod
+    def write_workload(spec: ClientSpec) -> Path:
+        """A file (not an argument: 10,000 objects exceed the kernel's limit on one
+        argument) holding the workload as JSON, in ``spec.workdir``."""
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix="workload-", suffix=".json", dir=spec.workdir)
+        with os.fdopen(fd, "w") as f:
+            json.dump(spec.workload.to_dict(), f)
+        return Path(name)
+
+    def run(self, spec: ClientSpec, netns_exec: list[str]) -> TransferResult:
+        refused = self.refusal(spec)
+        if refused is not None:
+            return refused
+        try:
+            wfile = self.write_workload(spec)
+            try:
+                spawned = time.monotonic()
+                p = run_bounded([*netns_exec, *self.client_command(spec, wfile)], spec.timeout_s + STOP_S)
+            finally:
+                wfile.unlink(missing_ok=True)
+            return self._result(spec, p, spawned)
+        except Exception as e:  # noqa: BLE001 - run never raises
+            return TransferResult.failed(f"cannot run the {self.name} client: {type(e).__name__}: {e}")
+
+    def _result(self, spec: ClientSpec, p: Any, spawned: float | None = None) -> TransferResult:
+        d = None
+        for line in reversed((p.stdout or "").splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    d = json.loads(line)
+                    break
+                except ValueError:
+                    continue
+        extra: dict[str, Any] = {"returncode": p.returncode}
+        if not isinstance(d, dict):
+            err = f"{self.name} client printed no result (exit {p.returncode})"
+            if p.stderr and p.stderr.strip():
+                err += ": " + _tail(p.stderr)
+            return TransferResult.failed(err, extra=extra)
+        if d.get("warmup") is not None:
+            extra["warmup"] = d["warmup"]
+        if isinstance(d.get("cpu_s"), (int, float)):
+            extra["cpu_s"] = d["cpu_s"]  # the client's CPU seconds after start-up
+        if isinstance(d.get("stack"), dict):
+            extra["stack"] = d["stack"]  # what the client tells of its library (version, sockets)
+        ready = _num(d, "ready_mono")
+        startup = ready - spawned if ready is not None and spawned is not None else None
+        extra["startup_s"] = startup
+        extra["startup_s_connections"] = [startup] * spec.workload.connections
+
+        # Rebuilt from the per-object lines; an object's ok is re-checked against its size.
+        wl = spec.workload
+        reported = {o.get("index"): o for o in d.get("objects") or [] if isinstance(o, dict)}
+        objects = []
+        for i, size in enumerate(wl.objects):
+            o = reported.get(i, {})
+            got = o.get("bytes")
+            nbytes = got if isinstance(got, int) else 0
+            ok = o.get("ok") is True and nbytes == size
+            objects.append(
+                ObjectResult(
+                    index=i, size=size, connection=wl.connection_of(i), bytes=nbytes, ok=ok,
+                    request_s=_num(o, "request_s"), first_byte_s=_num(o, "first_byte_s"),
+                    last_byte_s=_num(o, "last_byte_s"),
+                    error=None if ok else (o.get("error") or ("not reported" if not o else f"got {nbytes} of {size} bytes")),
+                )
+            )  # fmt: skip
+        conns_in = {c.get("index"): c for c in d.get("connections") or [] if isinstance(c, dict)}
+        connections = []
+        for c in range(wl.connections):
+            cd = conns_in.get(c, {})
+            connections.append(
+                ConnectionResult(
+                    index=c, handshake_s=_num(cd, "handshake_s"), resumed=_flag(cd, "resumed"),
+                    early_data=_flag(cd, "early_data"),
+                )
+            )  # fmt: skip
+        # An error of the whole workload (not of one object), e.g. a failed warm-up, or
+        # the client's own summary when it failed but no object did.
+        error = d.get("workload_error") or None
+        if error is None and d.get("ok") is not True and all(o.ok for o in objects):
+            error = d.get("error") or "the client reported failure"
+        r = TransferResult.from_parts(
+            objects, connections, request_wall=_num(d, "request_wall"), error=error, extra=extra
+        )
+        if not r.ok and p.stderr and p.stderr.strip():
+            r.error = f"{r.error} | stderr: {_tail(p.stderr)}"
+        return r

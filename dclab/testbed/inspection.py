@@ -1,0 +1,81 @@
+"""What a run keeps for inspection on request (``--pcap``, ``--keylog``, ``--qlog``), and
+the guide it leaves in the run directory saying how to open each file.
+
+- pcap: dcemu captures at both of its ends (``client-end.pcap``: what the client sent and
+  what dcemu delivered to it; ``server-end.pcap``: what the server sent and what dcemu
+  delivered to it), stamped at the hand-over to or from the kernel; the same packet in
+  both files gives its delay, and a packet missing from one its loss.
+- keylog: every end whose stack can write one appends its TLS secrets to
+  ``<end>/tls-keys.log`` (NSS key log format), which Wireshark and tshark read to decrypt
+  QUIC and TLS.
+- qlog: the QUIC stacks that write qlog put one file per connection in ``<end>/qlog-<role>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..endpoints.base import KEYLOG_FILE
+
+CLIENT_PCAP = "client-end.pcap"
+SERVER_PCAP = "server-end.pcap"
+GUIDE = "INSPECT.txt"
+
+
+@dataclass(frozen=True)
+class Inspection:
+    pcap: bool = False
+    keylog: bool = False
+    qlog: bool = False
+
+    def __bool__(self) -> bool:
+        return self.pcap or self.keylog or self.qlog
+
+    def emulator_args(self, workdir: Path) -> tuple[str, ...]:
+        """dcemu's capture options, into ``workdir``."""
+        if not self.pcap:
+            return ()
+        return ("--pcap", str(workdir / CLIENT_PCAP), "--pcap-server", str(workdir / SERVER_PCAP))
+
+
+def guide(run_dir: Path) -> str | None:
+    """How to open what inspection left in ``run_dir`` (and its subdirectories, one level:
+    the ends' ``client``/``server`` folders); None when it left nothing."""
+    run_dir = Path(run_dir)
+    pcaps = [p for p in (run_dir / CLIENT_PCAP, run_dir / SERVER_PCAP) if p.is_file()]
+    keylogs = sorted(p for p in run_dir.glob(f"*/{KEYLOG_FILE}") if p.stat().st_size > 0)
+    qlogs = sorted(p for p in run_dir.glob("*/qlog-*/*") if p.is_file())
+    if not (pcaps or keylogs or qlogs):
+        return None
+    rel = [str(p.relative_to(run_dir)) for p in keylogs]
+    lines = [f"What this run kept for inspection ({run_dir}), and how to open it.", ""]
+    if pcaps:
+        lines += ["Captures (dcemu's, both directions, stamped at the hand-over to or from the kernel):"]
+        lines += [f"  {p.name}" for p in pcaps]
+        lines += ["  client-end.pcap is what the client saw; server-end.pcap what the server saw. The same",
+                  "  packet in both gives its delay through dcemu; a packet in one only was lost there.", ""]
+    if keylogs:
+        lines += ["TLS key logs (NSS key log format):"] + [f"  {r}" for r in rel]
+        if pcaps:
+            k = rel[0]
+            lines += ["  Decrypt the QUIC and TLS packets of a capture with one of them:",
+                      f"    wireshark -o tls.keylog_file:{k} {pcaps[0].name}",
+                      f"    tshark -r {pcaps[0].name} -o tls.keylog_file:{k} -Y http3   # or -Y http2 for TCP"]
+        lines += [""]
+    if qlogs:
+        lines += [f"qlog files ({len(qlogs)}):"] + [f"  {p.relative_to(run_dir)}" for p in qlogs[:20]]
+        if len(qlogs) > 20:
+            lines += [f"  ... and {len(qlogs) - 20} more"]
+        lines += ["  Open them in qvis (https://qvis.quictools.info, 'Load a file'), or read them as JSON.", ""]
+    return "\n".join(lines)
+
+
+def write_guide(run_dir: Path) -> Path | None:
+    """Writes ``GUIDE`` into ``run_dir`` when inspection left anything; returns its path."""
+    text = guide(run_dir)
+    if text is None:
+        return None
+    path = Path(run_dir) / GUIDE
+    path.write_text(text + "\n")
+    return path
