@@ -53,7 +53,8 @@ def test_the_guide_names_what_is_there_and_how_to_open_it(tmp_path):
     assert "tshark -r client-end.pcap -o tls.keylog_file:client/tls-keys.log" in text
     assert "server/qlog-server/abc.qlog" in text and "qvis" in text
     assert Inspection(pcap=True).emulator_args(tmp_path) == (
-        "--pcap", str(tmp_path / CLIENT_PCAP), "--pcap-server", str(tmp_path / SERVER_PCAP))
+        "--pcap", str(tmp_path / CLIENT_PCAP), "--pcap-server", str(tmp_path / SERVER_PCAP),
+        "--pcap-legs", str(tmp_path / "legs"))
     assert not Inspection() and Inspection(qlog=True)
 
 
@@ -85,6 +86,12 @@ def test_both_ends_capture_every_packet_dcemu_read_and_wrote(tmp_path):
     first_in = next(t for t, p in server_end if p[12:16] == SERVER)
     first_out = next(t for t, p in client_end if p[12:16] == SERVER)
     assert 0.010 <= first_out - first_in < 0.5
+    # Per leg: the downlink packets that left it; together, every packet the legs carried.
+    summary = json.loads((rep / "dcemu-stats.jsonl").read_text().strip().splitlines()[-1])
+    for leg in summary["legs"]:
+        got = packets(rep / "legs" / f"{leg['name']}.pcap")
+        assert directions(got) == (leg["downlink"]["packets_out"], 0)
+        assert [t for t, _ in got] == sorted(t for t, _ in got)  # written in the order they left the leg
     text = (rep / GUIDE).read_text()
     assert CLIENT_PCAP in text and "client/tls-keys.log" in text and "qlog" in text
     assert list((rep / "client" / "qlog-client").glob("*.qlog")) and list((rep / "server" / "qlog-server").glob("*.qlog"))

@@ -4,7 +4,8 @@ the guide it leaves in the run directory saying how to open each file.
 - pcap: dcemu captures at both of its ends (``client-end.pcap``: what the client sent and
   what dcemu delivered to it; ``server-end.pcap``: what the server sent and what dcemu
   delivered to it), stamped at the hand-over to or from the kernel; the same packet in
-  both files gives its delay, and a packet missing from one its loss.
+  both files gives its delay, and a packet missing from one its loss. ``legs/<leg>.pcap``
+  holds every downlink packet as it left that leg, before the PDCP receiver reordered it.
 - keylog: every end whose stack can write one appends its TLS secrets to
   ``<end>/tls-keys.log`` (NSS key log format), which Wireshark and tshark read to decrypt
   QUIC and TLS.
@@ -20,6 +21,7 @@ from ..endpoints.base import KEYLOG_FILE
 
 CLIENT_PCAP = "client-end.pcap"
 SERVER_PCAP = "server-end.pcap"
+LEGS_DIR = "legs"
 GUIDE = "INSPECT.txt"
 
 
@@ -36,7 +38,8 @@ class Inspection:
         """dcemu's capture options, into ``workdir``."""
         if not self.pcap:
             return ()
-        return ("--pcap", str(workdir / CLIENT_PCAP), "--pcap-server", str(workdir / SERVER_PCAP))
+        return ("--pcap", str(workdir / CLIENT_PCAP), "--pcap-server", str(workdir / SERVER_PCAP),
+                "--pcap-legs", str(workdir / LEGS_DIR))
 
 
 def guide(run_dir: Path) -> str | None:
@@ -44,6 +47,7 @@ def guide(run_dir: Path) -> str | None:
     the ends' ``client``/``server`` folders); None when it left nothing."""
     run_dir = Path(run_dir)
     pcaps = [p for p in (run_dir / CLIENT_PCAP, run_dir / SERVER_PCAP) if p.is_file()]
+    legs = sorted((run_dir / LEGS_DIR).glob("*.pcap"))
     keylogs = sorted(p for p in run_dir.glob(f"*/{KEYLOG_FILE}") if p.stat().st_size > 0)
     qlogs = sorted(p for p in run_dir.glob("*/qlog-*/*") if p.is_file())
     if not (pcaps or keylogs or qlogs):
@@ -52,9 +56,10 @@ def guide(run_dir: Path) -> str | None:
     lines = [f"What this run kept for inspection ({run_dir}), and how to open it.", ""]
     if pcaps:
         lines += ["Captures (dcemu's, both directions, stamped at the hand-over to or from the kernel):"]
-        lines += [f"  {p.name}" for p in pcaps]
+        lines += [f"  {p.name}" for p in pcaps] + [f"  {p.relative_to(run_dir)}" for p in legs]
         lines += ["  client-end.pcap is what the client saw; server-end.pcap what the server saw. The same",
-                  "  packet in both gives its delay through dcemu; a packet in one only was lost there.", ""]
+                  "  packet in both gives its delay through dcemu; a packet in one only was lost there.",
+                  f"  {LEGS_DIR}/LEG.pcap: each downlink packet as it left that leg, before PDCP reordering.", ""]
     if keylogs:
         lines += ["TLS key logs (NSS key log format):"] + [f"  {r}" for r in rel]
         if pcaps:

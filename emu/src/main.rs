@@ -47,6 +47,10 @@ enum Cmd {
         /// it) into this pcap.
         #[arg(long)]
         pcap_server: Option<PathBuf>,
+        /// One capture per leg in this directory (<leg name>.pcap): every downlink packet
+        /// as it leaves its leg, before the PDCP receiver reorders it.
+        #[arg(long)]
+        pcap_legs: Option<PathBuf>,
         /// Write "PID UNIX_NS" to this file once forwarding has started (UNIX_NS: Unix
         /// time in ns of emulator time 0, the origin of the stats' t_ms).
         #[arg(long)]
@@ -239,6 +243,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             stats,
             pcap,
             pcap_server,
+            pcap_legs,
             ready_file,
             spin_us,
             realtime,
@@ -258,6 +263,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 stats_path: stats,
                 pcap_path: pcap,
                 pcap_server_path: pcap_server,
+                pcap_legs_dir: pcap_legs,
                 ready_file,
                 spin_us,
                 realtime,

@@ -528,3 +528,46 @@ fn a_pf_cell_with_fading_shares_time_and_is_reproducible() {
     let (h2, _) = saturate_cell(&text);
     assert_eq!(h.written, h2.written, "same seed, same output");
 }
+
+#[test]
+fn leg_taps_see_each_packet_leave_its_leg_before_the_receiver_reorders() {
+    let mut h = Harness::new(TWO_LEGS);
+    h.e.tap_legs();
+    let mut exits = vec![];
+    for i in 0..20u32 {
+        h.inject(
+            i as Nanos * 500 * NS_PER_US,
+            Dir::Down,
+            &udp(4433, 5000, i, 1000, true),
+        );
+        exits.extend(h.e.take_leg_exits());
+    }
+    h.run_until(200 * NS_PER_MS);
+    exits.extend(h.e.take_leg_exits());
+    let seq = |b: &[u8]| u32::from_be_bytes(b[28..32].try_into().unwrap());
+    let on = |leg: usize| -> Vec<(u32, Nanos)> {
+        exits
+            .iter()
+            .filter(|e| e.leg == leg)
+            .map(|e| (seq(&e.bytes), e.at))
+            .collect()
+    };
+    // Batch 10 at 1:1: 0-4 and 10-14 on leg a, 5-9 and 15-19 on leg b, the bytes as sent.
+    let a: Vec<u32> = on(0).iter().map(|x| x.0).collect();
+    let b: Vec<u32> = on(1).iter().map(|x| x.0).collect();
+    assert_eq!(a, [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]);
+    assert_eq!(b, [5, 6, 7, 8, 9, 15, 16, 17, 18, 19]);
+    assert!(exits.iter().all(|e| e.bytes.len() == 1000));
+    // Each leaves its leg at the rate and delay stages' instant, as in the test above.
+    assert_eq!(on(0)[0].1, 801_600 + 5 * NS_PER_MS);
+    assert_eq!(on(1)[0].1, 2_500_000 + 801_600 + 20 * NS_PER_MS);
+    // Packet 10 left leg a before 9 left leg b; the receiver still delivered 9 first.
+    assert!(on(0)[5].1 < on(1)[4].1);
+    let order: Vec<u32> = h.written.iter().map(|w| w.2).collect();
+    assert_eq!(order, (0..20).collect::<Vec<_>>());
+    // Without the tap the engine notes nothing.
+    let mut quiet = Harness::new(TWO_LEGS);
+    quiet.inject(0, Dir::Down, &udp(4433, 5000, 0, 1000, true));
+    quiet.run_until(50 * NS_PER_MS);
+    assert!(quiet.e.take_leg_exits().is_empty());
+}

@@ -32,6 +32,17 @@ pub struct Output {
     pub at: Nanos,
 }
 
+/// A downlink packet leaving a leg (after its rate, loss and delay stages, before the PDCP
+/// receiver): what a per-leg capture records, when the driver asks for it (`tap_legs`).
+/// The bytes are a copy: the receiver may discard the packet and its slot be reused
+/// within the same `advance`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LegExit {
+    pub leg: usize,
+    pub at: Nanos,
+    pub bytes: Vec<u8>,
+}
+
 struct LegState {
     name: String,
     down: Downlink,
@@ -93,6 +104,8 @@ pub struct Engine {
     exit: Option<FixedDelay<Output>>,
     records: Vec<Record>,
     counters: EngineCounters,
+    /// Some: every downlink packet leaving a leg is noted here (`take_leg_exits`).
+    leg_exits: Option<Vec<LegExit>>,
 }
 
 /// Packets the pool may hold at most; far beyond any sane queue configuration.
@@ -188,6 +201,7 @@ impl Engine {
             exit: (s.pdcp.processing > 0).then(|| FixedDelay::new(s.pdcp.processing)),
             records: Vec::new(),
             counters: EngineCounters::default(),
+            leg_exits: None,
         })
     }
 
@@ -394,6 +408,7 @@ impl Engine {
             outputs,
             counters,
             header_bytes,
+            leg_exits,
             ..
         } = self;
         let hdr = *header_bytes;
@@ -421,6 +436,13 @@ impl Engine {
             }
             Due::Down(l) => {
                 legs[l].down.poll(t, &mut |at, pkt| {
+                    if let Some(taps) = leg_exits.as_mut() {
+                        taps.push(LegExit {
+                            leg: l,
+                            at,
+                            bytes: pool.get(pkt.id).to_vec(),
+                        });
+                    }
                     let BearerState {
                         rx,
                         delivered_bytes,
@@ -548,6 +570,19 @@ impl Engine {
 
     pub fn release(&mut self, id: PktId) {
         self.pool.free(id);
+    }
+
+    /// From now on, note every downlink packet that leaves a leg (a per-leg capture).
+    pub fn tap_legs(&mut self) {
+        self.leg_exits.get_or_insert_with(Vec::new);
+    }
+
+    /// The leg exits noted since the last call, in the order they happened per leg.
+    pub fn take_leg_exits(&mut self) -> Vec<LegExit> {
+        self.leg_exits
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Stats records produced so far (drained by the caller).

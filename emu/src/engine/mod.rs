@@ -12,7 +12,7 @@ pub mod record;
 
 pub use cell_leg::{CellDirection, Downlink};
 pub use classifier::{five_tuple, Classifier, Dir, FiveTuple};
-pub use engine::{Engine, Output};
+pub use engine::{Engine, LegExit, Output};
 pub use record::{
     BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record,
     RuntimeRecord,

@@ -18,7 +18,7 @@ use super::tun::{preflight, Tun, TunConfig};
 use crate::base::time::Nanos;
 use crate::base::Histogram;
 use crate::config::Scenario;
-use crate::engine::{Dir, Engine, Record, RuntimeRecord};
+use crate::engine::{Dir, Engine, LegExit, Record, RuntimeRecord};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -32,6 +32,9 @@ pub struct RunOptions {
     /// Capture at the server's end: what the server sends and what dcemu delivers to it.
     /// Both captures together show each packet's delay, loss and reordering through dcemu.
     pub pcap_server_path: Option<PathBuf>,
+    /// One capture per leg in this directory (`<leg name>.pcap`): every downlink packet as
+    /// it leaves the leg, before the PDCP receiver reorders it.
+    pub pcap_legs_dir: Option<PathBuf>,
     /// Written (with our PID) once the devices are up and forwarding starts.
     pub ready_file: Option<PathBuf>,
     /// Busy-wait this long before each deadline instead of sleeping (0: never).
@@ -113,11 +116,23 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     let mut pcap = Captures {
         client: open(&pcap_path)?,
         server: open(&opts.pcap_server_path)?,
+        legs: vec![],
         unix_at_start: 0,
     };
+    if let Some(dir) = &opts.pcap_legs_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --pcap-legs {}", dir.display()))?;
+        for leg in &s.legs {
+            pcap.legs
+                .push(open(&Some(dir.join(format!("{}.pcap", leg.name))))?);
+        }
+    }
 
     let slot = t.mtu as usize + 64;
     let mut engine = Engine::new(s, slot)?;
+    if !pcap.legs.is_empty() {
+        engine.tap_legs();
+    }
     let clock = Clock::new();
     let unix_at_start = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -150,6 +165,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     'forward: loop {
         let now = clock.now();
         engine.advance(now);
+        pcap.leg_exits(engine.take_leg_exits());
         flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
         for rec in engine.take_records() {
             write_record(&mut stats, rec, &c)?;
@@ -184,6 +200,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     }
     let now = clock.now();
     let mut summary = engine.summary(now);
+    pcap.leg_exits(engine.take_leg_exits());
     flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
     for rec in engine.take_records() {
         write_record(&mut stats, rec, &c)?;
@@ -296,6 +313,8 @@ fn flush_outputs(
 struct Captures {
     client: Option<PcapWriter>,
     server: Option<PcapWriter>,
+    /// Per leg, in the scenario's order (empty: no per-leg capture).
+    legs: Vec<Option<PcapWriter>>,
     unix_at_start: u64,
 }
 
@@ -322,8 +341,18 @@ impl Captures {
         }
     }
 
+    /// Downlink packets that left their leg, stamped with the instant they left it.
+    fn leg_exits(&mut self, exits: Vec<LegExit>) {
+        for e in exits {
+            if let Some(Some(p)) = self.legs.get_mut(e.leg) {
+                let _ = p.write(self.unix_at_start + e.at, &e.bytes);
+            }
+        }
+    }
+
     fn flush(&mut self) -> std::io::Result<()> {
-        for p in [&mut self.client, &mut self.server].into_iter().flatten() {
+        let ends = [&mut self.client, &mut self.server].into_iter();
+        for p in ends.chain(self.legs.iter_mut()).flatten() {
             p.flush()?;
         }
         Ok(())
