@@ -216,7 +216,9 @@ def test_report_has_every_figure_type_and_the_files_exist(built):
     assert any(s.startswith("flows-fairness-split-") for s in p.imgs)
     for cls in ("fig-sweep fig-throughput", "fig-sweep fig-fairness", "fig-links", "fig-flows"):
         assert f'class="{cls}"' in html
-    assert len(p.imgs) == 6  # 2 sweep figures, 2 runs (first, last value) per sweep
+    # 2 sweep figures, 2 runs (first, last value) per sweep, the stacks compared (two stacks ran)
+    assert len(p.imgs) == 7 and "stacks-compared.png" in p.imgs
+    assert '<h2 id="stacks">Stacks compared</h2>' in html and '<a href="#stacks">' in html
     for src in p.imgs:
         assert not Path(src).is_absolute() and "/" not in src
         assert_png(built.parent / src)
@@ -393,7 +395,7 @@ def test_page_renders_in_headless_chromium(built, tmp_path):
     dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     p = Tables()
     p.feed(dom)
-    assert p.imgs == parse(built).imgs and len(p.imgs) == 6  # every image is in the rendered DOM
+    assert p.imgs == parse(built).imgs and len(p.imgs) == 7  # every image is in the rendered DOM
     assert "Time series of selected runs" in dom and "Environment" in dom
     for src in p.imgs:
         assert (built.parent / src).is_file()

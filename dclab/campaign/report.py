@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..analysis import figures, machines
+from ..analysis import figures, machines, stacks
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
 from . import fidelity
@@ -271,6 +271,22 @@ def _fidelity(rows: list[dict], reference: Path, points: list[fidelity.Point]) -
             "published value.</p>\n" + html_table(fidelity.fidelity_table(compared), "fidelity"))
 
 
+def _stacks_compared(rows: list[dict], out_dir: Path) -> str:
+    """Every stack's headline metric at every point, when the runs have more than one stack
+    (analysis/stacks.py): one figure and one table."""
+    heads = {name: stacks.Headline(e.metrics[0].name, e.metrics[0].label, e.metrics[0].unit, e.metrics[0].digits)
+             for name, e in experiments().items() if e.metrics}  # fmt: skip
+    if len(stacks.stacks([r for r in rows if r["experiment"] in heads])) < 2:
+        return ""
+    fig = stacks.comparison_figure(rows, heads, out_dir / "stacks-compared.png", "every stack at every point")
+    header, lines = stacks.comparison_table(rows, heads)
+    table = Table(header, lines, [all(c == "-" or c.startswith("failed") for c in line[1:]) for line in lines])
+    return ('<h2 id="stacks">Stacks compared</h2>\n'
+            '<p class="meta">Each stack\'s headline metric (mean ± standard deviation, successful runs / runs) '
+            "at every point of the campaign; a run's stack is its first (DC) flow's.</p>\n"
+            + _img(fig.name, "stacks compared", "fig-sweep", "every stack at every point") + html_table(table, "stacks"))
+
+
 def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path | None = None) -> Path:
     """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path. With a
     ``reference`` file (``fidelity.py``) the page gets a fidelity section; a bad file is
@@ -318,6 +334,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
             run_figure(r, base, out_dir / fname, cap)
             series_body.append(_img(fname, cap, f"fig-{kind}", f"{kind}: {cap}"))
 
+    compared = _stacks_compared(rows, out_dir) if rows else ""
     parts = [
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
@@ -329,11 +346,13 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         parts.append("<p>The store holds no runs.</p>\n")
     else:
         parts.append('<nav><h2>Contents</h2>\n<ul>' + "".join(toc)
+                     + ('<li><a href="#stacks">stacks compared</a></li>' if compared else "")
                      + ('<li><a href="#fidelity">fidelity</a></li>' if reference is not None else "")
                      + '<li><a href="#time-series">time series of selected runs</a></li>'
                        '<li><a href="#environment">environment</a></li><li><a href="#runs">runs and machines</a></li>'
                        "</ul></nav>\n")
         parts += body
+        parts.append(compared)
         if reference is not None and points is not None:
             parts.append(_fidelity(rows, reference, points))
         parts.append('<h2 id="time-series">Time series of selected runs</h2>\n'

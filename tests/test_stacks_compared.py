@@ -1,0 +1,52 @@
+"""The report's stack comparison (analysis/stacks.py): a row per stack (split by cc or host
+configuration only when one stack ran with several), a column per point with the default
+scenario first, the DC flow's stack for mixed runs, and the figure."""
+
+from __future__ import annotations
+
+from dclab.analysis import stacks
+from dclab.scenario import Scenario
+
+HEADS = {"throughput": stacks.Headline("goodput_mbps", "goodput", "Mbit/s"),
+         "fairness": stacks.Headline("jfi", "JFI", digits=3)}  # fmt: skip
+DEFAULT = Scenario().model_dump(mode="json")
+
+
+def row(key, experiment, stack, value, metric, ok=True, cc="reno", sweep="batch", scenario=None, host="quic-default"):
+    name = HEADS[experiment].metric
+    return {"run_key": key, "experiment": experiment, "stack": stack, "cc": cc, "host_config": host, "sweep": sweep,
+            "value": str(value), "value_num": float(value), "ok": ok, "metrics": {name: metric} if ok else {},
+            "scenario": scenario or {**DEFAULT, "batch": value}}  # fmt: skip
+
+
+ROWS = [
+    row("a1", "throughput", "quinn", 100, 30.0), row("a2", "throughput", "quinn", 100, 34.0),
+    row("a3", "throughput", "quinn", 500, 20.0),
+    row("b1", "throughput", "quic-go", 100, 25.0), row("b2", "throughput", "quic-go", 500, 0.0, ok=False),
+    row("c1", "fairness", "dc=quinn,sc1=tcp,sc2=tcp", 0, 0.8, sweep="none", scenario={**DEFAULT, "bw": [5.0, 5.0]}),
+]
+
+
+def test_a_row_per_stack_and_a_column_per_point_default_first():
+    assert stacks.stack_of(ROWS[-1]) == "quinn"
+    assert stacks.opponents(ROWS) == "sc1=tcp,sc2=tcp"
+    header, lines = stacks.comparison_table(ROWS, HEADS)
+    assert header == ["stack", "throughput: default scenario (batch 100), goodput (Mbit/s)",
+                      "throughput: batch 500, goodput (Mbit/s)", "fairness: none 0, JFI"]  # fmt: skip
+    assert lines == [["quic-go", "25.00 ± 0.00 (1/1)", "failed (0/1)", "-"],
+                     ["quinn", "32.00 ± 2.83 (2/2)", "20.00 ± 0.00 (1/1)", "0.800 ± 0.000 (1/1)"]]  # fmt: skip
+
+
+def test_one_stack_with_two_controllers_is_two_rows_never_pooled():
+    rows = [row("x1", "throughput", "tcp", 100, 30.0, cc="cubic"), row("x2", "throughput", "tcp", 100, 10.0, cc="reno"),
+            row("y1", "throughput", "quinn", 100, 20.0, cc="cubic")]  # fmt: skip
+    assert stacks.stacks(rows) == ["quinn", "tcp cubic", "tcp reno"]
+    _, lines = stacks.comparison_table(rows, HEADS)
+    assert [line[1] for line in lines] == ["20.00 ± 0.00 (1/1)", "30.00 ± 0.00 (1/1)", "10.00 ± 0.00 (1/1)"]
+
+
+def test_the_figure_is_drawn(tmp_path):
+    path = stacks.comparison_figure(ROWS, HEADS, tmp_path / "s.png", "stacks")
+    assert path.stat().st_size > 10_000
+    empty = stacks.comparison_figure([], HEADS, tmp_path / "e.png", "none")
+    assert empty.exists()
