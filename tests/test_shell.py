@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -114,3 +115,29 @@ def test_a_server_command_that_fails_ends_the_shell_with_its_log_named(tmp_path)
     assert "--server-cmd exited with 3 before listening on port 9" in r.stderr
     assert "broken" in (out / "server-cmd.log").read_text()
     assert namespaces() == ns_before
+
+
+@pytest.mark.root
+@pytest.mark.skipif(shutil.which("tshark") is None or shutil.which("openssl") is None, reason="needs tshark and openssl")
+def test_pcap_and_keylog_let_tshark_read_an_unmodified_programs_tls(tmp_path):
+    out = tmp_path / "run"
+    r = run_dclab(
+        "shell", "--out", str(out), "--pcap", "--keylog",
+        "--server-cmd", 'exec openssl s_server -quiet -www -cert "$DCLAB_CERT" -key "$DCLAB_KEY" -accept 8443',
+        "--server-port", "8443",
+        "--", "sh", "-c", 'curl -sS --cacert "$DCLAB_CERT" -o /dev/null -w "%{http_code}\\n" https://$DCLAB_SERVER:8443/',
+        timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0 and r.stdout.strip() == "200", r.stderr
+    keys = out / "client-tls-keys.log"
+    assert "CLIENT_TRAFFIC_SECRET_0" in keys.read_text()  # curl honoured SSLKEYLOGFILE
+
+    def http(extra: list[str]) -> str:
+        p = subprocess.run(["tshark", "-r", str(out / "client-end.pcap"), "-Y", "http.request", "-T", "fields",
+                            "-e", "http.request.uri", *extra], capture_output=True, text=True, timeout=60)  # fmt: skip
+        return p.stdout.strip()
+
+    assert http([]) == ""  # encrypted
+    assert http(["-o", f"tls.keylog_file:{keys}", "-d", "tcp.port==8443,tls"]) == "/"
+    assert sorted(p.name for p in (out / "legs").glob("*.pcap")) == ["leg1.pcap", "leg2.pcap"]
+    assert "client-tls-keys.log" in (out / "INSPECT.txt").read_text()

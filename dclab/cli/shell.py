@@ -30,11 +30,14 @@ HOST_CHOICES = {**{name: HOST_CONFIGS[name] for name in HOST_CONFIGS},
                    "its output goes to server-cmd.log in the run directory.")
 @click.option("--server-port", type=click.IntRange(1, 65535),
               help="Wait until --server-cmd listens on this port (TCP or UDP) before starting the program.")
-@click.option("--pcap", is_flag=True, help="Keep dcemu's captures at both ends (client-end.pcap, server-end.pcap).")
+@click.option("--pcap", is_flag=True, help="Keep dcemu's captures at both ends (client-end.pcap, server-end.pcap) and per leg.")
+@click.option("--keylog", is_flag=True,
+              help="Set SSLKEYLOGFILE for both commands (client-tls-keys.log, server-tls-keys.log in the run directory): "
+                   "programs that honour it (curl, OpenSSL, GnuTLS, browsers) write their TLS secrets there.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Run directory [default: runs/shell-TIME].")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
 def shell(seed: int | None, host_config: str, server_cmd: str | None, server_port: int | None, pcap: bool,
-          out: Path | None, cmd: tuple[str, ...], **kw: object) -> None:
+          keylog: bool, out: Path | None, cmd: tuple[str, ...], **kw: object) -> None:
     """Run CMD (after --) in the client namespace of the emulated path; without CMD, an
     interactive shell.
 
@@ -69,7 +72,7 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
               f"host {host_config} -> {run_dir}")
     try:
         o = run_shell(s, HOST_CHOICES[host_config], run_dir, list(cmd) or None, server_cmd, server_port,
-                      Inspection(pcap=pcap),
+                      Inspection(pcap=pcap, keylog=keylog),
                       on_wait=lambda: err.print("a dclab run holds the host; waiting for it to finish ..."),
                       on_ready=lambda bed: err.print(f"running {what} in the client namespace "
                                                      f"(server {bed.ns.server} at DCLAB_SERVER)"))  # fmt: skip

@@ -48,7 +48,7 @@ def guide(run_dir: Path) -> str | None:
     run_dir = Path(run_dir)
     pcaps = [p for p in (run_dir / CLIENT_PCAP, run_dir / SERVER_PCAP) if p.is_file()]
     legs = sorted((run_dir / LEGS_DIR).glob("*.pcap"))
-    keylogs = sorted(p for p in run_dir.glob(f"*/{KEYLOG_FILE}") if p.stat().st_size > 0)
+    keylogs = sorted(p for p in [*run_dir.glob(f"*/{KEYLOG_FILE}"), *run_dir.glob("*tls-keys.log")] if p.stat().st_size > 0)
     qlogs = sorted(p for p in run_dir.glob("*/qlog-*/*") if p.is_file())
     if not (pcaps or keylogs or qlogs):
         return None

@@ -35,6 +35,8 @@ SHELL_PLAN = FlowPlan(bearers=(Bearer("dc"),), flows=(), stats_interval_ms=100.0
 SERVER_WAIT_S = 15.0
 FIGURE = "link-utilization.png"
 SERVER_LOG = "server-cmd.log"
+# With --keylog: where SSLKEYLOGFILE points each command (OpenSSL, GnuTLS, NSS, curl, browsers).
+CLIENT_KEYLOG, SERVER_KEYLOG = "client-tls-keys.log", "server-tls-keys.log"
 
 
 @dataclass
@@ -87,10 +89,11 @@ def run_shell(scenario: Scenario, host: HostConfig, run_dir: Path, cmd: list[str
     with Testbed(scenario, SHELL_PLAN, host, run_dir, on_wait=on_wait, inspect=inspect) as bed:
         assert bed.journal is not None
         env = {**os.environ, **environment(bed)}
+        keys = {"SSLKEYLOGFILE": str(bed.workdir / SERVER_KEYLOG)} if inspect.keylog else {}
         server: subprocess.Popen[bytes] | None = None
         if server_cmd:
             with open(bed.workdir / SERVER_LOG, "wb") as log:
-                server = subprocess.Popen(bed.ns.exec(bed.ns.server, "sh", "-c", server_cmd), env=env,
+                server = subprocess.Popen(bed.ns.exec(bed.ns.server, "sh", "-c", server_cmd), env={**env, **keys},
                                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
             bed.journal.add_pid(server.pid)
             if server_port is not None:
@@ -101,6 +104,8 @@ def run_shell(scenario: Scenario, host: HostConfig, run_dir: Path, cmd: list[str
         if on_ready:
             on_ready(bed)
         start_wall = time.time()
+        if inspect.keylog:
+            env["SSLKEYLOGFILE"] = str(bed.workdir / CLIENT_KEYLOG)
         child = subprocess.Popen(bed.ns.exec(bed.ns.client, *program), env=env)
         bed.journal.add_pid(child.pid)
         # Ctrl-C at a terminal reaches the program too (same process group): dclab waits for
