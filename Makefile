@@ -7,6 +7,10 @@ APT_PACKAGES := iproute2 iperf3 iputils-ping iptables procps curl ngtcp2-client 
 VENV := .venv
 PY := $(VENV)/bin/python
 VENV2020 := .venv-aioquic2020
+QUICGO_SRC := dclab/endpoints/quicgo/go
+QUICGO := build/bin/dclab-quicgo
+QUINN_SRC := dclab/endpoints/quinn/rs
+QUINN := build/bin/dclab-quinn
 
 .PHONY: setup build test check bench demo clean-net help
 
@@ -39,13 +43,27 @@ $(VENV2020)/.installed: requirements-aioquic2020.lock
 	$(VENV2020)/bin/pip check
 	touch $@
 
-build: setup
+build: setup $(QUICGO) $(QUINN)
 	cd emu && $(CARGO) build --release --locked
+
+# The quic-go and quinn stacks' programs (dclab/endpoints/quicgo/go, dclab/endpoints/quinn/rs),
+# pinned by go.sum and Cargo.lock; rebuilt only when their sources change.
+$(QUICGO): $(wildcard $(QUICGO_SRC)/*.go) $(QUICGO_SRC)/go.mod $(QUICGO_SRC)/go.sum
+	@command -v go >/dev/null || { echo "Go is missing: install Go 1.26 or newer from go.dev/dl (Debian 12's golang-go is 1.19, too old); see dclab doctor"; exit 1; }
+	cd $(QUICGO_SRC) && go build -trimpath -o $(CURDIR)/$@ .
+
+$(QUINN): $(wildcard $(QUINN_SRC)/src/*.rs) $(QUINN_SRC)/build.rs $(QUINN_SRC)/Cargo.toml $(QUINN_SRC)/Cargo.lock
+	$(CARGO) build --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
+	install -D -m755 build/quinn-target/release/dclab-quinn $@
 
 # Static checks: formatting, lints, types, and no import running up a level.
 check: setup
 	cd emu && $(CARGO) fmt --check
 	cd emu && $(CARGO) clippy --release --locked --all-targets -- -D warnings
+	cd $(QUINN_SRC) && $(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target -- -D warnings
+	@test -z "$$(gofmt -l $(QUICGO_SRC))" || { gofmt -l $(QUICGO_SRC); echo "gofmt: reformat the files above"; exit 1; }
+	cd $(QUICGO_SRC) && go vet ./...
 	bash emu/check-levels.sh
 	$(PY) scripts/check_levels.py
 	$(VENV)/bin/ruff check dclab tests scripts bench

@@ -12,6 +12,8 @@ STACKS: dict[str, str] = {
     "aioquic": "dclab.endpoints.aioquic.adapter:AioquicStack",
     "aioquic-2020": "dclab.endpoints.aioquic2020.adapter:Aioquic2020Stack",
     "ngtcp2": "dclab.endpoints.ngtcp2.adapter:Ngtcp2Stack",
+    "quic-go": "dclab.endpoints.quicgo.adapter:QuicGoStack",
+    "quinn": "dclab.endpoints.quinn.adapter:QuinnStack",
     "tcp": "dclab.endpoints.tcp.adapter:TcpStack",
 }
 

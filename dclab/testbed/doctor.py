@@ -71,7 +71,7 @@ def go_toolchain() -> Check:
     lines = GO_MOD.read_text().splitlines() if GO_MOD.exists() else []
     need = _version(next((line for line in lines if line.startswith("go ")), "go 1.0"))
     go = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go", "/usr/lib/go/bin/go") if Path(p).exists()), None)
-    fix = f"install Go {need[0]}.{need[1]} or newer (apt-get install golang-go if Debian's is new enough, or go.dev/dl)"
+    fix = f"install Go {need[0]}.{need[1]} or newer from go.dev/dl (Debian 12's golang-go is 1.19, too old)"
     if go is None:
         return Check("Go toolchain (quic-go stack)", False, fix)
     out = subprocess.run([go, "version"], capture_output=True, text=True).stdout

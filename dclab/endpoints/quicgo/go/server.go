@@ -1,0 +1,269 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+const (
+	maxBodySize = 1_000_000_000_000 // GET /<n>: n at most 10^12
+	// Streams a client may have open at once: the contract asks for at least 128 and a
+	// connection of the workload may carry up to 10,000 objects in parallel.
+	serverStreams = 256
+	bodyChunk     = 256 << 10 // body bytes per Write (one DATA frame each)
+	stopWithin    = 800 * time.Millisecond
+)
+
+// bodyBlock is the one buffer every body is written from: byte k of a body is k % 256 (as
+// dclab/endpoints/aioquic/h3_server.py sends), so a chunk starting at any offset is a slice.
+var bodyBlock = func() []byte {
+	b := make([]byte, bodyChunk+256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
+
+func serverMain(args []string) int {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	host := fs.String("host", "", "address to listen on")
+	port := fs.Int("port", 4433, "UDP port")
+	cert := fs.String("cert", "", "certificate (PEM)")
+	key := fs.String("key", "", "private key (PEM)")
+	cc := fs.String("cc", ccReno, "congestion control (quic-go: reno only)")
+	var opt endOptions
+	fs.StringVar(&opt.qlogDir, "qlog-dir", "", "one qlog file per connection here")
+	fs.StringVar(&opt.keylog, "keylog", "", "append TLS secrets (NSS key log format)")
+	fs.IntVar(&opt.maxDatagram, "max-datagram-size", 0, "fixed UDP payload size (no path MTU discovery)")
+	bad := func(msg string) int {
+		fmt.Fprintf(os.Stderr, "dclab-quicgo server: %s\n", msg)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		return bad(err.Error())
+	}
+	if fs.NArg() > 0 {
+		return bad(fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	if msg := ccError(*cc); msg != "" {
+		return bad(msg)
+	}
+	if msg := datagramError(opt.maxDatagram); msg != "" {
+		return bad(msg)
+	}
+	if *host == "" || *cert == "" || *key == "" {
+		return bad("--host, --cert and --key are required")
+	}
+	if *port < 0 || *port > 65535 {
+		return bad(fmt.Sprintf("--port: must be 0 to 65535 (got %d)", *port))
+	}
+	pair, err := tls.LoadX509KeyPair(*cert, *key)
+	if err != nil {
+		return bad(fmt.Sprintf("--cert/--key: %v", err))
+	}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{pair}}
+	if opt.keylog != "" {
+		f, err := openKeylog(opt.keylog)
+		if err != nil {
+			return bad(err.Error())
+		}
+		defer func() { _ = f.Close() }()
+		tlsConf.KeyLogWriter = f
+	}
+	qconf := &quic.Config{MaxIncomingStreams: serverStreams}
+	applyDatagram(qconf, opt.maxDatagram)
+	var ql *qlogs
+	if opt.qlogDir != "" {
+		if ql, err = newQlogs(opt.qlogDir); err != nil {
+			return bad(err.Error())
+		}
+		qconf.Tracer = ql.tracer
+	}
+
+	addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return bad(fmt.Sprintf("--host/--port: %v", err))
+	}
+	udp, err := net.ListenUDP("udp", addr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dclab-quicgo server: listen: %v\n", err)
+		return 1
+	}
+	tr := &quic.Transport{Conn: udp}
+	ln, err := tr.ListenEarly(http3.ConfigureTLSConfig(tlsConf), qconf)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dclab-quicgo server: listen: %v\n", err)
+		return 1
+	}
+	srv := &http3.Server{Handler: http.HandlerFunc(serveBody)}
+
+	// quic-go raised the socket's buffers when the listener set it up: say what it got.
+	rcv, snd, _ := socketBuffers(udp)
+	dgram := "default (1280, path MTU discovery)"
+	if opt.maxDatagram != 0 {
+		dgram = strconv.Itoa(opt.maxDatagram)
+	}
+	fmt.Fprintf(os.Stderr, "dclab-quicgo server: %s %s on %s, cc %s, datagram %s, SO_RCVBUF %d, SO_SNDBUF %d, GSO %s\n",
+		libraryName, libraryVersion(), udp.LocalAddr(), *cc, dgram, rcv, snd, gsoText())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeListener(ln) }()
+	code := 0
+	select {
+	case <-sigs:
+	case err := <-served:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "dclab-quicgo server: %v\n", err)
+			code = 1
+		}
+	}
+	// Close aborts the requests and sends CONNECTION_CLOSE; bounded so that the process
+	// ends within a second whatever a connection does.
+	closed := make(chan struct{})
+	go func() {
+		_ = srv.Close()
+		_ = ln.Close()
+		_ = tr.Close()
+		close(closed)
+	}()
+	deadline := time.Now().Add(stopWithin)
+	select {
+	case <-closed:
+	case <-time.After(stopWithin):
+	}
+	ql.wait(time.Until(deadline))
+	return code
+}
+
+// gsoText says whether quic-go may use GSO (it still checks each socket and interface).
+func gsoText() string {
+	if v := gsoSetting(); v != "" {
+		return "QUIC_GO_DISABLE_GSO=" + v
+	}
+	return "library default (on where the kernel supports it)"
+}
+
+// serveBody answers GET /<n> with n generated bytes, or the byte range asked for.
+func serveBody(w http.ResponseWriter, r *http.Request) {
+	size, ok := bodySize(r)
+	h := w.Header()
+	if !ok {
+		h.Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "GET /<n> returns n bytes (0 <= n <= 10^12)\n")
+		return
+	}
+	first, length, status := int64(0), size, http.StatusOK
+	if values, asked := rangeHeader(r); asked {
+		a, b, err := byteRange(values, size)
+		if err != nil {
+			h.Set("Content-Type", "text/plain")
+			h.Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+			_, _ = io.WriteString(w, "range: "+err.Error()+"\n")
+			return
+		}
+		first, length, status = a, b-a+1, http.StatusPartialContent
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", a, b, size))
+	}
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	w.WriteHeader(status)
+	for off, left := first, length; left > 0; {
+		n := min(left, bodyChunk)
+		skew := off % 256
+		if _, err := w.Write(bodyBlock[skew : skew+n]); err != nil {
+			return // the client went away or the server is closing
+		}
+		off += n
+		left -= n
+	}
+}
+
+// bodySize is the n of GET /<n> (a query is ignored); false for anything else.
+func bodySize(r *http.Request) (int64, bool) {
+	if r.Method != http.MethodGet {
+		return 0, false
+	}
+	digits, ok := strings.CutPrefix(r.URL.Path, "/")
+	if !ok || digits == "" || len(digits) > 13 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > maxBodySize {
+		return 0, false
+	}
+	return n, true
+}
+
+// rangeHeader is the request's range header values (HTTP/3 field names are lower case, Go
+// canonicalises them) and whether there is one.
+func rangeHeader(r *http.Request) ([]string, bool) {
+	v, ok := r.Header["Range"]
+	return v, ok
+}
+
+// byteRange is the one range (first, last), both inclusive and within the body, of a
+// range header "bytes=A-B", "bytes=A-" or "bytes=-N" (RFC 9110; a last position beyond
+// the body is cut to its end), as dclab/endpoints/aioquic/h3_server.py serves it; an
+// error for a malformed or unsatisfiable range and for several ranges (not served).
+func byteRange(values []string, size int64) (int64, int64, error) {
+	if len(values) != 1 {
+		return 0, 0, errors.New("several range headers")
+	}
+	unit, spec, ok := strings.Cut(values[0], "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		return 0, 0, errors.New("not a byte range (bytes=A-B)")
+	}
+	if strings.Contains(spec, ",") {
+		return 0, 0, errors.New("several ranges are not served")
+	}
+	as, bs, dash := strings.Cut(spec, "-")
+	as, bs = strings.TrimSpace(as), strings.TrimSpace(bs)
+	num := func(s string) (int64, bool) {
+		if s == "" || strings.Trim(s, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	}
+	a, aok := num(as)
+	b, bok := num(bs)
+	if !dash || (as != "" && !aok) || (bs != "" && !bok) || (as == "" && bs == "") {
+		return 0, 0, fmt.Errorf("malformed %q (bytes=A-B)", strings.TrimSpace(spec))
+	}
+	if as == "" { // bytes=-N: the last N bytes
+		if b == 0 || size == 0 {
+			return 0, 0, fmt.Errorf("unsatisfiable: the last %d bytes of %d", b, size)
+		}
+		return max(0, size-b), size - 1, nil
+	}
+	last := size - 1
+	if bs != "" {
+		if b < a {
+			return 0, 0, fmt.Errorf("malformed %q: last before first", strings.TrimSpace(spec))
+		}
+		last = min(b, size-1)
+	}
+	if a >= size {
+		return 0, 0, fmt.Errorf("unsatisfiable: starts at %d, the body has %d bytes", a, size)
+	}
+	return a, last, nil
+}

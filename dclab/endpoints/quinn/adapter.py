@@ -1,0 +1,92 @@
+"""quinn behind the Stack interface: our Rust program ``dclab-quinn`` (Cargo package in
+``rs/``, pinned by its Cargo.lock: quinn 0.11.12, quinn-proto 0.11.19, h3 0.0.8, h3-quinn
+0.0.10, rustls 0.23 with the ring provider, tokio) with an HTTP/3 ``server`` and a
+``client`` that runs the whole workload in one process and prints one JSON line (the
+contract of ``json_client.py``, which does the rest).
+
+Build, from the repository root (the binary lands in ``build/bin/dclab-quinn``)::
+
+    cargo build --release --locked --manifest-path dclab/endpoints/quinn/rs/Cargo.toml \\
+        --target-dir build/quinn-target && \\
+        install -D -m755 build/quinn-target/release/dclab-quinn build/bin/dclab-quinn
+
+What quinn offers and does (read in the crates' source):
+
+- Congestion control: ``quinn::congestion`` Cubic (``TransportConfig``'s default, so
+  ``ccs[0]``), NewReno (``reno``) and BBR (``bbr``), chosen per end for its own sending.
+- Datagrams: quinn starts at 1200 bytes and finds up to 1452 by path MTU discovery
+  (``MtuDiscoveryConfig``'s default upper bound); ``quic_datagram`` (1200 to 65527) fixes the
+  size (initial and minimum MTU, discovery off).
+- Flow control: 64 MiB per stream (as the aioquic stack), no connection limit; a sender
+  keeps at most 16 MiB unacknowledged per connection; 128 concurrent request streams.
+- Receive buffer: quinn leaves SO_RCVBUF alone (quinn-udp only offers setters), so each
+  UDP socket keeps ``net.core.rmem_default``; the client's JSON line reports each socket's
+  effective value before and after quinn took it (``extra["stack"]["sockets"]``) and
+  ``quinn_changed_rcvbuf``.
+- GSO/GRO: on where the kernel allows it (quinn-udp probes; a veth pair does);
+  ``extra["stack"]["gso"]``.
+- qlog: quinn-proto's ``qlog`` feature (compiled in): one JSON-SEQ file per connection
+  (``*.sqlog``; packet sent/received/lost and recovery metrics events). Key log: rustls'
+  KeyLog into the NSS key log file.
+- Workload: connections, assignment, parallel and sequential streams, byte ranges and
+  pre-established connections; session resumption, 0-RTT and ``cc_options`` are not
+  implemented (the client refuses them, and so does ``check``).
+- The client trusts the ``--ca`` certificate itself (webpki refuses dclab's self-signed
+  CA:TRUE certificate as a server's, so the exact certificate is pinned; the handshake
+  signature is verified as usual).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from ...paths import ROOT
+from ..base import Capabilities
+from ..json_client import JsonClientStack
+
+BINARY = ROOT / "build" / "bin" / "dclab-quinn"
+# quinn's UDP payload bounds (quinn-proto INITIAL_MTU, MAX_UDP_PAYLOAD); unfixed, the first
+# datagrams are 1200 bytes and path MTU discovery raises them.
+MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM = 1200, 1200, 65527
+
+
+class QuinnStack(JsonClientStack):
+    name = "quinn"
+    ccs: tuple[str, ...] = ("cubic", "reno", "bbr")
+    capabilities = Capabilities(
+        max_connections=64,
+        max_objects=10_000,
+        streams=("parallel", "sequential"),
+        ranges=True,
+        preconnect=True,
+    )
+
+    def program(self, role: str) -> list[str]:
+        return [str(BINARY), role]
+
+    def missing(self) -> list[str]:
+        if BINARY.is_file():
+            return []
+        how = "make build (needs cargo)"
+        if shutil.which("cargo") is None:
+            how += "; no `cargo` found"
+        return [f"build/bin/dclab-quinn not built: {how}"]
+
+    def datagram_error(self, quic_datagram: int | None, largest: int) -> str | None:
+        """quinn sends 1200 to 65527-byte datagrams; without a fixed size its first ones are
+        1200 bytes (path MTU discovery then finds what the path carries, up to 1452)."""
+        if quic_datagram is not None and not MIN_DATAGRAM <= quic_datagram <= MAX_DATAGRAM:
+            return f"--quic-datagram: {self.name} sends {MIN_DATAGRAM} to {MAX_DATAGRAM}-byte datagrams (got {quic_datagram})"
+        size = DEFAULT_DATAGRAM if quic_datagram is None else quic_datagram
+        if size > largest:
+            return f"--mtu: {self.name} sends {size}-byte datagrams, more than the MTU carries ({largest} bytes of UDP payload)"
+        return None
+
+    def version(self) -> str:
+        try:
+            p = subprocess.run([str(BINARY), "version"], check=False, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return "quinn unknown"
+        out = p.stdout.strip()
+        return out if p.returncode == 0 and out else "quinn unknown"
