@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SERVER, ServerPool
+from endpoint_binaries import check_ok
 
 from dclab.endpoints.base import (
     ClientSpec,
@@ -53,15 +54,6 @@ def fetch(ns, tmp_path, certs, workload: Workload, cc: str = "cubic", timeout_s:
 
 def download(ns, tmp_path, certs, size: int, cc: str = "cubic", timeout_s: float = 20.0, port: int = PORT, qlog=False):
     return fetch(ns, tmp_path, certs, Workload.single(size), cc, timeout_s, port, qlog)
-
-
-def check_ok(r, size: int) -> None:
-    assert r.ok, r.error
-    assert r.bytes == size
-    assert r.request_wall is not None and abs(r.request_wall - time.time()) < 60
-    assert r.handshake_s is not None and r.first_byte_s is not None and r.last_byte_s is not None
-    assert 0 <= r.request_s < r.handshake_s <= r.first_byte_s <= r.last_byte_s
-    assert r.goodput_mbps is not None and r.goodput_mbps > 1.0
 
 
 def test_ccs_are_what_this_build_accepts():

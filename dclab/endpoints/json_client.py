@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import tempfile
 import time
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
+from ..paths import ROOT
 from .base import (
     KEYLOG_FILE,
     ClientSpec,
@@ -194,3 +197,44 @@ class JsonClientStack(Stack):
         if not r.ok and p.stderr and p.stderr.strip():
             r.error = f"{r.error} | stderr: {_tail(p.stderr)}"
         return r
+
+
+class BinaryStack(JsonClientStack):
+    """A stack whose server and client are one compiled program of ours (``PROGRAM server
+    ...``, ``PROGRAM client ...``, ``PROGRAM version``), built by `make build` into
+    ``binary``, sending datagrams of ``datagrams`` = (smallest, first, largest) bytes:
+    without a fixed size the first ones have the middle size (path MTU discovery then finds
+    what the path carries)."""
+
+    binary: Path
+    tool: str  # the build tool `make build` needs for it (go, cargo)
+    build_hint: str  # how to get that tool
+    datagrams: tuple[int, int, int]
+
+    def program(self, role: str) -> list[str]:
+        return [str(self.binary), role]
+
+    def missing(self) -> list[str]:
+        if self.binary.is_file():
+            return []
+        how = f"make build ({self.build_hint})"
+        if shutil.which(self.tool) is None:
+            how += f"; no `{self.tool}` found"
+        return [f"{self.binary.relative_to(ROOT)} not built: {how}"]
+
+    def datagram_error(self, quic_datagram: int | None, largest: int) -> str | None:
+        lo, first, hi = self.datagrams
+        if quic_datagram is not None and not lo <= quic_datagram <= hi:
+            return f"--quic-datagram: {self.name} sends {lo} to {hi}-byte datagrams (got {quic_datagram})"
+        size = first if quic_datagram is None else quic_datagram
+        if size > largest:
+            return f"--mtu: {self.name} sends {size}-byte datagrams, more than the MTU carries ({largest} bytes of UDP payload)"
+        return None
+
+    def version(self) -> str:
+        try:
+            p = subprocess.run([str(self.binary), "version"], check=False, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return f"{self.name} unknown"
+        out = p.stdout.strip()
+        return out if p.returncode == 0 and out else f"{self.name} unknown"

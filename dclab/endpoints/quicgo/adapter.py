@@ -33,12 +33,9 @@ What quic-go offers and does (read in its v0.65.0 source):
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 from ...paths import ROOT
 from ..base import Capabilities
-from ..json_client import JsonClientStack
+from ..json_client import BinaryStack
 
 BINARY = ROOT / "build" / "bin" / "dclab-quicgo"
 GO_NEEDED = "1.26"  # go.mod's go line (quic-go v0.65.0 needs it)
@@ -47,7 +44,7 @@ GO_NEEDED = "1.26"  # go.mod's go line (quic-go v0.65.0 needs it)
 MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM = 1200, 1280, 1452
 
 
-class QuicGoStack(JsonClientStack):
+class QuicGoStack(BinaryStack):
     name = "quic-go"
     ccs: tuple[str, ...] = ("reno",)
     capabilities = Capabilities(
@@ -57,32 +54,7 @@ class QuicGoStack(JsonClientStack):
         ranges=True,
         preconnect=True,
     )
-
-    def program(self, role: str) -> list[str]:
-        return [str(BINARY), role]
-
-    def missing(self) -> list[str]:
-        if BINARY.is_file():
-            return []
-        how = f"make build (needs Go >= {GO_NEEDED}: apt-get install golang where it is that new (Debian 12 has 1.19), or Go from go.dev)"
-        if shutil.which("go") is None:
-            how += "; no `go` tool found"
-        return [f"build/bin/dclab-quicgo not built: {how}"]
-
-    def datagram_error(self, quic_datagram: int | None, largest: int) -> str | None:
-        """quic-go sends 1200 to 1452-byte datagrams; without a fixed size its first ones
-        are 1280 bytes (path MTU discovery then finds what the path carries)."""
-        if quic_datagram is not None and not MIN_DATAGRAM <= quic_datagram <= MAX_DATAGRAM:
-            return f"--quic-datagram: {self.name} sends {MIN_DATAGRAM} to {MAX_DATAGRAM}-byte datagrams (got {quic_datagram})"
-        size = DEFAULT_DATAGRAM if quic_datagram is None else quic_datagram
-        if size > largest:
-            return f"--mtu: {self.name} sends {size}-byte datagrams, more than the MTU carries ({largest} bytes of UDP payload)"
-        return None
-
-    def version(self) -> str:
-        try:
-            p = subprocess.run([str(BINARY), "version"], check=False, capture_output=True, text=True, timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            return "quic-go unknown"
-        out = p.stdout.strip()
-        return out if p.returncode == 0 and out else "quic-go unknown"
+    binary = BINARY
+    tool = "go"
+    build_hint = f"needs Go >= {GO_NEEDED}: from go.dev (Debian 12's golang-go is 1.19, too old)"
+    datagrams = (MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM)

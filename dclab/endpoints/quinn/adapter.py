@@ -38,12 +38,9 @@ What quinn offers and does (read in the crates' source):
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 from ...paths import ROOT
 from ..base import Capabilities
-from ..json_client import JsonClientStack
+from ..json_client import BinaryStack
 
 BINARY = ROOT / "build" / "bin" / "dclab-quinn"
 # quinn's UDP payload bounds (quinn-proto INITIAL_MTU, MAX_UDP_PAYLOAD); unfixed, the first
@@ -51,7 +48,7 @@ BINARY = ROOT / "build" / "bin" / "dclab-quinn"
 MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM = 1200, 1200, 65527
 
 
-class QuinnStack(JsonClientStack):
+class QuinnStack(BinaryStack):
     name = "quinn"
     ccs: tuple[str, ...] = ("cubic", "reno", "bbr")
     capabilities = Capabilities(
@@ -61,32 +58,7 @@ class QuinnStack(JsonClientStack):
         ranges=True,
         preconnect=True,
     )
-
-    def program(self, role: str) -> list[str]:
-        return [str(BINARY), role]
-
-    def missing(self) -> list[str]:
-        if BINARY.is_file():
-            return []
-        how = "make build (needs cargo)"
-        if shutil.which("cargo") is None:
-            how += "; no `cargo` found"
-        return [f"build/bin/dclab-quinn not built: {how}"]
-
-    def datagram_error(self, quic_datagram: int | None, largest: int) -> str | None:
-        """quinn sends 1200 to 65527-byte datagrams; without a fixed size its first ones are
-        1200 bytes (path MTU discovery then finds what the path carries, up to 1452)."""
-        if quic_datagram is not None and not MIN_DATAGRAM <= quic_datagram <= MAX_DATAGRAM:
-            return f"--quic-datagram: {self.name} sends {MIN_DATAGRAM} to {MAX_DATAGRAM}-byte datagrams (got {quic_datagram})"
-        size = DEFAULT_DATAGRAM if quic_datagram is None else quic_datagram
-        if size > largest:
-            return f"--mtu: {self.name} sends {size}-byte datagrams, more than the MTU carries ({largest} bytes of UDP payload)"
-        return None
-
-    def version(self) -> str:
-        try:
-            p = subprocess.run([str(BINARY), "version"], check=False, capture_output=True, text=True, timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            return "quinn unknown"
-        out = p.stdout.strip()
-        return out if p.returncode == 0 and out else "quinn unknown"
+    binary = BINARY
+    tool = "cargo"
+    build_hint = "needs cargo and a C compiler"
+    datagrams = (MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM)
