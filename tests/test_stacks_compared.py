@@ -45,6 +45,14 @@ def test_one_stack_with_two_controllers_is_two_rows_never_pooled():
     assert [line[1] for line in lines] == ["20.00 ± 0.00 (1/1)", "30.00 ± 0.00 (1/1)", "10.00 ± 0.00 (1/1)"]
 
 
+def test_host_settings_that_differ_between_experiments_keep_one_row():
+    rows = [row("t", "throughput", "quinn", 100, 30.0, host="quic-default"),
+            row("f", "fairness", "dc=quinn,sc1=tcp,sc2=tcp", 0, 0.9, sweep="none", host="quic-default+tcp"),
+            row("l", "throughput", "aioquic", 100, 20.0, host="quic-large"),
+            row("d", "throughput", "aioquic", 100, 30.0, host="quic-default")]  # fmt: skip
+    assert stacks.stacks(rows) == ["aioquic quic-default", "aioquic quic-large", "quinn"]
+
+
 def test_the_figure_is_drawn(tmp_path):
     path = stacks.comparison_figure(ROWS, HEADS, tmp_path / "s.png", "stacks")
     assert path.stat().st_size > 10_000

@@ -48,16 +48,21 @@ def stack_of(r: Row) -> str:
 
 def labels(rows: list[Row]) -> dict[str, str]:
     """Each run's row in the comparison: its stack, with its congestion controller and host
-    configuration added where the same stack ran with more than one (never pooled)."""
-    ccs: dict[str, set[str]] = {}
-    hosts: dict[str, set[str]] = {}
+    configuration added where the same stack ran with more than one in one experiment
+    (never pooled). Across experiments they may differ (a fairness run against TCP has the
+    QUIC and TCP host settings) and stay one row."""
+    ccs: dict[tuple[str, str], set[str]] = {}
+    hosts: dict[tuple[str, str], set[str]] = {}
     for r in rows:
-        ccs.setdefault(stack_of(r), set()).add(str(r.get("cc") or ""))
-        hosts.setdefault(stack_of(r), set()).add(str(r.get("host_config") or ""))
+        key = (stack_of(r), r["experiment"])
+        ccs.setdefault(key, set()).add(str(r.get("cc") or ""))
+        hosts.setdefault(key, set()).add(str(r.get("host_config") or ""))
+    split_cc = {st for (st, _), v in ccs.items() if len(v) > 1}
+    split_host = {st for (st, _), v in hosts.items() if len(v) > 1}
     out = {}
     for r in rows:
         st = stack_of(r)
-        parts = [st] + ([str(r.get("cc"))] if len(ccs[st]) > 1 else []) + ([str(r.get("host_config"))] if len(hosts[st]) > 1 else [])
+        parts = [st] + ([str(r.get("cc"))] if st in split_cc else []) + ([str(r.get("host_config"))] if st in split_host else [])
         out[r["run_key"]] = " ".join(parts)
     return out
 
