@@ -49,7 +49,7 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
 
     \b
     Examples:
-      dclab shell -- curl -s -o /dev/null http://$DCLAB_SERVER:8000/   (quote $ for the inner shell)
+      dclab shell -- curl -s -o /dev/null http://198.18.0.1:8000/   (the server's address, DCLAB_SERVER)
       dclab shell --bw 10,30 --server-cmd 'python3 -m http.server --bind $DCLAB_SERVER 8000' \\
           --server-port 8000 -- sh -c 'curl -so /dev/null -w "%{speed_download}\\n" http://$DCLAB_SERVER:8000/file'
     """
