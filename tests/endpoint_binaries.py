@@ -1,12 +1,14 @@
 """What the tests of our compiled stacks (quic-go, quinn) share: their specs and calls on
-the veth pair (``Bench``); and the check of a good download that every QUIC stack's test
-uses (``check_ok``)."""
+the veth pair (``Bench``), the marks and ``bench`` fixture of one stack's own test file
+(``stack_tests``); and the check of a good download that every QUIC stack's test uses
+(``check_ok``)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pytest
 from conftest import SERVER, ServerPool
 
 from dclab.endpoints.base import ClientSpec, ServerSpec, TransferResult, Workload
@@ -45,6 +47,21 @@ class Bench:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def stack_tests(stack: BinaryStack):
+    """``pytestmark, bench = stack_tests(STACK)`` in a stack's own test file: its tests need
+    root and are skipped, saying how to build it, while its binary is missing; ``bench`` is
+    that stack's ``Bench`` on a fresh veth pair, closed after the test."""
+    marks = [pytest.mark.root, pytest.mark.skipif(bool(stack.missing()), reason="; ".join(stack.missing()) or "ok")]
+
+    @pytest.fixture(name="bench")
+    def bench(veth_pair, tmp_path, certs):
+        b = Bench(stack, veth_pair, tmp_path, certs)
+        yield b
+        b.close()
+
+    return marks, bench
 
 
 def check_ok(r: TransferResult, size: int) -> None:

@@ -12,24 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from endpoint_binaries import MB, Bench, check_ok
+from endpoint_binaries import MB, check_ok, stack_tests
 
 from dclab.endpoints.base import KEYLOG_FILE, StackError, Workload
 from dclab.endpoints.quinn.adapter import BINARY, QuinnStack
 
 STACK = QuinnStack()
-
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.skipif(bool(STACK.missing()), reason="; ".join(STACK.missing()) or "ok"),
-]
-
-
-@pytest.fixture
-def bench(veth_pair, tmp_path, certs):
-    b = Bench(STACK, veth_pair, tmp_path, certs)
-    yield b
-    b.close()
+pytestmark, bench = stack_tests(STACK)
 
 
 def test_version_and_ccs():

@@ -33,6 +33,7 @@ from typing import Any
 from ..paths import ROOT
 from .base import (
     KEYLOG_FILE,
+    Capabilities,
     ClientSpec,
     ConnectionResult,
     ObjectResult,
@@ -204,8 +205,17 @@ class BinaryStack(JsonClientStack):
     ...``, ``PROGRAM client ...``, ``PROGRAM version``), built by `make build` into
     ``binary``, sending datagrams of ``datagrams`` = (smallest, first, largest) bytes:
     without a fixed size the first ones have the middle size (path MTU discovery then finds
-    what the path carries)."""
+    what the path carries). Its client, by default, runs up to 64 connections and 10,000
+    objects, with parallel or sequential streams, byte ranges and pre-established
+    connections (no resumption, 0-RTT or ``cc_options``); a stack sets only its ``ccs``."""
 
+    capabilities = Capabilities(
+        max_connections=64,
+        max_objects=10_000,
+        streams=("parallel", "sequential"),
+        ranges=True,
+        preconnect=True,
+    )
     binary: Path
     tool: str  # the build tool `make build` needs for it (go, cargo)
     build_hint: str  # how to get that tool

@@ -34,7 +34,6 @@ What quic-go offers and does (read in its v0.65.0 source):
 from __future__ import annotations
 
 from ...paths import ROOT
-from ..base import Capabilities
 from ..json_client import BinaryStack
 
 BINARY = ROOT / "build" / "bin" / "dclab-quicgo"
@@ -47,13 +46,6 @@ MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM = 1200, 1280, 1452
 class QuicGoStack(BinaryStack):
     name = "quic-go"
     ccs: tuple[str, ...] = ("reno",)
-    capabilities = Capabilities(
-        max_connections=64,
-        max_objects=10_000,
-        streams=("parallel", "sequential"),
-        ranges=True,
-        preconnect=True,
-    )
     binary = BINARY
     tool = "go"
     build_hint = f"needs Go >= {GO_NEEDED}: from go.dev (Debian 12's golang-go is 1.19, too old)"

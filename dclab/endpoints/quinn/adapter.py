@@ -39,7 +39,6 @@ What quinn offers and does (read in the crates' source):
 from __future__ import annotations
 
 from ...paths import ROOT
-from ..base import Capabilities
 from ..json_client import BinaryStack
 
 BINARY = ROOT / "build" / "bin" / "dclab-quinn"
@@ -51,13 +50,6 @@ MIN_DATAGRAM, DEFAULT_DATAGRAM, MAX_DATAGRAM = 1200, 1200, 65527
 class QuinnStack(BinaryStack):
     name = "quinn"
     ccs: tuple[str, ...] = ("cubic", "reno", "bbr")
-    capabilities = Capabilities(
-        max_connections=64,
-        max_objects=10_000,
-        streams=("parallel", "sequential"),
-        ranges=True,
-        preconnect=True,
-    )
     binary = BINARY
     tool = "cargo"
     build_hint = "needs cargo and a C compiler"
