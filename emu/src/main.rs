@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use dcemu::base::time::{from_ms, MAX_TIME_S, NS_PER_MS};
 use dcemu::config::{self, fmt_num, MAX_T_REORDERING_MS};
 use dcemu::io::runtime::{run, RunOptions};
+use dcemu::io::tun::Offload;
 use dcemu::replay::{run_replay, ReplayOptions};
 
 #[derive(Parser)]
@@ -21,6 +22,14 @@ use dcemu::replay::{run_replay, ReplayOptions};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum TunOffload {
+    All,
+    Read,
+    Write,
+    None,
 }
 
 #[derive(Subcommand)]
@@ -65,6 +74,13 @@ enum Cmd {
         /// against the endpoints; off by default.
         #[arg(long)]
         realtime: bool,
+        /// TUN offloads: `all` reads TCP/UDP super-packets the endpoints' stacks did not
+        /// segment and splits them into wire packets, and writes a run of one flow's
+        /// consecutive packets that are due at the same instant in one call (as a NIC's
+        /// GRO joins them); `read` and `write` use one half; `none` moves one packet per
+        /// system call each way. The emulated network sees wire packets in every mode.
+        #[arg(long, value_enum, default_value_t = TunOffload::All)]
+        tun_offload: TunOffload,
     },
     /// Simulate a scenario in virtual time with modelled endpoints (no root, no devices).
     ///
@@ -247,6 +263,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             ready_file,
             spin_us,
             realtime,
+            tun_offload,
         } => {
             let s = config::load(&scenario)?;
             if let Some(d) = duration {
@@ -267,6 +284,10 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 ready_file,
                 spin_us,
                 realtime,
+                offload: Offload {
+                    read: matches!(tun_offload, TunOffload::All | TunOffload::Read),
+                    write: matches!(tun_offload, TunOffload::All | TunOffload::Write),
+                },
             };
             run(&s, &opts)?;
         }

@@ -154,4 +154,13 @@ pub struct RuntimeRecord {
     /// Packets the kernel dropped before dcemu could read them (TUN queue overflow);
     /// summary only.
     pub tun_kernel_drops: u64,
+    /// TUN offloads in use: "read: <what the kernel accepted>", "write: join" (empty: none).
+    pub tun_offload: String,
+    /// Read calls that returned a packet, and those that held a super-packet split into
+    /// more than one wire packet.
+    pub tun_read_calls: u64,
+    pub tun_super_reads: u64,
+    /// Write calls, and those that carried a run of more than one wire packet.
+    pub tun_write_calls: u64,
+    pub tun_joined_writes: u64,
 }

@@ -7,6 +7,7 @@
 //!   namespace, addressed point-to-point.
 //! - [`signals`]: SIGINT/SIGTERM as a pollable signalfd.
 //! - [`pcap`]: capture of what the client receives.
+//! - [`vnet`]: TUN offloads: splitting super-packets read, joining runs to write (sans-IO).
 //! - [`runtime`]: the real-time driver of the engine.
 
 pub mod clock;
@@ -15,6 +16,7 @@ pub mod runtime;
 pub mod signals;
 pub mod timer;
 pub mod tun;
+pub mod vnet;
 
 pub use clock::Clock;
 pub use signals::Signals;

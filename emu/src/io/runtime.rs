@@ -14,13 +14,15 @@ use super::clock::Clock;
 use super::pcap::PcapWriter;
 use super::signals::Signals;
 use super::timer::Waiter;
-use super::tun::{preflight, Tun, TunConfig};
+use super::tun::{preflight, Offload, Tun, TunConfig};
+use super::vnet::{Batch, Segments, VnetHdr, HDR_LEN, MAX_SUPER};
 use crate::base::time::Nanos;
 use crate::base::Histogram;
+use crate::base::PktId;
 use crate::config::Scenario;
 use crate::engine::{Dir, Engine, LegExit, Record, RuntimeRecord};
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Stop after this long (None: until a signal).
     pub duration: Option<Duration>,
@@ -41,6 +43,24 @@ pub struct RunOptions {
     pub spin_us: u32,
     /// Run with SCHED_FIFO priority (cuts timer tails; takes CPU from the endpoints first).
     pub realtime: bool,
+    /// TUN offloads (default: both halves).
+    pub offload: Offload,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            duration: None,
+            stats_path: None,
+            pcap_path: None,
+            pcap_server_path: None,
+            pcap_legs_dir: None,
+            ready_file: None,
+            spin_us: 0,
+            realtime: false,
+            offload: Offload::ALL,
+        }
+    }
 }
 
 const TOK_SERVER: u64 = 1;
@@ -56,7 +76,11 @@ struct Counters {
     service_lateness: Histogram,
     write_cost: Histogram,
     reads: u64,
+    read_calls: u64,
+    super_reads: u64,
     writes: u64,
+    write_calls: u64,
+    joined_writes: u64,
     write_errors: u64,
     malformed: u64,
     wakeups: u64,
@@ -75,6 +99,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         local: t.server_addr,
         peer: t.client_addr,
         routes: vec![],
+        offload: opts.offload,
     })
     .context("setting up the server side")?;
     let client = Tun::create(&TunConfig {
@@ -84,6 +109,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         local: t.client_addr,
         peer: t.server_addr,
         routes: vec![],
+        offload: opts.offload,
     })
     .context("setting up the client side")?;
 
@@ -159,6 +185,8 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     );
 
     let mut c = Counters::default();
+    let mut io = TunIo::new(&server, opts.offload);
+    eprintln!("dcemu: TUN offload {}", io.describe());
     let mut ready = Vec::with_capacity(4);
     let mut stop_signal = None;
     let mut fatal = None;
@@ -166,9 +194,9 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         let now = clock.now();
         engine.advance(now);
         pcap.leg_exits(engine.take_leg_exits());
-        flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
+        io.flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
         for rec in engine.take_records() {
-            write_record(&mut stats, rec, &c)?;
+            write_record(&mut stats, rec, &c, &io)?;
         }
         if let Some(sig) = signals.take() {
             stop_signal = Some(sig);
@@ -187,9 +215,11 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         for &tok in &ready {
             let read = match tok {
                 TOK_SERVER => {
-                    read_burst(&mut engine, &server, Dir::Down, &clock, &mut pcap, &mut c)
+                    io.read_burst(&mut engine, &server, Dir::Down, &clock, &mut pcap, &mut c)
                 }
-                TOK_CLIENT => read_burst(&mut engine, &client, Dir::Up, &clock, &mut pcap, &mut c),
+                TOK_CLIENT => {
+                    io.read_burst(&mut engine, &client, Dir::Up, &clock, &mut pcap, &mut c)
+                }
                 _ => Ok(()),
             };
             if let Err(e) = read {
@@ -201,11 +231,11 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     let now = clock.now();
     let mut summary = engine.summary(now);
     pcap.leg_exits(engine.take_leg_exits());
-    flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
+    io.flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
     for rec in engine.take_records() {
-        write_record(&mut stats, rec, &c)?;
+        write_record(&mut stats, rec, &c, &io)?;
     }
-    let mut rt = runtime_record(&c);
+    let mut rt = runtime_record(&c, &io);
     rt.tun_kernel_drops = [&server, &client]
         .iter()
         .map(|t| t.kernel_tx_dropped().unwrap_or(0))
@@ -224,87 +254,176 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     }
 }
 
-/// Reads what one device has (up to a burst). An error other than "nothing to read" means
-/// the device is gone (its namespace was deleted): fatal, or the loop would spin on it.
-fn read_burst(
-    engine: &mut Engine,
-    tun: &Tun,
-    dir: Dir,
-    clock: &Clock,
-    pcap: &mut Captures,
-    c: &mut Counters,
-) -> Result<()> {
-    for _ in 0..READ_BURST {
-        let Some(id) = engine.alloc_buffer() else {
-            // Every buffer in use: drain the device anyway so the kernel does not stall,
-            // counting the loss (dropped_no_buffer).
-            let mut scratch = [0u8; 65536];
-            if tun.read(&mut scratch).is_err() {
-                return Ok(());
-            }
-            continue;
-        };
-        match tun.read(engine.pool_mut().slot_mut(id)) {
-            Ok(n) if n >= 20 && matches!(engine.pool_mut().slot_mut(id)[0] >> 4, 4 | 6) => {
-                c.reads += 1;
-                let now = clock.now();
-                pcap.ingress(dir, now, &engine.pool_mut().slot_mut(id)[..n]);
-                engine.ingress(now, dir, id, n);
-            }
-            Ok(_) => {
-                c.reads += 1;
-                c.malformed += 1;
-                engine.release(id);
-            }
-            Err(e) => {
-                engine.release(id);
-                if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted {
-                    return Ok(());
+/// Reading and writing the devices, with the offloads asked for: the buffers a super-packet
+/// is read into and a run is joined in live here, allocated once.
+struct TunIo {
+    /// Reads carry a virtio-net header (both devices are set up alike).
+    vnet: bool,
+    /// Join runs of one flow into one write.
+    join: bool,
+    /// What the kernel accepted for reading ("" when read offload is off).
+    accepted: String,
+    read_buf: Vec<u8>,
+    batch: Batch,
+    ids: Vec<PktId>,
+}
+
+impl TunIo {
+    fn new(tun: &Tun, offload: Offload) -> TunIo {
+        TunIo {
+            vnet: tun.has_vnet_hdr(),
+            join: offload.write,
+            accepted: tun.offloads().to_string(),
+            read_buf: vec![0u8; HDR_LEN + MAX_SUPER + 1],
+            // UDP runs too: the receiving kernel splits them again for a socket without
+            // UDP_GRO, so a QUIC receiver sees the same datagrams either way.
+            batch: Batch::new(true),
+            ids: Vec::with_capacity(64),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match (self.accepted.as_str(), self.join) {
+            ("", false) => "none".into(),
+            ("", true) => "write: join".into(),
+            (r, false) => format!("read: {r}"),
+            (r, true) => format!("read: {r}; write: join"),
+        }
+    }
+
+    /// Reads what one device has (up to a burst). An error other than "nothing to read"
+    /// means the device is gone (its namespace was deleted): fatal, or the loop would spin.
+    fn read_burst(
+        &mut self,
+        engine: &mut Engine,
+        tun: &Tun,
+        dir: Dir,
+        clock: &Clock,
+        pcap: &mut Captures,
+        c: &mut Counters,
+    ) -> Result<()> {
+        for _ in 0..READ_BURST {
+            let n = match tun.read(&mut self.read_buf) {
+                Ok(n) => n,
+                Err(e)
+                    if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted =>
+                {
+                    return Ok(())
                 }
-                anyhow::bail!(
+                Err(e) => anyhow::bail!(
                     "device {} in namespace {} failed ({e}); was the namespace deleted?",
                     tun.name(),
                     tun.netns()
-                );
+                ),
+            };
+            c.read_calls += 1;
+            let (hdr, pkt) = if self.vnet {
+                match VnetHdr::parse(&self.read_buf[..n]) {
+                    Some(h) => (h, &self.read_buf[HDR_LEN..n]),
+                    None => {
+                        c.malformed += 1;
+                        continue;
+                    }
+                }
+            } else {
+                (VnetHdr::default(), &self.read_buf[..n])
+            };
+            let mut segs = match Segments::new(hdr, pkt) {
+                Ok(s) if pkt.len() >= 20 && matches!(pkt[0] >> 4, 4 | 6) => s,
+                _ => {
+                    c.reads += 1;
+                    c.malformed += 1;
+                    continue;
+                }
+            };
+            if segs.count() > 1 {
+                c.super_reads += 1;
+            }
+            // Every wire packet of a read arrived at the same instant.
+            let now = clock.now();
+            // Every buffer in use: the rest of this read is lost (dropped_no_buffer).
+            while let Some(id) = engine.alloc_buffer() {
+                let slot = engine.pool_mut().slot_mut(id);
+                if slot.len() < segs.max_len() {
+                    // Segments larger than the MTU: not what the device was set up for.
+                    engine.release(id);
+                    c.malformed += 1;
+                    break;
+                }
+                let Some(len) = segs.next_into(slot) else {
+                    engine.release(id);
+                    break;
+                };
+                c.reads += 1;
+                pcap.ingress(dir, now, &engine.pool_mut().slot_mut(id)[..len]);
+                engine.ingress(now, dir, id, len);
             }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-fn flush_outputs(
-    engine: &mut Engine,
-    server: &Tun,
-    client: &Tun,
-    clock: &Clock,
-    pcap: &mut Captures,
-    c: &mut Counters,
-) {
-    // One clock read per packet: the end of one write is the start of the next.
-    let mut now = clock.now();
-    if let Some(first) = engine.outputs().front() {
-        // The earliest packet due: how late the loop got to it (timer precision), as
-        // opposed to the per-packet lateness, which also counts writing a burst.
-        c.service_lateness.record(now.saturating_sub(first.at));
-    }
-    while let Some(o) = engine.outputs().pop_front() {
-        let tun = match o.dir {
-            Dir::Down => client,
-            Dir::Up => server,
-        };
-        let pkt = engine.pool().get(o.id);
-        // Departure is the hand-over to the kernel; the write itself also runs the
-        // receiving namespace's stack inline (IP, TCP, its ACK), counted apart.
-        c.lateness.record(now.saturating_sub(o.at));
-        pcap.egress(o.dir, now, pkt);
-        match tun.write(pkt) {
-            Ok(_) => c.writes += 1,
-            Err(_) => c.write_errors += 1,
+    /// Writes every packet due. With joining, a run of consecutive packets of one flow
+    /// (all due now, so all handed over at this instant either way) goes in one write.
+    fn flush_outputs(
+        &mut self,
+        engine: &mut Engine,
+        server: &Tun,
+        client: &Tun,
+        clock: &Clock,
+        pcap: &mut Captures,
+        c: &mut Counters,
+    ) {
+        // One clock read per write: the end of one write is the start of the next.
+        let mut now = clock.now();
+        if let Some(first) = engine.outputs().front() {
+            // The earliest packet due: how late the loop got to it (timer precision), as
+            // opposed to the per-packet lateness, which also counts writing a burst.
+            c.service_lateness.record(now.saturating_sub(first.at));
         }
-        let done = clock.now();
-        c.write_cost.record(done - now);
-        engine.release(o.id);
-        now = done;
+        while let Some(o) = engine.outputs().pop_front() {
+            let tun = match o.dir {
+                Dir::Down => client,
+                Dir::Up => server,
+            };
+            self.ids.clear();
+            self.ids.push(o.id);
+            // Departure is the hand-over to the kernel; the write itself also runs the
+            // receiving namespace's stack inline (IP, TCP, its ACK), counted apart.
+            c.lateness.record(now.saturating_sub(o.at));
+            pcap.egress(o.dir, now, engine.pool().get(o.id));
+            let result = if self.vnet {
+                self.batch.start(engine.pool().get(o.id));
+                while self.join {
+                    let Some(&next) = engine.outputs().front() else {
+                        break;
+                    };
+                    if next.dir != o.dir || !self.batch.try_push(engine.pool().get(next.id)) {
+                        break;
+                    }
+                    engine.outputs().pop_front();
+                    self.ids.push(next.id);
+                    c.lateness.record(now.saturating_sub(next.at));
+                    pcap.egress(next.dir, now, engine.pool().get(next.id));
+                }
+                tun.write(self.batch.finish())
+            } else {
+                tun.write(engine.pool().get(o.id))
+            };
+            c.write_calls += 1;
+            if self.ids.len() > 1 {
+                c.joined_writes += 1;
+            }
+            match result {
+                Ok(_) => c.writes += self.ids.len() as u64,
+                Err(_) => c.write_errors += self.ids.len() as u64,
+            }
+            let done = clock.now();
+            c.write_cost.record(done - now);
+            for &id in &self.ids {
+                engine.release(id);
+            }
+            now = done;
+        }
     }
 }
 
@@ -359,7 +478,7 @@ impl Captures {
     }
 }
 
-fn runtime_record(c: &Counters) -> RuntimeRecord {
+fn runtime_record(c: &Counters, io: &TunIo) -> RuntimeRecord {
     let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).ok();
     let secs = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
     RuntimeRecord {
@@ -374,11 +493,16 @@ fn runtime_record(c: &Counters) -> RuntimeRecord {
         cpu_sys_s: ru.map_or(0.0, |r| secs(r.system_time())),
         wakeups: c.wakeups,
         tun_kernel_drops: 0,
+        tun_offload: io.describe(),
+        tun_read_calls: c.read_calls,
+        tun_super_reads: c.super_reads,
+        tun_write_calls: c.write_calls,
+        tun_joined_writes: c.joined_writes,
     }
 }
 
-fn write_record(out: &mut dyn Write, mut rec: Record, c: &Counters) -> Result<()> {
-    let mut rt = runtime_record(c);
+fn write_record(out: &mut dyn Write, mut rec: Record, c: &Counters, io: &TunIo) -> Result<()> {
+    let mut rt = runtime_record(c, io);
     // Interval lines stay small: the bucket lists go in the summary only.
     rt.lateness.buckets.clear();
     rt.service_lateness.buckets.clear();
