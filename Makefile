@@ -18,7 +18,7 @@ help:
 	@echo "make demo   install, build, run the default DC throughput experiment"
 	@echo "make test   install, build, run every check and test"
 	@echo "make check  the static checks alone (rustfmt, clippy, levels, ruff, mypy)"
-	@echo "make bench  measure dcemu against the kernel path; writes bench/results.json"
+	@echo "make bench  measure dcemu against the kernel path; writes bench/out/ (tracked files unchanged)"
 
 # Installs what is missing; does nothing when everything is there.
 setup: $(VENV)/.installed $(VENV2020)/.installed
