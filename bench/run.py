@@ -63,6 +63,12 @@ OFFLOAD_MODES = ("all", "read", "write", "none")
 # SO_RCVBUF/SO_SNDBUF requests, and iperf3 (no -w) leaves TCP autotuning, which tcp_rmem
 # and tcp_wmem bound.
 LARGE_TCP_BUFFERS = {"net.ipv4.tcp_rmem": "4096 131072 67108864", "net.ipv4.tcp_wmem": "4096 131072 67108864"}
+# The dc5g capacity run caps the client's receive buffer at 8 MB: with tcp_adv_win_scale 1
+# the window stays under 4 MB, the pair's BDP (2 Gbit/s x 10 ms = 2.5 MB) plus part of
+# its 2 x 1000-packet queues, so TCP fills both legs without overflowing them. Overflow
+# is measured too (large buffers): every drop holds the PDCP receiver for t-Reordering
+# (200 ms), which is the DC behaviour the emulator exists to show, not its own cost.
+DC5G_CLIENT_RMEM = {"net.ipv4.tcp_rmem": "4096 131072 8388608"}
 NGTCP2_SIZE = "1250MB"  # about 5 s at 2 Gbit/s
 NGTCP2_TIMEOUT_S = 60  # per download; the bench's wait on the whole dclab run is bounded too
 
@@ -91,6 +97,10 @@ FIGURES: dict[str, Fig] = {
     "unlimited.rtt_p99_us": Fig("RTT p99", "us", ".0f"),
     "unlimited.added_rtt_p50_us": Fig("added RTT p50", "us", ".0f"),
     "unlimited.added_rtt_p99_us": Fig("added RTT p99", "us", ".0f"),
+    "unlimited.rtt_p50_us_busy_poll": Fig("RTT p50, --busy-poll", "us", ".0f"),
+    "unlimited.rtt_p99_us_busy_poll": Fig("RTT p99, --busy-poll", "us", ".0f"),
+    "unlimited.added_rtt_p50_us_busy_poll": Fig("added RTT p50, --busy-poll", "us", ".0f"),
+    "unlimited.added_rtt_p99_us_busy_poll": Fig("added RTT p99, --busy-poll", "us", ".0f"),
     "unlimited.tcp_gbps": Fig("TCP", "Gbit/s", ".2f"),
     "unlimited.cpu_s_per_gb": Fig("CPU", "s/GB", ".2f"),
     "unlimited.lateness_p50_us": Fig("lateness p50", "us", ".1f"),
@@ -101,12 +111,16 @@ FIGURES: dict[str, Fig] = {
     "delay.tcp_gbps": Fig("TCP", "Gbit/s", ".2f"),
     "delay.rtt_error_p50_ms": Fig("20 ms RTT error p50", "ms", ".3f"),
     "delay.rtt_error_p99_ms": Fig("20 ms RTT error p99", "ms", ".3f"),
+    "delay.rtt_error_p50_ms_busy_poll": Fig("20 ms RTT error p50, --busy-poll", "ms", ".3f"),
+    "delay.rtt_error_p99_ms_busy_poll": Fig("20 ms RTT error p99, --busy-poll", "ms", ".3f"),
     "dc5g.tcp_gbps": Fig("TCP", "Gbit/s", ".2f"),
+    "dc5g.tcp_overflow_gbps": Fig("TCP, queues overflowing", "Gbit/s", ".2f"),
+    "dc5g.t_reordering_expiries": Fig("t-Reordering expiries", "", ".0f"),
     "dc5g.ngtcp2_gbps": Fig("ngtcp2", "Gbit/s", ".2f"),
     "rate.error_pct_20mbit": Fig("rate error at 20 Mbit/s", "%", "+.3f"),
     "rate.error_pct_1gbit": Fig("rate error at 1 Gbit/s", "%", "+.3f"),
 }
-for _sfx, _how in (("", "reordering on"), ("_no_reordering", "reordering off")):
+for _sfx, _how in (("", "reordering on"), ("_no_reordering", "reordering off"), ("_busy_poll", "reordering on, --busy-poll")):
     FIGURES |= {
         f"lateness.tcp_mbps{_sfx}": Fig(f"{_how}: TCP", "Mbit/s", ".1f"),
         f"lateness.lateness_p50_us{_sfx}": Fig("lateness p50", "us", ".1f"),
@@ -223,6 +237,12 @@ ROWS: list[Row] = [
         Target("<=", 50.0, "<= 50 us"), note=_baseline_note),
     Row("RTT added by dcemu, p99 (dcemu's p99 minus the kernel veth median RTT)", "unlimited.added_rtt_p99_us", None,
         Target("<=", 150.0, "<= 150 us"), note=_baseline_note),
+    Row("  RTT p50 with `dcemu run --busy-poll` (polls instead of sleeping: one core)", "unlimited.rtt_p50_us_busy_poll"),
+    Row("  RTT p99 with --busy-poll", "unlimited.rtt_p99_us_busy_poll"),
+    Row("  RTT added by dcemu with --busy-poll, p50", "unlimited.added_rtt_p50_us_busy_poll", None,
+        Target("<=", 50.0, "<= 50 us"), note=_baseline_note),
+    Row("  RTT added by dcemu with --busy-poll, p99", "unlimited.added_rtt_p99_us_busy_poll", None,
+        Target("<=", 150.0, "<= 150 us"), note=_baseline_note),
     Row("CPU seconds per GB forwarded (dcemu user + sys, TCP run)", "unlimited.cpu_s_per_gb", None, Target("<=", 2.0, "<= 2 s/GB")),
     Row("Departure lateness at the highest rate (TCP, unlimited legs), p50", "unlimited.lateness_p50_us"),
     Row("Departure lateness at the highest rate (TCP, unlimited legs), p99", "unlimited.lateness_p99_us"),
@@ -232,6 +252,8 @@ ROWS: list[Row] = [
     Row("TCP goodput, two unlimited legs, 10 ms each way (large TCP buffers)", "delay.tcp_gbps", None, Target(">=", 2.0, ">= 2 Gbit/s")),
     Row("Error of a configured 20 ms RTT (10 ms each way; ICMP echo 300 x 10 ms as ping, RTT - 20 ms in us steps), p50", "delay.rtt_error_p50_ms"),
     Row("Error of a configured 20 ms RTT, p99", "delay.rtt_error_p99_ms", None, Target("<=", 0.2, "<= 0.2 ms")),
+    Row("  same with --busy-poll, p50", "delay.rtt_error_p50_ms_busy_poll"),
+    Row("  same with --busy-poll, p99", "delay.rtt_error_p99_ms_busy_poll", None, Target("<=", 0.2, "<= 0.2 ms")),
     Row("Departure lateness at 40 Mbit/s aggregate (default scenario, PDCP reordering on), p50", "lateness.lateness_p50_us"),
     Row("Departure lateness at 40 Mbit/s aggregate (default scenario, PDCP reordering on), p99", "lateness.lateness_p99_us", None,
         Target("<=", 200.0, "<= 200 us")),
@@ -244,8 +266,15 @@ ROWS: list[Row] = [
     Row("  same with PDCP reordering off (no release bursts), p50", "lateness.lateness_p50_us_no_reordering"),
     Row("  same with PDCP reordering off (no release bursts), p99", "lateness.lateness_p99_us_no_reordering"),
     Row("  same with reordering off, timer precision p99", "lateness.service_lateness_p99_us_no_reordering"),
-    Row("TCP goodput, DC 2 x 1 Gbit/s, 5 ms each way, split 50:50, queue 1000 (iperf3 -R 8 s)", "dc5g.tcp_gbps", None,
+    Row("  same with reordering on and --busy-poll, p50", "lateness.lateness_p50_us_busy_poll"),
+    Row("  same with reordering on and --busy-poll, p99", "lateness.lateness_p99_us_busy_poll", None,
+        Target("<=", 200.0, "<= 200 us")),
+    Row("TCP goodput, DC 2 x 1 Gbit/s, 5 ms each way, split 50:50, queue 1000 (iperf3 -R 8 s; client receive "
+        "buffer <= 8 MB, so the window fits the legs and their queues)", "dc5g.tcp_gbps", None,
         Target(">=", 1.8, ">= 1.8 Gbit/s")),
+    Row("  same with 64 MB buffers: TCP overflows the leg queues and each drop holds PDCP for t-Reordering "
+        "(200 ms), the DC effect under study", "dc5g.tcp_overflow_gbps"),
+    Row("  t-Reordering expiries in that run", "dc5g.t_reordering_expiries"),
     Row("ngtcp2 goodput, same DC pair (dclab run throughput, 1250 MB, --udp-buffer large)", "dc5g.ngtcp2_gbps"),
     Row("Rate error at 20 Mbit/s", "rate.error_pct_20mbit", None, Target("abs<=", 1.0, "within 1 %"), note=_rate_note("20mbit")),
     Row("Rate error at 1 Gbit/s", "rate.error_pct_1gbit", None, Target("abs<=", 1.0, "within 1 %"), note=_rate_note("1gbit")),
@@ -586,14 +615,19 @@ def rate_error(ns: Namespaces, configured_bps: float, length: int) -> dict:
 
 
 def large_tcp_buffers(ns: Namespaces) -> None:
-    """LARGE_TCP_BUFFERS in both of the bench's namespaces (per-namespace sysctls), read
-    back: sysctl -w exits 0 on some refusals."""
+    """LARGE_TCP_BUFFERS in both of the bench's namespaces (per-namespace sysctls)."""
     for n in (ns.server, ns.client):
-        for name, value in LARGE_TCP_BUFFERS.items():
-            sh(*ns.exec(n, "sysctl", "-q", "-w", f"{name}={value}"))
-            got = " ".join(sh(*ns.exec(n, "sysctl", "-n", name)).stdout.split())
-            if got != value:
-                raise RuntimeError(f"{name} in {n} is {got!r} after setting {value!r}")
+        set_sysctls(ns, n, LARGE_TCP_BUFFERS)
+
+
+def set_sysctls(ns: Namespaces, n: str, values: dict[str, str]) -> None:
+    """Sets per-namespace sysctls in one of the bench's namespaces, read back: sysctl -w
+    exits 0 on some refusals."""
+    for name, value in values.items():
+        sh(*ns.exec(n, "sysctl", "-q", "-w", f"{name}={value}"))
+        got = " ".join(sh(*ns.exec(n, "sysctl", "-n", name)).stdout.split())
+        if got != value:
+            raise RuntimeError(f"{name} in {n} is {got!r} after setting {value!r}")
 
 
 def scenario(ns: Namespaces, legs: list[tuple[str, str]], delay_ms: float = 0.0, ratio: str = "[1, 1]",
@@ -671,6 +705,8 @@ def section_unlimited(results: dict, tmp: Path) -> None:
             with Emulator(sc, tmp / f"rtt-{i}") as emu:
                 rtt = rtts_ms(ns)
             rtt_loss = dcemu_losses(summary_of(emu))
+            with Emulator(sc, tmp / f"rtt-busy-{i}", ("--busy-poll",)):
+                rtt_busy = rtts_ms(ns)
             with Emulator(sc, tmp / f"tcp-{i}") as emu, iperf_server(ns):
                 tcp = tcp_gbps(ns)
             s = summary_of(emu)
@@ -685,6 +721,9 @@ def section_unlimited(results: dict, tmp: Path) -> None:
             record_run(results, "unlimited", i, {
                 "unlimited.rtt_p50_us": pct(rtt, .5) * 1e3, "unlimited.rtt_p99_us": pct(rtt, .99) * 1e3,
                 "unlimited.added_rtt_p50_us": pct(rtt, .5) * 1e3 - base_us, "unlimited.added_rtt_p99_us": pct(rtt, .99) * 1e3 - base_us,
+                "unlimited.rtt_p50_us_busy_poll": pct(rtt_busy, .5) * 1e3, "unlimited.rtt_p99_us_busy_poll": pct(rtt_busy, .99) * 1e3,
+                "unlimited.added_rtt_p50_us_busy_poll": pct(rtt_busy, .5) * 1e3 - base_us,
+                "unlimited.added_rtt_p99_us_busy_poll": pct(rtt_busy, .99) * 1e3 - base_us,
                 "unlimited.tcp_gbps": tcp,
                 "unlimited.cpu_s_per_gb": (rt["cpu_user_s"] + rt["cpu_sys_s"]) / (forwarded_bytes(s) / 1e9),
                 "unlimited.lateness_p50_us": rt["lateness"]["p50_us"], "unlimited.lateness_p99_us": rt["lateness"]["p99_us"],
@@ -704,18 +743,23 @@ def section_delay(results: dict, tmp: Path) -> None:
                 tcp = tcp_gbps(ns)
             with Emulator(sc, tmp / f"rtt-{i}"):
                 err = [x - 20.0 for x in icmp_rtts_ms(ns)]
+            with Emulator(sc, tmp / f"rtt-busy-{i}", ("--busy-poll",)):
+                err_busy = [x - 20.0 for x in icmp_rtts_ms(ns)]
             record_run(results, "delay", i, {"delay.tcp_gbps": tcp, "delay.rtt_error_p50_ms": pct(err, .5),
-                                             "delay.rtt_error_p99_ms": pct(err, .99)})
+                                             "delay.rtt_error_p99_ms": pct(err, .99),
+                                             "delay.rtt_error_p50_ms_busy_poll": pct(err_busy, .5),
+                                             "delay.rtt_error_p99_ms_busy_poll": pct(err_busy, .99)})
 
 
 def section_lateness(results: dict, tmp: Path) -> None:
-    log("lateness: default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms), PDCP reordering on and off")
-    for suffix, extra in (("", ""), ("_no_reordering", "[pdcp]\nreordering = false\n")):
+    log("lateness: default scenario (2 x 20 Mbit/s, 10 ms +- 1 ms), PDCP reordering on and off, and on with --busy-poll")
+    for suffix, extra, args in (("", "", ()), ("_no_reordering", "[pdcp]\nreordering = false\n", ()),
+                                ("_busy_poll", "", ("--busy-poll",))):
         for i in range(results["repeats"]):
             with Namespaces() as ns:
                 text = topology_toml(ns.server, ns.client, ns.tag) + extra
-                note_config(results, f"lateness{suffix}", text)
-                with Emulator(text, tmp / f"default{suffix}-{i}") as emu, iperf_server(ns):
+                note_config(results, f"lateness{suffix}", text, args)
+                with Emulator(text, tmp / f"default{suffix}-{i}", args) as emu, iperf_server(ns):
                     mbps = tcp_gbps(ns) * 1e3
                 s = summary_of(emu)
             rt, rx = s["runtime"], s["bearers"][0].get("rx") or {}
@@ -778,11 +822,19 @@ def section_dc5g(results: dict, tmp: Path) -> None:
         sc = scenario(ns, [("leg1", "1gbit"), ("leg2", "1gbit")], delay_ms=5.0, queue="queue_packets = 1000")
         note_config(results, "dc5g", sc)
         for i in range(results["repeats"]):
-            with Emulator(sc, tmp / f"tcp-{i}") as emu, iperf_server(ns):
-                tcp = tcp_gbps(ns)
-            s = summary_of(emu)
-            drops = [leg["downlink"]["dropped_queue_packets"] for leg in s["legs"]]
-            record_run(results, "dc5g", i, {"dc5g.tcp_gbps": tcp}, note=f"leg queue drops {drops}")
+            runs = {}
+            for key, rmem in (("dc5g.tcp_gbps", DC5G_CLIENT_RMEM), ("dc5g.tcp_overflow_gbps", LARGE_TCP_BUFFERS)):
+                set_sysctls(ns, ns.client, rmem)
+                with Emulator(sc, tmp / f"tcp-{i}-{key}") as emu, iperf_server(ns):
+                    runs[key] = tcp_gbps(ns)
+                runs[key + "_summary"] = summary_of(emu)
+            drops = {k: [leg["downlink"]["dropped_queue_packets"] for leg in runs[k + "_summary"]["legs"]]
+                     for k in ("dc5g.tcp_gbps", "dc5g.tcp_overflow_gbps")}
+            expiries = sum(b["rx"]["timer_expiries"] for b in runs["dc5g.tcp_overflow_gbps_summary"]["bearers"] if b.get("rx"))
+            record_run(results, "dc5g", i, {"dc5g.tcp_gbps": runs["dc5g.tcp_gbps"],
+                                            "dc5g.tcp_overflow_gbps": runs["dc5g.tcp_overflow_gbps"],
+                                            "dc5g.t_reordering_expiries": expiries},
+                       note=f"leg queue drops {drops['dc5g.tcp_gbps']} (8 MB), {drops['dc5g.tcp_overflow_gbps']} (64 MB)")
     _dclab_throughput_ngtcp2(results, tmp / "ngtcp2")
 
 

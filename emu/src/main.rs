@@ -74,6 +74,12 @@ enum Cmd {
         /// against the endpoints; off by default.
         #[arg(long)]
         realtime: bool,
+        /// Never sleep: poll the devices until a packet or a deadline. An arriving packet
+        /// is then seen within microseconds instead of one wake-up (25-60 us at the median
+        /// on a VM), which cuts the RTT dcemu adds, at the cost of a whole core even when
+        /// idle; for latency studies. Off by default.
+        #[arg(long)]
+        busy_poll: bool,
         /// TUN offloads: `all` reads TCP/UDP super-packets the endpoints' stacks did not
         /// segment and splits them into wire packets, and writes a run of one flow's
         /// consecutive packets that are due at the same instant in one call (as a NIC's
@@ -263,6 +269,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             ready_file,
             spin_us,
             realtime,
+            busy_poll,
             tun_offload,
         } => {
             let s = config::load(&scenario)?;
@@ -284,6 +291,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 ready_file,
                 spin_us,
                 realtime,
+                busy_poll,
                 offload: Offload {
                     read: matches!(tun_offload, TunOffload::All | TunOffload::Read),
                     write: matches!(tun_offload, TunOffload::All | TunOffload::Write),

@@ -198,6 +198,13 @@ fn rtt_matches_configured_delays() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Sleeping between packets (the default) and polling (--busy-poll) keep the same times.
+    for args in [&[][..], &["--busy-poll"][..]] {
+        rtt_matches_configured_delays_with(args);
+    }
+}
+
+fn rtt_matches_configured_delays_with(args: &[&str]) {
     let (s, c) = (Netns::new("s"), Netns::new("c"));
     let scenario = r#"
 [[legs]]
@@ -209,7 +216,7 @@ delay = { distribution = "constant", ms = 10 }
 rate = "unlimited"
 delay = { distribution = "constant", ms = 5 }
 "#;
-    let emu = Emu::start(&s, &c, scenario, &[]);
+    let emu = Emu::start(&s, &c, scenario, args);
     let echo = s.spawn(|| {
         let sock = UdpSocket::bind((SERVER, 7)).unwrap();
         sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
@@ -241,24 +248,24 @@ delay = { distribution = "constant", ms = 5 }
     emu.stop();
     let mut sorted = rtts.clone();
     sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    assert_eq!(sorted.len(), 40, "every echo must come back");
+    assert_eq!(sorted.len(), 40, "{args:?}: every echo must come back");
     let median = sorted[20];
     // Never faster than configured; the best echo within 0.5 ms shows no systematic
     // added delay. The median bound is looser: a loaded machine delays single echoes
     // (precision is measured by `make bench`, not asserted here).
     assert!(
         sorted[0] >= 15.0,
-        "faster than the configured 15 ms: {:?}",
+        "{args:?}: faster than the configured 15 ms: {:?}",
         &sorted[..3]
     );
     assert!(
         sorted[0] < 15.5,
-        "best RTT {:.3} ms for 15 ms configured",
+        "{args:?}: best RTT {:.3} ms for 15 ms configured",
         sorted[0]
     );
     assert!(
         median < 16.0,
-        "median RTT {median:.3} ms for 15 ms configured"
+        "{args:?}: median RTT {median:.3} ms for 15 ms configured"
     );
 }
 
@@ -458,4 +465,80 @@ fn deleting_a_namespace_under_dcemu_ends_it_instead_of_spinning() {
         "summary",
         "the summary is still written"
     );
+}
+
+/// The TUN offloads end to end: a TCP transfer through dcemu arrives whole and in order
+/// with the offloads on, and the runtime shows they were used (super-packets read and
+/// split, runs joined into one write); with `--tun-offload none` neither happens.
+#[test]
+fn tcp_through_tun_offloads_arrives_whole() {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    if skip_unless_root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const BYTES: usize = 32 << 20;
+    let pattern = |i: usize| (i % 251) as u8;
+    for mode in ["all", "none"] {
+        let (s, c) = (Netns::new("s"), Netns::new("c"));
+        let scenario = r#"
+[[legs]]
+name = "leg1"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 1 }
+"#;
+        let emu = Emu::start(&s, &c, scenario, &["--tun-offload", mode]);
+        let listener = s
+            .spawn(|| TcpListener::bind((SERVER, 5201)).unwrap())
+            .join()
+            .unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let chunk: Vec<u8> = (0..1 << 20).map(pattern).collect();
+            for _ in 0..BYTES >> 20 {
+                conn.write_all(&chunk).unwrap();
+            }
+        });
+        let got = c
+            .spawn(move || {
+                let mut conn = TcpStream::connect((SERVER, 5201)).unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(30)))
+                    .unwrap();
+                let (mut total, mut bad) = (0usize, 0usize);
+                let mut buf = vec![0u8; 1 << 16];
+                loop {
+                    let n = conn.read(&mut buf).expect("transfer stalled");
+                    if n == 0 {
+                        break;
+                    }
+                    bad += (0..n)
+                        .filter(|&k| buf[k] != pattern((total + k) % (1 << 20)))
+                        .count();
+                    total += n;
+                }
+                (total, bad)
+            })
+            .join()
+            .unwrap();
+        server.join().unwrap();
+        let records = emu.stop();
+        assert_eq!(got, (BYTES, 0), "{mode}: every byte, in order");
+        let rt = &records.last().unwrap()["runtime"];
+        let n = |k: &str| rt[k].as_u64().unwrap();
+        if mode == "all" {
+            assert!(
+                n("tun_super_reads") > 0,
+                "{mode}: no super-packet read: {rt}"
+            );
+            assert!(n("tun_joined_writes") > 0, "{mode}: no joined write: {rt}");
+            assert!(n("tun_read_packets") > n("tun_read_calls"), "{rt}");
+        } else {
+            assert_eq!(n("tun_super_reads"), 0, "{rt}");
+            assert_eq!(n("tun_joined_writes"), 0, "{rt}");
+            assert_eq!(n("tun_read_packets"), n("tun_read_calls"), "{rt}");
+        }
+        assert_eq!(n("tun_write_errors"), 0, "{rt}");
+    }
 }

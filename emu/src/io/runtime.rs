@@ -43,6 +43,8 @@ pub struct RunOptions {
     pub spin_us: u32,
     /// Run with SCHED_FIFO priority (cuts timer tails; takes CPU from the endpoints first).
     pub realtime: bool,
+    /// Never sleep: poll the devices and the clock (one core, for latency studies).
+    pub busy_poll: bool,
     /// TUN offloads (default: both halves).
     pub offload: Offload,
 }
@@ -58,6 +60,7 @@ impl Default for RunOptions {
             ready_file: None,
             spin_us: 0,
             realtime: false,
+            busy_poll: false,
             offload: Offload::ALL,
         }
     }
@@ -114,6 +117,7 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     .context("setting up the client side")?;
 
     let mut waiter = Waiter::new(opts.spin_us)?;
+    waiter.set_busy_poll(opts.busy_poll);
     waiter.add_fd(server.fd(), TOK_SERVER)?;
     waiter.add_fd(client.fd(), TOK_CLIENT)?;
     waiter.add_fd(signals.fd(), TOK_SIGNAL)?;
