@@ -58,8 +58,17 @@ class Options(BaseModel):
     qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks that have it) into the run directory.",
                              json_schema_extra={"sweep": False})
 
+    # How dcemu runs, for every experiment; never swept.
+    busy_poll: StrictBool = Field(False, description="Run dcemu with --busy-poll: it polls instead of sleeping, which "
+                                  "cuts the RTT it adds and its timing error (README, Benchmarks) but takes a whole "
+                                  "core; for latency studies.", json_schema_extra={"sweep": False})
+
     def inspection(self) -> Inspection:
         return Inspection(pcap=self.pcap, keylog=self.keylog, qlog=self.qlog)
+
+    def emulator_args(self) -> tuple[str, ...]:
+        """dcemu run options these options ask for."""
+        return ("--busy-poll",) if self.busy_poll else ()
 
 
 def sweepable_fields(model: type[Options]) -> set[str]:

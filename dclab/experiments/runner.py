@@ -48,9 +48,10 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan
             raise ScenarioError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
                                 f"{', '.join(sorted(simulating()))}")
         asked = [f"--{k}" for k in ("pcap", "keylog", "qlog") if getattr(options.inspection(), k)]
+        asked += ["--busy-poll"] if options.busy_poll else []
         if asked:
             raise ScenarioError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
-                                f"the wire and no TLS)")
+                                f"the wire, no TLS and no real-time emulator)")
         host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
         try:
             workload_toml(plan, plan.flows, host, {}, 1.0)  # a stack without a model, or a workload it cannot model
@@ -81,15 +82,18 @@ class Session:
         self._key: str | None = None
         self.opened = 0  # testbeds started so far
 
-    def testbed(self, s: Scenario, plan: FlowPlan, host: HostConfig, inspect: Inspection) -> tuple[Testbed, bool]:
-        """The open testbed when it was made for the same scenario, plan and host
-        configuration, else a fresh one with its servers up; and whether it is fresh."""
-        key = repr((to_toml(s), plan, host.name, inspect))
+    def testbed(self, s: Scenario, plan: FlowPlan, host: HostConfig, inspect: Inspection,
+                emulator_args: tuple[str, ...] = ()) -> tuple[Testbed, bool]:
+        """The open testbed when it was made for the same scenario, plan, host
+        configuration and dcemu options, else a fresh one with its servers up; and whether
+        it is fresh."""
+        key = repr((to_toml(s), plan, host.name, inspect, emulator_args))
         if self.bed is not None and key == self._key and not self.bed.dead_part():
             return self.bed, False
         self.close()
         self.opened += 1
-        bed = Testbed(s, plan, host, self.workdir / f"testbed-{self.opened}", on_wait=self.on_wait, inspect=inspect)
+        bed = Testbed(s, plan, host, self.workdir / f"testbed-{self.opened}", on_wait=self.on_wait, inspect=inspect,
+                      emulator_args=emulator_args)
         bed.__enter__()
         try:
             bed.start_servers()
@@ -127,7 +131,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     if shared:
         assert session is not None
         try:
-            tb, fresh = session.testbed(s, plan, host, inspect)
+            tb, fresh = session.testbed(s, plan, host, inspect, options.emulator_args())
             result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
             result.environment["testbed"] = str(tb.workdir)
             if fresh and tb.recovered:
@@ -151,7 +155,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     else:
         if session is not None:
             session.close()  # a kept testbed holds the host lock: this one would wait for it forever
-        with Testbed(s, plan, host, rep_dir, on_wait=on_wait, inspect=inspect) as tb:
+        with Testbed(s, plan, host, rep_dir, on_wait=on_wait, inspect=inspect, emulator_args=options.emulator_args()) as tb:
             tb.start_servers()
             result.environment = environment([get_stack(n) for n in plan.stacks()], tb.settings)
             if tb.recovered:

@@ -50,9 +50,11 @@ class Testbed:
     __test__ = False  # not a pytest class
 
     def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path,
-                 on_wait: Callable[[], None] | None = None, inspect: Inspection = Inspection()):
+                 on_wait: Callable[[], None] | None = None, inspect: Inspection = Inspection(),
+                 emulator_args: tuple[str, ...] = ()):
         self.scenario = scenario
         self.inspect = inspect  # captures, key logs, qlogs kept on request (inspection.py)
+        self.emulator_args = emulator_args  # dcemu run options asked for, e.g. --busy-poll
         self.plan = plan
         self.host = host
         self.workdir = Path(workdir)
@@ -152,7 +154,8 @@ class Testbed:
             "client_addr": CLIENT_ADDR,
         }
         text = to_dcemu(self.scenario, self.plan, topology)
-        self.emulator = Emulator(text, self.workdir, self.inspect.emulator_args(self.workdir), on_spawn=self.journal.add_pid)
+        self.emulator = Emulator(text, self.workdir, (*self.inspect.emulator_args(self.workdir), *self.emulator_args),
+                                 on_spawn=self.journal.add_pid)
         self.emulator.__enter__()
         assert self.emulator.proc
         if self.emulator.proc.poll() is not None:

@@ -191,6 +191,9 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     let mut c = Counters::default();
     let mut io = TunIo::new(&server, opts.offload);
     eprintln!("dcemu: TUN offload {}", io.describe());
+    if opts.busy_poll {
+        eprintln!("dcemu: busy polling (never sleeps; one core)");
+    }
     let mut ready = Vec::with_capacity(4);
     let mut stop_signal = None;
     let mut fatal = None;
