@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 from dclab.paths import DCEMU  # noqa: E402
 from dclab.testbed.emulator import Emulator, require_root, topology_toml  # noqa: E402
 from dclab.testbed.netns import Namespaces, sh, veth_link  # noqa: E402
+from dclab.testbed.procs import stop_group  # noqa: E402
 
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 TCP_SECONDS = 8
@@ -807,15 +808,7 @@ def _dclab_throughput_ngtcp2(results: dict, out: Path) -> None:
     try:
         output, _ = p.communicate(timeout=120 + n * (NGTCP2_TIMEOUT_S + 40))
     finally:
-        if p.poll() is None:  # interrupted or too long: dclab cleans up on SIGTERM
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_group(p, grace_s=30)  # interrupted or too long: dclab cleans up on SIGTERM
     results["details"]["dc5g_ngtcp2_output_tail"] = output.strip()[-1500:]
     ok = 0
     for i, f in enumerate(sorted(out.glob("rep-*/result.json"))):
@@ -841,18 +834,16 @@ def section_dc5g(results: dict, tmp: Path) -> None:
         sc = scenario(ns, [("leg1", "1gbit"), ("leg2", "1gbit")], delay_ms=5.0, queue="queue_packets = 1000")
         note_config(results, "dc5g", sc)
         for i in range(results["repeats"]):
-            runs = {}
+            gbps, drops = {}, {}
             for key, rmem in (("dc5g.tcp_gbps", DC5G_CLIENT_RMEM), ("dc5g.tcp_overflow_gbps", LARGE_TCP_BUFFERS)):
                 set_sysctls(ns, ns.client, rmem)
                 with Emulator(sc, tmp / f"tcp-{i}-{key}") as emu, iperf_server(ns):
-                    runs[key] = tcp_gbps(ns)
-                runs[key + "_summary"] = summary_of(emu)
-            drops = {k: [leg["downlink"]["dropped_queue_packets"] for leg in runs[k + "_summary"]["legs"]]
-                     for k in ("dc5g.tcp_gbps", "dc5g.tcp_overflow_gbps")}
-            expiries = sum(b["rx"]["timer_expiries"] for b in runs["dc5g.tcp_overflow_gbps_summary"]["bearers"] if b.get("rx"))
-            record_run(results, "dc5g", i, {"dc5g.tcp_gbps": runs["dc5g.tcp_gbps"],
-                                            "dc5g.tcp_overflow_gbps": runs["dc5g.tcp_overflow_gbps"],
-                                            "dc5g.t_reordering_expiries": expiries},
+                    gbps[key] = tcp_gbps(ns)
+                s = summary_of(emu)
+                drops[key] = [leg["downlink"]["dropped_queue_packets"] for leg in s["legs"]]
+            # s: the overflowing run's summary (the last of the two)
+            expiries = sum(b["rx"]["timer_expiries"] for b in s["bearers"] if b.get("rx"))
+            record_run(results, "dc5g", i, {**gbps, "dc5g.t_reordering_expiries": expiries},
                        note=f"leg queue drops {drops['dc5g.tcp_gbps']} (8 MB), {drops['dc5g.tcp_overflow_gbps']} (64 MB)")
     _dclab_throughput_ngtcp2(results, tmp / "ngtcp2")
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from dclab.testbed.netns import Namespaces, veth_link
+from dclab.testbed.procs import stop_group
 
 SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 
@@ -95,14 +96,7 @@ def dclab_process(*args: str, **kw: Any) -> Iterator[subprocess.Popen]:
         yield p
     finally:
         if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            stop_group(p, grace_s=20)
             if os.geteuid() == 0:
                 subprocess.run([sys.executable, "-m", "dclab.cli", "clean"], capture_output=True, timeout=120,
                                env=kw.get("env"))

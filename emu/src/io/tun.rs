@@ -449,20 +449,9 @@ mod tests {
         }
     }
 
+    /// The Internet checksum of `data` (0 over a header whose checksum is right).
     fn checksum(data: &[u8]) -> u16 {
-        let mut sum: u32 = 0;
-        for c in data.chunks(2) {
-            let w = if c.len() == 2 {
-                u16::from_be_bytes([c[0], c[1]])
-            } else {
-                u16::from_be_bytes([c[0], 0])
-            };
-            sum += w as u32;
-        }
-        while sum >> 16 != 0 {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        !(sum as u16)
+        !crate::io::vnet::fold(crate::io::vnet::sum(data, 0))
     }
 
     /// IPv4/UDP datagram with a valid header checksum and UDP checksum 0 (none).
