@@ -145,7 +145,9 @@ def test_three_connections_six_objects_each(veth_pair, servers, certs, tmp_path)
     assert r.bytes == wl.total_bytes
     for o in r.objects:
         assert o.ok and o.bytes == o.size == wl.objects[o.index] and o.connection == o.index % 3
-        assert 0 < o.request_s <= o.first_byte_s <= o.last_byte_s
+        # Time 0 is the first client's earliest ready mark (adapter.py): when the line of
+        # its ClientHello is read late under load, that is its first FIFO open, so 0 itself.
+        assert 0 <= o.request_s <= o.first_byte_s <= o.last_byte_s
     for c in r.connections:
         mine = [o for o in r.objects if o.connection == c.index]
         assert len(mine) == 6 and c.bytes == sum(o.size for o in mine)
