@@ -69,7 +69,12 @@ def check_ok(r: TransferResult, size: int) -> None:
     assert r.bytes == size
     assert r.request_wall is not None and abs(r.request_wall - time.time()) < 60
     assert r.handshake_s is not None and r.first_byte_s is not None and r.last_byte_s is not None
-    assert 0 <= r.request_s < r.handshake_s <= r.first_byte_s <= r.last_byte_s
+    # A ClientHello line read late (busy host, no delay) makes the request and the
+    # handshake one mark; the adapter says so, and only then may they coincide.
+    if r.extra.get("hello_read_late"):
+        assert 0 <= r.request_s <= r.handshake_s <= r.first_byte_s <= r.last_byte_s
+    else:
+        assert 0 <= r.request_s < r.handshake_s <= r.first_byte_s <= r.last_byte_s
     assert r.goodput_mbps is not None and r.goodput_mbps > 1.0
 
 

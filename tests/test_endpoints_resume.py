@@ -63,6 +63,22 @@ def test_handshake_evidence_zero_rtt():
     assert h.early_data(False) is False
 
 
+def test_hello_read_late_only_when_a_later_mark_came_first():
+    h = Handshake.parse(FULL.splitlines())  # hello noted at 1.0, Finished at 8.0
+    assert not h.hello_read_late([9.0], [8.5], zero_rtt=False)
+    assert h.hello_read_late([9.0], [1.0], zero_rtt=False)  # a request no later than the hello
+    assert h.hello_read_late([0.5], [], zero_rtt=False)  # a body byte before the hello
+    assert not h.hello_read_late([None], [], zero_rtt=False)
+    late_finished = Handshake(hello_at=5.0, finished_at=4.0)
+    assert late_finished.hello_read_late([], [], zero_rtt=False)
+    # with 0-RTT a request may come before the hello line: no sign of lateness
+    z = Handshake.parse(ZERO_RTT.splitlines())
+    assert z.early_data(True) and z.hello_at is not None
+    assert not z.hello_read_late([z.hello_at + 5], [z.hello_at - 1], zero_rtt=True)
+    assert z.hello_read_late([z.hello_at + 5], [z.hello_at - 1], zero_rtt=False)
+    assert not Handshake().hello_read_late([0.0], [0.0], zero_rtt=False)  # no log: nothing to tell
+
+
 def test_handshake_evidence_needs_every_part():
     lines = ZERO_RTT.splitlines()
     no_psk = [ln for ln in lines if "selected PSK" not in ln]  # the server did a full handshake

@@ -56,6 +56,10 @@ each, counting bytes and noting times, so nothing is stored:
   when this process reads it, a little late under load (a few ms were seen on the
   busy 2-core host), so the earliest is the best bound.
 - ``first_byte_s``, ``last_byte_s``: the first and the last body bytes read from the FIFO.
+- ``extra["hello_read_late"]``: the connections whose ClientHello line was read here only
+  after something that must follow it (its Finished, a body byte or, without 0-RTT, a
+  request); their request and handshake then coincide (on a busy host with no emulated
+  delay), so their ``handshake_s`` is an upper bound, not a duration. Absent when none.
 - ``bytes``: the body bytes read; an object is ok only when they equal its size and its
   client exited 0. The HTTP status is not visible with ``-q``; a 404 or short body shows
   as a byte count that does not match.
@@ -143,6 +147,16 @@ class Handshake:
         for n, line in enumerate(lines):
             h.see(line, float(n))
         return h
+
+    def hello_read_late(self, firsts: list[float | None], opens: list[float | None], zero_rtt: bool) -> bool:
+        """Whether the ClientHello line was noted no earlier than something that must follow
+        it: the client's Finished, a body byte (``firsts``) or, without 0-RTT, a request
+        (``opens``). The line was then read late, and the request and the handshake cannot
+        be told apart."""
+        if self.hello_at is None:
+            return False
+        after = [t for t in (self.finished_at, *firsts, *([] if self.early_data(zero_rtt) else opens)) if t is not None]
+        return bool(after) and min(after) <= self.hello_at
 
     @property
     def logged(self) -> bool:
@@ -424,10 +438,16 @@ class Ngtcp2Stack(Stack):
         # when it opened its first request, if earlier; the first ready client is the
         # workload's request (0). Without the log: its process start.
         ready: list[float | None] = []
+        late: list[int] = []
         for c, idx in enumerate(per_conn):
-            marks = [t for t in (outs[c].handshake.hello_at, *(readers[i].opened for i in idx if not readers[i].released))
-                     if t is not None]  # fmt: skip
-            ready.append(min(marks) if outs[c].handshake.hello_at is not None else None)
+            hs = outs[c].handshake
+            opens = [readers[i].opened for i in idx if not readers[i].released and readers[i].opened is not None]
+            marks = [t for t in (hs.hello_at, *opens) if t is not None]
+            ready.append(min(marks) if hs.hello_at is not None else None)
+            if hs.hello_read_late([readers[i].first for i in idx], opens, wl.zero_rtt):
+                late.append(c)
+        if late:
+            extra["hello_read_late"] = late
         known = [t for t in ready if t is not None]
         t0 = min(known) if known else spawned[0]
         extra["startup_s"] = t0 - spawned[0] if known else None
