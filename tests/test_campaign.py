@@ -116,6 +116,15 @@ def test_options_beyond_the_first_keys_change_the_key():
     assert other.key != base.key and other.options.timeout == 77
 
 
+def test_how_dcemu_runs_enters_the_key_only_when_asked():
+    c = cp.load("smoke")
+    base = [r for r in cp.plan(c) if r.experiment == "throughput"][0]
+    assert base.options.emulator_args() == ()
+    c.experiment_options["throughput"] = {**c.experiment_options["throughput"], "tun_offload": "none", "spin_us": 0}
+    other = [r for r in cp.plan(c) if r.experiment == "throughput"][0]
+    assert other.key != base.key and other.options.emulator_args() == ("--spin-us", "0", "--tun-offload", "none")
+
+
 def test_campaign_options_are_validated_by_the_experiment(tmp_path):
     f = tmp_path / "x.toml"
     f.write_text('[throughput]\nsize = "12XB"\n[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["batch"]\n')

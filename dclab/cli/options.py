@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import scenario as sc
+from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
+from ..testbed.emulator_mode import HELP as MODE_HELP
 from ..units import parse_size as _parse_size
 
 err = Console(stderr=True)
@@ -49,6 +51,27 @@ def run_with_progress(reps: int, out_dir: Path, describe: Callable[[T], str],
 def root_or_exit() -> None:
     if os.geteuid() != 0:
         raise click.ClickException("runs need root (sudo): they create namespaces and TUN devices and set sysctls")
+
+
+def emulator_mode_options(f: F) -> F:
+    """How dcemu runs (testbed/emulator_mode.py), for commands that are not experiments
+    (an experiment's options model has these fields)."""
+    for deco in reversed([
+        click.option("--busy-poll", is_flag=True, help=MODE_HELP["busy_poll"]),
+        click.option("--realtime", is_flag=True, help=MODE_HELP["realtime"]),
+        click.option("--spin-us", type=click.IntRange(0, MAX_SPIN_US), default=DEFAULT_SPIN_US, show_default=True,
+                     help=MODE_HELP["spin_us"]),
+        click.option("--tun-offload", type=click.Choice(TUN_OFFLOADS), default="all", show_default=True,
+                     help=MODE_HELP["tun_offload"]),
+    ]):
+        f = deco(f)
+    return f
+
+
+def emulator_mode_from(kw: dict[str, Any]) -> EmulatorMode:
+    """The mode ``emulator_mode_options`` asked for; pops its options from ``kw``."""
+    return EmulatorMode(busy_poll=bool(kw.pop("busy_poll")), realtime=bool(kw.pop("realtime")),
+                        spin_us=int(kw.pop("spin_us")), tun_offload=str(kw.pop("tun_offload")))
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ..scenario import ScenarioError
 from ..testbed.hostconfig import HOST_CONFIGS, host_config_for
 from ..testbed.inspection import Inspection
 from ..testbed.rundir import new_run_dir
-from .options import err, root_or_exit, scenario_from, scenario_options
+from .options import emulator_mode_from, emulator_mode_options, err, root_or_exit, scenario_from, scenario_options
 
 # The choices of --host-config: each configuration alone, and QUIC's with TCP's namespace buffers.
 HOST_CHOICES = {**{name: HOST_CONFIGS[name] for name in HOST_CONFIGS},
@@ -34,6 +34,7 @@ HOST_CHOICES = {**{name: HOST_CONFIGS[name] for name in HOST_CONFIGS},
 @click.option("--keylog", is_flag=True,
               help="Set SSLKEYLOGFILE for both commands (client-tls-keys.log, server-tls-keys.log in the run directory): "
                    "programs that honour it (curl, OpenSSL, GnuTLS, browsers) write their TLS secrets there.")
+@emulator_mode_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Run directory [default: runs/shell-TIME].")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
 def shell(seed: int | None, host_config: str, server_cmd: str | None, server_port: int | None, pcap: bool,
@@ -57,7 +58,9 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
         raise click.UsageError("--server-port: needs --server-cmd (it waits for that command to listen)")
     if server_cmd is not None and not server_cmd.strip():
         raise click.UsageError("--server-cmd: must not be empty")
-    s = scenario_from(dict(kw))
+    kw = dict(kw)
+    mode = emulator_mode_from(kw)
+    s = scenario_from(kw)
     if seed is not None:
         s = s.model_copy(update={"seed": seed})
     from ..testbed.shell import run_shell
@@ -72,7 +75,7 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
               f"host {host_config} -> {run_dir}")
     try:
         o = run_shell(s, HOST_CHOICES[host_config], run_dir, list(cmd) or None, server_cmd, server_port,
-                      Inspection(pcap=pcap, keylog=keylog),
+                      Inspection(pcap=pcap, keylog=keylog), mode,
                       on_wait=lambda: err.print("a dclab run holds the host; waiting for it to finish ..."),
                       on_ready=lambda bed: err.print(f"running {what} in the client namespace "
                                                      f"(server {bed.ns.server} at DCLAB_SERVER)"))  # fmt: skip

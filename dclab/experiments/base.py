@@ -25,6 +25,8 @@ from ..endpoints.base import TransferResult
 from ..flows import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
 from ..testbed import Testbed
+from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
+from ..testbed.emulator_mode import HELP as MODE_HELP
 from ..testbed.inspection import Inspection
 from ..units import parse_size
 
@@ -40,6 +42,16 @@ def _size(v: object) -> int:
 
 Size = Annotated[int, BeforeValidator(_size)]
 StackName = Annotated[str, AfterValidator(_stack_name), Field(json_schema_extra={"choices": list(STACKS)})]
+
+
+def in_range(lo: int, hi: int, hi_text: str = "") -> AfterValidator:
+    """A field check ``lo <= v <= hi`` whose message names the range (``hi_text`` says what
+    bounds it when the real bound is checked later)."""
+    def check(v: int | None) -> int | None:
+        if v is not None and not lo <= v <= hi:
+            raise ValueError(f"must be {lo} to {hi_text or hi} (got {v})")
+        return v
+    return AfterValidator(check)
 
 
 class Options(BaseModel):
@@ -58,17 +70,24 @@ class Options(BaseModel):
     qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks that have it) into the run directory.",
                              json_schema_extra={"sweep": False})
 
-    # How dcemu runs, for every experiment; never swept.
-    busy_poll: StrictBool = Field(False, description="Run dcemu with --busy-poll: it polls instead of sleeping, which "
-                                  "cuts the RTT it adds and its timing error (README, Benchmarks) but takes a whole "
-                                  "core; for latency studies.", json_schema_extra={"sweep": False})
+    # How dcemu runs, for every experiment (testbed/emulator_mode.py); never swept (a
+    # campaign's groups may still set them differently, to compare).
+    busy_poll: StrictBool = Field(False, description=MODE_HELP["busy_poll"], json_schema_extra={"sweep": False})
+    realtime: StrictBool = Field(False, description=MODE_HELP["realtime"], json_schema_extra={"sweep": False})
+    spin_us: Annotated[int, in_range(0, MAX_SPIN_US)] = Field(DEFAULT_SPIN_US, description=MODE_HELP["spin_us"],
+                                                              json_schema_extra={"sweep": False})
+    tun_offload: TunOffload = Field("all", description=MODE_HELP["tun_offload"], json_schema_extra={"sweep": False})
 
     def inspection(self) -> Inspection:
         return Inspection(pcap=self.pcap, keylog=self.keylog, qlog=self.qlog)
 
+    def emulator_mode(self) -> EmulatorMode:
+        return EmulatorMode(busy_poll=self.busy_poll, realtime=self.realtime, spin_us=self.spin_us,
+                            tun_offload=self.tun_offload)
+
     def emulator_args(self) -> tuple[str, ...]:
         """dcemu run options these options ask for."""
-        return ("--busy-poll",) if self.busy_poll else ()
+        return self.emulator_mode().args()
 
 
 def sweepable_fields(model: type[Options]) -> set[str]:
@@ -79,16 +98,6 @@ def sweepable_fields(model: type[Options]) -> set[str]:
         if extra.get("sweep", True):
             out.add(name)
     return out
-
-
-def in_range(lo: int, hi: int, hi_text: str = "") -> AfterValidator:
-    """A field check ``lo <= v <= hi`` whose message names the range (``hi_text`` says what
-    bounds it when the real bound is checked later)."""
-    def check(v: int | None) -> int | None:
-        if v is not None and not lo <= v <= hi:
-            raise ValueError(f"must be {lo} to {hi_text or hi} (got {v})")
-        return v
-    return AfterValidator(check)
 
 
 _MSS_RANGE = f"the scenario's MTU - {IPV4_TCP_HEADERS}"

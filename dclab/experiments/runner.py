@@ -48,7 +48,7 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan
             raise ScenarioError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
                                 f"{', '.join(sorted(simulating()))}")
         asked = [f"--{k}" for k in ("pcap", "keylog", "qlog") if getattr(options.inspection(), k)]
-        asked += ["--busy-poll"] if options.busy_poll else []
+        asked += options.emulator_mode().asked()
         if asked:
             raise ScenarioError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
                                 f"the wire, no TLS and no real-time emulator)")

@@ -25,6 +25,7 @@ from ..analysis.figures import capacities_of, link_usage
 from ..flows import Bearer, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
+from .emulator_mode import EmulatorMode
 from .hostconfig import HostConfig
 from .inspection import Inspection
 from .netns import listening, stop_process
@@ -78,7 +79,7 @@ def _wait_port(bed: Testbed, port: int, proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_shell(scenario: Scenario, host: HostConfig, run_dir: Path, cmd: list[str] | None, server_cmd: str | None = None,
-              server_port: int | None = None, inspect: Inspection = Inspection(),
+              server_port: int | None = None, inspect: Inspection = Inspection(), mode: EmulatorMode = EmulatorMode(),
               on_wait: Callable[[], None] | None = None, on_ready: Callable[[Testbed], None] | None = None) -> ShellOutcome:
     """Runs ``cmd`` (None: the user's $SHELL, interactive) in the client namespace of a
     fresh testbed, ``server_cmd`` (a shell command line) in the server namespace first;
@@ -86,7 +87,7 @@ def run_shell(scenario: Scenario, host: HostConfig, run_dir: Path, cmd: list[str
     program (as in a shell); SIGTERM to dclab ends it and the testbed."""
     program = cmd or [os.environ.get("SHELL") or "/bin/bash", "-i"]
     figure: Path | None = None
-    with Testbed(scenario, SHELL_PLAN, host, run_dir, on_wait=on_wait, inspect=inspect) as bed:
+    with Testbed(scenario, SHELL_PLAN, host, run_dir, on_wait=on_wait, inspect=inspect, emulator_args=mode.args()) as bed:
         assert bed.journal is not None
         env = {**os.environ, **environment(bed)}
         keys = {"SSLKEYLOGFILE": str(bed.workdir / SERVER_KEYLOG)} if inspect.keylog else {}

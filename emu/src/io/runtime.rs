@@ -193,6 +193,14 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     eprintln!("dcemu: TUN offload {}", io.describe());
     if opts.busy_poll {
         eprintln!("dcemu: busy polling (never sleeps; one core)");
+    } else {
+        eprintln!(
+            "dcemu: sleeps until a deadline, then spins its last {} us",
+            opts.spin_us
+        );
+    }
+    if opts.realtime {
+        eprintln!("dcemu: real-time priority (SCHED_FIFO)");
     }
     let mut ready = Vec::with_capacity(4);
     let mut stop_signal = None;
