@@ -4,7 +4,6 @@ figures (or raises)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import sys
@@ -12,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "run.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the bench is not an installed package
+import bench.figures as figures
+import bench.run as run
+import bench.table as table
+
 README = """# dclab
 
 Some text before.
@@ -31,14 +34,10 @@ Text after.
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def bench():
-    spec = importlib.util.spec_from_file_location("dclab_bench_run", BENCH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    """bench/run.py: arguments, outputs and main."""
+    return run
 
 
 @pytest.fixture
@@ -52,18 +51,16 @@ def paths(bench, tmp_path):
 
 
 def fake_measure(results: dict, sections: list[str]) -> None:
-    import dclab_bench_run as b  # the module the fixture loaded
-
     for v in (4.4, 4.1, 4.2)[: results["repeats"]]:
         if "kernel" in sections:
-            b.add(results, "kernel.tcp_gbps", 10.0)
-            b.add(results, "kernel.rtt_p50_us", 40.0)
+            figures.add(results, "kernel.tcp_gbps", 10.0)
+            figures.add(results, "kernel.rtt_p50_us", 40.0)
         if "unlimited" in sections:
-            b.add(results, "unlimited.tcp_gbps", v)
-            b.add(results, "unlimited.added_rtt_p50_us", 45.0)
-            b.add(results, "unlimited.lost_packets", 0)
+            figures.add(results, "unlimited.tcp_gbps", v)
+            figures.add(results, "unlimited.added_rtt_p50_us", 45.0)
+            figures.add(results, "unlimited.lost_packets", 0)
         if "rate" in sections:
-            b.add(results, "rate.error_pct_20mbit", 0.2)
+            figures.add(results, "rate.error_pct_20mbit", 0.2)
 
 
 @pytest.fixture
@@ -147,7 +144,7 @@ def test_bad_only_refused(bench, capsys, bad):
 
 
 def test_only_runs_in_the_bench_order(bench):
-    assert bench.parse_args([]).only == list(bench.SECTIONS)
+    assert bench.parse_args([]).only == list(figures.SECTIONS)
     assert bench.parse_args(["--only", "rate,kernel,rate"]).only == ["kernel", "rate"]
 
 
@@ -155,36 +152,36 @@ def test_help_explains_each_option(bench, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args(["--help"])
     out = capsys.readouterr().out
-    for word in ("--repeats", "--only", "--update-readme", *bench.SECTIONS):
+    for word in ("--repeats", "--only", "--update-readme", *figures.SECTIONS):
         assert word in out
 
 
 def test_median_runs(bench):
-    assert bench.median_runs([3.0, 1.0, 2.0]) == 2.0
-    assert bench.median_runs([1.0, 2.0, 3.0, 4.0]) == 2.5
-    assert bench.median_runs([7.0]) == 7.0
+    assert figures.median_runs([3.0, 1.0, 2.0]) == 2.0
+    assert figures.median_runs([1.0, 2.0, 3.0, 4.0]) == 2.5
+    assert figures.median_runs([7.0]) == 7.0
     with pytest.raises(ValueError):
-        bench.median_runs([])
+        figures.median_runs([])
 
 
 def test_figure_shows_median_and_every_run(bench):
-    r = bench.new_results(3, list(bench.SECTIONS))
+    r = figures.new_results(3, list(figures.SECTIONS))
     for v in (2.38, 2.50, 2.41):
-        bench.add(r, "unlimited.tcp_gbps", v)
-    assert bench.fmt_figure("unlimited.tcp_gbps", r["figures"]["unlimited.tcp_gbps"]) == "2.41 Gbit/s (runs 2.38, 2.50, 2.41)"
+        figures.add(r, "unlimited.tcp_gbps", v)
+    assert figures.fmt_figure("unlimited.tcp_gbps", r["figures"]["unlimited.tcp_gbps"]) == "2.41 Gbit/s (runs 2.38, 2.50, 2.41)"
     with pytest.raises(KeyError):
-        bench.add(r, "no.such_figure", 1.0)
+        figures.add(r, "no.such_figure", 1.0)
 
 
 def row(bench, dcemu_key):
-    return next(x for x in bench.ROWS if x.dcemu == dcemu_key)
+    return next(x for x in table.ROWS if x.dcemu == dcemu_key)
 
 
 def results_with(bench, **figs):
-    r = bench.new_results(1, list(bench.SECTIONS))
+    r = figures.new_results(1, list(figures.SECTIONS))
     for key, runs in figs.items():
         for v in runs:
-            bench.add(r, key.replace("__", "."), v)
+            figures.add(r, key.replace("__", "."), v)
     return r
 
 
@@ -213,9 +210,9 @@ def results_with(bench, **figs):
 ])
 def test_met_follows_the_median(bench, key, runs, met):
     r = results_with(bench, **{key.replace(".", "__"): runs})
-    cell = bench.target_cell(row(bench, key), r["figures"])
+    cell = table.target_cell(row(bench, key), r["figures"])
     assert cell.endswith(": met" if met else ": not met")
-    assert f"{cell} |" in bench.render_table(r)
+    assert f"{cell} |" in table.render_table(r)
 
 
 @pytest.mark.parametrize("dcemu,kernel,met,pct", [
@@ -225,35 +222,35 @@ def test_met_follows_the_median(bench, key, runs, met):
 ])
 def test_tcp_unlimited_target_needs_both_parts(bench, dcemu, kernel, met, pct):
     r = results_with(bench, unlimited__tcp_gbps=dcemu, kernel__tcp_gbps=kernel)
-    cell = bench.target_cell(row(bench, "unlimited.tcp_gbps"), r["figures"])
+    cell = table.target_cell(row(bench, "unlimited.tcp_gbps"), r["figures"])
     assert f"this run: {pct}" in cell
     assert cell.endswith(": met" if met else ": not met")
 
 
 def test_rows_without_a_target_show_dash(bench):
     r = results_with(bench, dc5g__ngtcp2_gbps=[1.0])
-    line = next(x for x in bench.render_table(r).splitlines() if x.startswith("| ngtcp2"))
+    line = next(x for x in table.render_table(r).splitlines() if x.startswith("| ngtcp2"))
     assert line.endswith("| - | - |")
 
 
 def test_table_shows_only_what_was_measured(bench):
     r = results_with(bench, kernel__tcp_gbps=[10.0], kernel__udp_kpps=[240.0])
     r["sections"] = ["kernel"]
-    lines = [x for x in bench.render_table(r).splitlines() if x.startswith("| ") and "---" not in x]
+    lines = [x for x in table.render_table(r).splitlines() if x.startswith("| ") and "---" not in x]
     assert len(lines) == 3  # header, TCP, UDP
     assert "| - | 10.00 Gbit/s (runs 10.00) |" in lines[1]
-    assert "sections: kernel" in bench.render_table(r)
+    assert "sections: kernel" in table.render_table(r)
 
 
 def test_skipped_section_is_said(bench):
-    r = bench.new_results(1, ["offload"])
+    r = figures.new_results(1, ["offload"])
     r["skipped"]["offload"] = "dcemu run --help does not list --tun-offload"
-    assert "Skipped `offload`: dcemu run --help does not list --tun-offload." in bench.render_table(r)
+    assert "Skipped `offload`: dcemu run --help does not list --tun-offload." in table.render_table(r)
 
 
 def test_partial_result_when_measuring_raises(fake, paths, monkeypatch):
     def broken(results, sections):
-        fake.add(results, "kernel.tcp_gbps", 12.5)
+        figures.add(results, "kernel.tcp_gbps", 12.5)
         raise RuntimeError("iperf3 died")
 
     monkeypatch.setattr(fake, "measure_sections", broken)
@@ -267,7 +264,7 @@ def test_partial_result_when_measuring_raises(fake, paths, monkeypatch):
 
 def test_interrupt_keeps_partial_and_exits_130(fake, paths, monkeypatch):
     def interrupted(results, sections):
-        fake.add(results, "unlimited.tcp_gbps", 3.0)
+        figures.add(results, "unlimited.tcp_gbps", 3.0)
         raise KeyboardInterrupt
 
     before = signal.getsignal(signal.SIGTERM)
@@ -280,4 +277,4 @@ def test_interrupt_keeps_partial_and_exits_130(fake, paths, monkeypatch):
 
 def test_replace_between_markers_refuses_a_readme_without_them(bench):
     with pytest.raises(ValueError):
-        bench.replace_between_markers("no markers here", "| t |")
+        table.replace_between_markers("no markers here", "| t |")
