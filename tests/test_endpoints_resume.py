@@ -13,7 +13,8 @@ from conftest import SERVER, ServerPool
 
 from dclab.endpoints.aioquic.adapter import AioquicStack
 from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
-from dclab.endpoints.ngtcp2.adapter import Handshake, Ngtcp2Stack
+from dclab.endpoints.ngtcp2.adapter import Ngtcp2Stack
+from dclab.endpoints.ngtcp2.gnutls_log import Handshake
 from dclab.endpoints.tcp.adapter import TcpStack, TlsSeen, _Reports, _tfo_counters
 from dclab.testbed.hostconfig import read_sysctl, write_sysctl
 

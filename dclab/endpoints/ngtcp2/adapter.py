@@ -73,7 +73,6 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import (
@@ -88,6 +87,7 @@ from ..base import (
     TransferResult,
     run_bounded,
 )
+from .gnutls_log import GNUTLS_ENV, Handshake
 
 # 0.12.1's --cc accepts "(cubic|reno|bbr|bbr2)" (gtlsserver --help and gtlsclient --help).
 CCS = ("cubic", "reno", "bbr", "bbr2")
@@ -96,83 +96,9 @@ MAX_OBJECTS = 100  # one FIFO and one reader thread each; also gtlsserver's defa
 STOP_S = 5.0  # to let client processes end after a kill
 READ_CHUNK = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-# gnutls' handshake log (level 4: handshake messages and extensions, nothing per packet).
-GNUTLS_ENV = {"GNUTLS_DEBUG_LEVEL": "4"}
 WARMUP_PATH = "/1"  # the warm-up's request: one byte
 WARMUP_MAX_S = 10.0
 TAIL_LINES = 20  # of a client's output, kept for error messages
-
-# Lines of gnutls 3.7's log (lib/handshake.c, lib/ext/pre_shared_key.c, lib/ext/early_data.c).
-HELLO = "CLIENT HELLO was queued"
-FINISHED = "FINISHED was queued"  # the client's Finished: handshake complete on its side
-PSK_OFFERED = "Sending extension Pre Shared Key/41"
-PSK_SELECTED = "selected PSK-resumption mode"
-EARLY_OFFERED = "Sending extension Early Data/42"
-EARLY_ACCEPTED = "Parsing extension 'Early Data/42'"  # only in the server's EncryptedExtensions
-TP_UNREADABLE = "Could not read transport parameters"  # gtlsclient then sends no 0-RTT
-
-
-@dataclass
-class Handshake:
-    """What one client's output says about its handshake; times are when a line was read
-    (``time.monotonic()``), None when absent."""
-
-    hello_at: float | None = None
-    finished_at: float | None = None
-    psk_offered: bool = False
-    psk_selected: bool = False
-    early_offered: bool = False
-    early_accepted: bool = False
-    tp_unreadable: bool = False
-
-    def see(self, line: str, at: float) -> None:
-        if HELLO in line and self.hello_at is None:
-            self.hello_at = at
-        elif FINISHED in line and self.finished_at is None:
-            self.finished_at = at
-        elif PSK_OFFERED in line:
-            self.psk_offered = True
-        elif PSK_SELECTED in line:
-            self.psk_selected = True
-        elif EARLY_OFFERED in line:
-            self.early_offered = True
-        elif EARLY_ACCEPTED in line:
-            self.early_accepted = True
-        elif TP_UNREADABLE in line:
-            self.tp_unreadable = True
-
-    @classmethod
-    def parse(cls, lines: list[str]) -> Handshake:
-        h = cls()
-        for n, line in enumerate(lines):
-            h.see(line, float(n))
-        return h
-
-    def hello_read_late(self, firsts: list[float | None], opens: list[float | None], zero_rtt: bool) -> bool:
-        """Whether the ClientHello line was noted no earlier than something that must follow
-        it: the client's Finished, a body byte (``firsts``) or, without 0-RTT, a request
-        (``opens``). The line was then read late, and the request and the handshake cannot
-        be told apart."""
-        if self.hello_at is None:
-            return False
-        after = [t for t in (self.finished_at, *firsts, *([] if self.early_data(zero_rtt) else opens)) if t is not None]
-        return bool(after) and min(after) <= self.hello_at
-
-    @property
-    def logged(self) -> bool:
-        """Whether gnutls' log is there at all (else nothing can be told)."""
-        return self.hello_at is not None
-
-    def resumed(self) -> bool | None:
-        """The server selected the PSK the client offered: a resumed session."""
-        return (self.psk_offered and self.psk_selected) if self.logged else None
-
-    def early_data(self, zero_rtt: bool) -> bool | None:
-        """0-RTT sent (asked, offered in the ClientHello, transport parameters read) and
-        accepted (early_data in the server's EncryptedExtensions)."""
-        if not self.logged:
-            return None
-        return zero_rtt and self.early_offered and not self.tp_unreadable and self.early_accepted and self.resumed() is True
 
 
 class _Output(threading.Thread):
