@@ -364,13 +364,16 @@ class Ngtcp2Stack(Stack):
         # when it opened its first request, if earlier; the first ready client is the
         # workload's request (0). Without the log: its process start.
         ready: list[float | None] = []
+        complete: list[float | None] = []  # each connection's handshake_s, before t0 is known
         late: list[int] = []
         for c, idx in enumerate(per_conn):
             hs = outs[c].handshake
-            opens = [readers[i].opened for i in idx if not readers[i].released and readers[i].opened is not None]
+            opens: list[float | None] = [readers[i].opened for i in idx if not readers[i].released]
             marks = [t for t in (hs.hello_at, *opens) if t is not None]
             ready.append(min(marks) if hs.hello_at is not None else None)
-            if hs.hello_read_late([readers[i].first for i in idx], opens, wl.zero_rtt):
+            firsts = [readers[i].first for i in idx]
+            complete.append(hs.complete_by(firsts, opens, wl.zero_rtt))
+            if hs.hello_read_late(firsts, opens, wl.zero_rtt):
                 late.append(c)
         if late:
             extra["hello_read_late"] = late
@@ -388,7 +391,6 @@ class Ngtcp2Stack(Stack):
             rc = procs[c].returncode
             tail = outs[c].text()[-500:]
             hs = outs[c].handshake
-            opened = []
             for i in idx:
                 r = readers[i]
                 o = ObjectResult(
@@ -397,8 +399,6 @@ class Ngtcp2Stack(Stack):
                     request_s=None if r.released else rel(r.opened),
                     first_byte_s=rel(r.first), last_byte_s=rel(r.last),
                 )  # fmt: skip
-                if o.request_s is not None:
-                    opened.append(o.request_s)
                 errs = []
                 if c in killed:
                     errs.append(f"timed out after {spec.timeout_s} s")
@@ -413,14 +413,8 @@ class Ngtcp2Stack(Stack):
                 o.ok = not errs
                 o.error = ("; ".join(errs) + (f": {tail}" if tail else "")) if errs else None
                 objects.append(o)
-            # Each mark is noted a little after it happened (a line or an open read here),
-            # and the handshake is complete by each: take the earliest. With 0-RTT the
-            # requests are opened before it, so they are no mark then.
-            early = hs.early_data(wl.zero_rtt)
-            marks = [t for t in (rel(hs.finished_at), *([] if early else opened), *(rel(readers[i].first) for i in idx))
-                     if t is not None]  # fmt: skip
-            connections.append(ConnectionResult(index=c, handshake_s=min(marks) if marks else None, resumed=hs.resumed(),
-                                                early_data=early))  # fmt: skip
+            connections.append(ConnectionResult(index=c, handshake_s=rel(complete[c]), resumed=hs.resumed(),
+                                                early_data=hs.early_data(wl.zero_rtt)))  # fmt: skip
         objects.sort(key=lambda o: o.index)
         extra["returncodes"] = [p.returncode for p in procs]
         return TransferResult.from_parts(objects, connections, request_wall=wall + (t0 - mono), extra=extra)

@@ -56,15 +56,21 @@ class Handshake:
             h.see(line, float(n))
         return h
 
+    def complete_by(self, firsts: list[float | None], opens: list[float | None], zero_rtt: bool) -> float | None:
+        """When the handshake was complete on the client's side at the latest: the earliest
+        of its Finished, a body byte (``firsts``: 1-RTT data is readable only then) and,
+        without 0-RTT, a request (``opens``; with 0-RTT the requests come first). Each is
+        noted a little after it happened, so the earliest is the best bound; None without
+        any."""
+        marks = [t for t in (self.finished_at, *firsts, *([] if self.early_data(zero_rtt) else opens)) if t is not None]
+        return min(marks) if marks else None
+
     def hello_read_late(self, firsts: list[float | None], opens: list[float | None], zero_rtt: bool) -> bool:
-        """Whether the ClientHello line was noted no earlier than something that must follow
-        it: the client's Finished, a body byte (``firsts``) or, without 0-RTT, a request
-        (``opens``). The line was then read late, and the request and the handshake cannot
-        be told apart."""
-        if self.hello_at is None:
-            return False
-        after = [t for t in (self.finished_at, *firsts, *([] if self.early_data(zero_rtt) else opens)) if t is not None]
-        return bool(after) and min(after) <= self.hello_at
+        """Whether the ClientHello line was noted no earlier than the handshake's completion
+        (``complete_by``): the line was then read late, and the request and the handshake
+        cannot be told apart."""
+        done = self.complete_by(firsts, opens, zero_rtt)
+        return self.hello_at is not None and done is not None and done <= self.hello_at
 
     @property
     def logged(self) -> bool:
