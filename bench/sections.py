@@ -15,9 +15,7 @@ from pathlib import Path
 
 from bench.figures import OFFLOAD_MODES, add, detail, log, record_run
 from bench.tools import (
-    CLIENT,
     LARGE_TCP_BUFFERS,
-    SERVER,
     dcemu_losses,
     forwarded_bytes,
     icmp_rtts_ms,
@@ -34,12 +32,13 @@ from bench.tools import (
     udp_flood,
     udp_kpps,
 )
-from dclab.paths import DCEMU
+from dclab.paths import CLIENT_ADDR as CLIENT
+from dclab.paths import DCEMU, ROOT
+from dclab.paths import SERVER_ADDR as SERVER
 from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces, veth_link
 from dclab.testbed.procs import stop_group
 
-ROOT = Path(__file__).resolve().parent.parent
 # The dc5g capacity run caps the client's receive buffer at 8 MB: with tcp_adv_win_scale 1
 # the window stays under 4 MB, the pair's BDP (2 Gbit/s x 10 ms = 2.5 MB) plus part of
 # its 2 x 1000-packet queues, so TCP fills both legs without overflowing them. Overflow

@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dclab.paths import SERVER_ADDR as SERVER
 from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces, sh
 
-SERVER, CLIENT = "198.18.0.1", "198.18.0.2"
 TCP_SECONDS = 8
 UDP_SECONDS = 4
 PING_COUNT = 300  # at 10 ms intervals
