@@ -39,8 +39,9 @@ class Scenario(BaseModel):
     bw: Annotated[list[PosMbps], Field(min_length=1, max_length=8, description="downlink rate per leg, Mbit/s")] = [20.0, 20.0]
     delay: Annotated[list[DelayMs], Field(min_length=1, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
     delay_cov: Annotated[float, Field(ge=0, le=1, description="delay std / mean (normal jitter)")] = 0.1
-    jitter_reorders: Annotated[StrictBool, Field(description="jitter may reorder packets (netem); False: "
-                                                 "order-preserving jitter, on every direction")] = True
+    jitter_reorders: Annotated[StrictBool | None, Field(description=(
+        "jitter may reorder packets (netem); False: order-preserving jitter, on every direction; None: "
+        "the link's own (netem's on the legs, order-preserving over a cell, which delivers in order)"))] = None
     loss: Annotated[list[LossPct], Field(min_length=1, max_length=8, description="random loss per downlink leg, percent")] = [0.0, 0.0]
     loss_at: Annotated[Literal["after-rate", "before-rate"], Field(
         description="where loss judges packets: after the rate stage (a lost packet used its transmission "
@@ -110,6 +111,22 @@ class Scenario(BaseModel):
     def delay_std(self, leg: int) -> float:
         return self.delay[leg] * self.delay_cov
 
+    @property
+    def reorders_by_jitter(self) -> bool:
+        """Whether jitter may reorder packets: as asked, else netem's on the study's legs
+        (docs/testbed-reference.md) and order-preserving over a cell (an LTE cell and its
+        core deliver in order; a reordering default there measured the stack's reaction to
+        artificial reordering)."""
+        return self.jitter_reorders if self.jitter_reorders is not None else self.link is None
+
+    def jitter(self) -> str:
+        """The jitter as run, for summary lines and records: 'none', 'reordering (netem)'
+        or 'order-preserving', with the coefficient of variation."""
+        if self.delay_cov == 0:
+            return "none"
+        kind = "reordering (netem)" if self.reorders_by_jitter else "order-preserving"
+        return f"{kind}, cov {self.delay_cov:g}"
+
 
 def build(base: Scenario | None = None, **changes: object) -> Scenario:
     """A validated scenario from ``base`` (default: the reference) with ``changes``
@@ -127,6 +144,9 @@ def build(base: Scenario | None = None, **changes: object) -> Scenario:
 # Fields added after the first campaign store: a run key includes them only when they
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
 ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing")
+# An added field's value in those stores where it is not its default today: the jitter was
+# netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
+KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}
 
 # The CLI option of a field where it is not --field-name.
 OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue"}

@@ -128,7 +128,7 @@ def test_fairness_needs_two_legs():
 
 def test_defaults_of_the_mquic_options():
     s = sc.Scenario()
-    assert (s.jitter_reorders, s.uplink_loss, s.uplink_bw, s.uplink_delay) == (True, 0.0, 20.0, 10.0)
+    assert (s.reorders_by_jitter, s.uplink_loss, s.uplink_bw, s.uplink_delay) == (True, 0.0, 20.0, 10.0)
     d = tomllib.loads(render(s))
     directions = [d["legs"][0]["downlink"], d["legs"][0]["uplink"], d["legs"][1]["downlink"]]
     assert all(x["jitter_reorders"] is True for x in directions)
@@ -325,3 +325,34 @@ def test_cell_trace_writes_a_mahimahi_trace(tmp_path):
     assert 0.85 < len(times) * 12_000 / 10 / 1e6 / 64.1 < 1.1
     r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:good", "--seconds", "-1", "--out", "-"])
     assert r.exit_code == 2 and "--seconds: must be above 0 and at most 86400 (got -1)" in r.output
+
+
+def test_a_cell_keeps_packet_order_unless_asked_and_says_so():
+    """Over a cell the jitter preserves order by default (an LTE cell and its core deliver in
+    order); --jitter-reorders still asks for netem's. The legs keep netem's default."""
+    from dclab.campaign import plan as cp
+
+    cell = sc.build(link="lte:good")
+    assert cell.jitter_reorders is None and not cell.reorders_by_jitter
+    assert cell.jitter() == "order-preserving, cov 0.1"
+    d = tomllib.loads(render(cell))
+    assert [leg["downlink"]["jitter_reorders"] for leg in d["legs"]] == [False]
+    assert d["legs"][0]["uplink"]["jitter_reorders"] is False
+    asked = sc.build(link="lte:good", jitter_reorders=True)
+    assert asked.reorders_by_jitter and asked.jitter() == "reordering (netem), cov 0.1"
+    assert tomllib.loads(render(asked))["legs"][0]["downlink"]["jitter_reorders"] is True
+    assert sc.Scenario().jitter() == "reordering (netem), cov 0.1" and sc.build(delay_cov=0).jitter() == "none"
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--link", "lte:good"])
+    assert r.exit_code == 0, r.output
+    assert tomllib.loads(r.output)["legs"][0]["downlink"]["jitter_reorders"] is False
+
+    # Keys: a cell's run that relied on the old (reordering) default runs again; one that
+    # asked for either semantics keeps its key.
+    cfg = cp.parse_config("tcp:cubic")
+    options = get_experiment("download").options().model_dump(mode="json")
+
+    def key(s: sc.Scenario) -> str:
+        return cp.run_key("download", cfg, "none", None, 1, s, options)
+
+    assert key(cell) == key(sc.build(link="lte:good", jitter_reorders=False))
+    assert key(asked) != key(cell)

@@ -23,7 +23,7 @@ from ..endpoints.base import StackError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, sweepable_fields
 from ..paths import CAMPAIGNS, ROOT
-from ..scenario import ADDED_FIELDS, Scenario, ScenarioError, build, capacity_mbps
+from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, Scenario, ScenarioError, build, capacity_mbps
 from ..testbed.simbed import SIM_MODEL
 from .sweeps import SWEEPS, expand, frange
 
@@ -208,8 +208,11 @@ def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: in
     extra = {k: v for k, v in options.items() if k not in base and v != defaults.get(k)}
     duration = options.get("duration")
     scenario = s.model_dump(mode="json")
+    # The jitter as run: the stores before a cell's order-preserving default keyed netem's
+    # jitter by its absence, and a cell's run that relied on the old default must not resume.
+    scenario["jitter_reorders"] = s.reorders_by_jitter
     for name in ADDED_FIELDS:
-        if scenario[name] == Scenario.model_fields[name].default:
+        if scenario[name] == KEY_DEFAULTS.get(name, Scenario.model_fields[name].default):
             del scenario[name]
     if scenario.get("trace"):
         scenario["trace"] = _portable(Path(scenario["trace"]))

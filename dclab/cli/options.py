@@ -88,7 +88,8 @@ def scenario_options(f: F) -> F:
         click.option("--delay-cov", type=float, help="Delay jitter as std/mean (normal) [default 0.1]."),
         click.option("--jitter-reorders/--order-preserving-jitter", "jitter_reorders", default=None,
                      help="Jitter may reorder packets (netem), or each packet's delay is drawn but it never "
-                          "overtakes an earlier one; every direction [default: --jitter-reorders]."),
+                          "overtakes an earlier one; every direction [default: --jitter-reorders on the legs, "
+                          "--order-preserving-jitter with --link, as a cell delivers in order]."),
         click.option("--loss", help="Random loss per downlink leg in percent, e.g. 0.1,0.1 [default 0,0]."),
         click.option("--loss-at", type=click.Choice(["after-rate", "before-rate"]),
                      help="Where loss judges packets: after the rate stage (a lost packet used its transmission "

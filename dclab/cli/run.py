@@ -64,9 +64,10 @@ def _command(exp: Experiment) -> click.Command:
         except FileExistsError as e:
             raise click.UsageError(str(e)) from None
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
-        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, bw {shown.bw} Mbit/s, "
-                  f"delay {shown.delay} ms, loss {shown.loss} %, split {shown.split}, batch {shown.batch}, "
-                  f"seed {shown.seed} -> {out_dir}")
+        links = f"link {shown.link}" if shown.link else f"bw {shown.bw} Mbit/s"
+        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, {links}, "
+                  f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, split {shown.split}, "
+                  f"batch {shown.batch}, seed {shown.seed} -> {out_dir}")
         summary = run_with_progress(reps, out_dir, exp.describe,
                                     lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait, on_error))
         if as_json:

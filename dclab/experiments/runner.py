@@ -164,6 +164,7 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
             result = exp.measure(tb, s, plan, options, result)
     if isinstance(options, PacketSizeOptions):
         result.details.update(options.packet_sizes())  # in the record, so the store and the report show them
+    result.details["jitter"] = s.jitter()  # the semantics as run: the field's None depends on the link
     # A one_testbed experiment draws from what its measure left in rep_dir (dcemu's stats are the testbed's).
     if draw and (exp.one_testbed or (stats_file(rep_dir) is not None and result.t0_ms is not None)):
         exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,

@@ -30,14 +30,14 @@ def cell_leg(s: Scenario, plan: FlowPlan) -> dict[str, Any]:
     """``--link lte:LEVEL``: one leg, ``leg1``, whose downlink is the cell (one device per
     bearer, all at the level's SINR) followed by --delay and --loss (the core network);
     the uplink is the ordinary one."""
-    down = _direction({}, s.queue_packets, s.delay[0], s.delay_std(0), s.delay_limit, s.loss[0], s.jitter_reorders)
+    down = _direction({}, s.queue_packets, s.delay[0], s.delay_std(0), s.delay_limit, s.loss[0], s.reorders_by_jitter)
     del down["queue_packets"]  # the cell has a queue per device
     assert s.link is not None
     down["cell"] = {"bandwidth_mhz": lte.BANDWIDTH_MHZ, "scheduler": lte.SCHEDULER,
                     "devices": [lte.device(s.link) for _ in plan.bearers]}
     return {"name": "leg1", "downlink": down,
             "uplink": _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
-                                 s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.jitter_reorders)}
+                                 s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter)}
 
 
 def legs(s: Scenario) -> list[dict[str, Any]]:
@@ -48,11 +48,11 @@ def legs(s: Scenario) -> list[dict[str, Any]]:
         leg: dict[str, Any] = {
             "name": f"leg{i + 1}",
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
-                                   s.jitter_reorders, s.loss_at),
+                                   s.reorders_by_jitter, s.loss_at),
         }
         if i == 0:
             leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
-                                       s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.jitter_reorders,
+                                       s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter,
                                        s.loss_at)
         out.append(leg)
     return out
