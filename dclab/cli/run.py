@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments
@@ -64,7 +65,8 @@ def _command(exp: Experiment) -> click.Command:
         except FileExistsError as e:
             raise click.UsageError(str(e)) from None
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
-        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, bw {shown.bw} Mbit/s, "
+        stack = stack_label(plan.stack_label(), getattr(options, "stand_in", None))
+        err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, bw {shown.bw} Mbit/s, "
                   f"delay {shown.delay} ms, loss {shown.loss} %, split {shown.split}, batch {shown.batch}, "
                   f"seed {shown.seed} -> {out_dir}")
         summary = run_with_progress(reps, out_dir, exp.describe,
