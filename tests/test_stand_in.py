@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from conftest import run_dclab
 
+from dclab.analysis import figures, stacks
+from dclab.analysis.stand_in import row_stack, stack_label
 from dclab.campaign import plan as cp
 from dclab.campaign import validate as v
 from dclab.endpoints import STACKS, get_stack
 from dclab.experiments import get_experiment
-from dclab.scenario import ScenarioError, build
+from dclab.scenario import Scenario, ScenarioError, build
 from dclab.testbed.sim_models import COVERAGE
 
 MODELLED = "the simulation models aioquic reno, cubic, bbr; aioquic-2020 reno; tcp reno, cubic"
@@ -168,3 +171,98 @@ def test_validate_leaves_out_what_has_no_model_and_labels_a_stand_in(tmp_path):
         "throughput: tcp cubic", "fairness: tcp cubic", "throughput: ngtcp2 cubic large-buffer (sim: aioquic model)",
         "fairness: ngtcp2 cubic large-buffer (sim: aioquic model)"}
 
+
+# ---------------------------------------------------------------------------------------
+# The label in tables and figures, from store rows
+
+DEFAULT = Scenario().model_dump(mode="json")
+
+
+def row(key: str, stack: str, value: float, goodput: float, stand_in: dict | None, backend: str = "sim",
+        cc: str = "cubic", host: str = "quic-large") -> dict:
+    options = {"backend": backend, "size": 5_000_000}
+    if stand_in is not None:
+        options["stand_in"] = stand_in
+    return {"run_key": key, "experiment": "throughput", "sweep": "batch", "param": "batch", "value": f"{value:g}",
+            "value_num": value, "stack": stack, "cc": cc, "host_config": host, "rep": 1, "ok": True,
+            "metrics": {"goodput_mbps": goodput}, "options": options, "scenario": {**DEFAULT, "batch": value},
+            "flows": [{"name": "dc", "stack": stack, "cc": cc, "goodput_mbps": goodput}], "environment": {}}
+
+
+ROWS = [row("t1", "tcp", 10, 30.0, {}, host="tcp"), row("t2", "tcp", 100, 31.0, {}, host="tcp"),
+        row("n1", "ngtcp2", 10, 20.0, {"ngtcp2": "aioquic"}), row("n2", "ngtcp2", 100, 22.0, {"ngtcp2": "aioquic"})]
+
+
+def legend_of(draw, monkeypatch) -> list[str]:
+    """The legend texts of the figure ``draw()`` makes (read before it is saved)."""
+    texts: list[str] = []
+    save = figures._save
+
+    def capture(fig, path):
+        texts.extend(t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts())
+        texts.extend(ax.get_title() for ax in fig.axes)
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", capture)
+    monkeypatch.setattr(stacks, "_save", capture)
+    draw()
+    return texts
+
+
+def test_the_label_is_in_the_sweep_table_and_the_figures_legend(tmp_path, monkeypatch):
+    exp = get_experiment("throughput")
+    t = exp.sweep_table(ROWS)
+    assert sorted({line[1] for line in t.rows}) == ["ngtcp2 (aioquic model) cubic quic-large", "tcp cubic tcp"]
+    legend = legend_of(lambda: exp.sweep_figure(ROWS, tmp_path / "s.png", "throughput: batch", "batch"), monkeypatch)
+    assert sorted(legend[:2]) == ["ngtcp2 (aioquic model) cubic quic-large", "tcp cubic tcp"]
+    # Alone in a sweep, a stand-in still names its stack (a plain sweep shows only the host configuration).
+    assert set(figures.series_of(ROWS[2:]).values()) == {"ngtcp2 (aioquic model) cubic quic-large"}
+    assert set(figures.series_of(ROWS[:2]).values()) == {"tcp"}
+    emulated = [row("e", "ngtcp2", 10, 21.0, None, backend="emu")]
+    assert set(figures.series_of(emulated).values()) == {"quic-large"}
+    fair = [{**r, "experiment": "fairness", "stack": "dc=ngtcp2,sc1=tcp,sc2=tcp", "metrics": {"jfi": 0.9},
+             "flows": [{"name": f, "mean_mbps": 10.0} for f in ("dc", "sc1", "sc2")]} for r in ROWS[2:]]
+    titles = legend_of(lambda: get_experiment("fairness").sweep_figure(fair, tmp_path / "f.png", "f", "batch"), monkeypatch)
+    assert "dc=ngtcp2 (aioquic model),sc1=tcp,sc2=tcp cubic quic-large" in titles
+
+
+def test_the_label_is_in_the_stacks_comparison(tmp_path, monkeypatch):
+    heads = {"throughput": stacks.Headline("goodput_mbps", "goodput", "Mbit/s")}
+    header, lines = stacks.comparison_table(ROWS, heads)
+    assert [line[0] for line in lines] == ["ngtcp2 (aioquic model)", "tcp"]
+    legend = legend_of(lambda: stacks.comparison_figure(ROWS, heads, tmp_path / "c.png", "stacks"), monkeypatch)
+    assert legend[:2] == ["ngtcp2 (aioquic model)", "tcp"]
+
+
+def test_runs_stored_before_stand_ins_were_recorded_are_labelled_as_what_they_were():
+    from dclab.campaign.report import completed
+
+    legacy = row("old", "ngtcp2", 10, 20.0, None)  # a simulated ngtcp2 run with no stand_in recorded
+    bbr = row("bbr", "tcp", 10, 20.0, None, cc="bbr", host="tcp")
+    emu = row("emu", "ngtcp2", 10, 20.0, None, backend="emu")
+    old, old_bbr, real = completed([legacy, bbr, emu])
+    assert old["options"]["stand_in"] == {"ngtcp2": "aioquic"} and row_stack(old) == "ngtcp2 (aioquic model)"
+    assert old_bbr["options"]["stand_in"] == {"tcp:bbr": "dclab-bbr"} and row_stack(old_bbr) == "tcp (dclab-bbr model)"
+    assert real["options"]["stand_in"] == {} and row_stack(real) == "ngtcp2"
+    assert stack_label("dc=ngtcp2,sc1=tcp,sc2=tcp", {"tcp:bbr": "dclab-bbr"}) == (
+        "dc=ngtcp2,sc1=tcp (dclab-bbr model),sc2=tcp (dclab-bbr model)")
+
+
+def test_the_report_shows_a_stand_in_in_its_tables(tmp_path):
+    from html_tables import Tables
+
+    from dclab.campaign.report import build_report
+    from dclab.campaign.store import RunRecord, Store
+
+    store = Store(tmp_path / "store.sqlite")
+    for r in ROWS:
+        store.add(RunRecord(**{k: r[k] for k in ("run_key", "experiment", "sweep", "param", "value", "value_num", "stack",
+                                                 "cc", "host_config", "rep", "ok", "scenario", "metrics", "environment",
+                                                 "options")},
+                            flows=r["flows"], run_dir="", machine="m", started_at="t0", finished_at="t1"))
+    index = build_report(store, tmp_path / "report", "stand-ins")
+    p = Tables()
+    p.feed(Path(index).read_text())
+    assert {line[1] for line in p.tables["data throughput"][1:]} == {"ngtcp2 (aioquic model) cubic quic-large",
+                                                                     "tcp cubic tcp"}
+    assert [line[0] for line in p.tables["data stacks"][1:]] == ["ngtcp2 (aioquic model)", "tcp"]
