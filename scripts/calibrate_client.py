@@ -1,5 +1,5 @@
 """Measures the aioquic client's service time per packet while its socket is backlogged: the
-figure of the simulation's client model (``MODELS`` in dclab/testbed/simbed.py). Runs 20 MB
+figure of the simulation's client model (``AIOQUIC_CLIENT_US`` in dclab/testbed/sim_models.py). Runs 20 MB
 downloads with the default UDP buffer at three of the study's points (the default scenario,
 0.05 % loss, the delay ratio 3 at 150/50 ms), two repetitions each, with the client's receive
 trace on (dclab/endpoints/aioquic/rx_trace.py), and prints the pooled service time less the

@@ -94,26 +94,36 @@ def test_validate_smoke_simulation_agrees_with_emulation_at_three_points(tmp_pat
 
 
 def test_a_campaign_runs_on_the_simulation_backend_beside_its_emulated_runs(tmp_path):
-    """`campaign run smoke --backend sim`: all 32 runs simulated, each under its own key (not
-    an emulated run's), no root needed; a second start repeats nothing."""
+    """`campaign run smoke --backend sim`: the 16 runs of TCP simulated, the 16 of ngtcp2
+    (no model of its own) left out and said so; with `--stand-in ngtcp2=aioquic` those run
+    too, labelled. Each run under its own key (not an emulated run's), no root needed; a
+    second start repeats nothing."""
     from dclab.campaign import plan as cp
 
     env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
     r = run_dclab("campaign", "run", "smoke", "--backend", "sim", env=env, timeout=300)
     assert r.returncode == 0, r.stderr
+    assert ("backend sim: 16 of the 32 runs have no model of their own (ngtcp2 cubic: name a stand-in with "
+            "--stand-in ngtcp2=aioquic); left out") in " ".join(r.stderr.split())
+    assert "16 runs stored ok, 0 failed" in r.stdout
+    r = run_dclab("campaign", "run", "smoke", "--backend", "sim", "--stand-in", "ngtcp2=aioquic", env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
     assert "32 runs stored ok, 0 failed" in r.stdout
     import sqlite3
 
     with sqlite3.connect(tmp_path / "smoke" / "store.sqlite") as db:
-        rows = db.execute("SELECT run_key, json_extract(options, '$.backend') FROM runs").fetchall()
+        rows = db.execute("SELECT run_key, json_extract(options, '$.backend'), stack, json_extract(options, '$.stand_in'), "
+                          "json_extract(environment, '$.stand_in') FROM runs").fetchall()
     emu_keys = {run.key for run in cp.plan(cp.load("smoke"))}
-    assert len(rows) == 32 and all(b == "sim" for _, b in rows)
-    assert not emu_keys & {k for k, _ in rows}, "a simulated run never stands for an emulated one"
+    assert len(rows) == 32 and all(b == "sim" for _, b, *_ in rows)
+    assert {(stack, o, e) for _, _, stack, o, e in rows} == {("tcp", "{}", None),
+                                                            ("ngtcp2", '{"ngtcp2":"aioquic"}', '{"ngtcp2":"aioquic"}')}
+    assert not emu_keys & {k for k, *_ in rows}, "a simulated run never stands for an emulated one"
     # Two processes ran them (one per CPU by default); this one moved each into place.
     runs = tmp_path / "smoke" / "runs"
-    assert sorted(p.name for p in runs.iterdir()) == sorted(k for k, _ in rows)
-    assert all((runs / k / "dcemu-stats.jsonl.gz").is_file() for k, _ in rows)
-    again = run_dclab("campaign", "run", "smoke", "--backend", "sim", env=env, timeout=120)
+    assert sorted(p.name for p in runs.iterdir()) == sorted(k for k, *_ in rows)
+    assert all((runs / k / "dcemu-stats.jsonl.gz").is_file() for k, *_ in rows)
+    again = run_dclab("campaign", "run", "smoke", "--backend", "sim", "--stand-in", "ngtcp2=aioquic", env=env, timeout=120)
     assert "32 already stored, 0 to do" in " ".join(again.stderr.split())
 
 

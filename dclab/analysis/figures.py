@@ -35,6 +35,7 @@ from .. import lte  # noqa: E402
 from . import cell  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std, read_records, stats_file  # noqa: E402
 from .plots import link_utilization  # noqa: E402
+from .stand_in import row_stack, stand_in_of  # noqa: E402
 
 DPI = 120
 Row = dict[str, Any]
@@ -75,19 +76,22 @@ def _differing(rows: list[dict], part: str) -> list[str]:
     at: dict[tuple, list[dict]] = {}
     for r in rows:
         at.setdefault((r.get("value_num"), r.get("value")), []).append(r.get(part) or {})
-    keys = sorted({k for r in rows for k in (r.get(part) or {})} - {"stack", "cc", "udp_buffer"})
+    keys = sorted({k for r in rows for k in (r.get(part) or {})} - {"stack", "cc", "udp_buffer", "stand_in"})
     return [k for k in keys if any(len({repr(d.get(k)) for d in ds}) > 1 for ds in at.values())]
 
 
 def series_of(rows: list[dict]) -> dict[str, str]:
     """Series label per run key: the host configuration when all rows share one stack and
-    congestion control, else 'stack cc host_config'; then any option or scenario field in
-    which rows at the same swept value differ (a campaign's groups), as ``name=value``."""
-    combos = {(r.get("stack"), r.get("cc")) for r in rows}
+    congestion control and none ran on a stand-in model, else 'stack cc host_config' (a
+    stand-in's stack as ``stand_in.stack_label`` shows it); then any option or scenario
+    field in which rows at the same swept value differ (a campaign's groups), as
+    ``name=value``."""
+    combos = {(row_stack(r), r.get("cc")) for r in rows}
+    plain = len(combos) <= 1 and not any(stand_in_of(r) for r in rows)
     keys = [("options", k) for k in _differing(rows, "options")] + [("scenario", k) for k in _differing(rows, "scenario")]
 
     def label(r: dict) -> str:
-        base = r.get("host_config") or "-" if len(combos) <= 1 else f"{r.get('stack')} {r.get('cc')} {r.get('host_config')}"
+        base = r.get("host_config") or "-" if plain else f"{row_stack(r)} {r.get('cc')} {r.get('host_config')}"
         extra = [f"{k}={_short((r.get(part) or {}).get(k))}" for part, k in keys]
         return " ".join([base, *extra])
 

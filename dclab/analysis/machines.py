@@ -28,6 +28,8 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .stand_in import row_stack
+
 MIN_RUNS = 2  # successful runs needed on the machine and on the others
 SPREAD = 3.0  # a difference beyond SPREAD standard deviations is flagged ...
 FLOOR = 0.05  # ... if it is also beyond this fraction of the others' mean
@@ -116,7 +118,7 @@ def configuration_labels(rows: list[dict]) -> dict[tuple[str, ...], str]:
             continue
         what = f"{r.get('sweep')}={r.get('value')}" if r.get("sweep") else (r.get("value") or "")
         bases[key] = " ".join(x for x in [r.get("experiment") or "?", what] if x) + \
-            f", {r.get('stack') or '-'} {r.get('cc') or '-'}, {r.get('host_config') or '-'}"
+            f", {row_stack(r) or '-'} {r.get('cc') or '-'}, {r.get('host_config') or '-'}"
         parts[key] = {**{f"scenario.{k}": v for k, v in (r.get("scenario") or {}).items() if k != "seed"},
                       **{k: v for k, v in (r.get("options") or {}).items() if k != "seed"}}
     out = {}

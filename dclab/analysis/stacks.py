@@ -1,7 +1,8 @@
 """A campaign's stacks side by side: every stack's headline metric at every point the
 campaign measured (experiment, sweep, value), as one table and one figure. The stack of a
 run is its first flow's (the DC flow's): a fairness run of ``dc=quinn,sc1=tcp,sc2=tcp`` is
-quinn's against TCP. Generic over experiments: the caller says which metric is each
+quinn's against TCP; a simulated run on a stand-in model is its own row, "ngtcp2 (aioquic
+model)" (``stand_in.py``). Generic over experiments: the caller says which metric is each
 experiment's headline (the report takes it from the registry)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from ..scenario import Scenario
 from .figures import Row, _save, empty_figure, metric_of, plt
 from .metrics import mean_std
+from .stand_in import row_stack
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class Point:
 
 
 def stack_of(r: Row) -> str:
-    """The run's stack: the DC flow's, i.e. the first of ``flow=stack,...`` labels."""
-    label = str(r.get("stack") or "?")
+    """The run's stack as shown: the DC flow's, i.e. the first of ``flow=stack,...`` labels."""
+    label = row_stack(r) or "?"
     return label.split(",")[0].split("=")[-1]
 
 
@@ -69,7 +71,7 @@ def labels(rows: list[Row]) -> dict[str, str]:
 
 def opponents(rows: list[Row]) -> str:
     """What the first flow competed with, when runs mix stacks (``sc1=tcp,sc2=tcp``)."""
-    rest = {",".join(str(r.get("stack") or "").split(",")[1:]) for r in rows if "," in str(r.get("stack") or "")}
+    rest = {",".join(row_stack(r).split(",")[1:]) for r in rows if "," in row_stack(r)}
     return "; ".join(sorted(rest - {""}))
 
 

@@ -18,12 +18,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, sweepable_fields
+from ..flows import PlanError
 from ..paths import CAMPAIGNS, ROOT
 from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, Scenario, ScenarioError, build, capacity_mbps
+from ..testbed.sim_models import used as used_stand_ins
 from ..testbed.simbed import SIM_MODEL
 from .sweeps import SWEEPS, expand, frange
 
@@ -38,7 +41,12 @@ class StackConfig:
 
     @property
     def label(self) -> str:
-        return f"{self.stack} {self.cc}" + (f" {self.udp_buffer}-buffer" if get_stack(self.stack).transport == "udp" else "")
+        return self.shown()
+
+    def shown(self, stand_in: dict[str, str] | None = None) -> str:
+        """The label, its stack as a run on ``stand_in`` shows it (analysis/stand_in.py)."""
+        buffer = f" {self.udp_buffer}-buffer" if get_stack(self.stack).transport == "udp" else ""
+        return f"{stack_label(self.stack, stand_in)} {self.cc}{buffer}"
 
     def option_values(self) -> dict[str, Any]:
         return {"stack": self.stack, "cc": self.cc, "udp_buffer": self.udp_buffer}
@@ -58,7 +66,12 @@ class PlannedRun:
 
     @property
     def label(self) -> str:
-        return f"{self.experiment} {self.config.label} {self.sweep}={self.value:g} rep {self.rep}"
+        return f"{self.experiment} {self.config_label} {self.sweep}={self.value:g} rep {self.rep}"
+
+    @property
+    def config_label(self) -> str:
+        """The configuration as shown: a simulated stand-in's model after its stack."""
+        return self.config.shown(getattr(self.options, "stand_in", None))
 
 
 @dataclass
@@ -193,6 +206,26 @@ def _first_error(e: ValidationError) -> str:
     return msg if msg.startswith(f"{loc}:") or (loc == "options" and ":" in msg) else f"{loc}: {msg}"
 
 
+def run_flows(exp: Experiment, s: Scenario, options: Options) -> list[tuple[str, str]] | None:
+    """The (stack, cc) of each flow of a run (None: its plan is refused, which its
+    preflight reports)."""
+    try:
+        plan = exp.plan(exp.scenario(s, options), options)
+    except (PlanError, StackError, ScenarioError):
+        return None
+    return [(f.stack, f.cc or "") for f in plan.flows]
+
+
+def with_used_stand_ins(exp: Experiment, s: Scenario, options: Options) -> Options:
+    """``options`` with only the stand-ins its flows run on, so that a group's stand-in
+    changes the key and the label of only the runs of the stack it names."""
+    stand_in: dict[str, str] = getattr(options, "stand_in", None) or {}
+    flows = run_flows(exp, s, options) if stand_in else None
+    if flows is None:
+        return options
+    return options.model_copy(update={"stand_in": used_stand_ins(flows, stand_in)})
+
+
 def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: int, s: Scenario,
             options: dict[str, Any]) -> str:
     """Stable over releases and machines: the fields of the first store's key (experiment,
@@ -278,7 +311,7 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> 
                         values_ = {**c.experiment_options.get(name, {}), **g.get("options", {}).get(name, {}),
                                    **{k: v for k, v in cfg.option_values().items() if k in fields}, **p.options}
                         try:
-                            options = exp.options(**values_)
+                            options = with_used_stand_ins(exp, p.scenario, exp.options(**values_))
                         except ValidationError as e:
                             raise ScenarioError(f"{name} {cfg.label} {sname}={p.value:g}: {_first_error(e)}") from None
                         dumped = options.model_dump(mode="json")

@@ -15,8 +15,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..analysis import figures, machines, stacks
+from ..analysis.stand_in import row_stack
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
+from ..testbed.sim_models import unrecorded
 from . import fidelity
 from .store import Store, open_existing
 from .sweeps import SWEEPS
@@ -72,18 +74,39 @@ def resolve_run_dir(run_dir: str, base: Path) -> Path | None:
     return None
 
 
-def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
-    """Rows by (experiment, sweep), experiments in the registry's order; each row's options
-    completed with its experiment's defaults, since a run stored before an option existed
-    ran at that default (so a new option, e.g. --streams, does not split its series)."""
-    order = {name: i for i, name in enumerate(experiments())}
+def completed(rows: list[dict]) -> list[dict]:
+    """Each row's options completed with its experiment's defaults, since a run stored
+    before an option existed ran at that default (so a new option, e.g. --streams, does
+    not split its series); but a simulated run stored before stand-ins were recorded ran on
+    the one its stack would need now, so it is labelled as one (``stand_in``)."""
     defaults = {}
     for name, exp in experiments().items():
         try:
             defaults[name] = exp.options().model_dump(mode="json")
         except ValidationError:  # an experiment with a required option has no defaults to add
             pass
-    rows = [{**r, "options": {**defaults.get(r["experiment"], {}), **(r.get("options") or {})}} for r in rows]
+    out = []
+    for r in rows:
+        options = {**defaults.get(r["experiment"], {}), **(r.get("options") or {})}
+        if options.get("backend") == "sim" and "stand_in" not in (r.get("options") or {}):
+            options["stand_in"] = unrecorded(_flows_of(r))
+        out.append({**r, "options": options})
+    return out
+
+
+def _flows_of(r: dict) -> list[tuple[str, str]]:
+    """A stored run's (stack, cc) per flow; from its columns when its flows were not kept."""
+    flows = [(str(f.get("stack") or ""), str(f.get("cc") or "")) for f in r.get("flows") or []]
+    if flows and all(s for s, _ in flows):
+        return flows
+    return [(part.rpartition("=")[2], str(r.get("cc") or "")) for part in str(r.get("stack") or "").split(",")]
+
+
+def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
+    """Rows by (experiment, sweep), experiments in the registry's order, completed
+    (``completed``)."""
+    order = {name: i for i, name in enumerate(experiments())}
+    rows = completed(rows)
     keys = sorted({(r["experiment"], r.get("sweep") or "") for r in rows}, key=lambda k: (order.get(k[0], 9), k))
     return [(e, s, [r for r in rows if r["experiment"] == e and (r.get("sweep") or "") == s]) for e, s in keys]
 
@@ -209,7 +232,7 @@ def _runs_summary(rows: list[dict]) -> str:
                    '<th class="text">machine</th><th class="text">error</th></tr>')
         for r in failed[:200]:
             out.append(f'<tr><td class="text">{_e(r["experiment"])}</td><td class="text">{_e(r.get("sweep"))}</td>'
-                       f'<td class="text">{_e(r.get("value"))}</td><td class="text">{_e(r.get("stack"))} {_e(r.get("cc"))}</td>'
+                       f'<td class="text">{_e(r.get("value"))}</td><td class="text">{_e(row_stack(r))} {_e(r.get("cc"))}</td>'
                        f'<td class="text">{_e(r.get("host_config"))}</td><td>{r["rep"]}</td>'
                        f'<td class="text">{_e(r.get("machine"))}</td><td class="text">{_e(r.get("error") or "")}</td></tr>')
         out.append("</table>\n")
@@ -296,7 +319,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     base = store.path.resolve().parent
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = store.rows()
+    rows = completed(store.rows())  # every table and figure below shows a stand-in's model
     groups = sweep_groups(rows)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     ok = sum(1 for r in rows if r.get("ok"))

@@ -23,7 +23,7 @@ from ..experiments import default_experiment, experiments
 from ..experiments.base import RepResult
 from ..paths import CAMPAIGNS
 from ..scenario import ScenarioError
-from .options import err, parse_size, root_or_exit, scenario_from, scenario_options
+from .options import err, parse_size, root_or_exit, scenario_from, scenario_options, stand_in_from, stand_in_option
 
 
 def hours(s: float) -> str:
@@ -38,7 +38,7 @@ def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedR
         t.add_column(col)
     groups: dict[tuple, list[cp.PlannedRun]] = {}
     for r in runs:
-        groups.setdefault((r.experiment, r.config.label, r.sweep), []).append(r)
+        groups.setdefault((r.experiment, r.config_label, r.sweep), []).append(r)
     todo_keys = {r.key for r in todo}
     total = 0.0
     for (exp, cfg, sweep), rs in groups.items():
@@ -255,13 +255,14 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, gr
               help="Only the groups whose name matches PATTERN (shell-style, e.g. 'levels-*'); repeatable.")
 @click.option("--backend", type=click.Choice(["emu", "sim"]), default="emu", show_default=True,
               help="sim: every run the simulation models, on `dcemu sim` instead (its own run key, the same store); "
-                   "the others are left out.")
+                   "the others are left out, and it says how many and why.")
 @click.option("--jobs", type=click.IntRange(1, 256), metavar="N",
               help="With --backend sim: simulate N runs side by side in processes of this machine "
                    "[default: its CPUs].")
+@stand_in_option
 @cluster_options
 def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...], scheduler: str | None,
-                 local_workers: int | None, tries: int, backend: str, jobs: int | None) -> None:
+                 local_workers: int | None, tries: int, backend: str, jobs: int | None, stand_in: str | None) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will.
 
     With --scheduler or --local-workers the runs go to Dask workers (one testbed each),
@@ -273,14 +274,20 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
                                "(use --local-workers or --scheduler for several machines)")
     if jobs is not None and cluster.on:
         raise click.UsageError("--jobs runs here; with --scheduler or --local-workers the workers run side by side")
+    if stand_in is not None and backend != "sim":
+        raise click.UsageError("--stand-in is for --backend sim: an emulated run is the real stack")
+    named = stand_in_from(stand_in)
     c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups)
     if backend == "sim":
-        from ..campaign.validate import sim_twin
+        from ..campaign.validate import twins
 
-        twins = [t for r in runs if (t := sim_twin(r)) is not None]
-        err.print(f"backend sim: {len(twins)} of the {len(runs)} runs have a model; the others are left out")
+        t = twins(runs, named)
+        err.print(f"backend sim: {len(t.pairs):,} of the {len(runs):,} runs have a simulated twin")
+        for line in t.left_out():
+            err.print(line)
+        sims = [sim for _, sim in t.pairs]
         done = existing.keys() if existing else set()
-        runs, todo = twins, [t for t in twins if t.key not in done]
+        runs, todo = sims, [s for s in sims if s.key not in done]
     else:
         root_or_exit()
     preflight_all(todo)  # before the store exists: a refused campaign creates nothing

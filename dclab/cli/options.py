@@ -18,6 +18,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from .. import scenario as sc
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
 from ..testbed.emulator_mode import HELP as MODE_HELP
+from ..testbed.sim_models import check as check_stand_ins
+from ..testbed.sim_models import parse as parse_stand_ins
 from ..units import parse_size as _parse_size
 
 err = Console(stderr=True)
@@ -72,6 +74,27 @@ def emulator_mode_from(kw: dict[str, Any]) -> EmulatorMode:
     """The mode ``emulator_mode_options`` asked for; pops its options from ``kw``."""
     return EmulatorMode(busy_poll=bool(kw.pop("busy_poll")), realtime=bool(kw.pop("realtime")),
                         spin_us=int(kw.pop("spin_us")), tun_offload=str(kw.pop("tun_offload")))
+
+
+def stand_in_option(f: F) -> F:
+    """--stand-in for the commands that make simulated twins of emulated runs (`dclab
+    campaign run --backend sim`, `dclab validate`); `dclab run` has it from the options model."""
+    return click.option("--stand-in", "stand_in", metavar="STACK[:CC]=MODEL[,...]",
+                        help="Simulate the runs of a stack that has no model of its own on the model named, e.g. "
+                             "ngtcp2=aioquic; they are stored under their own keys and labelled \"ngtcp2 (aioquic model)\". "
+                             "Without it such runs are left out.")(f)
+
+
+def stand_in_from(text: str | None) -> dict[str, str]:
+    """The stand-ins ``--stand-in`` names; a bad one is a usage error naming the option."""
+    if not text:
+        return {}
+    try:
+        stand_in = parse_stand_ins(text)
+        check_stand_ins(stand_in)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--stand-in") from None
+    return stand_in
 
 
 # ---------------------------------------------------------------------------------------
@@ -198,8 +221,8 @@ def _numeric(annotation: Any) -> type | None:
 
 def model_options(model: type[BaseModel]) -> Callable[[F], F]:
     """click options for every field of ``model``: ``--field-name``, help from the field's
-    description, choices from a Literal or ``json_schema_extra["choices"]``, booleans as
-    flags. Values reach the command as strings (or flags) and are validated by the model,
+    description, choices from a Literal or ``json_schema_extra["choices"]`` (its
+    ``metavar`` names the value), booleans as flags. Values reach the command as strings (or flags) and are validated by the model,
     so the model's own errors name the option (see ``options_from``)."""
     def deco(f: F) -> F:
         for name, field in reversed(list(model.model_fields.items())):
@@ -213,6 +236,8 @@ def model_options(model: type[BaseModel]) -> Callable[[F], F]:
             choices = _choices(field.annotation, extra)
             shown = extra.get("show", default)
             kw: dict[str, Any] = {"default": None, "help": help_ + (f" [default: {shown}]" if shown is not None and "[default" not in help_ else "")}
+            if extra.get("metavar"):
+                kw["metavar"] = extra["metavar"]
             if choices:
                 kw["type"] = click.Choice(choices)
             elif _numeric(field.annotation) is not None and "show" not in extra:

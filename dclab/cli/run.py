@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments
@@ -64,8 +65,9 @@ def _command(exp: Experiment) -> click.Command:
         except FileExistsError as e:
             raise click.UsageError(str(e)) from None
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
+        stack = stack_label(plan.stack_label(), getattr(options, "stand_in", None))
         links = f"link {shown.link}" if shown.link else f"bw {shown.bw} Mbit/s"
-        err.print(f"[bold]{exp.name}[/]: {plan.stack_label()} {plan.cc_label()}, x {reps}, {links}, "
+        err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, {links}, "
                   f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, split {shown.split}, "
                   f"batch {shown.batch}, seed {shown.seed} -> {out_dir}")
         summary = run_with_progress(reps, out_dir, exp.describe,

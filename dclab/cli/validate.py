@@ -14,7 +14,7 @@ from ..campaign import validate as v
 from ..campaign.store import Store, campaign_dir
 from ..scenario import ScenarioError
 from .campaign import preflight_all, run_all, sim_jobs
-from .options import err, root_or_exit
+from .options import err, root_or_exit, stand_in_from, stand_in_option
 
 
 @click.command()
@@ -24,21 +24,30 @@ from .options import err, root_or_exit
 @click.option("--reps", type=click.IntRange(1, 1000), help="Repetitions per point and backend [default: the campaign's].")
 @click.option("--sim-only", is_flag=True, help="Run only the simulated twins; compare with the emulated runs already stored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the points and the summary as JSON.")
-def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: bool, as_json: bool) -> None:
+@stand_in_option
+def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: bool, as_json: bool,
+             stand_in: str | None) -> None:
     """Run campaign NAME on both backends and compare, point by point, the simulated mean
     with the emulated one: goodput within 10 %, JFI within 0.05.
 
-    Every run whose experiment the simulation models gets a twin with backend sim (same
-    configuration, scenario, options and seed). Both go into the campaign's store, so
-    emulated runs already there are not repeated. Writes results/NAME/validation.json."""
+    Every run whose experiment and stacks the simulation models gets a twin with backend
+    sim (same configuration, scenario, options and seed); a stack without a model of its
+    own only with --stand-in, and its points say which model stood in. Both go into the
+    campaign's store, so emulated runs already there are not repeated. Writes
+    results/NAME/validation.json."""
+    named = stand_in_from(stand_in)
     try:
         c = cp.select_groups(cp.load(name), groups)
         runs = cp.plan(c, reps)
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
-    pairs = [(r, t) for r in runs if (t := v.sim_twin(r)) is not None]
+    t = v.twins(runs, named)
+    pairs = t.pairs
+    for line in t.left_out():
+        err.print(line)
     if not pairs:
-        raise click.UsageError(f"{c.name}: none of its runs can be simulated (throughput and fairness can, on emu)")
+        raise click.UsageError(f"{c.name}: none of its runs can be simulated (throughput and fairness can, on emu, "
+                               f"with stacks the simulation models)")
     store = Store(campaign_dir(c.name) / "store.sqlite")
     done = store.keys()
     sims = [t for _, t in pairs if t.key not in done]

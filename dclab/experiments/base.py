@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from ..analysis import figures
 from ..analysis.metrics import mean_std
+from ..analysis.stand_in import stack_label
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
 from ..flows import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
@@ -28,6 +29,9 @@ from ..testbed import Testbed
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
 from ..testbed.emulator_mode import HELP as MODE_HELP
 from ..testbed.inspection import Inspection
+from ..testbed.sim_models import MODELS, modelled_text
+from ..testbed.sim_models import check as check_stand_ins
+from ..testbed.sim_models import parse as parse_stand_ins
 from ..units import parse_size
 
 
@@ -40,7 +44,18 @@ def _size(v: object) -> int:
     return parse_size(v if isinstance(v, (int, str)) else str(v), "size")
 
 
+def _stand_ins(v: dict[str, str]) -> dict[str, str]:
+    check_stand_ins(v)
+    return v
+
+
 Size = Annotated[int, BeforeValidator(_size)]
+# {"ngtcp2": "aioquic"}: the model a stack (or "stack:cc") without one of its own runs on in
+# the simulation; "ngtcp2=aioquic,quinn=aioquic" on the command line.
+StandIns = Annotated[dict[str, str], BeforeValidator(parse_stand_ins), AfterValidator(_stand_ins)]
+STAND_IN_HELP = (f"With --backend sim only: run a stack that has no model of its own on the model named, "
+                 f"STACK[:CC]=MODEL[,...], e.g. ngtcp2=aioquic; its results are labelled \"ngtcp2 (aioquic model)\". "
+                 f"Modelled: {modelled_text()}; models: {', '.join(MODELS)}.")
 StackName = Annotated[str, AfterValidator(_stack_name), Field(json_schema_extra={"choices": list(STACKS)})]
 
 
@@ -57,8 +72,8 @@ def in_range(lo: int, hi: int, hi_text: str = "") -> AfterValidator:
 class Options(BaseModel):
     """Base of every experiment's options: typed, validated, unknown names refused. Field
     names are the CLI option names (``udp_buffer`` is ``--udp-buffer``); a field's
-    ``json_schema_extra`` may give ``choices``, ``show`` (the default as shown) and
-    ``flag`` (a boolean switch)."""
+    ``json_schema_extra`` may give ``choices``, ``show`` (the default as shown), ``metavar``
+    (the value's form) and ``flag`` (a boolean switch)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -138,6 +153,15 @@ class StackOptions(PacketSizeOptions):
     backend: Literal["emu", "sim"] = Field(
         "emu", description="emu: real stacks through dcemu in real time; sim: modelled endpoints in virtual time "
                            "(`dcemu sim`, no root; experiments that declare it).")
+    stand_in: StandIns = Field(default_factory=dict, description=STAND_IN_HELP,
+                               json_schema_extra={"sweep": False, "show": "none", "metavar": "STACK[:CC]=MODEL[,...]"})
+
+    @model_validator(mode="after")
+    def _stand_in_is_simulated(self) -> "StackOptions":
+        if self.stand_in and self.backend != "sim":
+            raise ValueError("stand_in: only with --backend sim (an emulated run is the real stack; a stand-in is "
+                             "another stack's model)")
+        return self
 
 
 @dataclass(frozen=True)
@@ -331,7 +355,8 @@ class Experiment(ABC):
     def table(self, summary: Summary) -> Table:
         """The table ``dclab run`` prints."""
         cols = ["stack", "cc", "host config"] + [c for m in self.metrics for c in (m.column(), "std")] + ["runs"]
-        row = [summary.stack or "-", summary.cc or "-", summary.host_config or "-"]
+        row = [stack_label(summary.stack or "-", summary.options.get("stand_in")), summary.cc or "-",
+               summary.host_config or "-"]
         for m in self.metrics:
             ms = summary.metrics[m.name]
             row += [_fmt(ms.mean, m.digits), _fmt(ms.std, m.digits)]
@@ -352,7 +377,8 @@ class Experiment(ABC):
         return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title)
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
-        return f"{self.name}: {result.stack} {result.cc}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
+        stack = stack_label(result.stack, getattr(options, "stand_in", None))
+        return f"{self.name}: {stack} {result.cc}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
 
     def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
         """Per sweep (default): the primary metric against the swept value, one line per series."""
@@ -379,6 +405,15 @@ class Experiment(ABC):
                         str(d["failed"])])
             failed.append(d["n"] == 0)
         return Table(["value", "series", m.column(), "std", "n", "failed"], out, failed)
+
+
+def stand_in_output(summary: Summary) -> dict[str, Any]:
+    """What ``--json`` adds for a run on a stand-in model: the stand-ins and the stack as
+    shown; nothing for any other run, whose output stays as it was."""
+    stand_in = summary.options.get("stand_in")
+    if not stand_in:
+        return {}
+    return {"stand_in": stand_in, "stack_label": stack_label(summary.stack or "", stand_in)}
 
 
 def _flow_value(r: RepResult, name: str) -> float | None:

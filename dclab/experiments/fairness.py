@@ -16,12 +16,13 @@ from pydantic import Field, model_validator
 
 from ..analysis import figures
 from ..analysis.metrics import jain, leg_window_means, window_means
+from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments
 from ..scenario import Scenario, build
 from ..testbed import Testbed
-from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt
+from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, stand_in_output
 
 # The study's flows: name, bearer, leg (None: both), port.
 FLOWS = (("dc", "dc", None, 4433), ("sc1", "sc1", 1, 8000), ("sc2", "sc2", 2, 9000))
@@ -120,7 +121,8 @@ class Fairness(Experiment):
         return f"JFI: {j.mean:.3f} (std {j.std:.3f})" if j.mean is not None and j.std is not None else "JFI: no successful run"
 
     def table(self, summary: Summary) -> Table:
-        rows = [[f, v.stack, _fmt(v.mean_mbps), _fmt(v.std_mbps)] for f, v in summary.flows.items()]
+        stand_in = summary.options.get("stand_in")
+        rows = [[f, stack_label(v.stack, stand_in), _fmt(v.mean_mbps), _fmt(v.std_mbps)] for f, v in summary.flows.items()]
         return Table(["flow", "stack", "mean (Mbit/s)", "std"], rows, [v.mean_mbps is None for v in summary.flows.values()])
 
     def json_output(self, summary: Summary) -> dict[str, Any]:
@@ -128,10 +130,11 @@ class Fairness(Experiment):
                  for f, v in summary.flows.items()}
         return {"flows": flows, "jfi": summary.metrics["jfi"].model_dump(),
                 "jfi_links": summary.metrics["jfi_links"].model_dump(), "host_config": summary.host_config,
-                "cc": summary.cc, "scenario": summary.scenario, "seeds": summary.seeds}
+                "cc": summary.cc, "scenario": summary.scenario, "seeds": summary.seeds, **stand_in_output(summary)}
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
-        return (f"fairness: {result.stack}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
+        stack = stack_label(result.stack, getattr(options, "stand_in", None))
+        return (f"fairness: {stack}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
                 + (", duplication" if scenario.duplicate else ""))
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:

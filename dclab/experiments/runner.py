@@ -27,6 +27,7 @@ from ..testbed.environment import environment
 from ..testbed.hostconfig import HostConfig, host_config_for
 from ..testbed.inspection import Inspection
 from ..testbed.rundir import write_atomic, write_json
+from ..testbed.sim_models import used as used_stand_ins
 from ..testbed.simbed import SimBed, SimError, workload_toml
 from ..testbed.testbed import PartDied
 from .base import Experiment, Options, PacketSizeOptions, RepResult, Summary, plan_with_packet_sizes
@@ -53,11 +54,22 @@ def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan
             raise ScenarioError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
                                 f"the wire, no TLS and no real-time emulator)")
         host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
+        stand_in = getattr(options, "stand_in", {})
         try:
-            workload_toml(plan, plan.flows, host, {}, 1.0)  # a stack without a model, or a workload it cannot model
+            workload_toml(plan, plan.flows, host, {}, 1.0, stand_in)  # a stack without a model, or a workload it cannot model
         except SimError as e:
             raise ScenarioError(f"backend sim: {e}") from None
+        # A stand-in no flow runs on would be recorded and labelled for nothing.
+        unused = sorted(set(stand_in) - set(used_stand_ins(_flows(plan), stand_in)))
+        if unused:
+            raise ScenarioError(f"--stand-in {unused[0]}={stand_in[unused[0]]}: no flow of this run is "
+                                f"{unused[0].replace(':', ' ')} without a model of its own (its flows: "
+                                f"{', '.join(f'{st} {cc}' for st, cc in dict.fromkeys(_flows(plan)))})")
     return plan
+
+
+def _flows(plan: FlowPlan) -> list[tuple[str, str]]:
+    return [(f.stack, f.cc or "") for f in plan.flows]
 
 
 def simulating() -> list[str]:
@@ -147,9 +159,12 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
             session.close()
             raise PartDied(died)
     elif getattr(options, "backend", "emu") == "sim":
-        with SimBed(s, plan, host, rep_dir) as sb:
+        with SimBed(s, plan, host, rep_dir, getattr(options, "stand_in", {})) as sb:
             result.environment = environment([], sb.settings)
             result.environment["backend"] = "sim"
+            result.environment["models"] = sb.models()
+            if sb.stand_in:
+                result.environment["stand_in"] = sb.stand_in
             write_json(rep_dir / "environment.json", result.environment)
             result = exp.measure(sb, s, plan, options, result)  # type: ignore[arg-type]  # SimBed is Testbed's face
     else:

@@ -19,11 +19,12 @@ from pydantic import Field, model_validator
 
 from ..analysis import figures
 from ..analysis.metrics import pdcp_summary
+from ..analysis.stand_in import stack_label
 from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
 from ..testbed import Testbed
-from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, Table, _fmt, in_range
+from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, Table, _fmt, in_range, stand_in_output
 
 DC_PORT = 4433  # the study's port of the DC flow
 MAX_STREAMS = 64  # below every stack's limit of streams open at once (aioquic 128, ngtcp2 and curl 100)
@@ -139,7 +140,7 @@ class Throughput(Experiment):
 
     def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
         streams = f", {options.streams} streams" if options.streams > 1 else ""
-        return (f"{result.stack} {result.cc}, {options.size / 1e6:g} MB{streams}, batch {scenario.batch}, "
+        return (f"{stack_label(result.stack, options.stand_in)} {result.cc}, {options.size / 1e6:g} MB{streams}, batch {scenario.batch}, "
                 f"split {':'.join(f'{x:g}' for x in scenario.split)}")
 
     def describe(self, rep: RepResult) -> str:
@@ -156,7 +157,7 @@ class Throughput(Experiment):
     def json_output(self, summary: Summary) -> dict[str, Any]:
         return {"goodput_mbps": summary.metrics["goodput_mbps"].model_dump(), "stack": summary.stack, "cc": summary.cc,
                 "scenario": summary.scenario, "host_config": summary.host_config, "failed": summary.failed,
-                "seeds": summary.seeds}
+                "seeds": summary.seeds, **stand_in_output(summary)}
 
 
 EXPERIMENT = Throughput()

@@ -4,9 +4,9 @@
 instead of real stacks. No root, no namespaces, no host settings; the run directory gets
 the same records (``dcemu-stats.jsonl.gz``, compressed) and the workload dcemu simulated.
 
-A stack maps to a model by what it is (``MODELS``): QUIC stacks to the aioquic model, TCP to
-the Linux model. The host configuration gives the client's receive buffer: ``rmem_default``
-for QUIC (its sockets keep the default), ``tcp_rmem``'s maximum for TCP.
+A flow runs on its stack's model, or on the stand-in its options name (``sim_models.py``).
+The host configuration gives the client's receive buffer: ``rmem_default`` for QUIC (its
+sockets keep the default), ``tcp_rmem``'s maximum for TCP.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,34 +27,8 @@ from ..paths import CLIENT_ADDR, DCEMU, SERVER_ADDR
 from ..scenario import Scenario
 from .dcemu_config import to_dcemu
 from .hostconfig import HostConfig
+from .sim_models import SimError, model_for
 
-
-class SimError(RuntimeError):
-    pass
-
-
-@dataclass(frozen=True)
-class Model:
-    """How a stack is modelled: its transport, and its host's cost per packet (µs of CPU at
-    the client, at the server; 0: not measured, free)."""
-
-    transport: str  # "quic" or "tcp"
-    quic: str = "aioquic-1.7"  # whose QUIC behaviour (emu/src/sim/workload.rs)
-    client_packet_us: float = 0.0
-    server_packet_us: float = 0.0
-
-
-MODELS: dict[str, Model] = {
-    # The client's time per packet while packets wait in its socket, measured in emulation
-    # by scripts/calibrate_client.py: 161.0 µs pooled over the default scenario, 0.05 % loss
-    # and the delay ratio 3 (150/50 ms), two runs each with the default buffer (the runs'
-    # means 144-189 µs). Its CPU seconds per packet over whole transfers (`cpu_s`) agree
-    # within their spread: 108-174 µs at validate-study's points.
-    "aioquic": Model("quic", client_packet_us=161.0),
-    "aioquic-2020": Model("quic", quic="aioquic-0.8"),
-    "ngtcp2": Model("quic"),  # no model of its own yet: aioquic 1.7's recovery
-    "tcp": Model("tcp"),
-}
 # The models' version: part of a simulated run's key, so that runs stored before the models
 # changed run again instead of standing for the new models. Raise it with any change to
 # emu/src/model/ or emu/src/sim/ that changes results.
@@ -68,13 +41,6 @@ QUIC_DATAGRAM = 1252  # dclab's aioquic endpoints' max_datagram_size (endpoints/
 TCP_TIMESTAMPS = 12  # the timestamp option in every segment: payload = the clamped MSS - 12
 
 
-def model_of(stack: str) -> Model:
-    m = MODELS.get(stack)
-    if m is None:
-        raise SimError(f"stack {stack!r} has no model in the simulation (modelled: {', '.join(MODELS)})")
-    return m
-
-
 def rmem_for(host: HostConfig, transport: str) -> int:
     if transport == "tcp":
         return int(host.netns_sysctls.get("net.ipv4.tcp_rmem", "4096 131072 6291456").split()[-1])
@@ -82,32 +48,36 @@ def rmem_for(host: HostConfig, transport: str) -> int:
 
 
 def workload_toml(plan: FlowPlan, flows: Sequence[Flow], host: HostConfig, workloads: dict[str, Workload],
-                  duration_s: float) -> str:
-    """The workload file of ``dcemu sim`` for these flows (see emu/src/sim/workload.rs)."""
+                  duration_s: float, stand_in: Mapping[str, str] | None = None) -> str:
+    """The workload file of ``dcemu sim`` for these flows (see emu/src/sim/workload.rs), each
+    on its stack's model or the stand-in named for it (SimError when neither)."""
     out = []
     for f in flows:
-        m = model_of(f.stack)
+        assert f.port is not None and f.cc is not None
+        r, m = model_for(f.stack, f.cc, stand_in or {})
         w = workloads.get(f.name) or f.workload
         if w.connections != 1 or len(w.objects) != 1:
             raise SimError(f"flow {f.name}: the simulation models one object on one connection "
                            f"(got {len(w.objects)} objects on {w.connections} connections)")
-        assert f.port is not None and f.cc is not None
         out.append({
             "name": f.name, "transport": m.transport, "cc": f.cc, "server_port": f.port, "size": int(w.objects[0]),
             "datagram": plan.quic_datagram or QUIC_DATAGRAM, "quic": m.quic, "mss": plan.tcp_mss - TCP_TIMESTAMPS,
-            "rmem": rmem_for(host, m.transport), "truesize": UDP_TRUESIZE, "app_packet_us": m.client_packet_us,
-            "send_packet_us": m.server_packet_us,
+            "rmem": rmem_for(host, m.transport), "truesize": UDP_TRUESIZE, "app_packet_us": r.client_packet_us,
+            "send_packet_us": r.server_packet_us,
         })
     return tomli_w.dumps({"duration_s": duration_s, "flow": out})
 
 
 class SimBed:
-    """Use like ``Testbed``: ``with SimBed(scenario, plan, host, dir) as tb: ...``."""
+    """Use like ``Testbed``: ``with SimBed(scenario, plan, host, dir) as tb: ...``; ``stand_in``
+    names the model of each stack (or stack:cc) without one of its own (``sim_models.py``)."""
 
     __test__ = False
 
-    def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path):
+    def __init__(self, scenario: Scenario, plan: FlowPlan, host: HostConfig, workdir: Path,
+                 stand_in: Mapping[str, str] | None = None):
         self.scenario, self.plan, self.host = scenario, plan, host
+        self.stand_in = dict(stand_in or {})
         self.workdir = Path(workdir)
         self.state: dict[str, Any] = {}
         self.settings: dict[str, str] = {"backend": "sim"}
@@ -129,6 +99,16 @@ class SimBed:
     def close(self) -> None:
         pass
 
+    def models(self) -> dict[str, str]:
+        """Per stack of the plan, the model its flows run on ("ngtcp2": "aioquic (stand-in)"),
+        for the run's environment record."""
+        out = {}
+        for f in self.plan.flows:
+            assert f.cc is not None
+            r, m = model_for(f.stack, f.cc, self.stand_in)
+            out[f.stack] = m.name + (" (stand-in)" if r.model is None else "")
+        return out
+
     def start_servers(self, qlog: bool = False) -> None:
         """The modelled servers need nothing started."""
 
@@ -146,7 +126,8 @@ class SimBed:
         """Simulates every flow (or those named) from virtual time 0 for at most
         ``timeout_s``; their results by flow, as real clients would report them."""
         chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
-        (self.workdir / "workload.toml").write_text(workload_toml(self.plan, chosen, self.host, workloads or {}, timeout_s))
+        (self.workdir / "workload.toml").write_text(workload_toml(self.plan, chosen, self.host, workloads or {}, timeout_s,
+                                                                  self.stand_in))
         self._start_wall = time.time()
         p = subprocess.run([str(DCEMU), "sim", str(self.workdir / "scenario.toml"), "--workload",
                             str(self.workdir / "workload.toml"), "--stats", str(self.stats)],
