@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from conftest import dclab_process, run_dclab, wait_for
@@ -305,3 +306,20 @@ def test_the_aioquic_client_writes_its_receive_trace_on_request(tmp_path):
     assert [t for t, _ in rows] == sorted(t for t, _ in rows)
     gaps = rx_trace.backlogged_gaps_us(rows)
     assert gaps and all(g > 0 for g in gaps)
+
+
+@pytest.mark.root  # to drop to nobody
+def test_a_simulated_run_needs_no_root():
+    """As the README says: `--backend sim` creates nothing on the host, so a user runs it."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="dclab-sim-user-") as d:  # pytest's own directories are root's
+        home = Path(d)
+        home.chmod(0o777)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-m",
+                            "dclab.cli", "run", "throughput", "--backend", "sim", "--size", "2MB", "--json", "--out",
+                            str(home / "run")], capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert json.loads(p.stdout)["failed"] == 0 and (home / "run" / "rep-01" / "result.json").stat().st_uid != 0
