@@ -33,7 +33,7 @@ def check(ax: AxesInfo, **expect: Any) -> AxesInfo:
     expected value (extents compared with pytest.approx)."""
     for name, want in expect.items():
         got = getattr(ax, name)
-        if name in ("x", "y", "hlines", "vlines") and want is not None:
+        if name in ("x", "y", "hlines", "vlines") and isinstance(want, (tuple, list)):
             want = pytest.approx(want)
         assert got == want, f"panel {ax.title!r}: {name} is {got!r}, expected {want!r}"
     return ax
