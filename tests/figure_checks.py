@@ -66,3 +66,8 @@ def spans(values: Iterable[float]) -> Any:
     """The extent of ``values`` (min, max), to compare an extent with."""
     vs = [float(v) for v in values]
     return pytest.approx((min(vs), max(vs)))
+
+
+def each(*extents: tuple[float, float], rel: float = 1e-6) -> list[Any]:
+    """Extents to compare a list of extents with, each within ``rel``."""
+    return [pytest.approx(e, rel=rel) for e in extents]
