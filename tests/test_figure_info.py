@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from figure_checks import check, figure, series
 from PIL import Image
 
+import dclab
 from dclab import __version__
 from dclab.analysis.figure_info import figure_info, save_figure
 from dclab.cli import app
@@ -83,12 +85,12 @@ def test_a_png_without_a_description_is_refused(tmp_path):
 
 
 def test_dclab_figure_says_what_a_png_shows(tmp_path, monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/site-packages/dclab/__main__.py", "report", "smoke"])
+    monkeypatch.setattr(sys, "argv", [str(Path(dclab.__file__).parent / "cli" / "__main__.py"), "report", "smoke"])
     path = save_figure(_draw(), tmp_path / "f.png")
     r = CliRunner().invoke(app, ["figure", str(path)])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[0] == f"{path}: drawn by `dclab report smoke` (dclab {__version__}): both"
+    assert lines[0] == f"{path}: drawn by `python -m dclab.cli report smoke` (dclab {__version__}): both"
     assert lines[1:5] == ["  panel 1: left", "    x: x (s), data 0.5 to 6", "    y: y (Mbit/s), data -1 to 8",
                           "    3 lines, 0 groups of bars, 1 scatters; legend: gappy | shaded | points | mean"]
     assert "    text: JFI 0.93 ratio 0.50" in lines and "  panel 2: (no title)" in lines

@@ -162,9 +162,19 @@ def _axes(ax: Axes) -> AxesInfo:
 
 
 def _command() -> str:
+    """The running command line: the program's name, or ``python -m PACKAGE`` for a
+    package run as a module, then its arguments."""
     argv = list(sys.argv) or [""]
     prog = Path(argv[0])
-    return shlex.join([prog.parent.name if prog.name == "__main__.py" else prog.name, *argv[1:]])
+    head = [prog.name]
+    if prog.name == "__main__.py":
+        package: list[str] = []
+        d = prog.parent
+        while (d / "__init__.py").is_file():
+            package.insert(0, d.name)
+            d = d.parent
+        head = ["python", "-m", ".".join(package) or prog.parent.name]
+    return shlex.join([*head, *argv[1:]])
 
 
 def describe(fig: Figure) -> FigureInfo:
