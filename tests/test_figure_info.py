@@ -54,12 +54,14 @@ def test_a_figure_reads_back_as_drawn(tmp_path, monkeypatch):
                  x=(0.5, 6.0), y=(-1.0, 8.0))
     assert [(s.kind, s.label, s.n) for s in left.series] == [("line", "mean", 3), ("line", "gappy", 3), ("line", "", 2),
                                                              ("scatter", "points", 2)]
-    assert series(left, "mean").y == (2.0, 4.0), "whiskers left out"
-    assert series(left, "gappy").x == (0.5, 1.0) and series(left, "gappy").y == (1.0, 8.0), "finite values only"
+    assert series(left, "mean").y == (2.0, 4.0) and series(left, "mean").mean == 3.0, "whiskers left out"
+    gappy = series(left, "gappy")
+    assert gappy.x == (0.5, 1.0) and gappy.y == (1.0, 8.0) and gappy.mean == 4.5, "finite values only"
     assert [s.label for s in left.labelled("line")] == ["mean", "gappy"]
     right = check(info.axes[1], bars=2, lines=0, legend=["flow a", "flow b"], xticks=["0", "0.1", "1"], x=(0.0, 2.0),
                   y=(2.0, 7.0))
-    assert series(right, "flow a", "bars").y == (3.0, 7.0) and series(right, "flow b").y == (2.0, 3.0)
+    assert series(right, "flow a", "bars").y == (3.0, 7.0) and series(right, "flow a").mean == 5.0
+    assert series(right, "flow b").y == (2.0, 3.0) and series(right, "flow b").mean == 2.5, "tips of stacked bars"
     assert series(right, "flow a").x == (0.0, 2.0), "a bar's centre"
 
 

@@ -6,10 +6,10 @@ command drew it, and tests can check a figure's content rather than its size.
 Per axes: title, axis labels, legend entries in order, fixed tick labels (categories),
 the text annotations, the positions of reference lines across the axes (``axhline``,
 ``axvline``), and per drawn series (a line, a group of bars, a scatter) its kind, legend
-label, number of points and the extent of its data; counts and the extent of all series
-per axes. A bar's point is its centre and its end (its top, or its tip for horizontal
-bars); error bars and shaded spans are not data. No per-point data: the description
-stays small.
+label, number of points, the extent of its data and the mean of its y values; counts and
+the extent of all series per axes. A bar's point is its centre and its end (its top, or
+its tip for horizontal bars); error bars and shaded spans are not data. No per-point
+data: the description stays small.
 """
 
 from __future__ import annotations
@@ -45,13 +45,15 @@ Extent = tuple[float, float]
 @dataclass(frozen=True)
 class SeriesInfo:
     """One drawn series: ``kind`` "line", "bars" or "scatter"; ``label`` as in the legend
-    ("" when it has none); ``n`` points (bars); the extents of its finite data."""
+    ("" when it has none); ``n`` points (bars); the extents of its finite data and the mean
+    of its finite y values (each point counts once, however far apart the points are)."""
 
     kind: str
     label: str
     n: int
     x: Extent | None
     y: Extent | None
+    mean: float | None
 
 
 @dataclass(frozen=True)
@@ -90,10 +92,20 @@ class FigureInfo:
     axes: list[AxesInfo]
 
 
-def _extent(values: Any) -> Extent | None:
+def _finite(values: Any) -> Any:
     v = np.asarray(values, dtype=float).ravel()
-    v = v[np.isfinite(v)]
+    return v[np.isfinite(v)]
+
+
+def _extent(values: Any) -> Extent | None:
+    v = _finite(values)
     return (float(v.min()), float(v.max())) if v.size else None
+
+
+def _of(kind: str, label: str, pts: Any) -> SeriesInfo:
+    xy = np.asarray(pts, dtype=float).reshape(-1, 2)
+    y = _finite(xy[:, 1])
+    return SeriesInfo(kind, label, len(xy), _extent(xy[:, 0]), _extent(y), float(y.mean()) if y.size else None)
 
 
 def _label(artist: Any) -> str:
@@ -126,8 +138,7 @@ def _series(ax: Axes) -> tuple[list[SeriesInfo], list[float], list[float]]:
         in_x, in_y = line.get_transform().contains_branch_seperately(ax.transData)
         xy = np.asarray(line.get_xydata(), dtype=float).reshape(-1, 2)
         if in_x and in_y:
-            label = named.get(id(line), _label(line))
-            out.append(SeriesInfo("line", label, len(xy), _extent(xy[:, 0]), _extent(xy[:, 1])))
+            out.append(_of("line", named.get(id(line), _label(line)), xy))
         elif in_x and len(xy):
             vlines.append(float(xy[0, 0]))
         elif in_y and len(xy):
@@ -135,13 +146,12 @@ def _series(ax: Axes) -> tuple[list[SeriesInfo], list[float], list[float]]:
     for c in ax.containers:
         if isinstance(c, BarContainer):
             up = c.orientation != "horizontal"
-            pts = np.array([(r.get_x() + r.get_width() / 2, r.get_y() + r.get_height()) if up else
-                            (r.get_x() + r.get_width(), r.get_y() + r.get_height() / 2) for r in c.patches]).reshape(-1, 2)
-            out.append(SeriesInfo("bars", _label(c), len(pts), _extent(pts[:, 0]), _extent(pts[:, 1])))
+            out.append(_of("bars", _label(c), [(r.get_x() + r.get_width() / 2, r.get_y() + r.get_height()) if up else
+                                               (r.get_x() + r.get_width(), r.get_y() + r.get_height() / 2)
+                                               for r in c.patches]))
     for coll in ax.collections:
         if isinstance(coll, PathCollection) and coll.get_offset_transform().contains_branch(ax.transData):
-            pts = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
-            out.append(SeriesInfo("scatter", _label(coll), len(pts), _extent(pts[:, 0]), _extent(pts[:, 1])))
+            out.append(_of("scatter", _label(coll), coll.get_offsets()))
     return out, hlines, vlines
 
 
