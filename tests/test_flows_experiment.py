@@ -360,8 +360,8 @@ def test_quic_and_tcp_share_a_20_mbit_leg(tmp_path):
     assert [f["bearer"] for f in rep["flows"]] == ["aioquic-reno-1", "tcp-cubic-1"]
     ax = panel(tmp_path / "run" / "flows.png", title="flows: aioquic:reno=1,tcp:cubic=1, leg 1 20 Mbit/s, 10 ms",
                legend=["aioquic-reno-1", "tcp-cubic-1", "warm-up (1 s, not measured)"], lines=2)
-    for s in ax.series:  # each flow over the window, within the leg's 20 Mbit/s (a record's interval may run late)
-        assert s.x[0] < 0.5 and 5 < s.x[1] <= 6 and 0.5 < s.y[1] <= 1.1 * 20, s
+    assert all(s.x[0] < 0.5 and 5 < s.x[1] <= 6 and s.y[1] > 0.5 for s in ax.series), ax.series  # over the window
+    assert sum(s.mean or 0.0 for s in ax.series) <= 20 * 1.02, "together within the leg's 20 Mbit/s on average"
 
 
 def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path):
