@@ -9,6 +9,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from figure_checks import check, figure, spans
 
 from dclab import lte
 from dclab.analysis import cell
@@ -76,4 +77,20 @@ def test_two_devices_get_their_scheduled_shares(tmp_path):
     # The cell's mean capacity at the level is one device's alone; two independently fading
     # devices under PF get somewhat more (multi-user diversity), never several times more.
     assert 0.5 * lte.CAPACITY_MBPS["medium"] <= total <= 2.0 * lte.CAPACITY_MBPS["medium"], shares
-    assert (out / "rep-01" / "flows.png").stat().st_size > 30_000  # with the cell's panels
+    # The flows over the 7 s window, then the cell's panels: a line per device, as recorded
+    flows, rate, rbs, queue = figure(out / "rep-01" / "flows.png", ["flows: tcp:cubic=2, lte:medium, 12 ms",
+                                                                  "the cell, per device (bearer)", "", ""]).axes
+    names = ["tcp-cubic-1", "tcp-cubic-2"]
+    check(flows, legend=[*names, "warm-up (2 s, not measured)"], lines=2, ylabel="flow throughput (Mbit/s)")
+    check(queue, xlabel="time since start (s)")
+    devices = cell.cell_series(read_stats(out / "rep-01"), t0)
+    for ax, key, label in ((rate, "out_mbps", "out of the cell (Mbit/s)"), (rbs, "rb_share", "share of RBs"),
+                           (queue, "queue_kb", "queue (kB)")):
+        check(ax, ylabel=label, lines=2)
+        assert [s.label for s in ax.series] == names
+        for s in ax.series:
+            d = devices[s.label]
+            assert s.y == spans(v for t, v in zip(d.t, getattr(d, key)) if 0 <= t <= 7), (label, s)
+    assert all(s.y[1] <= 1 for s in rbs.series) and all(s.y[1] <= lte.QUEUE_BYTES / 1e3 for s in queue.series)
+    # above the cell's best CQI with every RB (about 67 Mbit/s); each flow got some
+    assert all(0.5 < s.y[1] < 3 * lte.CAPACITY_MBPS["medium"] for s in flows.series + rate.series)

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from figure_checks import check, empty, figure, panel, series, spans
 
 from dclab.analysis.completion import (
     completion_cdfs,
@@ -16,13 +17,6 @@ from dclab.analysis.completion import (
 )
 from dclab.analysis.cwnd import cwnd_over_time, cwnd_series, pick_group
 from dclab.analysis.metrics import distribution, quantile
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def _png(path):
-    assert path.exists() and path.stat().st_size > 1000
-    assert path.read_bytes()[:8] == PNG
 
 
 def dl(mode, size, t, ok=True, nfe=None):
@@ -134,23 +128,53 @@ def test_gain_table():
 
 def test_figures_are_written(tmp_path):
     d = _downloads()
-    _png(completion_cdfs(d, ["1c", "3c", "mquic"], "1c", tmp_path / "cdf.png", "completion"))
-    _png(completion_vs_first_nfe(d, ["1c", "3c", "mquic"], tmp_path / "nfe.png", "vs NFE", baseline="1c"))
-    _png(completion_vs_first_nfe(d, ["mquic"], tmp_path / "nfe_abs.png", "vs NFE"))
+    cdf = figure(completion_cdfs(d, ["1c", "3c", "mquic"], "1c", tmp_path / "cdf.png", "completion"),
+                 ["100 KB (1c median 2000 ms)", "1 MB"], "completion")
+    # 100 KB over the 1c median (2 s); no 1c at 1 MB: seconds
+    small = check(cdf.axes[0], xlabel="completion time / 1c median", ylabel="CDF of downloads",
+                  legend=["1c (n=3)", "3c (n=2)", "mquic (n=3)"], lines=3, vlines=[1.0], y=(0.0, 1.0))
+    assert [(s.x, s.y) for s in small.series] == [(spans([0.5, 1.5]), (0, 1)), (spans([2.0, 3.0]), (0, 1)),
+                                                   (spans([0.25, 0.75]), (0, 1))]
+    assert [s.n for s in small.series] == [4, 3, 4], "each download a step, from 0"
+    big = check(cdf.axes[1], xlabel="completion time (s), no 1c median", legend=["3c (n=2)", "mquic (n=2)"], lines=2,
+                vlines=[])
+    assert [s.x for s in big.series] == [spans([20, 40]), spans([10, 20])]
+
+    nfe = panel(completion_vs_first_nfe(d, ["1c", "3c", "mquic"], tmp_path / "nfe.png", "vs NFE", baseline="1c"),
+                title="vs NFE", xlabel="packets sent before the first NFE", ylabel="completion time (s)",
+                legend=["1c, 100 KB", "3c, 100 KB", "3c, 1 MB", "mquic, 100 KB", "mquic, 1 MB"], scatters=5, lines=0,
+                texts=["no NFE"], vlines=[(30 + 34.5) / 2], x=(10.0, 34.5), y=(0.5, 40.0))
+    assert series(nfe, "mquic, 100 KB").x == spans([10, 20, 30]) and series(nfe, "mquic, 100 KB").y == spans([0.5, 1.5])
+    assert series(nfe, "1c, 100 KB").x == (34.5, 34.5), "no NFE: the column at the right edge (30 x 1.15)"
+    alone = panel(completion_vs_first_nfe(d, ["mquic"], tmp_path / "nfe_abs.png", "vs NFE"), legend=["mquic, 100 KB", "mquic, 1 MB"],
+                  scatters=2, ylabel="completion time (s)")
+    assert [s.y for s in alone.series] == [spans([0.5, 1.5]), spans([10, 20])]
+
     points = [(n, [x for x in d if x["mode"] != "mquic"] + [dl("mquic", 100_000, 0.4 * n)]) for n in (2, 3, 4)]
-    _png(gain_against(points, "mquic", ["1c", "3c"], tmp_path / "gain.png", "gain", "connections"))
+    gain = figure(gain_against(points, "mquic", ["1c", "3c"], tmp_path / "gain.png", "gain", "connections"),
+                  ["median completion time", "p95 completion time"], "gain")
+    check(gain.axes[0], ylabel="improvement of mquic (%)", legend=["100 KB vs 1c", "100 KB vs 3c"], hlines=[0.0])
+    for ax, (base_1c, base_3c) in zip(gain.axes, ((2.0, 5.0), (2.9, 5.9))):  # 1c and 3c: median, p95
+        check(ax, xlabel="connections", lines=2, xticks=["2", "3", "4"], x=(2, 4))
+        assert [s.label for s in ax.series] == ["100 KB vs 1c", "100 KB vs 3c"], "no 1 MB line: no mquic at 1 MB"
+        for s, base in zip(ax.series, (base_1c, base_3c)):
+            assert s.y == spans([(base - 0.4 * n) / base * 100 for n in (2, 3, 4)])
 
 
 def test_figures_for_degenerate_input(tmp_path):
     failed = [dl("1c", 1000, None, ok=False), dl("mquic", 1000, None, ok=False)]
-    _png(completion_cdfs(failed, ["1c", "mquic"], "1c", tmp_path / "a.png", "none ok"))
-    _png(completion_vs_first_nfe(failed, ["1c", "mquic"], tmp_path / "b.png", "none ok", baseline="1c"))
-    _png(gain_against([(2, failed)], "mquic", ["1c"], tmp_path / "c.png", "none ok", "n"))
+    empty(completion_cdfs(failed, ["1c", "mquic"], "1c", tmp_path / "a.png", "none ok"), "no successful downloads", "none ok")
+    empty(completion_vs_first_nfe(failed, ["1c", "mquic"], tmp_path / "b.png", "none ok", baseline="1c"),
+          "no successful downloads", "none ok")
+    empty(gain_against([(2, failed)], "mquic", ["1c"], tmp_path / "c.png", "none ok", "n"),
+          "no improvement to show (missing downloads)", "none ok")
     one = [dl("mquic", 1000, 1.0), dl("mquic", 1000, 2.0)]  # one mode only, baseline absent
-    _png(completion_cdfs(one, ["mquic"], "1c", tmp_path / "d.png", "one mode"))
-    _png(completion_vs_first_nfe(one, ["mquic"], tmp_path / "e.png", "one mode, no NFE", baseline="1c"))
-    _png(completion_cdfs([], [], None, tmp_path / "f.png", "empty"))
-    _png(cwnd_over_time([], tmp_path / "g.png", "empty log"))
+    panel(completion_cdfs(one, ["mquic"], "1c", tmp_path / "d.png", "one mode"), title="1 KB", legend=["mquic (n=2)"],
+          xlabel="completion time (s), no 1c median", lines=1, vlines=[], x=(1.0, 2.0))
+    panel(completion_vs_first_nfe(one, ["mquic"], tmp_path / "e.png", "one mode, no NFE", baseline="1c"),
+          legend=["mquic"], ylabel="completion time (s)", scatters=1, texts=["no NFE"], x=(1.0, 1.0), y=(1.0, 2.0))
+    empty(completion_cdfs([], [], None, tmp_path / "f.png", "empty"), "no successful downloads", "empty")
+    empty(cwnd_over_time([], tmp_path / "g.png", "empty log"), "no data", "empty log")
 
 
 # ---------------------------------------------------------------------------------------
@@ -184,6 +208,12 @@ def test_cwnd_plot_picks_the_first_synchronized_group(tmp_path):
     assert s["1"] == [(0.0, 12000.0), pytest.approx((0.2, 36000.0)), pytest.approx((0.3, 48000.0)),
                       pytest.approx((0.3, 18000.0)), pytest.approx((0.5, 30000.0)), pytest.approx((0.5, 25000.0))]
     assert s["0"][0] == (0.0, 12000.0) and s["0"][-1] == pytest.approx((0.5, 25000.0))
-    _png(cwnd_over_time(lines, tmp_path / "cwnd.png", "cwnd"))
-    _png(cwnd_over_time(lines, tmp_path / "cwnd_g1.png", "cwnd", group="g1"))
-    _png(cwnd_over_time(lines, tmp_path / "cwnd_none.png", "cwnd", group="absent"))
+    ax = panel(cwnd_over_time(lines, tmp_path / "cwnd.png", "cwnd"), title="cwnd (group g2)",
+               xlabel="time since the group's first line (s)", ylabel="cwnd (packets of 1200 B)",
+               legend=["conn 0", "conn 1", "NFE", "nfe sync", "round mean"], vlines=[0.3, 0.5])
+    assert [s.y for s in ax.labelled()[:2]] == [spans(v / 1200 for _, v in s["0"]), spans(v / 1200 for _, v in s["1"])]
+    assert series(ax, "NFE").y == (40.0, 40.0), "on conn 1, at its cwnd before the reaction (48000 B)"
+    assert ax.lines == 5 and ax.x == pytest.approx((0.0, 0.6)), "conns, the NFE, each conn held to the group's last line"
+    panel(cwnd_over_time(lines, tmp_path / "cwnd_g1.png", "cwnd", group="g1"), title="cwnd (group g1)",
+          legend=["conn 0", "NFE"], lines=2, vlines=[], y=(10.0, 20.0))
+    empty(cwnd_over_time(lines, tmp_path / "cwnd_none.png", "cwnd", group="absent"), "no data for group absent", "cwnd")

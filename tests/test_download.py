@@ -9,6 +9,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from figure_checks import check, empty, figure, spans
 
 from dclab.analysis import timings
 from dclab.campaign import plan as cp
@@ -140,9 +141,18 @@ def test_sweep_series_tables_and_figures(tmp_path):
     assert labelled_downloads(rows)[1] == ["aioquic cubic, resume off", "aioquic cubic, resume 0rtt",
                                            "tcp cubic, resume off"]
     ((path, caption),) = DL.sweep_figures(rows, tmp_path, "download-none", "download: none", "-")
-    assert path.stat().st_size > 20_000 and "p95" in caption
-    empty = DL.sweep_figures([_row("d", "aioquic", "off", [], ok=False)], tmp_path, "empty", "t", "-")[0][0]
-    assert empty.stat().st_size < path.stat().st_size, "a figure that says there is nothing to show"
+    assert "p95" in caption
+    times, phases = figure(path, ["", ""], "download: none").axes
+    labels = ["aioquic cubic, resume off", "aioquic cubic, resume 0rtt", "tcp cubic, resume off"]
+    check(times, legend=labels, lines=3, xlabel="file size", xticks=["64 KB", "256 KB"], y=(6.4, 51.2))
+    assert [s.y for s in times.series] == [(12.8, 51.2), (6.4, 25.6), (12.8, 51.2)], "medians: 0.2 s (off), 0.1 s per kB"
+    check(phases, legend=["handshake", "first byte - handshake", "transfer", *labels], bars=3 * 2 * 3,
+          ylabel="median of each phase (s)", xticks=["64 KB", "256 KB"])
+    tops = [s.y[1] for s in phases.series]  # per series, size, then its phases stacked
+    assert tops[0::3] == pytest.approx([0.05, 0.05, 0.02, 0.02, 0.05, 0.05]), "handshakes"
+    assert tops[2::3] == pytest.approx([12.8, 51.2, 6.4, 25.6, 12.8, 51.2]), "each stack tops at its download time"
+    empty(DL.sweep_figures([_row("d", "aioquic", "off", [], ok=False)], tmp_path, "empty", "t", "-")[0][0],
+          "no successful downloads", "t")
 
 
 def test_the_campaigns_plan():
@@ -182,4 +192,12 @@ def test_a_short_real_run_with_0rtt(tmp_path):
     assert rep["details"]["warmup"]["ok"], "the fresh testbed's first download, not measured"
     assert rep["details"]["jitter"] == "order-preserving, cov 0.1", "a cell's default keeps packet order"
     assert rep["metrics"]["download_s"] == pytest.approx(res["table"][1]["completion_s"]["median"])
-    assert (out / "downloads.png").stat().st_size > 20_000
+    info = figure(out / "downloads.png", ["", ""])
+    assert info.suptitle.startswith("download aioquic") and "resume 0rtt, lte:250m" in info.suptitle
+    times, phases = info.axes
+    medians = [row["completion_s"]["median"] for row in res["table"]]
+    check(times, legend=["0rtt"], lines=1, xticks=["64 KB", "128 KB"], x=(64_000, 128_000), y=spans(medians))
+    assert times.series[0].n == 2, "a median per size"
+    check(phases, legend=["handshake", "first byte - handshake", "transfer"], bars=2 * 3)
+    # two downloads per size: the medians of the phases add up to the median download time
+    assert [s.y[1] for s in phases.series[2::3]] == pytest.approx(medians)

@@ -8,6 +8,7 @@ import json
 import example_experiment
 import pytest
 from click.testing import CliRunner
+from figure_checks import panel
 
 from dclab.campaign import plan as cp
 from dclab.campaign.report import build_report
@@ -73,4 +74,6 @@ def test_it_runs_is_stored_and_reports(short, tmp_path):
     index = build_report(store, tmp_path / "report", "plug-in")
     html = index.read_text()
     assert "short: batch" in html and "completion time mean (s)" in html
-    assert (tmp_path / "report" / "short-batch.png").stat().st_size > 10_000
+    ax = panel(tmp_path / "report" / "short-batch.png", title="short: batch", xlabel="DC batch size (packets)",
+               ylabel="completion time (s)", legend=[row["host_config"]], lines=1, x=(10.0, 10.0))
+    assert ax.series[0].n == 1 and ax.y == pytest.approx((row["metrics"]["completion_s"],) * 2), "the one run stored"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import types
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from figure_checks import each, figure, panel
 
 from dclab.analysis.metrics import window_means
 from dclab.cli import app
@@ -293,19 +293,11 @@ def test_run_figure_shows_each_flow_and_the_warmup(monkeypatch, tmp_path):
     r = measured(monkeypatch, rates, "aioquic:reno=10,tcp:reno=1")
     (tmp_path / "dcemu-stats.jsonl").write_text(
         "\n".join(json.dumps(x) for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
-    labels: list[str] = []
-    from dclab.analysis import figures
-
-    save = figures._save
-
-    def capture(fig, path):
-        labels.extend(t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts())
-        return save(fig, path)
-
-    monkeypatch.setattr(figures, "_save", capture)
     path = EXP.run_figure(tmp_path, r.record(), one_leg().model_dump(mode="json"), tmp_path / "flows.png", "t")
-    assert path.stat().st_size > 10_000 and path.read_bytes()[:4] == b"\x89PNG"
-    assert labels == list(rates) + ["warm-up (2 s, not measured)"], "flows in the plan's order (10 after 9)"
+    ax = panel(path, title="t", xlabel="time since start (s)", ylabel="flow throughput (Mbit/s)", lines=len(rates),
+               legend=list(rates) + ["warm-up (2 s, not measured)"], x=(0.0, 10.0))  # flows in the plan's order (10 after 9)
+    assert [s.y for s in ax.series] == [(0.0, max(early, late)) for early, late in rates.values()], "each flow's rates"
+    assert {s.n for s in ax.series} == {101}, "a record every 100 ms over the 10 s window"
 
 
 def rows_of(runs: list[RepResult], value: float) -> list[dict]:
@@ -319,16 +311,6 @@ def rows_of(runs: list[RepResult], value: float) -> list[dict]:
 
 
 def test_sweep_figures_and_tables(monkeypatch, tmp_path):
-    texts: list[str] = []
-    from dclab.analysis import figures
-
-    save = figures._save
-
-    def capture(fig, path):
-        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
-        return save(fig, path)
-
-    monkeypatch.setattr(figures, "_save", capture)
     mix = "aioquic:reno=1,tcp:reno=2"
     rows = []
     for value, (q, t1, t2) in ((0.0, (6.0, 6.0, 6.0)), (0.1, (3.0, 6.0, 6.0))):
@@ -336,8 +318,18 @@ def test_sweep_figures_and_tables(monkeypatch, tmp_path):
                                                 "tcp-reno-2": (1, t2)}, mix, rep=i) for i in (1, 2)], value)
     made = EXP.sweep_figures(rows, tmp_path, "flows-loss", "flows: loss", "loss (%)")
     assert [p.name for p, _ in made] == ["flows-loss.png", "flows-loss-ratio.png", "flows-loss-per-stack.png"]
-    assert all(p.stat().st_size > 10_000 for p, _ in made)
-    assert sorted(texts) == ["JFI 0.93\nQUIC/TCP 0.50", "JFI 1.00\nQUIC/TCP 1.00"]
+    bars, ratio, per_stack = (p for p, _ in made)
+    figure(bars, suptitle="flows: loss")
+    ax = panel(bars, title="quic-default+tcp", xlabel="loss (%)", legend=["aioquic-reno-1", "tcp-reno-1", "tcp-reno-2"],
+               bars=3, xticks=["0", "0.1"], texts=["JFI 1.00\nQUIC/TCP 1.00", "JFI 0.93\nQUIC/TCP 0.50"])
+    assert [s.y for s in ax.series] == each((3.0, 6.0), (6.0, 6.0), (6.0, 6.0), rel=1e-3), "each flow's mean, per value"
+    assert [s.n for s in ax.series] == [2, 2, 2]
+    ax = panel(ratio, title="flows: loss", ylabel="QUIC/TCP ratio (mean QUIC flow / mean TCP flow)",
+               legend=["quic-default+tcp"], lines=1)
+    assert ax.series[0].y == pytest.approx((0.5, 1.0), rel=1e-3) and ax.series[0].x == (0.0, 0.1)
+    ax = panel(per_stack, ylabel="mean flow throughput (Mbit/s)", lines=2,
+               legend=["aioquic reno quic-default+tcp", "tcp reno quic-default+tcp"])
+    assert [s.y for s in ax.series] == each((3.0, 6.0), (6.0, 6.0), rel=1e-3)
 
     (c1, per_flow), (c2, per_transport) = EXP.sweep_tables(rows)
     assert per_flow.columns[2:4] == ["aioquic-reno-1 mean (Mbit/s)", "aioquic-reno-1 std"]
@@ -366,7 +358,10 @@ def test_quic_and_tcp_share_a_20_mbit_leg(tmp_path):
     assert out["quic_tcp_ratio"]["mean"] == pytest.approx(means["aioquic-reno-1"] / means["tcp-cubic-1"])
     rep = json.loads((tmp_path / "run" / "rep-01" / "result.json").read_text())
     assert [f["bearer"] for f in rep["flows"]] == ["aioquic-reno-1", "tcp-cubic-1"]
-    assert Path(tmp_path / "run" / "flows.png").stat().st_size > 10_000
+    ax = panel(tmp_path / "run" / "flows.png", title="flows: aioquic:reno=1,tcp:cubic=1, leg 1 20 Mbit/s, 10 ms",
+               legend=["aioquic-reno-1", "tcp-cubic-1", "warm-up (1 s, not measured)"], lines=2)
+    assert all(s.x[0] < 0.5 and 5 < s.x[1] <= 6 and s.y[1] > 0.5 for s in ax.series), ax.series  # over the window
+    assert sum(s.mean or 0.0 for s in ax.series) <= 20 * 1.02, "together within the leg's 20 Mbit/s on average"
 
 
 def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path):
@@ -393,9 +388,18 @@ def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path)
     html = index.read_text()
     assert "flows: loss" in html and "QUIC/TCP ratio" in html and "aioquic-reno-1 mean (Mbit/s)" in html
     assert "mean TCP flow (Mbit/s)" in html
-    for name in ("flows-loss.png", "flows-loss-ratio.png", "flows-loss-per-stack.png"):
-        assert (tmp_path / "report" / name).stat().st_size > 10_000
-    assert any(p.name.startswith("flows-flows-loss") for p in (tmp_path / "report").iterdir()), "a run figure"
+    report = tmp_path / "report"
+    ax = panel(report / "flows-loss.png", legend=["aioquic-reno-1", "tcp-reno-1"], bars=2, xticks=["0", "0.1"],
+               xlabel="random loss per leg (%)")
+    assert [s.y for s in ax.series] == each((4.0, 8.0), (10.0, 10.0), rel=1e-3) and len(ax.texts) == 2
+    assert panel(report / "flows-loss-ratio.png", lines=1).y == pytest.approx((0.4, 0.8), rel=1e-3)
+    panel(report / "flows-loss-per-stack.png", lines=2, legend=["aioquic reno quic-default+tcp", "tcp reno quic-default+tcp"])
+    runs = sorted(p for p in report.iterdir() if p.name.startswith("flows-flows-loss"))
+    assert [p.name for p in runs] == ["flows-flows-loss-0-quic-default-tcp-rep1.png",
+                                      "flows-flows-loss-0.1-quic-default-tcp-rep1.png"], "the first and last value's run"
+    for p, key in zip(runs, ("k0.0-1", "k0.1-1")):
+        ax = panel(p, legend=["aioquic-reno-1", "tcp-reno-1", "warm-up (2 s, not measured)"], lines=2)
+        assert ax.title.endswith(f"(run {key})")
 
 
 def test_several_mixes_become_one_group_of_bars_each():

@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from PIL import Image
+from figure_checks import PNG, check, spans
 
+from dclab.analysis.figure_info import describe
 from dclab.campaign.frames import flows_frame, runs_frame
 from dclab.campaign.store import NotAStore, RunRecord, Store
 from dclab.cli.results import results
@@ -264,8 +265,10 @@ def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
     mean = ns["mean"]
     assert list(mean.columns) == HOSTS and list(mean.index) == BATCHES
     assert mean.loc[500.0, "tcp"] == pytest.approx((goodput(500.0, "tcp", 1) + goodput(500.0, "tcp", 2)) / 2)
-    with Image.open(tmp_path / "goodput.png") as im:
-        assert im.size[0] > 100 and im.size[1] > 100
+    assert (tmp_path / "goodput.png").read_bytes()[:8] == PNG  # the user's own savefig: no description in it
+    ax = check(describe(ns["plt"].gcf()).axes[0], title="smoke: goodput by batch size", xlabel="batch (packets)",
+               ylabel="goodput (Mbit/s)", legend=HOSTS, lines=len(HOSTS), x=(min(BATCHES), max(BATCHES)))
+    assert [s.y for s in ax.series] == [spans(mean[h]) for h in HOSTS], "a line per host configuration, its means"
     out = capsys.readouterr().out
     assert "sc1" in out and "500.0" in out
     ns["plt"].close("all")

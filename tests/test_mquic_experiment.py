@@ -9,6 +9,7 @@ import math
 
 import pytest
 from click.testing import CliRunner
+from figure_checks import panel
 
 from dclab.campaign import plan as cp
 from dclab.cli import app
@@ -140,7 +141,20 @@ def test_a_real_run_at_high_loss(tmp_path):
         for d in rep["details"]["downloads"]:
             assert d["ok"] and sum(c["bytes"] for c in d["conns"]) == d["size"] == 100_000
             assert d["nfes"] is not None, "every download's group reported"
-    assert (out / "rep-01" / "cwnd.png").stat().st_size > 1000
+    from dclab.analysis.cwnd import MSS, SYNC_ACTIONS, cwnd_series, pick_group
+    from dclab.experiments.mquic import LOG
+
+    lines = [json.loads(x) for x in (out / "rep-01" / LOG).read_text().splitlines() if x.strip()]
+    group = pick_group(lines)
+    ax = panel(out / "rep-01" / "cwnd.png", ylabel=f"cwnd (packets of {MSS} B)")
+    assert ax.title.endswith(f": cwnd per connection (group {group})"), ax.title
+    conns = cwnd_series(lines, group)  # a step line per connection of the group's mode, its cwnd as logged
+    assert len(conns) == (1 if "-1c-" in group else reps[0]["details"]["conns"])
+    assert [(s.label, s.y[1]) for s in ax.series[:len(conns)]] == [
+        (f"conn {c}", pytest.approx(max(v for _, v in pts) / MSS)) for c, pts in conns.items()]
+    syncs = [d for d in lines if str(d.get("group")) == group and d.get("event") in ("nfe", "round", "rate")
+             and d.get("action") in SYNC_ACTIONS]
+    assert len(ax.vlines) == len(syncs), "a line per synchronization of the group"
 
 
 @pytest.mark.root

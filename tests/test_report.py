@@ -14,10 +14,12 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from figure_checks import check, empty, figure, panel, spans
 from html_tables import Tables
 from PIL import Image
 
 from dclab.analysis import figures
+from dclab.analysis.figure_info import AxesInfo
 from dclab.campaign.report import build_report, sweep_label
 from dclab.campaign.store import RunRecord, Store
 from dclab.cli.results import plot, report, results
@@ -140,6 +142,39 @@ def assert_png(path: Path, min_bytes: int = 10_000) -> np.ndarray:
     return img
 
 
+FAIR_LABELS = ["DC (both legs)", "SC leg 1", "SC leg 2"]  # the fairness experiment's names of FLOWS
+
+
+def links_figure(path: Path) -> AxesInfo:
+    """A synthetic throughput run's link utilization: a line per leg over the first 3 s
+    (write_stats: 12 to 20 Mbit/s every 10 ms), each leg's 20 Mbit/s dashed."""
+    ax = panel(path, xlabel="time (s)", ylabel="leg throughput (Mbit/s)", legend=["leg1", "leg2"], lines=2,
+               hlines=[20.0, 20.0])
+    for s in ax.series:
+        assert s.n == 301 and s.x == (0.0, 3.0) and 12 <= s.y[0] <= s.y[1] <= 20, s
+    return ax
+
+
+def flows_figure(path: Path, labels: list[str]) -> AxesInfo:
+    """A synthetic fairness run's flows over its 8 s window (write_stats: every 50 ms, the DC
+    flow at 7.5 to 22.5 Mbit/s, the SC flows at 5 to 15)."""
+    ax = panel(path, xlabel="time since start (s)", ylabel="flow throughput (Mbit/s)", legend=labels, lines=3)
+    for s, top in zip(ax.series, (22.5, 15, 15), strict=True):
+        assert s.n == 161 and s.x == (0.0, 8.0) and top / 3 <= s.y[0] <= s.y[1] <= top, s
+    return ax
+
+
+def mean_of(rows: list[dict], read, **where) -> list[float]:
+    """Per swept value (ascending), the mean of ``read(row)`` over the successful rows with
+    the fields ``where`` gives."""
+    mine = [r for r in rows if r["ok"] and all(r[k] == v for k, v in where.items())]
+    return [statistics.mean(read(r) for r in mine if r["value_num"] == v) for v in sorted({r["value_num"] for r in mine})]
+
+
+def flow_mbps(name: str):
+    return lambda r: next(f["mean_mbps"] for f in r["flows"] if f["name"] == name)
+
+
 def parse(index: Path) -> Tables:
     p = Tables()
     p.feed(index.read_text())
@@ -154,27 +189,28 @@ def test_throughput_figure(store, tmp_path):
     path = figures.metric_vs_param(rows, "goodput_mbps", "goodput (Mbit/s)", tmp_path / "tp.png", xlabel="batch")
     assert path == tmp_path / "tp.png"
     assert_png(path)
+    ax = panel(path, title="goodput_mbps: batch", xlabel="batch", ylabel="goodput (Mbit/s)", lines=2,
+               legend=["quic-default", "quic-large"])
+    for s in ax.series:  # the means over the repetitions at each batch size (a failed run left out)
+        assert s.n == 3 and s.y == spans(mean_of(rows, lambda r: r["metrics"]["goodput_mbps"], host_config=s.label))
     assert sweep_label(rows) == "DC batch size (packets)"
     assert sweep_label([{"sweep": "", "param": "loss-dup"}]).startswith("random loss per")
     assert sweep_label([{"sweep": "x", "param": "my_param"}]) == "my_param"
     assert set(figures.series_of(rows).values()) == {"quic-default", "quic-large"}
 
 
-def test_fairness_figure_writes_jfi_above_groups(store, tmp_path, monkeypatch):
-    texts: list[str] = []
-    save = figures._save
-
-    def capture(fig, path):
-        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
-        return save(fig, path)
-
-    monkeypatch.setattr(figures, "_save", capture)
+def test_fairness_figure_writes_jfi_above_groups(store, tmp_path):
     rows = store.rows("experiment = 'fairness'")
-    assert_png(figures.flow_bars(rows, FLOWS, tmp_path / "fa.png", "fairness", annotate="jfi"))
-    table = figures.flow_table(rows, FLOWS, "jfi")
-    assert len(table) == 6  # 3 values x 2 host configs
-    want = sorted(f"JFI {d['jfi']:.2f}" for d in table)
-    assert sorted(texts) == want
+    path = figures.flow_bars(rows, FLOWS, tmp_path / "fa.png", "fairness", annotate="jfi")
+    assert_png(path)
+    info = figure(path, ["quic-large", "tcp"], "fairness")  # a panel per series
+    assert [ax.legend for ax in info.axes] == [FLOWS, []] and info.axes[1].xlabel == "value"
+    for ax in info.axes:
+        check(ax, bars=3, lines=0, xticks=[text for text, _ in SPLITS], ylabel="throughput (Mbit/s)")
+        for s in ax.series:  # each flow's mean per split
+            assert s.n == 3 and s.y == spans(mean_of(rows, flow_mbps(s.label), host_config=ax.title))
+        jfis = mean_of(rows, lambda r: r["metrics"]["jfi"], host_config=ax.title)
+        assert ax.texts == [f"JFI {j:.2f}" for j in jfis], "above each group, in the splits' order"
 
 
 def test_series_names_stack_and_cc_when_they_differ(store):
@@ -188,20 +224,29 @@ def test_time_series_figures(store, tmp_path):
     [fa] = store.rows("run_key = 'fa-tcp-50-1'")
     run_dir = store.path.parent / fa["run_dir"]
     assert_png(figures.flows_over_time(run_dir, 1000.0, tmp_path / "flows.png", window_s=8.0))
+    ax = flows_figure(tmp_path / "flows.png", FLOWS)  # no labels given: the bearers' names
+    check(ax, title="per-flow throughput: fa-tcp-50-1", x=(0.0, 8.0))
     [tp] = store.rows("run_key = 'tp-quic-default-2-1'")
     assert_png(figures.link_usage(Path(tp["run_dir"]), 2000.0, [20.0, 20.0], tmp_path / "links.png"))
+    check(links_figure(tmp_path / "links.png"), title="link utilization: tp-quic-default-2-1")
 
 
 def test_figures_without_data_say_so(tmp_path):
     failed = {"run_key": "x", "experiment": "throughput", "sweep": "loss", "param": "loss", "value": "0.1",
               "value_num": 0.1, "stack": "aioquic", "cc": "reno", "host_config": "tcp", "rep": 1, "ok": 0,
               "metrics": {"goodput_mbps": None}, "flows": []}
-    for path in (figures.metric_vs_param([], "goodput_mbps", "goodput", tmp_path / "a.png"),
-                 figures.metric_vs_param([failed], "goodput_mbps", "goodput", tmp_path / "b.png"),
-                 figures.flow_bars([failed | {"experiment": "fairness"}], FLOWS, tmp_path / "c.png", annotate="jfi"),
-                 figures.flows_over_time(tmp_path / "missing", 0.0, tmp_path / "d.png"),
-                 figures.link_usage(tmp_path / "missing", 0.0, [20.0, 20.0], tmp_path / "e.png")):
+    for path, title, message in (
+            (figures.metric_vs_param([], "goodput_mbps", "goodput", tmp_path / "a.png"), "goodput_mbps", "no successful runs"),
+            (figures.metric_vs_param([failed], "goodput_mbps", "goodput", tmp_path / "b.png"), "goodput_mbps: loss",
+             "no successful runs"),
+            (figures.flow_bars([failed | {"experiment": "fairness"}], FLOWS, tmp_path / "c.png", annotate="jfi"),
+             "flows: loss", "no successful runs"),
+            (figures.flows_over_time(tmp_path / "missing", 0.0, tmp_path / "d.png"), "per-flow throughput: missing",
+             "no dcemu statistics for this run"),
+            (figures.link_usage(tmp_path / "missing", 0.0, [20.0, 20.0], tmp_path / "e.png"), "link utilization: missing",
+             "no dcemu statistics for this run")):
         assert_png(path, min_bytes=3_000)
+        empty(path, message, title)
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,6 +267,21 @@ def test_report_has_every_figure_type_and_the_files_exist(built):
     for src in p.imgs:
         assert not Path(src).is_absolute() and "/" not in src
         assert_png(built.parent / src)
+    rep = built.parent
+    panel(rep / "throughput-batch.png", title="throughput: batch", xlabel="DC batch size (packets)",
+          legend=["quic-default", "quic-large"], lines=2)
+    fairness = figure(rep / "fairness-split.png", ["quic-large", "tcp"], "fairness: split")
+    assert [(ax.legend, ax.bars, len(ax.texts)) for ax in fairness.axes] == [(FAIR_LABELS, 3, 3), ([], 3, 3)]
+    links = [src for src in p.imgs if src.startswith("links-")]
+    flows = [src for src in p.imgs if src.startswith("flows-")]
+    assert len(links) == len(flows) == 2, "the first and last value's run"
+    for src in links:
+        links_figure(rep / src)
+    for src in flows:
+        flows_figure(rep / src, FAIR_LABELS)
+    stacks = figure(rep / "stacks-compared.png", ["throughput", "fairness (against sc1=tcp,sc2=tcp)"])
+    assert stacks.axes[0].legend == ["aioquic quic-default", "aioquic quic-large", "aioquic tcp"]
+    assert [ax.bars for ax in stacks.axes] == [3, 3] and stacks.axes[1].ylabel == "Jain's fairness index"
 
 
 def test_report_tables_hold_the_means(store, built):
@@ -289,7 +349,8 @@ def test_report_command(store, tmp_path):
     r = CliRunner().invoke(report, ["camp", "--store", str(store.path), "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert r.output.strip() == str(out / "index.html")
-    assert (out / "index.html").is_file() and (out / "throughput-batch.png").is_file()
+    assert (out / "index.html").is_file()
+    panel(out / "throughput-batch.png", title="throughput: batch", legend=["quic-default", "quic-large"], lines=2)
 
 
 def test_report_command_defaults_to_the_campaign_dir(store, tmp_path, monkeypatch):
@@ -338,9 +399,11 @@ def test_plot_command(store, tmp_path):
     [written] = r.output.split()
     assert written.endswith("-flows.png")
     assert_png(Path(written))
+    assert flows_figure(Path(written), FAIR_LABELS).title.endswith("(run fa-tcp-30-1)")
     r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out), "--run", "tp-quic-large-2-3"])
     assert r.exit_code == 0 and r.output.strip().endswith("-links.png")
     assert_png(Path(r.output.strip()))
+    assert links_figure(Path(r.output.strip())).title.endswith("(run tp-quic-larg)")
     r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--run", "tp-quic-large-2"])
     assert r.exit_code == 1 and "matches 3 runs" in r.output
 

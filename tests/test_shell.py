@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import dclab_process, run_dclab, wait_for
+from figure_checks import check, figure
 
 from dclab.testbed.hostconfig import read_sysctl
 
@@ -66,7 +67,11 @@ def test_curl_fetches_from_a_server_command_through_dcemu_with_its_exit_status(t
     legs = summary(out)["legs"]
     down = [leg["downlink"]["bytes_out"] for leg in legs]
     assert sum(down) > 2_000_000 and min(down) > 0.3 * sum(down)
-    assert (out / "link-utilization.png").stat().st_size > 10_000
+    info = figure(out / "link-utilization.png")
+    assert info.command.startswith("python -m dclab.cli shell --bw 8,8 --out"), info.command
+    ax = check(info.axes[0], legend=["leg1", "leg2"], lines=2, hlines=[8.0, 8.0], ylabel="leg throughput (Mbit/s)")
+    assert ax.title.startswith("per-leg downlink while `sh -c"), ax.title
+    assert all(s.y[1] > 0 and s.mean is not None and s.mean <= 8 * 1.02 for s in ax.series), "each leg carried some, within its 8 Mbit/s"
     assert "Serving HTTP" in (out / "server-cmd.log").read_text() or "GET /body" in (out / "server-cmd.log").read_text()
     assert host_state() == before and namespaces() == ns_before
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from conftest import dclab_process, run_dclab, wait_for
+from figure_checks import check, figure
 
 from dclab.endpoints.base import Workload
 from dclab.experiments import get_experiment
@@ -38,7 +39,12 @@ def test_throughput_on_the_simulation_backend(tmp_path):
     assert (rep / "workload.toml").exists() and (rep / "dcemu-stats.jsonl.gz").exists()
     packed = (rep / "dcemu-stats.jsonl.gz").read_bytes()
     assert len(packed) * 4 < len(gzip.decompress(packed)), "the records take a quarter of their size or less"
-    assert (rep / "link-utilization.png").exists(), "the run's figure is drawn from the compressed records"
+    # the run's figure, drawn from the compressed records: a line per leg, its 20 Mbit/s dashed and not
+    # exceeded on average (a single 10 ms record may: jitter moves packets between records)
+    info = figure(rep / "link-utilization.png")
+    assert info.command.startswith("python -m dclab.cli run throughput --backend sim"), info.command
+    ax = check(info.axes[0], legend=["leg1", "leg2"], lines=2, hlines=[20.0, 20.0], ylabel="leg throughput (Mbit/s)")
+    assert all(s.x[1] <= 3 and s.y[1] > 10 and s.mean is not None and s.mean <= 20 * 1.02 for s in ax.series), ax.series
     assert json.loads((rep / "environment.json").read_text())["backend"] == "sim"
     assert dclab_namespaces() == before, "a simulation touches no namespace"
 

@@ -4,6 +4,8 @@ scenario first, the DC flow's stack for mixed runs, and the figure."""
 
 from __future__ import annotations
 
+from figure_checks import check, empty, figure
+
 from dclab.analysis import stacks
 from dclab.scenario import Scenario
 
@@ -55,6 +57,11 @@ def test_host_settings_that_differ_between_experiments_keep_one_row():
 
 def test_the_figure_is_drawn(tmp_path):
     path = stacks.comparison_figure(ROWS, HEADS, tmp_path / "s.png", "stacks")
-    assert path.stat().st_size > 10_000
-    empty = stacks.comparison_figure([], HEADS, tmp_path / "e.png", "none")
-    assert empty.exists()
+    tp, fair = figure(path, ["throughput", "fairness (against sc1=tcp,sc2=tcp)"], "stacks").axes
+    check(tp, ylabel="goodput (Mbit/s)", legend=["quic-go", "quinn"], bars=2, lines=0,
+          xticks=["default scenario\n(batch 100)", "batch 500"])
+    # a bar per point; quinn's means 32 (batch 100) and 20, quic-go's 25 and its failed point at 0
+    assert [(s.label, s.n, s.y) for s in tp.series] == [("quic-go", 2, (0.0, 25.0)), ("quinn", 2, (20.0, 32.0))]
+    check(fair, ylabel="JFI", bars=2, xticks=["none 0"], legend=[])
+    assert [(s.label, s.y) for s in fair.series] == [("quic-go", (0.0, 0.0)), ("quinn", (0.8, 0.8))]
+    empty(stacks.comparison_figure([], HEADS, tmp_path / "e.png", "none"), "no runs to compare", "none")

@@ -9,6 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from conftest import run_dclab
+from figure_checks import each, panel
 
 from dclab.campaign.report import build_report
 from dclab.campaign.store import RunRecord, Store
@@ -85,8 +86,14 @@ def test_report_draws_goodput_and_stream_completion_against_streams(tmp_path):
                                 run_dir="", machine="m", started_at="", finished_at="", campaign="c"))
     page = build_report(store, tmp_path / "report", "t")
     html = page.read_text()
-    assert (tmp_path / "report" / "throughput-streams.png").stat().st_size > 10_000
-    assert (tmp_path / "report" / "throughput-streams-streams.png").stat().st_size > 10_000
+    series = ["aioquic reno x", "tcp reno x"]
+    ax = panel(tmp_path / "report" / "throughput-streams.png", title="throughput: streams", ylabel="goodput (Mbit/s)",
+               xlabel="concurrent streams on one connection (N)", legend=series, lines=2)
+    assert [(s.n, s.y) for s in ax.series] == [(4, (11.0, 18.0))] * 2, "goodput 10 + N at N = 1, 2, 4, 8"
+    assert ax.x == pytest.approx((1.0, 8.0), abs=0.1), "N (series drawn slightly apart)"
+    ax = panel(tmp_path / "report" / "throughput-streams-streams.png", title="throughput: streams",
+               ylabel="median stream completion (s)", legend=series, lines=2)
+    assert [s.n for s in ax.series] == [3, 3] and [s.y for s in ax.series] == each((1.2, 1.8), (1.2, 1.8)), "N > 1 only"
     assert "median per-stream completion time" in html
     assert "throughput: streams" in html
 

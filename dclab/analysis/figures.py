@@ -33,11 +33,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import lte  # noqa: E402
 from . import cell  # noqa: E402
+from .figure_info import save_figure  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std, read_records, stats_file  # noqa: E402
 from .plots import link_utilization  # noqa: E402
 from .stand_in import row_stack, stand_in_of  # noqa: E402
 
-DPI = 120
 Row = dict[str, Any]
 
 
@@ -214,11 +214,7 @@ def flow_table(rows: list[Row], flows: list[str], annotate: str | None = None,
 # Figures
 
 def _save(fig, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def empty_figure(path: Path, title: str | None, message: str = "no successful runs") -> Path:

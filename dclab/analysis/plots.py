@@ -9,6 +9,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .figure_info import save_figure  # noqa: E402
+
 
 def time_series(series: dict[str, list[tuple[float, float]]], path: Path, title: str, window_s: float, ylabel: str,
                 capacity_mbps: list[float | None] | None = None) -> Path:
@@ -29,10 +31,7 @@ def time_series(series: dict[str, list[tuple[float, float]]], path: Path, title:
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def link_utilization(series: dict[str, list[tuple[float, float]]], capacity_mbps: list[float | None], path: Path,

@@ -32,7 +32,7 @@ app.add_command(scenario.scenario)
 app.add_command(cell.cell)
 run.register(app)
 campaign.register(app)
-for command in (results.plot, results.report, results.results, host.clean, host.doctor, worker.worker,
+for command in (results.plot, results.figure, results.report, results.results, host.clean, host.doctor, worker.worker,
                 validate.validate, shell.shell):
     app.add_command(command)
 

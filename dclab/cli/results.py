@@ -1,5 +1,6 @@
-"""The `dclab plot`, `dclab report` and `dclab results` commands: figures, the HTML
-report and store maintenance (merging shards, CSV and Parquet export)."""
+"""The `dclab plot`, `dclab figure`, `dclab report` and `dclab results` commands: figures,
+what a figure shows, the HTML report and store maintenance (merging shards, CSV and
+Parquet export)."""
 
 from __future__ import annotations
 
@@ -90,6 +91,36 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
     for exp_name, sw, rs in sweep_groups(rows):
         name = f"{exp_name}-{slug(sw or 'runs')}"
         click.echo(str(sweep_figure(exp_name, rs, out / f"{name}.png", f"{exp_name}: {sw or 'runs without a sweep'}")))
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("pngs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print each description as one line of JSON.")
+def figure(pngs: tuple[Path, ...], as_json: bool) -> None:
+    """Say what each figure dclab drew shows (panels, axes, legend, series and their
+    extents) and the command that drew it, from the description its PNG carries."""
+    import dataclasses
+    import json
+
+    from ..analysis.figure_info import figure_info
+
+    for path in pngs:
+        try:
+            info = figure_info(path)
+        except (ValueError, OSError) as e:
+            raise click.ClickException(str(e)) from None
+        if as_json:
+            click.echo(json.dumps({"path": str(path), **dataclasses.asdict(info)}))
+            continue
+        click.echo(f"{path}: drawn by `{info.command}` (dclab {info.version})" + (f": {info.suptitle}" if info.suptitle else ""))
+        for i, ax in enumerate(info.axes, 1):
+            click.echo(f"  panel {i}: {ax.title or '(no title)'}")
+            for name, label, ext in (("x", ax.xlabel, ax.x), ("y", ax.ylabel, ax.y)):
+                click.echo(f"    {name}: {label or '-'}" + (f", data {ext[0]:g} to {ext[1]:g}" if ext else ""))
+            click.echo(f"    {ax.lines} lines, {ax.bars} groups of bars, {ax.scatters} scatters"
+                       + (f"; legend: {' | '.join(ax.legend)}" if ax.legend else ""))
+            for t in ax.texts:
+                click.echo(f"    text: {' '.join(t.split())}")
 
 
 @click.command(context_settings=CONTEXT)
