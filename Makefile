@@ -69,8 +69,9 @@ check: setup
 	$(VENV)/bin/ruff check dclab tests scripts bench
 	$(VENV)/bin/mypy
 
+# dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`).
 test: build check
-	cd emu && $(CARGO) test --release --locked
+	cd emu && $(CARGO) test --profile checked --locked
 	$(PY) -m pytest -q tests
 
 bench: build
