@@ -69,9 +69,11 @@ check: setup
 	$(VENV)/bin/ruff check dclab tests scripts bench
 	$(VENV)/bin/mypy
 
-# dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`).
+# dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`);
+# as root they include those #[ignore]d for needing root (namespaces, TUN devices).
+ROOT_TESTS := $(if $(filter 0,$(shell id -u)),--include-ignored)
 test: build check
-	cd emu && $(CARGO) test --profile checked --locked
+	cd emu && $(CARGO) test --profile checked --locked -- $(ROOT_TESTS)
 	$(PY) -m pytest -q tests
 
 bench: build
