@@ -61,7 +61,7 @@ check: setup
 	cd emu && $(CARGO) fmt --check
 	cd emu && $(CARGO) clippy --release --locked --all-targets -- -D warnings
 	cd $(QUINN_SRC) && $(CARGO) fmt --check
-	$(CARGO) clippy --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target -- -D warnings
+	$(CARGO) clippy --release --locked --all-targets --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target -- -D warnings
 	@test -z "$$(gofmt -l $(QUICGO_SRC))" || { gofmt -l $(QUICGO_SRC); echo "gofmt: reformat the files above"; exit 1; }
 	cd $(QUICGO_SRC) && go vet ./...
 	bash emu/check-levels.sh
@@ -69,8 +69,13 @@ check: setup
 	$(VENV)/bin/ruff check dclab tests scripts bench
 	$(VENV)/bin/mypy
 
+# dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`);
+# as root they include those #[ignore]d for needing root (namespaces, TUN devices). The
+# quinn program's tests use its release profile, so they reuse the dependencies `build` built.
+ROOT_TESTS := $(if $(filter 0,$(shell id -u)),--include-ignored)
 test: build check
-	cd emu && $(CARGO) test --release --locked
+	cd emu && $(CARGO) test --profile checked --locked -- $(ROOT_TESTS)
+	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
 	$(PY) -m pytest -q tests
 
 bench: build

@@ -1,5 +1,6 @@
 //! dcemu in real network namespaces (root only): rate, RTT, in-order delivery over two
-//! legs, and cleanup after every way a run ends.
+//! legs, and cleanup after every way a run ends. Those tests are `#[ignore]`d; `make test`
+//! runs them as root with `--include-ignored`.
 
 mod common;
 
@@ -131,11 +132,16 @@ mode = "sc"
 legs = ["leg1"]
 "#;
 
+/// Under CI the root-only tests below must run, not be ignored.
 #[test]
+fn root_tests_run_in_ci() {
+    fail_in_ci_unless_root_tests_run();
+}
+
+#[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
 fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (s, c) = (Netns::new("s"), Netns::new("c"));
     let emu = Emu::start(&s, &c, ONE_LEG, &[]);
@@ -193,10 +199,9 @@ fn leg_of_20_mbit_delivers_20_mbit_within_one_percent() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
 fn rtt_matches_configured_delays() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Sleeping between packets (the default) and polling (--busy-poll) keep the same times.
     for args in [&[][..], &["--busy-poll"][..]] {
@@ -270,10 +275,9 @@ delay = { distribution = "constant", ms = 5 }
 }
 
 #[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
 fn two_legs_with_reordering_deliver_in_order() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for reordering in [true, false] {
         let (s, c) = (Netns::new("s"), Netns::new("c"));
@@ -333,10 +337,9 @@ delay = {{ distribution = "constant", ms = 12 }}
 }
 
 #[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
 fn devices_are_removed_after_sigterm_and_after_duration() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let (s, c) = (Netns::new("s"), Netns::new("c"));
     let emu = Emu::start(&s, &c, "", &[]);
     let (st, ct) = (emu.server_tun.clone(), emu.client_tun.clone());
@@ -390,42 +393,47 @@ fn setup_failures_exit_nonzero_with_a_clear_message() {
         err.contains("pdcp.sn_bits: must be 12, 16 or 18 (got 13)"),
         "{err}"
     );
-
-    if is_root() {
-        let missing = dir.join("missing.toml");
-        std::fs::write(&missing, "[topology]\nserver_netns = \"dcemu-test-nonexistent\"\nclient_netns = \"dcemu-test-nonexistent2\"\nserver_tun = \"dctmiss0\"\nclient_tun = \"dctmiss1\"\n").unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_dcemu"))
-            .arg("run")
-            .arg(&missing)
-            .output()
-            .unwrap();
-        assert!(!out.status.success());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("dcemu-test-nonexistent") && err.contains("does not exist"),
-            "{err}"
-        );
-        let links = String::from_utf8_lossy(
-            &Command::new("ip")
-                .args(["-o", "link"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .into_owned();
-        assert!(
-            !links.contains("dctmiss"),
-            "no device left behind after a failed setup"
-        );
-    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
+fn a_missing_namespace_fails_setup_and_leaves_no_device() {
+    require_root();
+    let dir = std::env::temp_dir().join(format!("dcemu-missing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.toml");
+    std::fs::write(&missing, "[topology]\nserver_netns = \"dcemu-test-nonexistent\"\nclient_netns = \"dcemu-test-nonexistent2\"\nserver_tun = \"dctmiss0\"\nclient_tun = \"dctmiss1\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dcemu"))
+        .arg("run")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dcemu-test-nonexistent") && err.contains("does not exist"),
+        "{err}"
+    );
+    let links = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["-o", "link"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    assert!(
+        !links.contains("dctmiss"),
+        "no device left behind after a failed setup"
+    );
+}
+
+#[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
 fn deleting_a_namespace_under_dcemu_ends_it_instead_of_spinning() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let (s, c) = (Netns::new("s"), Netns::new("c"));
     let mut emu = Emu::start(&s, &c, "", &[]);
     // Traffic so the client device has something to report, then the namespace goes.
@@ -471,12 +479,11 @@ fn deleting_a_namespace_under_dcemu_ends_it_instead_of_spinning() {
 /// with the offloads on, and the runtime shows they were used (super-packets read and
 /// split, runs joined into one write); with `--tun-offload none` neither happens.
 #[test]
+#[ignore = "needs root: network namespaces and TUN devices"]
 fn tcp_through_tun_offloads_arrives_whole() {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const BYTES: usize = 32 << 20;
     let pattern = |i: usize| (i % 251) as u8;

@@ -428,6 +428,33 @@ mod tests {
         has_caps_for_tun()
     }
 
+    /// Fails a root-only test (they are `#[ignore]`d; `make test` runs them as root with
+    /// `--include-ignored`) when run without root: a test that did nothing must not pass.
+    fn require_root() {
+        assert!(
+            is_root(),
+            "needs root (network namespaces and TUN devices): run as root, or without \
+             --include-ignored"
+        );
+    }
+
+    /// Under CI (`CI=true`) the root-only tests below must run, not be ignored: a CI job
+    /// without root must not pass having skipped them.
+    #[test]
+    fn root_tests_run_in_ci() {
+        if !matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
+            return;
+        }
+        let included = std::env::args().any(|a| a == "--include-ignored");
+        assert!(
+            is_root() && included,
+            "CI is set, but the tests that need root (network namespaces and TUN devices) \
+             would not run (root: {}, --include-ignored: {included}): run them as root with \
+             `-- --include-ignored`, as `make test` does",
+            is_root()
+        );
+    }
+
     /// Creates the namespaces and deletes them on drop (also on panic).
     struct NsGuard(Vec<String>);
     impl NsGuard {
@@ -535,11 +562,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root: network namespaces and TUN devices"]
     fn tun_roundtrip_between_namespaces() {
-        if !is_root() {
-            eprintln!("skipping tun_roundtrip_between_namespaces: needs root");
-            return;
-        }
+        require_root();
         let pid = std::process::id();
         let ns_a = format!("dcemu-test-a-{pid}");
         let ns_b = format!("dcemu-test-b-{pid}");
@@ -668,10 +693,10 @@ mod tests {
         );
     }
 
-    #[test]
-    fn clear_errors() {
+    /// A device in a namespace that does not exist.
+    fn missing_namespace_config() -> TunConfig {
         let pid = std::process::id();
-        let cfg = TunConfig {
+        TunConfig {
             name: format!("dcemu-tx{}", pid % 10_000_000),
             netns: format!("dcemu-test-missing-{pid}"),
             mtu: 1500,
@@ -679,12 +704,16 @@ mod tests {
             peer: Ipv4Addr::new(198, 18, 3, 2),
             routes: vec![],
             offload: Offload::default(),
-        };
-        let err = format!("{:#}", Tun::create(&cfg).unwrap_err());
-        if !is_root() {
-            assert!(err.contains(MSG_NOT_ROOT), "{err}");
-            return;
         }
+    }
+
+    #[test]
+    #[ignore = "needs root: network namespaces and TUN devices"]
+    fn clear_errors() {
+        require_root();
+        let pid = std::process::id();
+        let cfg = missing_namespace_config();
+        let err = format!("{:#}", Tun::create(&cfg).unwrap_err());
         assert!(
             err.contains(&format!(
                 "network namespace '{0}' does not exist; create it with `ip netns add {0}`",
@@ -735,12 +764,19 @@ mod tests {
         assert!(!link_exists(Some(&ns), &cfg.name) && !link_exists(None, &cfg.name));
     }
 
+    /// Checks something either way: as root preflight passes; without root it and
+    /// `Tun::create` refuse, saying that root is needed.
     #[test]
-    fn preflight_passes_as_root() {
+    fn preflight_follows_privileges() {
         if is_root() {
             preflight().unwrap();
-        } else {
-            assert!(preflight().unwrap_err().to_string().contains("root"));
+            return;
         }
+        assert_eq!(preflight().unwrap_err().to_string(), MSG_NOT_ROOT);
+        let err = format!(
+            "{:#}",
+            Tun::create(&missing_namespace_config()).unwrap_err()
+        );
+        assert!(err.contains(MSG_NOT_ROOT), "{err}");
     }
 }

@@ -20,13 +20,30 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Skips (returns true) when not root, saying why.
-pub fn skip_unless_root() -> bool {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces and TUN devices)");
-        return true;
+/// Fails a root-only test (they are `#[ignore]`d; `make test` runs them as root with
+/// `--include-ignored`) when run without root: a test that did nothing must not pass.
+pub fn require_root() {
+    assert!(
+        is_root(),
+        "needs root (network namespaces and TUN devices): run as root, or without \
+         --include-ignored"
+    );
+}
+
+/// Under CI (`CI=true`), fails unless the ignored root-only tests of this binary run too,
+/// so that a CI job without root cannot pass having skipped them.
+pub fn fail_in_ci_unless_root_tests_run() {
+    if !matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
+        return;
     }
-    false
+    let included = std::env::args().any(|a| a == "--include-ignored");
+    assert!(
+        is_root() && included,
+        "CI is set, but the tests that need root (network namespaces and TUN devices) would \
+         not run (root: {}, --include-ignored: {included}): run them as root with \
+         `-- --include-ignored`, as `make test` does",
+        is_root()
+    );
 }
 
 fn ip(args: &[&str]) -> std::process::Output {
