@@ -4,8 +4,10 @@ seed; its own run key), both are stored in the campaign's store, and each point 
 configuration over its repetitions) is compared: the simulated mean against the emulated
 mean, as an error in percent (goodput) or a difference (JFI), against a bound.
 
-The bounds are the issue's (issue 10): goodput within 10 %, JFI within 0.05. A point passes
-when its error is within the bound; the summary counts points per experiment.
+The bounds: goodput within 10 %, JFI within 0.05. A point passes when its error is within
+the bound. A point the model was calibrated on (``calibration.py``: the runs that set the
+aioquic client's cost) is shown but not judged: the summary counts the others (hold-out)
+per experiment, and the calibration points apart.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from ..endpoints import get_stack
 from ..experiments import get_experiment
 from ..testbed.sim_models import refusal, suggestion, unmodelled_ccs, used
+from .calibration import CalibrationPoint, client_points
 from .plan import OVERHEAD_S, PlannedRun, run_flows, run_key
 
 BOUNDS = {"goodput_mbps": ("relative", 0.10), "jfi": ("absolute", 0.05)}
@@ -155,6 +158,7 @@ class Point:
     metric: str
     emu: list[float] = field(default_factory=list)
     sim: list[float] = field(default_factory=list)
+    calibration: str | None = None  # the calibration point it is, if the model was fitted to it
 
     @property
     def emu_mean(self) -> float | None:
@@ -182,20 +186,36 @@ class Point:
         err = self.error
         return None if err is None else abs(err) <= self.bound
 
+    @property
+    def judged(self) -> bool:
+        """Hold-out: the model was not calibrated on it."""
+        return self.calibration is None
+
     def as_dict(self) -> dict[str, Any]:
         return {"experiment": self.experiment, "config": self.config, "sweep": self.sweep, "value": self.value,
                 "metric": self.metric, "emu": self.emu, "sim": self.sim, "emu_mean": self.emu_mean,
-                "sim_mean": self.sim_mean, "error": self.error, "bound": self.bound, "passed": self.passed}
+                "sim_mean": self.sim_mean, "error": self.error, "bound": self.bound, "passed": self.passed,
+                "role": "hold-out" if self.judged else "calibration", "calibration": self.calibration}
 
 
-def compare(pairs: list[tuple[PlannedRun, PlannedRun]], rows: dict[str, dict[str, Any]]) -> list[Point]:
+def calibration_of(run: PlannedRun, points: list[CalibrationPoint]) -> str | None:
+    """The name of the calibration point ``run`` is, if any."""
+    cfg = run.config
+    return next((p.name for p in points if p.matches(run.experiment, cfg.stack, cfg.cc, cfg.udp_buffer, run.scenario)),
+                None)
+
+
+def compare(pairs: list[tuple[PlannedRun, PlannedRun]], rows: dict[str, dict[str, Any]],
+            calibrated: list[CalibrationPoint] | None = None) -> list[Point]:
     """Points from (emulated run, simulated twin) pairs and the store's rows by run key; a
-    run missing or failed in the store adds nothing to its side."""
+    run missing or failed in the store adds nothing to its side. ``calibrated``: the points
+    the models were calibrated on (default: the kept calibration's)."""
+    calibrated = client_points() if calibrated is None else calibrated
     points: dict[tuple[str, ...], Point] = {}
     for emu, sim in pairs:
         metric = get_experiment(emu.experiment).metrics[0].name
         p = points.setdefault(point_of(emu), Point(emu.experiment, emu.config.label + stand_in_note(sim), emu.sweep,
-                                                   f"{emu.value:g}", metric))
+                                                   f"{emu.value:g}", metric, calibration=calibration_of(emu, calibrated)))
         for run, side in ((emu, p.emu), (sim, p.sim)):
             row = rows.get(run.key)
             value = (row or {}).get("metrics", {}).get(metric) if row and row.get("ok") else None
@@ -205,7 +225,8 @@ def compare(pairs: list[tuple[PlannedRun, PlannedRun]], rows: dict[str, dict[str
 
 
 def summary(points: list[Point]) -> dict[str, dict[str, int]]:
-    """Per experiment: points compared, passed, and without both sides."""
+    """Per experiment: hold-out points compared, passed, and without both sides; and the
+    calibration points, not judged."""
     return _count(points, lambda p: p.experiment)
 
 
@@ -218,7 +239,10 @@ def by_config(points: list[Point]) -> dict[str, dict[str, int]]:
 def _count(points: list[Point], key: Callable[[Point], str]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for p in points:
-        d = out.setdefault(key(p), {"points": 0, "passed": 0, "incomplete": 0})
+        d = out.setdefault(key(p), {"points": 0, "passed": 0, "incomplete": 0, "calibration": 0})
+        if not p.judged:
+            d["calibration"] += 1
+            continue
         d["points"] += 1
         if p.passed is None:
             d["incomplete"] += 1
