@@ -1,21 +1,24 @@
 """Our compiled stacks (quic-go, quinn) over a plain veth pair, what holds for both:
 several connections with parallel streams, sequential streams and assignment, byte ranges
-and pre-established connections, workloads they refuse, and downloads that time out.
+and pre-established connections, workloads they refuse, downloads that time out, and
+(slow) the goodput of 100 MB downloads with every controller, which the README quotes.
 What is each library's own is in test_endpoint_quicgo.py and test_endpoint_quinn.py."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import time
 
 import pytest
 from conftest import SERVER
-from endpoint_binaries import MB, PORT, Bench, sizes
+from endpoint_binaries import MB, PORT, Bench, check_ok, sizes
 
 from dclab.endpoints.base import ClientSpec, Workload
 from dclab.endpoints.quicgo.adapter import QuicGoStack
 from dclab.endpoints.quinn.adapter import QuinnStack
+from dclab.testbed import netns
 
 # Per stack: how long after a handshake (or a body) its client may take to send the next
 # request (quic-go's goroutines are scheduled later than tokio's tasks on a loaded machine).
@@ -148,3 +151,20 @@ def test_timeout_mid_transfer(bench):
     assert time.monotonic() - t0 < 1.5 + 2
     assert not r.ok and 0 < r.bytes < 50_000 * MB
     assert "timeout after 1.5 s" in r.error and "before the handshake" not in r.error
+
+
+@pytest.mark.slow
+def test_download_100mb_every_cc(bench):
+    """The README's figures for the plain veth pair (no dcemu): three 100 MB downloads with
+    each congestion control the stack offers, one server per controller; `-s` prints each
+    controller's median and every run in Gbit/s."""
+    for cc in bench.stack.ccs:
+        server = bench.serve(cc)
+        runs = []
+        for _ in range(3):
+            r = bench.fetch(Workload.single(100 * MB), cc=cc, timeout_s=60)
+            check_ok(r, 100 * MB)
+            runs.append(r.goodput_mbps / 1e3)
+        print(f"{bench.stack.name} {cc}, 100 MB over veth: {statistics.median(runs):.2f} Gbit/s "
+              f"(runs {', '.join(f'{g:.2f}' for g in runs)})")
+        netns.stop_process(server)  # the next controller's server takes the port
