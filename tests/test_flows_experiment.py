@@ -10,6 +10,7 @@ import types
 import pytest
 from click.testing import CliRunner
 from figure_checks import each, figure, panel
+from measured import check_bound
 
 from dclab.analysis.metrics import window_means
 from dclab.cli import app
@@ -351,10 +352,9 @@ def test_quic_and_tcp_share_a_20_mbit_leg(tmp_path):
     assert out["failed"] == 0
     means = {f: v["mean_mbps"] for f, v in out["flows"].items()}
     assert set(means) == {"aioquic-reno-1", "tcp-cubic-1"}
-    assert all(m is not None and m > 0.5 for m in means.values()), means
-    assert 0.70 * 20 <= sum(means.values()) <= 1.05 * 20, means
-    jfi = out["jfi"]["mean"]
-    assert jfi is not None and 0 < jfi <= 1
+    assert all(m is not None for m in means.values()), means
+    check_bound("flows.quic_tcp_one_leg_total_mbps", sum(means.values()))  # the two fill the leg
+    check_bound("flows.quic_tcp_one_leg_jfi", out["jfi"]["mean"])
     assert out["quic_tcp_ratio"]["mean"] == pytest.approx(means["aioquic-reno-1"] / means["tcp-cubic-1"])
     rep = json.loads((tmp_path / "run" / "rep-01" / "result.json").read_text())
     assert [f["bearer"] for f in rep["flows"]] == ["aioquic-reno-1", "tcp-cubic-1"]

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 from click.testing import CliRunner
 from figure_checks import panel
+from measured import check_bound
 
 from dclab.campaign import plan as cp
 from dclab.cli import app
@@ -125,7 +127,9 @@ def test_the_campaigns_plan():
 @pytest.mark.root
 def test_a_real_run_at_high_loss(tmp_path):
     """Two repetitions at domestic high loss, small files: every download completes,
-    modes rotate, the group log has NFEs, the table and the cwnd figure exist."""
+    modes rotate, the groups report NFEs (six downloads of about 80 packets at 1.09 % loss
+    down and 1 % up: about five expected, none at all less likely than 1 %), the table and
+    the cwnd figure show them."""
     out = tmp_path / "run"
     r = CliRunner().invoke(app, ["run", "mquic", "--preset", "domestic-high-loss", "--sizes", "400KB", "--reps", "2",
                                  "--json", "--out", str(out)])
@@ -141,6 +145,7 @@ def test_a_real_run_at_high_loss(tmp_path):
         for d in rep["details"]["downloads"]:
             assert d["ok"] and sum(c["bytes"] for c in d["conns"]) == d["size"] == 100_000
             assert d["nfes"] is not None, "every download's group reported"
+    assert sum(d["nfes"] for rep in reps for d in rep["details"]["downloads"]) >= 1, "losses are met as NFEs"
     from dclab.analysis.cwnd import MSS, SYNC_ACTIONS, cwnd_series, pick_group
     from dclab.experiments.mquic import LOG
 
@@ -202,24 +207,6 @@ def test_dc_runs_count_stalls_and_record_them_finely():
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_direction_mquic_beats_one_connection_at_high_loss(tmp_path):
-    """The paper's direction: at domestic high loss, NewReno, 2400 KB (scaled), mquic's
-    median completion time is below 1c's, and 1c meets more NFEs than it can absorb in
-    slow start (its median NFE count is at least one)."""
-    r = CliRunner().invoke(app, ["run", "mquic", "--preset", "domestic-high-loss", "--sizes", "2400KB", "--reps", "10",
-                                 "--json", "--out", str(tmp_path / "run")])
-    assert r.exit_code == 0, r.output
-    res = json.loads(r.output.strip().splitlines()[-1])
-    table = {row["mode"]: row for row in res["table"]}
-    assert table["mquic"]["median"] < table["1c"]["median"], table
-    nfes = sorted(d["nfes"] for i in range(1, 11)
-                  for d in json.loads((tmp_path / "run" / f"rep-{i:02d}" / "downloads.json").read_text())
-                  if d["mode"] == "1c")
-    assert nfes[len(nfes) // 2] >= 1
-
-
-@pytest.mark.root
-@pytest.mark.slow
 def test_direction_dc_downloads_meet_pdcp_stalls(tmp_path):
     """Over DC with reordering on and jittered legs, downloads meet reordering stalls."""
     r = CliRunner().invoke(app, ["run", "mquic", "--dc", "--sizes", "2400KB", "--reps", "2", "--json",
@@ -227,4 +214,4 @@ def test_direction_dc_downloads_meet_pdcp_stalls(tmp_path):
     assert r.exit_code == 0, r.output
     ds = [d for i in (1, 2) for d in json.loads((tmp_path / "run" / f"rep-{i:02d}" / "downloads.json").read_text())]
     assert all("pdcp_stalls" in d for d in ds)
-    assert sum(d["pdcp_stalls"]["timer_starts"] for d in ds) > 0
+    check_bound("mquic.dc_timer_starts_per_download", statistics.median(d["pdcp_stalls"]["timer_starts"] for d in ds))
