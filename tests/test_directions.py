@@ -114,8 +114,9 @@ def test_dc_downloads_meet_pdcp_stalls_under_loss(tmp_path):
     for d in lossy.details:
         pdcp = d["pdcp"]
         lost = sum(leg["dropped_loss_packets"] + leg["dropped_queue_packets"] for leg in pdcp["legs"].values())
-        assert lost >= 1 and pdcp["rx"]["counts_given_up"] == lost, pdcp
-        assert 1 <= pdcp["rx"]["timer_expiries"] <= lost, pdcp
+        rx = pdcp["rx"]  # without reordering the receiver holds nothing and keeps no such counts
+        assert lost >= 1 and rx.get("counts_given_up") == lost, f"{lost} COUNTs lost on the legs; receiver: {rx}"
+        assert 1 <= rx.get("timer_expiries", 0) <= lost, f"{lost} COUNTs lost on the legs; receiver: {rx}"
     check_bound(bound("stall_wait_p99_ms"), statistics.median(d["pdcp"]["rx_wait_us"]["p99_us"] / 1e3 for d in lossy.details))
 
 
