@@ -38,7 +38,7 @@ def test_registered_with_reno_only_and_the_old_aioquic():
     assert STACK.name == "aioquic-2020" and STACK.transport == "udp"
     assert STACK.ccs == ("reno",)
     with pytest.raises(StackError, match=r"--cc: aioquic-2020 offers reno \(got 'cubic'\)"):
-        STACK.check_bound("cubic")
+        STACK.check("cubic")
     assert STACK.check(None, Workload(objects=(MB, MB, MB), connections=2, streams="sequential")) == "reno"
 
 
@@ -54,7 +54,7 @@ def test_registered_with_reno_only_and_the_old_aioquic():
 )
 def test_refuses_what_the_old_client_cannot_do(wl, what):
     with pytest.raises(StackError) as e:
-        STACK.check_bound("reno", wl)
+        STACK.check("reno", wl)
     assert str(e.value).startswith("aioquic-2020 cannot run this workload: ") and what in str(e.value)
 
 

@@ -202,10 +202,10 @@ def test_curl_trace_evidence():
 
 def test_tcp_refuses_resumption_it_cannot_do():
     with pytest.raises(StackError, match="at most 1"):
-        TCP.check_bound("cubic", Workload(objects=(1, 2), connections=2, resumption=True))
+        TCP.check("cubic", Workload(objects=(1, 2), connections=2, resumption=True))
     with pytest.raises(StackError, match="parallel streams"):
-        TCP.check_bound("cubic", Workload(objects=(1, 2), resumption=True))
-    TCP.check_bound("cubic", Workload(objects=(1, 2), streams="sequential", resumption=True, zero_rtt=True))
+        TCP.check("cubic", Workload(objects=(1, 2), resumption=True))
+    TCP.check("cubic", Workload(objects=(1, 2), streams="sequential", resumption=True, zero_rtt=True))
 
 
 tcp_ok = pytest.mark.skipif(bool(TCP.missing()), reason="; ".join(TCP.missing()) or "ok")
