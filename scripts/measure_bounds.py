@@ -7,8 +7,8 @@ quiet machine (no other experiment, build or test running).
 
 PYTEST ARGS select the tests (default: every test function that calls ``check_bound``); with
 --write the kept runs of the bounds measured now replace their earlier ones, the others
-stay. A suggested lower bound is the lower of 95 % of the lowest run and 85 % of the
-median, an upper one the higher of 105 % of the highest and 115 % of the median
+stay. A suggested lower bound is the lower of 95 % of the lowest run and 81 % of the
+median, an upper one the higher of 105 % of the highest and 119 % of the median
 (tests/measured.py says why); when that would let a 20 % regression of the median pass,
 the table says "spread too wide" and the metric needs longer runs, not a looser bound.
 """
@@ -68,7 +68,7 @@ def main() -> int:
     print(f"{'bound':48s} {'n':>3s} {'min':>10s} {'median':>10s} {'max':>10s}  suggested")
     for name, vs in sorted(by.items()):
         med = statistics.median(vs)
-        lo, hi = min(0.95 * min(vs), 0.85 * med), max(1.05 * max(vs), 1.15 * med)
+        lo, hi = min(0.95 * min(vs), 0.81 * med), max(1.05 * max(vs), 1.19 * med)
         note = []
         note.append(f"lo {lo:.4g}" + (" (spread too wide)" if lo < 0.8 * med else ""))
         note.append(f"hi {hi:.4g}" + (" (spread too wide)" if hi > 1.2 * med else ""))
