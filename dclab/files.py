@@ -1,0 +1,163 @@
+"""Files dclab reads and writes, safely: inputs must be regular files below a size limit
+(a device, a FIFO or a huge file is refused before it is read), outputs are written beside
+their destination and moved in only over a regular file or nothing (a device, FIFO,
+symlink or directory there is refused, and a failure removes only what this call made),
+names that become file names or shell words follow one grammar, and text echoed in a
+message is cut. One place, read by every level."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+# Scenario, campaign, reference and workload files are a few kB; the largest bandwidth
+# traces in ../shared/traces are a few MB. A limit far above both, far below memory.
+INPUT_LIMIT = 64 * 1024 * 1024
+ECHO_LIMIT = 120
+
+# Campaign, sweep and experiment names: they become directory names, file names and words
+# in the shell scripts `campaign sbatch` writes, so nothing that needs quoting in any.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+NAME_RULE = "1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit"
+
+
+class FileRefused(ValueError):
+    """A path dclab will not read or write, with the reason in words."""
+
+
+def clip(text: object, limit: int = ECHO_LIMIT) -> str:
+    """`text` as repr, cut to about `limit` characters: messages never echo a whole input."""
+    s = repr(text)
+    return s if len(s) <= limit else f"{s[:limit]}... ({len(str(text))} characters)"
+
+
+def check_name(name: str, what: str) -> str:
+    """`name` if it follows NAME_RE, else FileRefused naming `what` and the rule."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise FileRefused(f"{what}: {clip(name)} is not a valid name ({NAME_RULE})")
+    return name
+
+
+def slug(text: str, limit: int = 80) -> str:
+    """A file-name word for any string read back from a store (experiment, sweep, run key):
+    every character outside A-Z a-z 0-9 _ . - becomes '_', a leading dot too, cut to
+    `limit`. Never empty, never '.' or '..', never a path."""
+    s = re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:limit]
+    if s.startswith("."):
+        s = "_" + s[1:]
+    return s or "_"
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> str:
+    """The UTF-8 text of the regular file at `path` (symlinks to one are followed). A
+    FIFO is opened without blocking and refused; a device, a directory or a file over
+    `limit` bytes is refused before anything is read. FileRefused names `what`."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise FileRefused(f"{what}: cannot read {p}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileRefused(f"{what}: {p} is {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise FileRefused(f"{what}: {p} is {st.st_size} bytes; at most {limit} are read")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew while we read it
+        raise FileRefused(f"{what}: {p} is over {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FileRefused(f"{what}: {p} is not UTF-8 text (byte {e.start})") from None
+
+
+def check_output(path: str | os.PathLike[str], what: str) -> Path:
+    """`path` if dclab may write a file there: nothing there yet, or a regular file (not a
+    symlink), in a directory that exists. Else FileRefused naming `what`."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise FileRefused(f"{what}: cannot use {p}: {e.strerror or e}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise FileRefused(f"{what}: {p} is {_kind(st.st_mode)}; dclab writes only over a regular file or nothing")
+    parent = p.parent
+    if not parent.is_dir():
+        raise FileRefused(f"{what}: the directory {parent} does not exist" if not parent.exists()
+                          else f"{what}: {parent} is not a directory")
+    return p
+
+
+def check_output_dir(path: str | os.PathLike[str], what: str) -> Path:
+    """`path` if dclab may create files in it: a directory (not a symlink to one) or nothing
+    yet, under a directory that exists or can be made. Else FileRefused naming `what`."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p
+    except OSError as e:
+        raise FileRefused(f"{what}: cannot use {p}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise FileRefused(f"{what}: {p} is {_kind(st.st_mode)}, not a directory")
+    return p
+
+
+@contextlib.contextmanager
+def output_file(path: str | os.PathLike[str], what: str, mode: int = 0o644) -> Iterator[Path]:
+    """Yields a temporary path beside `path` to write to; when the block ends without an
+    exception, moves it over `path` (checked again just before: only a regular file or
+    nothing is replaced). On any failure only the temporary file is removed: a file that
+    was at `path` before is left as it was."""
+    dest = check_output(path, what)
+    fd = -1
+    tmp = dest
+    for n in range(100):
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{n}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise FileRefused(f"{what}: cannot write in {dest.parent}: {e.strerror or e}") from None
+    if fd < 0:
+        raise FileRefused(f"{what}: cannot make a temporary file beside {dest}")
+    os.close(fd)
+    try:
+        yield tmp
+        check_output(dest, what)
+        os.replace(tmp, dest)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_output(path: str | os.PathLike[str], data: str | bytes, what: str, mode: int = 0o644) -> Path:
+    """Writes `data` whole to `path` through output_file (fsync before the move)."""
+    with output_file(path, what, mode) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+    return Path(path)
