@@ -8,11 +8,14 @@ message is cut. One place, read by every level."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import stat
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Scenario, campaign, reference and workload files are a few kB; the largest bandwidth
 # traces in ../shared/traces are a few MB. A limit far above both, far below memory.
@@ -52,7 +55,7 @@ def slug(text: str, limit: int = 80) -> str:
     return s or "_"
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
     for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
@@ -61,7 +64,15 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> str:
+def check_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> Path:
+    """`path` if it is a regular file (symlinks to one are followed) of at most `limit`
+    bytes, for readers that open it themselves; else FileRefused, without blocking on a
+    FIFO."""
+    read_input(path, what, limit, decode=False)
+    return Path(path)
+
+
+def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT, decode: bool = True) -> str:
     """The UTF-8 text of the regular file at `path` (symlinks to one are followed). A
     FIFO is opened without blocking and refused; a device, a directory or a file over
     `limit` bytes is refused before anything is read. FileRefused names `what`."""
@@ -73,9 +84,11 @@ def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileRefused(f"{what}: {p} is {_kind(st.st_mode)}, not a regular file")
+            raise FileRefused(f"{what}: {p} is {kind_of(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise FileRefused(f"{what}: {p} is {st.st_size} bytes; at most {limit} are read")
+        if not decode:
+            return ""
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
@@ -89,6 +102,18 @@ def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT
         raise FileRefused(f"{what}: {p} is not UTF-8 text (byte {e.start})") from None
 
 
+def read_toml(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> dict[str, Any]:
+    """The TOML file at `path` read through read_input; a syntax error or nesting too deep
+    for the parser is FileRefused naming `what`, the file and the place."""
+    text = read_input(path, what, limit).removeprefix("\ufeff")  # a byte order mark some editors write
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise FileRefused(f"{what}: {path} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise FileRefused(f"{what}: {path}: arrays or tables nested too deeply") from None
+
+
 def check_output(path: str | os.PathLike[str], what: str) -> Path:
     """`path` if dclab may write a file there: nothing there yet, or a regular file (not a
     symlink), in a directory that exists. Else FileRefused naming `what`."""
@@ -100,7 +125,7 @@ def check_output(path: str | os.PathLike[str], what: str) -> Path:
     except OSError as e:
         raise FileRefused(f"{what}: cannot use {p}: {e.strerror or e}") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise FileRefused(f"{what}: {p} is {_kind(st.st_mode)}; dclab writes only over a regular file or nothing")
+        raise FileRefused(f"{what}: {p} is {kind_of(st.st_mode)}; dclab writes only over a regular file or nothing")
     parent = p.parent
     if not parent.is_dir():
         raise FileRefused(f"{what}: the directory {parent} does not exist" if not parent.exists()
@@ -119,7 +144,7 @@ def check_output_dir(path: str | os.PathLike[str], what: str) -> Path:
     except OSError as e:
         raise FileRefused(f"{what}: cannot use {p}: {e.strerror or e}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise FileRefused(f"{what}: {p} is {_kind(st.st_mode)}, not a directory")
+        raise FileRefused(f"{what}: {p} is {kind_of(st.st_mode)}, not a directory")
     return p
 
 
@@ -161,3 +186,45 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, what: str, mod
             f.flush()
             os.fsync(f.fileno())
     return Path(path)
+
+
+def secure_dir(path: str | os.PathLike[str], what: str) -> Path:
+    """The directory `path`, made 0700 if missing; FileRefused unless it is a directory
+    (not a symlink) owned by this user and writable by no one else. For the state a root
+    tool acts on (journals name processes to stop and directories to remove)."""
+    p = Path(path)
+    try:
+        p.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(p)
+    except OSError as e:
+        raise FileRefused(f"{what}: cannot make {p}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise FileRefused(f"{what}: {p} is {kind_of(st.st_mode)}, not a directory")
+    if st.st_uid != os.geteuid():
+        raise FileRefused(f"{what}: {p} is owned by uid {st.st_uid}, not by this user ({os.geteuid()}); "
+                          "remove it or set DCLAB_STATE_DIR")
+    if st.st_mode & 0o022:
+        raise FileRefused(f"{what}: {p} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); "
+                          "anyone could plant a journal there: chmod 700 it")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(p, 0o700)
+    return p
+
+
+def read_owned_json(path: str | os.PathLike[str], limit: int = 1024 * 1024) -> Any:
+    """The JSON in `path` if it is a regular file owned by this user and writable by no one
+    else; FileRefused otherwise (a file another user could have written is never acted on)."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except OSError as e:
+        raise FileRefused(f"{p}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise FileRefused(f"{p} is {kind_of(st.st_mode)}, not a regular file")
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise FileRefused(f"{p} is owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):o}: "
+                          "not written by this user alone, ignored")
+    try:
+        return json.loads(read_input(p, "state file", limit))
+    except json.JSONDecodeError as e:
+        raise FileRefused(f"{p} is not JSON: {e}") from None

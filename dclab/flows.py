@@ -17,6 +17,7 @@ from typing import Literal, cast
 
 from .endpoints import get_stack
 from .endpoints.base import StackError, Workload
+from .files import clip
 from .scenario import RANGES, Scenario
 
 PORT_BASE = 4433  # the study's DC port; further flows take the next free ports
@@ -168,6 +169,8 @@ def parse_assignments(text: str, flows: list[str], option: str) -> dict[str, str
     for part in text.split(","):
         flow, _, value = part.partition("=")
         if flow.strip() not in flows or not value.strip():
-            raise PlanError(f"{option}: expected {','.join(f + '=VALUE' for f in flows)} (got {part!r})")
+            raise PlanError(f"{option}: expected {','.join(f + '=VALUE' for f in flows)} (got {clip(part)})")
+        if flow.strip() in out:
+            raise PlanError(f"{option}: {flow.strip()} given twice ({out[flow.strip()]!r} and {clip(value.strip())})")
         out[flow.strip()] = value.strip()
     return out

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 
+from .files import clip
+
 BANDWIDTH_MHZ = 20.0
 SCHEDULER = "pf"
 DOPPLER_HZ = 5.0
@@ -68,7 +70,7 @@ def level(link: str) -> str:
     name = aliases.get(name, name)
     if kind != "lte" or name not in LEVELS:
         choices = ", ".join([*LEVELS, *aliases])
-        raise ValueError(f"--link: expected lte:LEVEL with LEVEL one of {choices} (got {link!r})")
+        raise ValueError(f"--link: expected lte:LEVEL with LEVEL one of {choices} (got {clip(link)})")
     return name
 
 

@@ -10,7 +10,7 @@ options.
 
 from __future__ import annotations
 
-import tomllib
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -18,11 +18,15 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from . import lte
+from .files import FileRefused, check_input, clip, read_toml
 
 PosMbps = Annotated[float, Field(gt=0, le=100_000)]
 DelayMs = Annotated[float, Field(ge=0, le=10_000)]
 LossPct = Annotated[float, Field(ge=0, le=100)]
 Share = Annotated[float, Field(ge=0, le=100)]
+
+
+MAX_SEED = 2**63 - 1  # dcemu's seed is a u64; repetition N of a run adds N - 1
 
 
 class ScenarioError(ValueError):
@@ -62,8 +66,21 @@ class Scenario(BaseModel):
     header_bytes: Annotated[int, Field(ge=0, le=64)] = 2
     mtu: Annotated[int, Field(ge=1280, le=9000)] = 1500
     stats_interval_ms: Annotated[float, Field(ge=1, le=10_000)] = 10.0
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 1
     link: Annotated[str | None, Field(description="lte:LEVEL: one LTE cell instead of the legs (dclab/lte.py)")] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: object) -> object:
+        """`batch = true` in a file is no batch size (pydantic would read it as 1)."""
+        if isinstance(data, dict):
+            for name, v in data.items():
+                field = cls.model_fields.get(str(name))
+                if field is None or field.annotation in (bool, StrictBool, bool | None) or name == "jitter_reorders":
+                    continue
+                if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v)):
+                    raise ValueError(f"{name}: expected a number, not {str(v).lower()}")
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -99,8 +116,8 @@ class Scenario(BaseModel):
                 raise ValueError(f"{name}: needs one value per leg ({n}, {given_by}), got {len(getattr(self, name))}")
         if sum(self.split) <= 0:
             raise ValueError("split: at least one share must be above 0")
-        if self.trace is not None and not Path(self.trace).is_file():
-            raise ValueError(f"trace: no such file {self.trace}")
+        if self.trace is not None:
+            check_trace(Path(self.trace))
         return self
 
     @property
@@ -128,17 +145,19 @@ class Scenario(BaseModel):
         return f"{kind}, cov {self.delay_cov:g}"
 
 
-def build(base: Scenario | None = None, **changes: object) -> Scenario:
+def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **changes: object) -> Scenario:
     """A validated scenario from ``base`` (default: the reference) with ``changes``
-    applied; raises ScenarioError naming the field and its allowed range."""
+    applied; raises ScenarioError naming the field (as its option, or as a file names it
+    with ``fields_as_in_file``) and its allowed range."""
     data = (base or Scenario()).model_dump()
     data.update({k: v for k, v in changes.items() if v is not None})
-    if data.get("t_reordering") in ("inf", "infinity"):  # as in scenario files and campaign groups
+    if isinstance(data.get("t_reordering"), str) and data["t_reordering"].lower() in ("inf", "infinity"):
+        # as in scenario files and campaign groups
         data["t_reordering"] = None
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ScenarioError(describe(e)) from None
+        raise ScenarioError(describe(e, as_file=fields_as_in_file)) from None
 
 
 # Fields added after the first campaign store: a run key includes them only when they
@@ -178,20 +197,33 @@ def describe(e: ValidationError, as_file: bool = False) -> str:
         if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and field in RANGES:
             lo, hi = RANGES[field]
             lo_text = f"above {str(lo)[2:]}" if isinstance(lo, str) else f"at least {lo}"
-            msg = f"must be {lo_text} and at most {hi} (got {err.get('input')})"
+            got = err.get("input")
+            shown = f"{got:g}" if isinstance(got, int | float) and abs(got) >= 1e15 else str(got)[:40]
+            msg = f"must be {lo_text} and at most {hi} (got {shown})"
         elif err["type"] == "extra_forbidden":
             msg = f"unknown field (known: {', '.join(Scenario.model_fields)})"
+        if as_file:  # a file's fields are named as in the file, not as options it never gave
+            msg = re.sub(r"--([a-z]+(?:-[a-z]+)*)", lambda m: m.group(1).replace("-", "_"), msg)
         lines.append(f"{option}{leg}: {msg}")
     return "; ".join(lines)
+
+
+def check_trace(path: Path) -> None:
+    """ValueError unless ``path`` is a regular file dcemu will read (files.py's limit)."""
+    if not path.exists():
+        raise ValueError(f"trace: no such file {path}")
+    check_input(path, "trace")  # a FileRefused is a ValueError naming the field
 
 
 def load(path: Path) -> Scenario:
     """A scenario file: TOML with Scenario's field names (missing ones keep defaults)."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ScenarioError(f"--scenario: cannot read {path}: {e}") from None
-    if data.get("t_reordering") in ("inf", "infinity"):
+        data = read_toml(path, "--scenario")
+    except FileRefused as e:
+        raise ScenarioError(str(e)) from None
+    if data.get("link") is not None and "bw" in data:
+        raise ScenarioError(f"{path}: bw: not used with link (the cell's capacity follows the channel)")
+    if isinstance(data.get("t_reordering"), str) and data["t_reordering"].lower() in ("inf", "infinity"):
         data["t_reordering"] = None
     if isinstance(data.get("trace"), str) and not Path(data["trace"]).is_absolute():
         data["trace"] = str((Path(path).parent / data["trace"]).resolve())
@@ -205,7 +237,7 @@ def to_toml(s: Scenario) -> str:
     d = s.model_dump(mode="json")
     if d["t_reordering"] is None:
         d["t_reordering"] = "inf"
-    d = {k: v for k, v in d.items() if v is not None}
+    d = {k: v for k, v in d.items() if v is not None and not (k == "bw" and s.link is not None)}
     return tomli_w.dumps(d)
 
 
@@ -217,7 +249,7 @@ def parse_list(option: str, text: str, sep: str = ",") -> list[float]:
             raise ValueError
         return values
     except ValueError:
-        raise ScenarioError(f"{option}: expected numbers separated by '{sep}' (got {text!r})") from None
+        raise ScenarioError(f"{option}: expected numbers separated by '{sep}' (got {clip(text)})") from None
 
 
 def capacity_mbps(s: Scenario) -> float:

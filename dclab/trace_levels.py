@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import math
 import statistics
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from . import lte
+from .files import FileRefused, check_output, check_output_dir, write_output
 from .traces import read_csv
 
 By = Literal["cqi", "rsrp"]
@@ -155,8 +157,8 @@ def read_trace(path: Path, by: By) -> tuple[list[str], list[list[str]]]:
     naming the file and what is wrong."""
     try:
         header, rows = read_csv(path)
-    except (OSError, UnicodeDecodeError) as e:
-        raise CutError("FILE", f"{path}: cannot read it as a CSV text file ({e})") from None
+    except FileRefused as e:
+        raise CutError("FILE", str(e).removeprefix("trace: ")) from None
     if not header:
         raise CutError("FILE", f"{path}: empty file (no header row)")
     for column in (COLUMN[by], RATE_COLUMN):
@@ -203,8 +205,10 @@ def cut(paths: list[Path], by: By, levels: list[str], out: Path, force: bool = F
     with at least MIN_ROWS rows. Every input is read and every output name checked before
     anything is written: CutError for a bad input, FileExistsError for an output that
     exists (unless ``force``)."""
-    if out.exists() and not out.is_dir():
-        raise CutError("--out", f"{out} exists and is not a directory")
+    try:
+        check_output_dir(out, "--out")
+    except FileRefused as e:
+        raise CutError("--out", str(e).removeprefix("--out: ")) from None
     stems = [p.stem for p in paths]
     if dup := sorted({s for s in stems if stems.count(s) > 1}):
         raise CutError("FILE", f"two inputs named {dup[0]!r} would write the same files")
@@ -234,8 +238,14 @@ def cut(paths: list[Path], by: By, levels: list[str], out: Path, force: bool = F
                                levels=cuts))
     if not force and (there := [str(f) for f in writes if f.exists()]):
         raise FileExistsError(f"{', '.join(there)} already exist{'s' if len(there) == 1 else ''} (--force overwrites)")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for f in writes:
+            check_output(f, "--out")
+    except FileRefused as e:
+        raise CutError("--out", str(e).removeprefix("--out: ")) from None
     for f, lines in writes.items():
-        f.parent.mkdir(parents=True, exist_ok=True)
-        with open(f, "w", newline="") as fh:
-            csv.writer(fh, lineterminator="\n").writerows(lines)
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(lines)
+        write_output(f, buf.getvalue(), "--out")
     return results

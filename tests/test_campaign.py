@@ -57,7 +57,7 @@ def test_expansion_applies_the_factor_only():
     assert ld.loss == [1.2, 1.2] and ld.duplicate
     assert expand("size", [200], base)[0].options == {"size": 200_000_000}
     assert expand("batch", [10], base)[0].options == {}
-    with pytest.raises(ScenarioError, match="--param batch=0"):
+    with pytest.raises(ScenarioError, match="sweep batch=0"):
         expand("batch", [0], base)
 
 
@@ -177,7 +177,7 @@ def test_sweep_plan_and_errors(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert "6 runs, 0 done, 6 to do" in " ".join(r.output.split())
     r = CliRunner().invoke(app, ["sweep", "--param", "batch=0", "--plan"])
-    assert r.exit_code == 2 and "--param batch=0: --batch: must be at least 1" in r.output
+    assert r.exit_code == 2 and "sweep batch=0: batch: must be at least 1" in r.output
     r = CliRunner().invoke(app, ["sweep", "--param", "batch=10", "--config", "tcp:vegas", "--plan"])
     assert r.exit_code == 2 and "tcp offers cubic, reno, bbr (got 'vegas')" in r.output
 
@@ -210,7 +210,7 @@ def test_dry_runs_and_refused_campaigns_create_no_store(tmp_path, monkeypatch):
     f = tmp_path / "bad.toml"
     f.write_text('[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = [{ name = "batch", values = [0] }]\n')
     r = CliRunner().invoke(app, ["campaign", "run", str(f)])
-    assert r.exit_code == 2 and "--param batch=0" in r.output, r.output
+    assert r.exit_code == 2 and "sweep batch=0" in r.output, r.output
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("store.sqlite"))
 
 
@@ -224,7 +224,7 @@ def test_distance_sweeps_give_the_lte_levels_and_their_mean_rates():
     wired = build(bw=[20.0], split=[100.0], delay=[12.0], loss=[0.5])
     assert [p.scenario.bw for p in expand("distance-mean", [750, 1500], wired)] == [
         [lte.CAPACITY_MBPS["medium"]], [lte.CAPACITY_MBPS["poor"]]]
-    with pytest.raises(ScenarioError, match="--param distance=300: --link: expected lte:LEVEL"):
+    with pytest.raises(ScenarioError, match="sweep distance=300: link: expected lte:LEVEL"):
         expand("distance", [300], cell)
     with pytest.raises(ScenarioError, match="--link: expected lte:LEVEL"):
         expand("distance-mean", [300], wired)

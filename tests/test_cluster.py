@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import dclab_process, run_dclab, wait_for
 
-from dclab.campaign import cluster
+from dclab.campaign import cluster, tls
 from dclab.campaign import plan as cp
 from dclab.campaign.store import RunRecord, Store, campaign_dir
 from dclab.experiments.base import RepResult
@@ -101,11 +101,11 @@ def test_a_result_is_stored_once_with_its_directory(tmp_path, monkeypatch):
     final = campaign_dir(c.name) / "runs" / runs[0].key
     final.mkdir(parents=True)
     (final / "stale").write_text("a try that was never stored")
-    assert cluster.store_result(c, store, res)
+    assert cluster.store_result(c, store, runs[0], res)
     assert (final / "result.json").read_text() == "first" and not (final / "stale").exists()
     (src / "result.json").write_text("second")
     again = cluster.TaskResult(record(runs[0], src), cluster.pack(src), "tcp://b")
-    assert not cluster.store_result(c, store, again)  # a duplicate result changes nothing
+    assert not cluster.store_result(c, store, runs[0], again)  # a duplicate result changes nothing
     assert (final / "result.json").read_text() == "first"
     rows = store.rows()
     assert len(rows) == 1 and rows[0]["run_dir"] == str(final)
@@ -227,10 +227,12 @@ def dclab_namespaces() -> list[str]:
 @pytest.mark.root
 @pytest.mark.parametrize("reps", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_two_workers_finish_the_smoke_campaign_when_one_is_killed_mid_run(tmp_path, reps):
-    """A scheduler, two `dclab worker`s and a coordinator: w1 is SIGKILLed (with its whole
-    process group, as a machine dies) during a run; w2 does the rest and that run again.
-    Every run of the campaign is stored once, ok, with its directory: four TCP runs of 10 MB
-    (long enough to be killed in), and with DCLAB_SLOW=1 the whole smoke campaign."""
+    """A scheduler, two `dclab worker`s and a coordinator, over TLS with a lab's certificates
+    as `dclab cluster certs` makes them and says to start the scheduler: w1 is SIGKILLed
+    (with its whole process group, as a machine dies) during a run; w2 does the rest and
+    that run again. Every run of the campaign is stored once, ok, with its directory: four
+    TCP runs of 10 MB (long enough to be killed in), and with DCLAB_SLOW=1 the whole smoke
+    campaign."""
     results = tmp_path / "results"
     if reps == 1:
         name = "cluster"
@@ -240,14 +242,18 @@ def test_two_workers_finish_the_smoke_campaign_when_one_is_killed_mid_run(tmp_pa
         name, campaign = "smoke", "smoke"
     env = {**os.environ, "DCLAB_RESULTS": str(results)}
     port = free_port()
-    addr = f"tcp://127.0.0.1:{port}"
-    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
-                              str(port), "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    addr = f"tls://127.0.0.1:{port}"
+    lab = tmp_path / "lab"
+    tls.make_lab_certs(lab)
+    argv = tls.scheduler_command(lab / "scheduler", "127.0.0.1", port).split()[2:]  # after `dask scheduler`
+    argv[argv.index("--dashboard-address") + 1] = f"127.0.0.1:{free_port()}"
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", *argv],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    worker_tls, coord_tls = ("--tls-dir", str(lab / "worker")), ("--tls-dir", str(lab / "coordinator"))
     try:
-        with dclab_process("worker", "--scheduler", addr, "--name", "w1", env=env) as w1, \
-             dclab_process("worker", "--scheduler", addr, "--name", "w2", env=env) as w2, \
-             dclab_process("campaign", "run", str(campaign), "--scheduler", addr, env=env,
+        with dclab_process("worker", "--scheduler", addr, *worker_tls, "--name", "w1", env=env) as w1, \
+             dclab_process("worker", "--scheduler", addr, *worker_tls, "--name", "w2", env=env) as w2, \
+             dclab_process("campaign", "run", str(campaign), "--scheduler", addr, *coord_tls, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as coord:
             scratch = results / ".work" / "w1"
             wait_for(lambda: any(scratch.glob("*/dcemu.ready")), 120, "a run on w1", coord)
@@ -301,7 +307,7 @@ def test_a_killed_coordinator_resumes_without_repeating(tmp_path):
 def test_a_machine_that_fails_doctor_is_refused_as_a_worker(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path)}  # no `ip`, `iptables` or `sysctl`: doctor fails
     t0 = time.monotonic()
-    r = run_dclab("worker", "--scheduler", "tcp://127.0.0.1:9", env=env, timeout=120)
+    r = run_dclab("worker", "--scheduler", "tcp://127.0.0.1:9", "--insecure", env=env, timeout=120)
     assert r.returncode == 1
     assert "refused" in r.stderr and "ip (iproute2)" in r.stderr + r.stdout
     assert "one testbed for" not in r.stderr, "it never offered its testbed"
@@ -312,7 +318,7 @@ def test_cluster_options_are_checked_before_anything_starts(tmp_path):
     r = run_dclab("campaign", "run", "smoke", "--scheduler", "tcp://127.0.0.1:9", "--local-workers", "2", timeout=60)
     assert r.returncode == 2 and "exclude each other" in r.stderr
     r = run_dclab("campaign", "run", "smoke", "--scheduler", "127.0.0.1", timeout=60)
-    assert r.returncode == 2 and "tcp://HOST:8786" in r.stderr
+    assert r.returncode == 2 and "tls://HOST:8786" in r.stderr
     r = run_dclab("campaign", "run", "smoke", "--local-workers", "0", timeout=60)
     assert r.returncode == 2 and "--local-workers" in r.stderr
     r = run_dclab("worker", "--scheduler", "nowhere", timeout=60)

@@ -229,14 +229,14 @@ def test_export_needs_an_output(store):
     assert len(runs_frame(store)) == 17  # the store survived
 
 
-def test_a_failed_export_leaves_no_partial_file(store, tmp_path):
+def test_a_failed_export_leaves_earlier_files_as_they_were(store, tmp_path):
     old = tmp_path / "old.parquet"
     old.write_bytes(b"an earlier export")
     (tmp_path / "new.csv").write_text("an earlier export")
     r = export(str(store.path), "--csv", str(tmp_path / "new.csv"), "--parquet", str(old), "--where", "nonsense =")
     assert r.exit_code == 1 and "cannot export:" in r.output and "syntax error" in r.output
-    # nothing at the named paths, not even the earlier file, which would pass for this export
-    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("store.sqlite")] == []
+    assert old.read_bytes() == b"an earlier export" and (tmp_path / "new.csv").read_text() == "an earlier export"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.sqlite")) == ["new.csv", "old.parquet"]
 
 
 def test_export_refuses_what_is_not_a_store(tmp_path):

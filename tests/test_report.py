@@ -431,8 +431,10 @@ def test_results_merge_and_export(store, tmp_path):
     assert r.output.strip() == f"12 run(s) written to {out}"
     lines = out.read_text().splitlines()
     assert lines[0].startswith("run_key,campaign,experiment,") and len(lines) == 13
+    before = out.read_bytes()
     r = CliRunner().invoke(results, ["export", str(dest), "--csv", str(out), "--where", "no_such_column = 1"])
-    assert r.exit_code == 1 and "cannot export" in r.output and not out.exists()
+    assert r.exit_code == 1 and "cannot export: --where 'no_such_column = 1': no such column" in r.output
+    assert out.read_bytes() == before  # a failed export leaves the earlier file as it was
 
 
 def test_commands_explain_themselves():

@@ -1,5 +1,6 @@
 """The result store: round trips, idempotent adds, merging shards, CSV export, WAL, and
-the migration of stores written before the per-flow table."""
+the migration of stores written before the per-flow table (the failure cases are in
+test_store_safety.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from dclab.campaign.store import COLUMNS, RunRecord, Store
+from dclab.campaign.store import COLUMNS, RunRecord, Store, merge_stores, open_existing
 
 V1_SCHEMA = (Path(__file__).parent / "data" / "store_v1_schema.sql").read_text()
 
@@ -154,9 +155,21 @@ def test_a_store_from_before_the_flow_table_is_migrated(tmp_path):
     assert "dc_mbps" not in cols and "options" in cols
 
 
-def test_merging_an_old_shard_migrates_it_first(tmp_path):
+def test_merging_an_old_shard_converts_its_runs_and_leaves_it(tmp_path):
     old = tmp_path / "old.sqlite"
     v1_store(old)
+    before = old.read_bytes()
     dest = Store(tmp_path / "dest.sqlite")
     assert dest.merge(old) == 2
     assert {x["name"] for x in {r["run_key"]: r for r in dest.rows()}["f1"]["flows"]} == {"dc", "sc1", "sc2"}
+    assert old.read_bytes() == before and not (tmp_path / "old.sqlite.v1.bak").exists(), "the shard is only read"
+
+
+def test_any_file_name(tmp_path):
+    """Stores are opened by SQLite URI: ?, # and % in a name are part of the name."""
+    path = tmp_path / "we?ird #1 %20.sqlite"
+    Store(path).add(rec("k1"))
+    assert open_existing(path).keys() == {"k1"}
+    counts, total = merge_stores(tmp_path / "a?b#c%.sqlite", [path])
+    assert counts == [(path, 1)] and total == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a?b#c%.sqlite", "we?ird #1 %20.sqlite"]

@@ -173,7 +173,7 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path):
         ([str(good), "--by", "cqi", "--out", str(good)], "--out"),
     ]
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00\x81" * 10)
-    cases.append(([str(tmp_path / "bin.csv"), "--by", "cqi", "--out", str(out)], "cannot read it as a CSV text file"))
+    cases.append(([str(tmp_path / "bin.csv"), "--by", "cqi", "--out", str(out)], "is not UTF-8 text"))
     (tmp_path / "same").mkdir()
     twin = write(tmp_path / "same/g.csv", ["t,-85,6,5000,1"] * 10)
     cases.append(([str(good), str(twin), "--by", "cqi", "--out", str(out)], "two inputs named 'g'"))

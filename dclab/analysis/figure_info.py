@@ -35,6 +35,7 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter  # noq
 from PIL import Image, PngImagePlugin  # noqa: E402
 
 from .. import __version__  # noqa: E402
+from ..files import check_input, clip, output_file  # noqa: E402
 
 KEY = "dclab"
 DPI = 120
@@ -194,12 +195,17 @@ def describe(fig: Figure) -> FigureInfo:
 
 
 def save_figure(fig: Figure, path: Path, dpi: int = DPI) -> Path:
-    """Writes ``fig`` as a PNG at ``path`` (parents made) with its description, and closes it."""
+    """Writes ``fig`` as a PNG at ``path`` (parents made) with its description, and closes
+    it. Written beside ``path`` and moved in (files.py): a symlink, device or directory
+    there is refused (FileRefused), never written through."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(asdict(describe(fig)), separators=(",", ":"))
-    fig.savefig(path, dpi=dpi, metadata={KEY: text})
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(asdict(describe(fig)), separators=(",", ":"))
+        with output_file(path, "figure") as tmp:
+            fig.savefig(tmp, dpi=dpi, metadata={KEY: text}, format="png")
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -210,15 +216,22 @@ def _extent_of(v: Any) -> Extent | None:
 def figure_info(path: Path) -> FigureInfo:
     """The description ``save_figure`` embedded in the PNG at ``path``; ValueError when
     the file is not a PNG carrying one (OSError when it cannot be read)."""
-    with Image.open(path) as im:
-        if not isinstance(im, PngImagePlugin.PngImageFile):
-            raise ValueError(f"{path}: not a PNG")
-        text = im.text.get(KEY)
+    check_input(path, "figure")  # a FIFO or a device is refused, not read
+    try:
+        with Image.open(path) as im:
+            if not isinstance(im, PngImagePlugin.PngImageFile):
+                raise ValueError(f"{path}: not a PNG")
+            text = im.text.get(KEY)
+    except (Image.UnidentifiedImageError, Image.DecompressionBombError, SyntaxError) as e:
+        raise ValueError(f"{path}: not a PNG dclab can read ({e})") from None
     if not isinstance(text, str):
         raise ValueError(f"{path}: a PNG without a dclab description (not drawn by dclab, or before figures carried one)")
-    d = json.loads(text)
-    axes = [AxesInfo(**{**a, "x": _extent_of(a["x"]), "y": _extent_of(a["y"]),
-                        "series": [SeriesInfo(**{**s, "x": _extent_of(s["x"]), "y": _extent_of(s["y"])})
-                                   for s in a["series"]]})
-            for a in d["axes"]]
-    return FigureInfo(suptitle=d["suptitle"], command=d["command"], version=d["version"], axes=axes)
+    try:
+        d = json.loads(text)
+        axes = [AxesInfo(**{**a, "x": _extent_of(a["x"]), "y": _extent_of(a["y"]),
+                            "series": [SeriesInfo(**{**s, "x": _extent_of(s["x"]), "y": _extent_of(s["y"])})
+                                       for s in a["series"]]})
+                for a in d["axes"]]
+        return FigureInfo(suptitle=d["suptitle"], command=d["command"], version=d["version"], axes=axes)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path}: its dclab description is damaged ({type(e).__name__}: {clip(str(e))})") from None

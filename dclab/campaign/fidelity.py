@@ -21,7 +21,6 @@ those runs that succeeded.
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from ..analysis import figures
 from ..analysis.metrics import mean_std
 from ..experiments import experiments
 from ..experiments.base import Table, _fmt
+from ..files import FileRefused, read_toml
 from ..scenario import ScenarioError
 
 
@@ -55,9 +55,9 @@ class ReferenceFile(BaseModel):
 def load_reference(path: Path) -> list[Point]:
     """The points of a reference file; errors name the file, the point and the field."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ScenarioError(f"--reference {path}: {e}") from None
+        data = read_toml(path, "--reference")
+    except FileRefused as e:
+        raise ScenarioError(str(e)) from None
     try:
         points = ReferenceFile.model_validate(data).point
     except ValidationError as e:

@@ -3,8 +3,11 @@
 ``runs_frame(src)`` has one row per run, ``flows_frame(src)`` one row per flow. ``src`` is a
 campaign name (its store ``campaign_dir(name)/store.sqlite``), a path to a store file (a
 ``Path``, or a string with a ``/`` or ending in ``.sqlite``), or a ``Store``; ``where`` is
-an SQL condition on the runs table, as in ``Store.rows``. A missing store raises
-``NotAStore``; reading never creates one.
+an SQL condition on the runs table, as in ``Store.rows``. A store named by path or campaign
+is opened read-only (``open_existing``): reading never creates, migrates or changes one, and
+``where`` runs on a read-only connection. A missing store or anything else raises
+``NotAStore``; a store written by a newer dclab ``StoreTooNew``, a damaged one
+``StoreDamaged`` (all ``StoreError``, a ValueError).
 
 Columns of ``runs_frame``:
 
@@ -38,7 +41,7 @@ from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
 
-from .store import FLOW_COLUMNS, NotAStore, Store, campaign_dir, open_existing
+from .store import FLOW_COLUMNS, NotAStore, Store, StoreError, campaign_dir, open_existing
 
 RUN_COLUMNS = ["run_key", "campaign", "experiment", "sweep", "param", "value", "value_num", "stack", "cc",
                "host_config", "rep", "seed", "ok", "error", "machine", "started_at", "finished_at", "run_dir"]
@@ -51,7 +54,8 @@ FLOW_DTYPES = {"port": "Int64", "mean_mbps": "float64", "goodput_mbps": "float64
 
 
 def open_source(src: str | Path | Store) -> Store:
-    """The store ``src`` names (see the module docstring); NotAStore if there is none."""
+    """The store ``src`` names (see the module docstring), opened read-only unless ``src``
+    is a Store already; NotAStore if there is none."""
     if isinstance(src, Store):
         return src
     if isinstance(src, str) and "/" not in src and not src.endswith(".sqlite"):
@@ -134,4 +138,4 @@ def _generic_dtypes(df: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
     return df
 
 
-__all__ = ["runs_frame", "flows_frame", "open_source", "NotAStore"]
+__all__ = ["runs_frame", "flows_frame", "open_source", "NotAStore", "StoreError"]

@@ -11,26 +11,30 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, sweepable_fields
+from ..files import FileRefused, check_name, clip, read_toml
 from ..flows import PlanError
 from ..paths import CAMPAIGNS, ROOT
-from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, Scenario, ScenarioError, build, capacity_mbps
+from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, MAX_SEED, Scenario, ScenarioError, build, capacity_mbps
 from ..testbed.sim_models import used as used_stand_ins
 from ..testbed.simbed import SIM_MODEL
 from .sweeps import SWEEPS, expand, frange
 
 OVERHEAD_S = 4.0  # testbed setup and teardown per run, measured on the 2-core VM
+# Runs a campaign may plan unless --max-runs says more: the paper campaign is 20,890 runs
+# (several days); lists capped one by one still multiply into tens of millions, which
+# would fill memory while planning.
+MAX_RUNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ def parse_config(spec: str | dict[str, Any]) -> StackConfig:
         raise ScenarioError(str(e)) from None
     buf = spec.get("udp_buffer", "default")
     if buf not in ("default", "large"):
-        raise ScenarioError(f"config {spec}: udp_buffer must be default or large (got {buf!r})")
+        raise ScenarioError(f"config {spec}: udp_buffer must be default or large (got {clip(buf)})")
     return StackConfig(st.name, cc, buf if st.transport == "udp" else "default")
 
 
@@ -106,8 +110,8 @@ class _Strict(BaseModel):
 
 class SweepEntry(_Strict):
     name: str
-    values: list[float] | None = Field(None, min_length=1, max_length=10_000)
-    range: list[float] | None = Field(None, min_length=3, max_length=3)  # lo, hi, step
+    values: list[FiniteFloat] | None = Field(None, min_length=1, max_length=10_000)
+    range: list[FiniteFloat] | None = Field(None, min_length=3, max_length=3)  # lo, hi, step
 
 
 class ConfigEntry(_Strict):
@@ -151,14 +155,16 @@ def load(name_or_path: str) -> Campaign:
     (e.g. ``group[0].configs[1].udp_buffer``), with what is allowed."""
     path = Path(name_or_path)
     if not path.suffix:
+        if "/" in name_or_path or name_or_path.startswith("."):
+            raise ScenarioError(f"no campaign {clip(name_or_path)}: a campaign is a name in campaigns/ or a .toml file")
         path = CAMPAIGNS / f"{name_or_path}.toml"
-    if not path.is_file():
+    if not path.exists():
         names = ", ".join(sorted(p.stem for p in CAMPAIGNS.glob("*.toml")))
-        raise ScenarioError(f"no campaign {name_or_path!r} (known: {names})")
+        raise ScenarioError(f"no campaign {clip(name_or_path)} (known: {names})")
     try:
-        d = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"{path}: {e}") from None
+        d = read_toml(path, "campaign file")
+    except FileRefused as e:
+        raise ScenarioError(str(e)) from None
     known = experiments()
     try:
         f = CampaignFile.model_validate(d)
@@ -173,10 +179,19 @@ def load(name_or_path: str) -> Campaign:
         if key not in known or not isinstance(value, dict):
             raise ScenarioError(f"{path}: {key}: unknown key (known: description, name, reps, group, and a table of "
                                 f"options per experiment: {', '.join(known)})")
-    c = Campaign(name=f.name or path.stem, description=f.description, reps=f.reps)
+    try:
+        name = check_name(f.name or path.stem, f"{path}: name" if f.name else f"{path}: the file's name (the campaign's name)")
+    except FileRefused as e:
+        raise ScenarioError(str(e)) from None
+    c = Campaign(name=name, description=f.description, reps=f.reps)
     c.experiment_options = {k: dict(v) for k, v in (f.model_extra or {}).items()}
     c.groups = [g.model_dump(exclude_none=True) for g in f.group]
     for i, g in enumerate(c.groups):
+        if g.get("name") is not None:
+            try:
+                check_name(g["name"], f"{path}: group[{i}].name")
+            except FileRefused as e:
+                raise ScenarioError(str(e)) from None
         for s in g["sweeps"]:
             sname = s if isinstance(s, str) else s.get("name")
             if sname not in SWEEPS:
@@ -284,9 +299,28 @@ def sweep_values(sw: str | dict[str, Any]) -> tuple[str, list[float]]:
     return name, list(SWEEPS[name].defaults)
 
 
-def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> list[PlannedRun]:
+def run_count(c: Campaign, reps: int | None = None) -> int:
+    """How many runs plan() would consider (before runs shared by two groups are merged),
+    counted from the lists alone: nothing is expanded."""
+    n = 0
+    for g in c.groups:
+        for name in g.get("experiments", list(experiments())):
+            sweepable = sweepable_fields(get_experiment(name).options_model)
+            points = sum(len(sweep_values(sw)[1]) for sw in g["sweeps"]
+                         if SWEEPS[sw if isinstance(sw, str) else sw["name"]].applies_to(sweepable))
+            n += len(g["configs"]) * points * (reps or c.reps)
+    return n
+
+
+def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
+         max_runs: int = MAX_RUNS) -> list[PlannedRun]:
     """Every run of the campaign in a fixed order (groups, experiments, configs, sweeps,
-    values, repetitions); a run that two groups share (same key) is planned once."""
+    values, repetitions); a run that two groups share (same key) is planned once. More
+    than ``max_runs`` runs are refused before any is planned."""
+    total = run_count(c, reps)
+    if total > max_runs:
+        raise ScenarioError(f"campaign {c.name} has {total:,} runs, more than {max_runs:,}: give --max-runs {total} "
+                            "if you mean it (or fewer values, configs or --reps)")
     runs = []
     seen: set[str] = set()
     for g in c.groups:
@@ -294,9 +328,14 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None) -> 
         if changes.get("trace") and not Path(changes["trace"]).is_absolute():
             changes["trace"] = str(ROOT / changes["trace"])  # relative to the repository
         try:
-            group_base = build(base, **changes)
+            if (changes.get("link") or (base and base.link)) and "bw" in changes:
+                raise ScenarioError("bw: not used with link (the cell's capacity follows the channel)")
+            group_base = build(base, fields_as_in_file=True, **changes)
         except ScenarioError as e:
             raise ScenarioError(f"group {g.get('name') or c.groups.index(g)}: scenario: {e}") from None
+        if group_base.seed + (reps or c.reps) - 1 > MAX_SEED:
+            raise ScenarioError(f"group {g.get('name') or c.groups.index(g)}: scenario: seed: repetition N uses the "
+                                f"seed + N - 1, so with {reps or c.reps} repetitions at most {MAX_SEED - (reps or c.reps) + 1}")
         configs = [parse_config(x) for x in g["configs"]]
         for name in g.get("experiments", list(experiments())):
             exp = get_experiment(name)
@@ -347,7 +386,7 @@ def shard(runs: list[PlannedRun], spec: str | None) -> list[PlannedRun]:
         i, n = (int(x) for x in spec.split("/"))
         assert 1 <= i <= n
     except (ValueError, AssertionError):
-        raise ScenarioError(f"--shard: expected i/n with 1 <= i <= n (got {spec!r})") from None
+        raise ScenarioError(f"--shard: expected i/n with 1 <= i <= n (got {clip(spec)})") from None
     return runs[i - 1 :: n]
 
 

@@ -18,6 +18,7 @@ from ..analysis import figures, machines, stacks
 from ..analysis.stand_in import row_stack
 from ..experiments import experiments
 from ..experiments.base import Experiment, Table
+from ..files import check_output_dir, write_output
 from ..testbed.sim_models import unrecorded
 from . import fidelity
 from .store import Store, open_existing
@@ -44,9 +45,10 @@ code { font-size: 0.9em; }
 td code { font-size: 1.1em; }
 """
 
-def slug(text: str) -> str:
-    """A file-name and anchor friendly form of ``text``."""
-    s = re.sub(r"[^A-Za-z0-9.]+", "-", str(text)).strip("-.").lower()
+def slug(text: object) -> str:
+    """A file-name and anchor friendly form of ``text`` (any string a store holds: never a
+    path, never empty, at most 60 characters)."""
+    s = re.sub(r"[^A-Za-z0-9.]+", "-", str(text)).strip("-.").lower()[:60].strip("-.")
     return s or "none"
 
 
@@ -193,7 +195,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
 
 
 def _img(name: str, alt: str, cls: str, caption: str) -> str:
-    return (f'<figure class="{cls}"><img src="{_e(name)}" alt="{_e(alt)}">'
+    return (f'<figure class="{_e(cls)}"><img src="{_e(name)}" alt="{_e(alt)}">'
             f"<figcaption>{_e(caption)}</figcaption></figure>\n")
 
 
@@ -233,7 +235,7 @@ def _runs_summary(rows: list[dict]) -> str:
         for r in failed[:200]:
             out.append(f'<tr><td class="text">{_e(r["experiment"])}</td><td class="text">{_e(r.get("sweep"))}</td>'
                        f'<td class="text">{_e(r.get("value"))}</td><td class="text">{_e(row_stack(r))} {_e(r.get("cc"))}</td>'
-                       f'<td class="text">{_e(r.get("host_config"))}</td><td>{r["rep"]}</td>'
+                       f'<td class="text">{_e(r.get("host_config"))}</td><td>{_e(r["rep"])}</td>'
                        f'<td class="text">{_e(r.get("machine"))}</td><td class="text">{_e(r.get("error") or "")}</td></tr>')
         out.append("</table>\n")
         if len(failed) > 200:
@@ -317,7 +319,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     points = fidelity.load_reference(reference) if reference is not None else None
     store = store if isinstance(store, Store) else open_existing(Path(store))
     base = store.path.resolve().parent
-    out_dir = Path(out_dir)
+    out_dir = check_output_dir(out_dir, "--out")
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = completed(store.rows())  # every table and figure below shows a stand-in's model
     groups = sweep_groups(rows)
@@ -328,12 +330,12 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     toc: list[str] = []
     series_body: list[str] = []
     for experiment, sweep, rs in groups:
-        name = f"{experiment}-{slug(sweep or 'runs')}"
+        name = f"{slug(experiment)}-{slug(sweep or 'runs')}"  # strings from the store: never a path
         heading = f"{experiment}: {sweep or 'runs without a sweep'}"
-        toc.append(f'<li><a href="#{name}">{_e(heading)}</a></li>')
+        toc.append(f'<li><a href="#{_e(name)}">{_e(heading)}</a></li>')
         params = sorted({r.get("param") or "" for r in rs} - {""})
         nok = sum(1 for r in rs if r.get("ok"))
-        body.append(f'<h2 id="{name}">{_e(heading)}</h2>\n'
+        body.append(f'<h2 id="{_e(name)}">{_e(heading)}</h2>\n'
                     f'<p class="meta">parameter: {_e(", ".join(params) or "-")}; {len(rs)} runs, '
                     f"{len(rs) - nok} failed</p>\n")
         exp = experiments().get(experiment)
@@ -352,7 +354,8 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         labels = figures.series_of(rs)
         for r in _chosen_runs(rs):
             kind = exp.run_figure_kind
-            fname = f"{kind}-{name}-{slug(r.get('value') or 'none')}-{slug(labels[r['run_key']])}-rep{r['rep']}.png"
+            fname = (f"{kind}-{name}-{slug(r.get('value') or 'none')}-{slug(labels[r['run_key']])}"
+                     f"-rep{slug(r['rep'])}.png")
             cap = run_caption(r, labels[r["run_key"]])
             run_figure(r, base, out_dir / fname, cap)
             series_body.append(_img(fname, cap, f"fig-{kind}", f"{kind}: {cap}"))
@@ -388,8 +391,4 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         parts.append('<h2 id="runs">Runs and machines</h2>\n')
         parts.append(_runs_summary(rows))
     parts.append("</body>\n</html>\n")
-    index = out_dir / "index.html"
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text("".join(parts), encoding="utf-8")
-    tmp.replace(index)
-    return index
+    return write_output(out_dir / "index.html", "".join(parts), "report")

@@ -4,25 +4,43 @@ queryable with ordinary tools (`sqlite3`, pandas).
 
 A run is written in one transaction after it has finished, so a store never holds a
 half-finished run; the raw per-run data stays in the run's directory (`run_dir`). Stores
-from several machines (campaign shards) merge by run key. A store written before the
-per-flow table existed (schema 1: one column per metric and per fairness flow) is
-migrated when opened, after a copy of it is kept as `store.sqlite.v1.bak`.
+from several machines (campaign shards) merge by run key (`merge_stores`: one merge into a
+destination at a time, a new destination built beside it and moved in whole).
+
+Opening a store to write (`Store(path)`) creates it if there is nothing at `path`. A store
+written before the per-flow table existed (schema 1: one column per metric and per
+fairness flow) is migrated then, in one transaction, after a copy of it is kept as
+`store.sqlite.v1.bak`; a failed migration leaves the file as it was. Opening to read
+(`open_existing`, `Store(path, readonly=True)`) uses a read-only SQLite connection and
+never writes to the store: a schema-1 store is read through a migrated copy in memory, the
+file left as it is (the empty -wal and -shm files SQLite makes beside a WAL store for a
+reader are removed after, when no other connection uses them: `_tidy`). Either way, anything that is not a regular file holding a dclab store (a
+directory, a FIFO, a device, a text file, another program's database), a store written by
+a newer dclab (schema above VERSION) and, for reading and merging, a store whose pages are
+damaged (SQLite's quick_check) is refused with a StoreError saying so in one line, and
+left untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import json
+import os
 import re
 import sqlite3
-from contextlib import closing
+import stat
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import check_name, clip, kind_of, output_file
 from ..paths import results_dir
 
-VERSION = 2
+VERSION = 2  # PRAGMA user_version of the stores this dclab writes; it reads 1 and 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -74,6 +92,170 @@ COLUMNS = [
 FLOW_COLUMNS = ["run_key", "flow", "stack", "cc", "bearer", "port", "mean_mbps", "goodput_mbps", "bytes", "completion_s", "ok"]
 JSON_COLUMNS = {"scenario", "options", "metrics", "environment"}
 V1_OPTION_COLUMNS = {"size": "size", "duration_s": "duration"}  # schema 1 column -> option name
+STORE_COLUMNS = {"run_key", "experiment", "scenario", "metrics"}  # what makes a table of runs a dclab store's
+
+
+def _statements(script: str) -> list[str]:
+    """The SQL statements of `script`, one by one: executescript would commit the
+    transaction they belong in."""
+    out, cur = [], ""
+    for line in script.splitlines(keepends=True):
+        cur += line
+        if sqlite3.complete_statement(cur):
+            out.append(cur.strip())
+            cur = ""
+    return out
+
+
+SCHEMA_STATEMENTS = _statements(SCHEMA)
+
+
+def _select(where: str) -> str:
+    return f"SELECT * FROM runs WHERE {where} ORDER BY experiment, sweep, value_num, rep"
+
+
+class StoreError(ValueError):
+    """A store dclab will not open, read or change, with the reason in one line."""
+
+
+class NotAStore(StoreError):
+    """Nothing at the path, or something that is not a dclab result store."""
+
+
+class StoreTooNew(StoreError):
+    """A store written by a newer dclab (a schema this one does not know)."""
+
+
+class StoreDamaged(StoreError):
+    """A store whose SQLite pages are damaged."""
+
+
+def _uri(path: Path, mode: str) -> str:
+    """A SQLite URI for `path` (any characters) opened with `mode` (ro, rw, rwc)."""
+    return f"file:{urllib.parse.quote(os.path.abspath(path), safe='/')}?mode={mode}"
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    """`text` (an SQLite message, possibly several lines) on one line, cut to about `limit`."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[:limit].rstrip() + " ..."
+
+
+def _damaged(path: Path, detail: object) -> StoreDamaged:
+    return StoreDamaged(f"{path} is damaged: {_one_line(str(detail))}; dclab neither reads nor merges it "
+                        f"(restore a copy, or salvage its runs with sqlite3's .recover)")
+
+
+def _translate(path: Path, e: sqlite3.DatabaseError) -> StoreError | None:
+    """The StoreError a SQLite error means for the store at `path` (damage, not a database),
+    or None for an error of the query itself (syntax, a missing column, a lock)."""
+    name = getattr(e, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_CORRUPT"):
+        return _damaged(path, e)
+    if name.startswith("SQLITE_NOTADB"):
+        return NotAStore(f"{path} is not a dclab result store: {e}")
+    if name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")):
+        return StoreError(f"cannot read {path}: {e}")
+    return None
+
+
+def _regular(path: Path, what: str = "result store") -> bool:
+    """True if a regular file is at `path` (a symlink to one counts), False if nothing is.
+    Anything else (a directory, FIFO, device, socket) is NotAStore: only its inode is
+    looked at, it is never opened, so a FIFO cannot block."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise NotAStore(f"cannot read {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise NotAStore(f"{path} is {kind_of(st.st_mode)}, not a dclab {what} (a store is a regular SQLite file)")
+    return True
+
+
+def _schema(db: sqlite3.Connection, path: Path, name: str = "main", empty_ok: bool = False) -> int:
+    """The schema of the store open as `name` in `db`: 1 or VERSION (0: an empty database,
+    if `empty_ok`). NotAStore for another database, StoreTooNew for a newer dclab's store."""
+    version = db.execute(f"PRAGMA {name}.user_version").fetchone()[0]
+    cols = {r[1] for r in db.execute(f"PRAGMA {name}.table_info(runs)")}
+    if not cols:
+        tables = db.execute(f"SELECT COUNT(*) FROM {name}.sqlite_master").fetchone()[0]
+        if empty_ok and tables == 0:
+            return 0
+        raise NotAStore(f"{path} is not a dclab result store (no table of runs)")
+    if version > VERSION:
+        raise StoreTooNew(f"{path} was written by a newer dclab (schema {version}; this dclab reads up to {VERSION}); "
+                          "it is left as it is: use that dclab to read or merge it")
+    if not STORE_COLUMNS <= cols:
+        raise NotAStore(f"{path} is not a dclab result store (its table of runs lacks {sorted(STORE_COLUMNS - cols)})")
+    return 1 if "options" not in cols else VERSION
+
+
+def _quick_check(db: sqlite3.Connection, path: Path, name: str = "main") -> None:
+    """StoreDamaged unless SQLite's quick_check finds every page of `name` sound."""
+    problems = [r[0] for r in db.execute(f"PRAGMA {name}.quick_check(3)")]
+    if problems != ["ok"]:
+        lines = [x for p in problems for x in str(p).splitlines() if x.strip() and not x.startswith("*** in database")]
+        raise _damaged(path, "; ".join(lines))
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(_uri(path, "ro"), uri=True, timeout=60, isolation_level=None, check_same_thread=False)
+
+
+def _sidecars(path: Path) -> bool:
+    """Whether SQLite's -wal or -shm file of `path` is there."""
+    return any(os.path.lexists(f"{path}{suffix}") for suffix in ("-wal", "-shm"))
+
+
+def _tidy(path: Path) -> None:
+    """Removes the empty -wal and -shm files a read-only connection to a WAL store made (it
+    cannot remove them itself), the way SQLite removes them: a read-write connection that
+    only reads is closed; if it is the last one (SQLite takes the exclusive lock to know),
+    SQLite deletes them, else they stay for the last one. Nothing is written to the store:
+    only called when this process made them, the WAL holds no frame and the file is
+    writable; any failure leaves them."""
+    wal = Path(f"{path}-wal")
+    try:
+        if wal.stat().st_size != 0 or not os.access(path, os.W_OK):
+            return
+        with contextlib.closing(sqlite3.connect(_uri(path, "rw"), uri=True, timeout=0)) as db:
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except (OSError, sqlite3.Error):
+        pass
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to `path`, closed after; SQLite's side files it made are
+    removed (_tidy)."""
+    had = _sidecars(path)
+    db = _read_only(path)
+    try:
+        yield db
+    finally:
+        db.close()
+        if not had and _sidecars(path):
+            _tidy(path)
+
+
+def inspect_store(path: Path, integrity: bool = True) -> int:
+    """The schema (1 or VERSION) of the dclab store at `path`, read through a read-only
+    connection (nothing is written to the file): NotAStore if there is none or something
+    else, StoreTooNew if a newer dclab wrote it, StoreDamaged if `integrity` and its pages
+    are damaged."""
+    path = Path(path)
+    if not _regular(path):
+        raise NotAStore(f"no result store at {path}")
+    try:
+        with _reading(path) as db:
+            schema = _schema(db, path)
+            if integrity:
+                _quick_check(db, path)
+            return schema
+    except sqlite3.DatabaseError as e:
+        raise (_translate(path, e) or NotAStore(f"{path} is not a dclab result store: {e}")) from None
 
 
 @dataclass
@@ -111,57 +293,154 @@ class RunRecord:
                 for f in self.flows]
 
 
+def _insert(db: sqlite3.Connection, rec: RunRecord) -> bool:
+    """Adds `rec` and its flows unless its run key is there; True if it was added."""
+    cur = db.execute(f"INSERT OR IGNORE INTO main.runs ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})",
+                     rec.row())
+    if not cur.rowcount:
+        return False
+    db.executemany(f"INSERT OR IGNORE INTO main.flows ({','.join(FLOW_COLUMNS)}) "
+                   f"VALUES ({','.join('?' * len(FLOW_COLUMNS))})", rec.flow_rows())
+    return True
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT on `db` (opened with isolation_level=None); ROLLBACK on
+    any failure, so the file is as it was."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 class Store:
-    """A SQLite file of runs."""
+    """A SQLite file of runs: `Store(path)` to write (created if missing, migrated if of
+    schema 1), `Store(path, readonly=True)` (or `open_existing`) to read only."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, readonly: bool = False):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as db:
-            if _is_v1(db):
-                db.close()
-                migrate_v1(self.path)
-        with closing(self._connect()) as db, db:
-            db.executescript(SCHEMA)
-            db.execute(f"PRAGMA user_version = {VERSION}")
+        self.readonly = readonly
+        self._memory: sqlite3.Connection | None = None  # a schema-1 store read only: its migrated copy
+        if readonly:
+            self._open_to_read()
+        else:
+            self._open_to_write()
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60)
+    def _open_to_read(self) -> None:
+        if inspect_store(self.path) == 1:
+            mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            try:
+                with _reading(self.path) as src:
+                    src.backup(mem)
+                with _transaction(mem):
+                    _migrate_tables(mem, self.path)
+            except sqlite3.DatabaseError as e:
+                mem.close()
+                raise (_translate(self.path, e) or StoreError(f"cannot read {self.path}: {e}")) from None
+            except BaseException:
+                mem.close()
+                raise
+            mem.execute("PRAGMA query_only = 1")
+            self._memory = mem
+
+    def _open_to_write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        schema, fresh = 0, True
+        if _regular(self.path) and self.path.stat().st_size > 0:
+            try:
+                with _reading(self.path) as db:
+                    schema = _schema(db, self.path, empty_ok=True)
+                    fresh = schema == 0 or db.execute("PRAGMA user_version").fetchone()[0] != VERSION or not \
+                        db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'flows'").fetchone()
+            except sqlite3.DatabaseError as e:
+                raise (_translate(self.path, e) or NotAStore(f"{self.path} is not a dclab result store: {e}")) from None
+        elif os.path.lexists(self.path) and not self.path.exists():
+            raise NotAStore(f"{self.path} is a symlink to nothing; dclab does not create a store through it")
+        if schema == 1:
+            migrate_v1(self.path)
+        if fresh:
+            with contextlib.closing(self._connect(create=True)) as db, _transaction(db):
+                for stmt in SCHEMA_STATEMENTS:
+                    db.execute(stmt)
+                db.execute(f"PRAGMA user_version = {VERSION}")
+
+    def _connect(self, create: bool = False) -> sqlite3.Connection:
+        db = sqlite3.connect(_uri(self.path, "rwc" if create else "rw"), uri=True, timeout=60, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
         return db
 
+    @contextlib.contextmanager
+    def db(self) -> Iterator[sqlite3.Connection]:
+        """A connection to query the store with (`SELECT ...`); read-only if the store was
+        opened read-only. A damaged page met on the way is StoreDamaged."""
+        try:
+            if self._memory is not None:
+                yield self._memory
+            elif self.readonly:
+                with _reading(self.path) as db:
+                    yield db
+            else:
+                with contextlib.closing(self._connect()) as db:
+                    yield db
+        except sqlite3.DatabaseError as e:
+            err = _translate(self.path, e)
+            if err is None:
+                raise
+            raise err from None
+
+    def _writable(self, what: str) -> None:
+        if self.readonly:
+            raise StoreError(f"cannot {what} {self.path}: it was opened read-only")
+
     def add(self, rec: RunRecord) -> None:
         """Stores a finished run and its flows (atomically; a run stored twice keeps the first)."""
-        marks = ",".join("?" * len(COLUMNS))
-        fmarks = ",".join("?" * len(FLOW_COLUMNS))
-        with closing(self._connect()) as db, db:
-            cur = db.execute(f"INSERT OR IGNORE INTO runs ({','.join(COLUMNS)}) VALUES ({marks})", rec.row())
-            if cur.rowcount:
-                db.executemany(f"INSERT OR IGNORE INTO flows ({','.join(FLOW_COLUMNS)}) VALUES ({fmarks})",
-                               rec.flow_rows())
+        self._writable("add a run to")
+        with contextlib.closing(self._connect()) as db, _transaction(db):
+            _insert(db, rec)
 
     def has(self, run_key: str) -> bool:
-        with closing(self._connect()) as db:
+        with self.db() as db:
             return db.execute("SELECT 1 FROM runs WHERE run_key = ?", (run_key,)).fetchone() is not None
 
     def keys(self) -> set[str]:
-        with closing(self._connect()) as db:
+        with self.db() as db:
             return {r[0] for r in db.execute("SELECT run_key FROM runs")}
+
+    def check_where(self, where: str, params: tuple[Any, ...] = ()) -> None:
+        """The sqlite3 error ``rows(where)`` would raise for a condition SQLite cannot
+        compile (syntax, a missing column, more than one statement), found without reading
+        a run (EXPLAIN)."""
+        with self.db() as db:
+            db.execute(f"EXPLAIN {_select(where)}", params).fetchall()
+
+    def check(self) -> None:
+        """StoreDamaged unless SQLite's quick_check finds every page sound."""
+        with self.db() as db:
+            _quick_check(db, self.path)
 
     def rows(self, where: str = "1", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         """Runs as dicts, JSON columns decoded, each with its ``flows`` (a list of dicts with
-        ``name``). ``where`` is an SQL condition on the runs table."""
-        with closing(self._connect()) as db:
-            db.row_factory = sqlite3.Row
+        ``name``). ``where`` is an SQL condition on the runs table; on a store opened
+        read-only it runs on a read-only connection, so no condition can change the store."""
+        with self.db() as db, contextlib.closing(db.cursor()) as cur:  # closed: a failed one keeps its connection
+            cur.row_factory = sqlite3.Row
             out = []
-            for r in db.execute(f"SELECT * FROM runs WHERE {where} ORDER BY experiment, sweep, value_num, rep", params):
+            for r in cur.execute(_select(where), params):
                 d = dict(r)
                 for c in JSON_COLUMNS:
-                    d[c] = json.loads(d[c])
+                    try:
+                        d[c] = json.loads(d[c])
+                    except (TypeError, ValueError):
+                        raise _damaged(self.path, f"the {c} of run {clip(d.get('run_key'))} is not JSON") from None
                 d["flows"] = []
                 out.append(d)
             by_key = {d["run_key"]: d for d in out}
-            for f in db.execute("SELECT * FROM flows ORDER BY rowid"):
+            for f in cur.execute("SELECT * FROM flows ORDER BY rowid"):
                 owner = by_key.get(f["run_key"])
                 if owner is not None:
                     fd = dict(f)
@@ -171,21 +450,42 @@ class Store:
             return out
 
     def merge(self, other: Path) -> int:
-        """Adds the runs (and their flows) of another store that this one lacks; returns how
-        many. A schema-1 store is migrated first (its copy kept beside it)."""
-        open_existing(other)  # refuses what is not a store; migrates an old one
-        with closing(self._connect()) as db, db:
-            before = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-            db.execute("ATTACH DATABASE ? AS other", (str(other),))
-            db.execute(f"INSERT OR IGNORE INTO flows ({','.join(FLOW_COLUMNS)}) SELECT {','.join(FLOW_COLUMNS)} "
-                       "FROM other.flows WHERE run_key NOT IN (SELECT run_key FROM runs)")
-            db.execute(f"INSERT OR IGNORE INTO runs ({','.join(COLUMNS)}) SELECT {','.join(COLUMNS)} FROM other.runs")
-            after = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        return after - before
+        """Adds the runs (and their flows) of another store that this one lacks, in one
+        transaction; returns how many. The other store is read only (checked first: a
+        store, not from a newer dclab, not damaged); one of schema 1 is converted as its
+        runs are copied, and left as it is."""
+        self._writable("merge into")
+        other = Path(other)
+        schema = inspect_store(other)
+        had = _sidecars(other)
+        with contextlib.closing(self._connect()) as db:
+            try:
+                db.execute("ATTACH DATABASE ? AS other", (_uri(other, "ro"),))
+                with _transaction(db):
+                    before = db.execute("SELECT COUNT(*) FROM main.runs").fetchone()[0]
+                    _schema(db, other, "other")  # the same file still
+                    if schema == 1:
+                        for rec in _v1_records(db, other, "other.runs"):
+                            _insert(db, rec)
+                    else:
+                        db.execute(f"INSERT OR IGNORE INTO main.flows ({','.join(FLOW_COLUMNS)}) "
+                                   f"SELECT {','.join(FLOW_COLUMNS)} FROM other.flows "
+                                   "WHERE run_key NOT IN (SELECT run_key FROM main.runs)")
+                        db.execute(f"INSERT OR IGNORE INTO main.runs ({','.join(COLUMNS)}) "
+                                   f"SELECT {','.join(COLUMNS)} FROM other.runs")
+                    after = db.execute("SELECT COUNT(*) FROM main.runs").fetchone()[0]
+            except sqlite3.DatabaseError as e:
+                raise (_translate(other, e) or StoreError(f"cannot merge {other} into {self.path}: {e}")) from None
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("DETACH DATABASE other")
+                if not had and _sidecars(other):
+                    _tidy(other)
+        return int(after - before)
 
-    def export_csv(self, out: Path, where: str = "1") -> int:
-        """Writes the runs as CSV (JSON columns as JSON text, flows as a JSON list); returns
-        the row count."""
+    def write_csv(self, out: Path, where: str = "1") -> int:
+        """Writes the runs as CSV to the file `out` as it is (see export_csv); returns the
+        row count."""
         n = 0
         with open(out, "w", newline="") as f:
             w = csv.writer(f)
@@ -195,56 +495,42 @@ class Store:
                 n += 1
         return n
 
-
-class NotAStore(ValueError):
-    pass
+    def export_csv(self, out: Path, where: str = "1") -> int:
+        """Writes the runs as CSV (JSON columns as JSON text, flows as a JSON list) beside
+        `out` and moves it in (only over a regular file or nothing: files.output_file);
+        returns the row count."""
+        with output_file(out, "CSV export") as tmp:
+            n = self.write_csv(tmp, where)
+        return n
 
 
 def check_store(path: Path) -> None:
-    """Raises NotAStore unless ``path`` is a dclab result store (any schema), reading it
-    only: nothing is written to a file that is not one."""
-    path = Path(path)
-    if not path.is_file():
-        raise NotAStore(f"no result store at {path}")
-    try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            cols = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
-    except sqlite3.DatabaseError as e:
-        raise NotAStore(f"{path} is not a dclab result store: {e}") from None
-    if not {"run_key", "experiment", "scenario", "metrics"} <= cols:
-        raise NotAStore(f"{path} is not a dclab result store (no table of runs)")
+    """Raises a StoreError unless ``path`` is a dclab result store of a schema this dclab
+    reads, with sound pages (inspect_store), reading it only: nothing is written."""
+    inspect_store(path)
 
 
 def open_existing(path: Path) -> Store:
-    """An existing store (migrated if it is from before the flow table); NotAStore for
-    anything else, which is left untouched."""
-    check_store(path)
-    return Store(path)
+    """An existing store, opened read-only (a schema-1 store is read through a migrated
+    copy in memory); a StoreError (NotAStore, StoreTooNew, StoreDamaged) for anything else,
+    which is left untouched."""
+    return Store(path, readonly=True)
 
 
-def _is_v1(db: sqlite3.Connection) -> bool:
-    cols = {r[1] for r in db.execute("PRAGMA table_info(runs)")}
-    return bool(cols) and "options" not in cols
-
-
-def migrate_v1(path: Path) -> None:
-    """Schema 1 (a column per metric and per fairness flow, `<flow>_mbps`) to schema 2, in
-    one transaction, after copying the file to ``<name>.v1.bak``."""
-    backup = path.with_name(path.name + ".v1.bak")
-    if not backup.exists():
-        with closing(sqlite3.connect(path)) as src, closing(sqlite3.connect(backup)) as dst:
-            src.backup(dst)
-    with closing(sqlite3.connect(path, timeout=60)) as db, db:
-        old = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
-        db.execute("ALTER TABLE runs RENAME TO runs_v1")
-        db.execute("DROP INDEX IF EXISTS runs_by_sweep")
-        db.executescript(SCHEMA)
-        flow_cols = [c for c in old if re.fullmatch(r"[a-z0-9]+_mbps", c) and c != "goodput_mbps"]
-        db.row_factory = sqlite3.Row
-        for r in db.execute("SELECT * FROM runs_v1").fetchall():
-            d = dict(r)
+def _v1_records(db: sqlite3.Connection, path: Path, table: str) -> Iterator[RunRecord]:
+    """The runs of the schema-1 `table` (`main.runs_v1`, `other.runs`) as records; a row
+    that does not convert is a StoreError naming its run."""
+    name, _, tname = table.rpartition(".")
+    old = [r[1] for r in db.execute(f"PRAGMA {name or 'main'}.table_info({tname})")]
+    flow_cols = [c for c in old if re.fullmatch(r"[a-z0-9]+_mbps", c) and c != "goodput_mbps"]
+    with contextlib.closing(db.cursor()) as cur:
+        cur.row_factory = sqlite3.Row
+        rows = cur.execute(f"SELECT * FROM {table}").fetchall()
+    for r in rows:
+        d = dict(r)
+        try:
             options = {name: d[col] for col, name in V1_OPTION_COLUMNS.items() if d.get(col) is not None}
-            rec = RunRecord(
+            yield RunRecord(
                 run_key=d["run_key"], campaign=d["campaign"], experiment=d["experiment"], sweep=d["sweep"],
                 param=d["param"], value=d["value"], value_num=d["value_num"], stack=d["stack"], cc=d["cc"],
                 host_config=d["host_config"], rep=d["rep"], ok=bool(d["ok"]), error=d["error"],
@@ -254,21 +540,176 @@ def migrate_v1(path: Path) -> None:
                 flows=[{"name": c[:-5], "stack": "", "cc": d["cc"], "bearer": c[:-5], "mean_mbps": d[c]}
                        for c in flow_cols if d[c] is not None],
             )
+        except (KeyError, TypeError, ValueError) as e:
+            raise StoreError(f"{path}: run {clip(d.get('run_key'))} does not convert from schema 1 "
+                             f"({type(e).__name__}: {_one_line(str(e))})") from None
+
+
+def _migrate_tables(db: sqlite3.Connection, path: Path) -> None:
+    """Schema 1 to VERSION inside the caller's transaction on `db`."""
+    db.execute("ALTER TABLE runs RENAME TO runs_v1")
+    db.execute("DROP INDEX IF EXISTS runs_by_sweep")
+    for stmt in SCHEMA_STATEMENTS:
+        db.execute(stmt)
+    for rec in _v1_records(db, path, "main.runs_v1"):
+        try:
             db.execute(f"INSERT INTO runs ({','.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})", rec.row())
             db.executemany(f"INSERT INTO flows ({','.join(FLOW_COLUMNS)}) VALUES ({','.join('?' * len(FLOW_COLUMNS))})",
                            rec.flow_rows())
-        db.execute("DROP TABLE runs_v1")
-        db.execute(f"PRAGMA user_version = {VERSION}")
+        except sqlite3.IntegrityError as e:
+            raise StoreError(f"{path}: run {clip(rec.run_key)} does not convert from schema 1 ({e})") from None
+    db.execute("DROP TABLE runs_v1")
+    db.execute(f"PRAGMA user_version = {VERSION}")
+
+
+def migrate_v1(path: Path) -> None:
+    """Schema 1 (a column per metric and per fairness flow, `<flow>_mbps`) to schema 2, in
+    one transaction (BEGIN IMMEDIATE: a second process migrating the same store waits, then
+    finds nothing to do), after copying the file to ``<name>.v1.bak`` (``<name>.v1.N.bak``
+    if that exists). On any failure the transaction is rolled back, the store is as it
+    was and the copy made for it is removed; the error is a StoreError."""
+    path = Path(path)
+    with contextlib.closing(sqlite3.connect(_uri(path, "rw"), uri=True, timeout=60, isolation_level=None)) as db:
+        backup: Path | None = None
+        try:
+            with _transaction(db):
+                if _schema(db, path) != 1:
+                    return  # migrated meanwhile
+                backup = _keep_v1_copy(path)
+                _migrate_tables(db, path)
+        except BaseException as e:
+            if backup is not None:
+                backup.unlink(missing_ok=True)
+            if isinstance(e, sqlite3.DatabaseError):
+                raise (_translate(path, e) or StoreError(f"cannot migrate {path} from schema 1: {e}")) from None
+            if isinstance(e, StoreError):
+                raise StoreError(f"{e}; the store is left as it was, on schema 1") from None
+            raise
+
+
+def _keep_v1_copy(path: Path) -> Path:
+    """A copy of the store at `path` beside it, made through a read-only connection."""
+    backup = path.with_name(path.name + ".v1.bak")
+    n = 1
+    while os.path.lexists(backup):
+        n += 1
+        backup = path.with_name(f"{path.name}.v1.{n}.bak")
+    with output_file(backup, "schema-1 copy") as tmp:
+        with _reading(path) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
+            src.backup(dst)
+    return backup
+
+
+@contextlib.contextmanager
+def merge_lock(dest: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Holds an exclusive flock on ``DEST.lock`` beside `dest` (waiting for another holder;
+    `on_wait` is called once if it has to), so merges into one destination run one at a
+    time. The lock file is removed when released; a waiter that locked a file removed
+    meanwhile tries again on the new one."""
+    lock = dest.with_name(dest.name + ".lock")
+    waited = False
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise StoreError(f"cannot lock {lock}: {e.strerror or e}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise StoreError(f"cannot lock {lock}: it is {kind_of(st.st_mode)}, not a lock file dclab made")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None and not waited:
+                    on_wait()
+                waited = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                now = os.lstat(lock)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the holder removed it while we waited: lock the new one
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)  # while still holding it
+        fcntl.flock(fd, fcntl.LOCK_UN)  # explicitly: a forked child may share this descriptor
+        os.close(fd)
+
+
+def merge_stores(dest: Path, srcs: Sequence[Path], on_wait: Callable[[], None] | None = None
+                 ) -> tuple[list[tuple[Path, int]], int]:
+    """Merges the stores `srcs` into `dest`, creating it; returns how many runs each added
+    and how many `dest` holds. Every source and an existing `dest` are checked first (a
+    dclab store of a schema this dclab reads, with sound pages), so a refused merge writes
+    nothing. Merges into one `dest` run one at a time (merge_lock). A new `dest` is built
+    beside it and moved in once every source is in and its pages check sound: a failed
+    merge leaves no destination, and no reader sees a half-merged one. Into an existing
+    `dest`, each source is added in one transaction. Any refusal or failure is a
+    StoreError whose message starts with "cannot merge"."""
+    dest = Path(dest)
+    if os.path.lexists(dest) and not dest.exists():
+        raise StoreError(f"cannot merge into {dest}: it is a symlink to nothing; dclab does not write through it")
+    for src in srcs:
+        if dest.exists() and os.path.exists(src) and os.path.samefile(src, dest):
+            raise StoreError(f"cannot merge: {src} is the destination itself")
+        try:
+            inspect_store(src)  # every source first: a refused merge makes no destination
+        except StoreError as e:
+            raise StoreError(f"cannot merge: {e}") from None
+    if dest.exists():
+        try:
+            inspect_store(dest)
+        except StoreError as e:
+            raise StoreError(f"cannot merge into {dest}: {e}") from None
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"cannot merge into {dest}: cannot make {dest.parent}: {e.strerror or e}") from None
+    counts: list[tuple[Path, int]] = []
+    with merge_lock(dest, on_wait):
+        try:
+            if not os.path.lexists(dest):
+                with output_file(dest, "merge destination") as tmp:
+                    try:
+                        target = Store(tmp)
+                        for src in srcs:
+                            counts.append((src, target.merge(src)))
+                        target.check()
+                        total = len(target.keys())
+                    finally:  # SQLite removes them as the last connection closes; after a crash, too
+                        for suffix in ("-wal", "-shm", "-journal"):
+                            tmp.with_name(tmp.name + suffix).unlink(missing_ok=True)
+                return counts, total
+            inspect_store(dest)  # again, now that no other merge can change it
+            target = Store(dest)
+            for src in srcs:
+                counts.append((src, target.merge(src)))
+            return counts, len(target.keys())
+        except StoreError as e:
+            done = "".join(f"; {src} was merged before ({n} run(s) added)" for src, n in counts) if dest.exists() else ""
+            raise StoreError(f"cannot merge into {dest}: {e}{done}") from None
+        except (OSError, ValueError) as e:  # FileRefused is a ValueError
+            raise StoreError(f"cannot merge into {dest}: {e}") from None
 
 
 def campaign_dir(name: str) -> Path:
     """Where a campaign keeps its store (store.sqlite), run directories (runs/) and
-    report (report/): results/NAME, or $DCLAB_RESULTS/NAME."""
-    return results_dir() / name
+    report (report/): results/NAME, or $DCLAB_RESULTS/NAME. FileRefused (a ValueError)
+    for a name that is not one (files.NAME_RE): it would lead out of the results root."""
+    return results_dir() / check_name(name, "campaign name")
 
 
 def campaign_store(name: str) -> Store:
     return Store(campaign_dir(name) / "store.sqlite")
 
 
-__all__ = ["Store", "RunRecord", "COLUMNS", "FLOW_COLUMNS", "campaign_dir", "campaign_store", "migrate_v1"]
+__all__ = ["Store", "RunRecord", "COLUMNS", "FLOW_COLUMNS", "VERSION", "StoreError", "NotAStore", "StoreTooNew",
+           "StoreDamaged", "campaign_dir", "campaign_store", "check_store", "inspect_store", "merge_lock",
+           "merge_stores", "migrate_v1", "open_existing"]

@@ -9,17 +9,19 @@ changes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import lte
+from ..files import clip
 from ..scenario import Scenario, ScenarioError, build
 
 
 def frange(lo: float, hi: float, step: float) -> list[float]:
     """lo, lo+step, ..., hi inclusive (rounded to hide float noise)."""
-    if step <= 0 or hi < lo:
+    if not all(math.isfinite(x) for x in (lo, hi, step)) or step <= 0 or hi < lo:
         raise ScenarioError(f"a range needs lo <= hi and step > 0 (got {lo}:{hi}:{step})")
     n = int(round((hi - lo) / step))
     if n > 10_000:
@@ -115,14 +117,19 @@ def parse_param(spec: str) -> tuple[str, list[float]]:
     if name not in SWEEPS:
         raise ScenarioError(f"--param: unknown parameter {name!r}; one of {', '.join(SWEEPS)}")
     if not values.strip():
+        if "=" in spec:
+            raise ScenarioError(f"--param {name}=: give values after '=' (or only {name} for the study's values)")
         return name, list(SWEEPS[name].defaults)
     try:
+        numbers = [float(x) for x in values.split(":" if ":" in values else ",")]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError
         if ":" in values:
-            lo, hi, step = (float(x) for x in values.split(":"))
+            lo, hi, step = numbers
         else:
-            return name, [float(x) for x in values.split(",")]
+            return name, numbers
     except ValueError:
-        raise ScenarioError(f"--param {name}: expected a list like 2,10,50 or a range lo:hi:step (got {values!r})") from None
+        raise ScenarioError(f"--param {name}: expected a list like 2,10,50 or a range lo:hi:step (got {clip(values)})") from None
     try:
         return name, frange(lo, hi, step)
     except ScenarioError as e:
@@ -137,8 +144,8 @@ def expand(name: str, values: list[float], base: Scenario) -> list[Point]:
         changes = d.apply(v)
         options = d.option_changes(v)
         try:
-            s = build(base, **{k: x for k, x in changes.items() if k not in options})
+            s = build(base, fields_as_in_file=True, **{k: x for k, x in changes.items() if k not in options})
         except ScenarioError as e:
-            raise ScenarioError(f"--param {name}={v:g}: {e}") from None
+            raise ScenarioError(f"sweep {name}={v:g}: {e}") from None
         points.append(Point(name, v, s, options))
     return points

@@ -7,7 +7,7 @@ import signal
 
 import click
 
-from . import campaign, cell, host, results, run, scenario, shell, validate, worker
+from . import campaign, cell, cluster, host, results, run, scenario, shell, validate, worker
 from . import slurm as _slurm  # noqa: F401  (adds `campaign sbatch`)
 
 
@@ -30,6 +30,7 @@ def app() -> None:
 
 app.add_command(scenario.scenario)
 app.add_command(cell.cell)
+app.add_command(cluster.cluster)
 run.register(app)
 campaign.register(app)
 for command in (results.plot, results.figure, results.report, results.results, host.clean, host.doctor, worker.worker,

@@ -7,23 +7,40 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ..campaign import plan as cp
 from ..campaign.cluster import CLUSTER_OVERHEAD_S
 from ..campaign.runner import CampaignError, Outcome, calibration, run_campaign, run_parallel
-from ..campaign.store import Store, campaign_dir
+from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..experiments import default_experiment, experiments
 from ..experiments.base import RepResult
+from ..files import FileRefused, check_name, clip
 from ..paths import CAMPAIGNS
 from ..scenario import ScenarioError
 from .options import err, parse_size, root_or_exit, scenario_from, scenario_options, stand_in_from, stand_in_option
+
+MAX_RUNS = cp.MAX_RUNS
+max_runs_option = click.option(
+    "--max-runs", type=click.IntRange(min=1), default=MAX_RUNS, show_default=True, metavar="N",
+    help="Refuse to plan a campaign of more runs than this (counted before planning: lists multiply).")
+
+
+def store_at(path: Path, readonly: bool = False) -> Store:
+    """The store at ``path`` (made if missing, unless ``readonly``); a store dclab cannot
+    use (not a store, written by a newer dclab, damaged) is a one-line error."""
+    try:
+        return open_existing(path) if readonly else Store(path)
+    except StoreError as e:
+        raise click.ClickException(str(e)) from None
 
 
 def hours(s: float) -> str:
@@ -80,9 +97,9 @@ class BarProgress:
 
     def done(self, run: cp.PlannedRun, result: RepResult | None, error: BaseException | None) -> None:
         if error is not None:
-            self.bar.console.print(f"[red]error[/] {run.label}: {error}")
+            self.bar.console.print(f"[red]error[/] {escape(run.label)}: {escape(str(error))}")  # text, not markup
         elif result is not None and not result.ok:
-            self.bar.console.print(f"[yellow]failed[/] {run.label}: {result.error or 'no result'}")
+            self.bar.console.print(f"[yellow]failed[/] {escape(run.label)}: {escape(result.error or 'no result')}")
         self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0), n=f"{self.i}/{len(self.todo)}")
 
     def waiting(self) -> None:
@@ -121,32 +138,95 @@ class Cluster:
     scheduler: str | None = None
     local_workers: int | None = None
     tries: int = 3
+    security: Any = None  # Dask's Security (TLS) for --scheduler; None with --insecure and for a local cluster
 
     @property
     def on(self) -> bool:
         return bool(self.scheduler or self.local_workers)
 
 
+TLS_DIR_HELP = ("This machine's directory of a lab's certificates (ca.pem, cert.pem, key.pem; made by `dclab cluster "
+                "certs DIR`: DIR/{role}) for a tls:// scheduler.")
+INSECURE_HELP = ("Accept a plain tcp:// scheduler: no encryption, no authentication, so anyone who can reach the "
+                 "scheduler {what}. Only on a network where everyone who can connect may be root on the workers.")
+INSECURE_COORDINATOR = "can run any code as root on its workers, and on this machine through the results it sends"
+INSECURE_WORKER = "(or this worker's own ports) can run any code on this machine as root"
+
+
+def _keep(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """An option's callback that keeps its value for cluster_from (the commands' own
+    parameters stay as they are)."""
+    def keep(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        ctx.meta[f"dclab.cluster.{name}"] = value
+        return value
+    return keep
+
+
 def cluster_options(f: Any) -> Any:
+    from pathlib import Path
+
+    f = click.option("--insecure", is_flag=True, expose_value=False, callback=_keep("insecure"),
+                     help=INSECURE_HELP.format(what=INSECURE_COORDINATOR))(f)
+    f = click.option("--tls-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR", expose_value=False,
+                     callback=_keep("tls_dir"), help=TLS_DIR_HELP.format(role="coordinator"))(f)
     f = click.option("--tries", type=click.IntRange(1, 10), default=3, show_default=True,
                      help="On a cluster: times a run that cannot start is tried before it is stored as failed.")(f)
     f = click.option("--local-workers", type=click.IntRange(1, 64), metavar="N",
-                     help="Run on a local Dask cluster of N workers (on one machine the host lock serializes their runs).")(f)
-    return click.option("--scheduler", metavar="tcp://HOST:PORT",
-                        help="Run on the workers of this Dask scheduler (`dclab worker` on each testbed machine).")(f)
+                     help="Run on a local Dask cluster of N workers (on one machine the host lock serializes their "
+                          "runs; it listens on 127.0.0.1 only, with TLS under a throwaway certificate).")(f)
+    return click.option("--scheduler", metavar="tls://HOST:PORT",
+                        help="Run on the workers of this Dask scheduler (`dclab worker` on each testbed machine); "
+                             "tls:// with --tls-dir, or tcp:// with --insecure.")(f)
 
 
 def cluster_from(scheduler: str | None, local_workers: int | None, tries: int) -> Cluster:
+    meta = click.get_current_context().meta
+    tls_dir, insecure = meta.get("dclab.cluster.tls_dir"), meta.get("dclab.cluster.insecure", False)
     if scheduler and local_workers:
         raise click.UsageError("--scheduler and --local-workers exclude each other: a cluster is either remote or local")
-    if scheduler:
-        check_scheduler(scheduler)
-    return Cluster(scheduler, local_workers, tries)
+    if not scheduler and (tls_dir is not None or insecure):
+        raise click.UsageError("--tls-dir and --insecure are for --scheduler (a local cluster gets TLS of its own)")
+    security = check_scheduler(scheduler, tls_dir, insecure, "client") if scheduler else None
+    return Cluster(scheduler, local_workers, tries, security)
 
 
-def check_scheduler(address: str) -> None:
-    if "://" not in address:
-        raise click.BadParameter(f"expected an address like tcp://HOST:8786 (got {address!r})", param_hint="--scheduler")
+def check_scheduler(address: str, tls_dir: Any = None, insecure: bool = False, role: str = "client") -> Any:
+    """The Dask Security to reach the scheduler at ``address`` as ``role`` ('client': the
+    coordinator, or 'worker'): TLS from ``tls_dir`` for tls://; None for tcp:// only with
+    ``insecure`` (which prints what it allows); else a usage error saying what to do."""
+    from ..campaign.tls import TLSError, security
+
+    scheme, sep, rest = address.partition("://")
+    if not sep or not rest or scheme not in ("tls", "tcp"):
+        raise click.BadParameter(f"expected an address like tls://HOST:8786 (got {clip(address)})",
+                                 param_hint="--scheduler")
+    if tls_dir is not None and insecure:
+        raise click.UsageError("--tls-dir and --insecure exclude each other")
+    what = INSECURE_WORKER if role == "worker" else INSECURE_COORDINATOR
+    if scheme == "tcp":
+        if tls_dir is not None:
+            raise click.BadParameter(f"with --tls-dir the scheduler's address is tls://{rest} (its `dask scheduler` runs "
+                                     "with --protocol tls, see `dclab cluster certs --help`)", param_hint="--scheduler")
+        if not insecure:
+            raise click.BadParameter(
+                f"{clip(address)} is plain TCP, neither encrypted nor authenticated: anyone who can reach the scheduler "
+                f"{what}. Use a TLS scheduler (tls://HOST:8786 with --tls-dir; `dclab cluster certs --help` says how), "
+                "or pass --insecure to accept that.", param_hint="--scheduler")
+        err.print(f"[yellow]warning[/]: --insecure: the scheduler {clip(address)} is plain TCP, neither encrypted nor "
+                  f"authenticated; anyone who can reach it {what}. Use TLS instead: `dclab cluster certs --help`.",
+                  markup=True, highlight=False)
+        return None
+    if insecure:
+        raise click.BadParameter("--insecure is for a tcp:// scheduler; a tls:// one needs --tls-dir",
+                                 param_hint="--insecure")
+    if tls_dir is None:
+        mine = "worker" if role == "worker" else "coordinator"
+        raise click.UsageError(f"a tls:// scheduler needs --tls-dir DIR: this machine's ca.pem, cert.pem and key.pem "
+                               f"(`dclab cluster certs DIR` makes them; use DIR/{mine})")
+    try:
+        return security(role, tls_dir)
+    except TLSError as e:
+        raise click.BadParameter(str(e).removeprefix("--tls-dir: "), param_hint="--tls-dir") from None
 
 
 def sim_jobs(jobs: int | None) -> int:
@@ -159,7 +239,7 @@ def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cl
     """The campaign runner (here, ``jobs`` at a time for runs that take no host lock, or
     on a cluster) under a progress bar; Ctrl-C exits 130 with nothing of the interrupted
     runs stored."""
-    waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS`" if cluster.on
+    waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS --tls-dir DIR/worker`" if cluster.on
                else "waiting for another dclab run ...")
     progress = BarProgress(c, store, todo, waiting)
     with progress.bar:
@@ -171,7 +251,8 @@ def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cl
             from ..campaign.cluster import run_on_cluster
 
             return run_on_cluster(c, store, todo, progress, cluster.scheduler, cluster.local_workers, cluster.tries,
-                                  on_workers=progress.on_workers, say=progress.bar.console.print)
+                                  on_workers=progress.on_workers, say=progress.bar.console.print,
+                                  security=cluster.security)
         except KeyboardInterrupt:
             if cluster.on or jobs > 1:
                 progress.bar.console.print("[yellow]interrupted[/]: the runs in flight are not stored and run again next time")
@@ -216,14 +297,14 @@ def campaign_list() -> None:
 
 
 def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
-          groups: tuple[str, ...] = ()) -> tuple[cp.Campaign, Store | None, list, list]:
+          groups: tuple[str, ...] = (), max_runs: int = MAX_RUNS) -> tuple[cp.Campaign, Store | None, list, list]:
     """The campaign (only the ``groups`` matched, when given), its store (None when
     planning a campaign that never ran), its runs and those not yet stored."""
     try:
         c = cp.select_groups(cp.load(name), groups)
-        runs = cp.shard(cp.plan(c, reps), shard)  # a campaign that does not plan makes no store
+        runs = cp.shard(cp.plan(c, reps, max_runs=max_runs), shard)  # a campaign that does not plan makes no store
         path = campaign_dir(c.name) / "store.sqlite"
-        store = Store(path) if create or path.exists() else None
+        store = store_at(path, readonly=not create) if create or path.exists() else None
         done = store.keys() if store else set()
         todo = [r for r in runs if r.key not in done]
     except ScenarioError as e:
@@ -240,10 +321,11 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
 @click.option("--full", is_flag=True, help="List every value of every sweep.")
 @click.option("--workers", type=click.IntRange(1, 10000),
               help="Also estimate the wall time on this many worker machines (`campaign run --scheduler`).")
+@max_runs_option
 def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, groups: tuple[str, ...],
-                  workers: int | None) -> None:
+                  workers: int | None, max_runs: int) -> None:
     """Print the runs of campaign NAME and an estimate of the real time they take."""
-    c, store, runs, todo = _load(name, reps, shard, create=False, groups=groups)
+    c, store, runs, todo = _load(name, reps, shard, create=False, groups=groups, max_runs=max_runs)
     print_plan(c, runs, todo, store, full, workers)
 
 
@@ -260,9 +342,11 @@ def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, gr
               help="With --backend sim: simulate N runs side by side in processes of this machine "
                    "[default: its CPUs].")
 @stand_in_option
+@max_runs_option
 @cluster_options
 def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[str, ...], scheduler: str | None,
-                 local_workers: int | None, tries: int, backend: str, jobs: int | None, stand_in: str | None) -> None:
+                 local_workers: int | None, tries: int, backend: str, jobs: int | None, stand_in: str | None,
+                 max_runs: int) -> None:
     """Run campaign NAME, skipping runs already stored; stop and start again at will.
 
     With --scheduler or --local-workers the runs go to Dask workers (one testbed each),
@@ -277,7 +361,7 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
     if stand_in is not None and backend != "sim":
         raise click.UsageError("--stand-in is for --backend sim: an emulated run is the real stack")
     named = stand_in_from(stand_in)
-    c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups)
+    c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups, max_runs=max_runs)
     if backend == "sim":
         from ..campaign.validate import twins
 
@@ -291,7 +375,7 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
     else:
         root_or_exit()
     preflight_all(todo)  # before the store exists: a refused campaign creates nothing
-    store = existing or Store(campaign_dir(c.name) / "store.sqlite")
+    store = store_at(campaign_dir(c.name) / "store.sqlite")  # read-only until now: planning writes nothing
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
     outcome = run_all(c, store, todo, cluster, sim_jobs(jobs) if backend == "sim" and not cluster.on else 1)
@@ -317,13 +401,19 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
 @click.option("--duration", type=click.FloatRange(1, 86400), help="Shorthand for --set <each experiment with a duration>.duration=S.")
 @click.option("--name", help="Store name under results/ [default: sweep-PARAM].")
 @click.option("--plan", "plan_only", is_flag=True, help="Only print the runs and the time estimate.")
+@max_runs_option
 @cluster_options
 def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple[str, ...], reps: int,
           sets: tuple[str, ...], size: str | None, duration: float | None, name: str | None, plan_only: bool,
-          scheduler: str | None, local_workers: int | None, tries: int, **kw: Any) -> None:
+          max_runs: int, scheduler: str | None, local_workers: int | None, tries: int, **kw: Any) -> None:
     """One factor at a time around the scenario given by the other options; resumable
     like a campaign (its store is results/NAME/store.sqlite)."""
     cluster = cluster_from(scheduler, local_workers, tries)
+    if name is not None:
+        try:
+            check_name(name, "--name")
+        except FileRefused as e:
+            raise click.BadParameter(str(e).removeprefix("--name: "), param_hint="--name") from None
     base = scenario_from(kw)
     chosen = list(experiments_) or [default_experiment().name]
     unknown = [e for e in chosen if e not in experiments()]
@@ -343,11 +433,11 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
             options.setdefault(exp_name, {})["duration"] = duration
     c = cp.sweep_campaign(name or "sweep-" + "-".join(p for p, _ in parsed), reps, chosen, cfgs, parsed, options)
     try:
-        runs = cp.plan(c, base=base)
+        runs = cp.plan(c, base=base, max_runs=max_runs)
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
     path = campaign_dir(c.name) / "store.sqlite"
-    existing = Store(path) if path.exists() else None  # a dry run creates no store
+    existing = store_at(path, readonly=True) if path.exists() else None  # a dry run creates no store
     done = existing.keys() if existing else set()
     todo = [r for r in runs if r.key not in done]
     print_plan(c, runs, todo, existing, full=True)
@@ -355,7 +445,7 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
         return
     root_or_exit()
     preflight_all(todo)
-    store = existing or Store(path)
+    store = store_at(path)
     run_all(c, store, todo, cluster)
     click.echo(f"store {store.path}; figures: dclab report {c.name}")
 
@@ -368,7 +458,7 @@ def experiment_sets(sets: tuple[str, ...], chosen: list[str]) -> dict[str, dict[
         exp, dot, opt = key.partition(".")
         if not eq or not dot or exp not in experiments():
             raise click.BadParameter(f"expected EXPERIMENT.OPTION=VALUE with EXPERIMENT one of {', '.join(experiments())} "
-                                     f"(got {item!r})", param_hint="--set")
+                                     f"(got {clip(item)})", param_hint="--set")
         opt = opt.replace("-", "_")
         if opt not in experiments()[exp].options_model.model_fields:
             known = ", ".join(experiments()[exp].options_model.model_fields)

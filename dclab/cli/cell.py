@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import lte, trace_levels
+from ..files import FileRefused, output_file
 from ..paths import DCEMU
 
 
@@ -40,8 +41,17 @@ def cell_trace(link: str, seconds: float, seed: int, out: Path) -> None:
         raise click.ClickException(f"dcemu is not built ({DCEMU}); run `make build`")
     args = [str(DCEMU), "cell-trace", "--sinr-db", str(lte.sinr_db(lte.LEVELS[level])),
             "--bandwidth-mhz", str(lte.BANDWIDTH_MHZ), "--doppler", str(lte.DOPPLER_HZ), "--seconds", str(seconds),
-            "--seed", str(seed), "--format", "mahimahi", "--out", str(out)]
-    p = subprocess.run(args, capture_output=True, text=True)
+            "--seed", str(seed), "--format", "mahimahi", "--out"]
+    if str(out) == "-":
+        p = subprocess.run([*args, "-"], capture_output=True, text=True)
+    else:
+        try:  # dcemu writes beside --out; moved in only over a regular file or nothing
+            with output_file(out, "--out") as tmp:
+                p = subprocess.run([*args, str(tmp)], capture_output=True, text=True)
+                if p.returncode != 0:
+                    raise click.UsageError(p.stderr.strip().removeprefix("dcemu: error: "))
+        except FileRefused as e:
+            raise click.BadParameter(str(e).removeprefix("--out: "), param_hint="--out") from None
     if p.returncode != 0:
         raise click.UsageError(p.stderr.strip().removeprefix("dcemu: error: "))
     click.echo(p.stdout, nl=False)

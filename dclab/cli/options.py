@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import scenario as sc
+from ..files import clip
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
 from ..testbed.emulator_mode import HELP as MODE_HELP
 from ..testbed.sim_models import check as check_stand_ins
@@ -165,20 +166,26 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
         if kw.get("no_reordering"):
             changes["reordering"] = False
         if kw.get("t_reordering") is not None:
-            t = kw["t_reordering"]
-            if t in ("inf", "infinity"):
+            t = kw["t_reordering"].strip()
+            if t.lower() in ("inf", "infinity"):
                 data = base.model_dump()
                 data["t_reordering"] = None
                 base = sc.Scenario.model_validate(data)
             else:
-                values = sc.parse_list("--t-reordering", t)
-                if len(values) != 1:
-                    raise sc.ScenarioError(f"--t-reordering: expected one value in ms, or 'inf' (got {t!r})")
-                changes["t_reordering"] = values[0]
+                try:
+                    value = float(t)
+                    if value != value or value in (float("inf"), float("-inf")):
+                        raise ValueError
+                except ValueError:
+                    raise sc.ScenarioError(f"--t-reordering: expected one value in ms (0 to 60000), or 'inf' "
+                                           f"(got {clip(t)})") from None
+                changes["t_reordering"] = value
         if kw.get("trace"):
             changes["trace"] = Path(kw["trace"]).resolve()
         if kw.get("link") is not None:
             changes["link"] = kw["link"]
+        if changes.get("link", base.link) and kw.get("bw") is not None:
+            raise sc.ScenarioError("--bw: not used with --link (the cell's capacity follows the channel)")
         # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
         n = 1 if changes.get("link", base.link) else len(changes.get("bw", base.bw))
         for name in ("split", "delay", "loss"):

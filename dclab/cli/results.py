@@ -4,13 +4,14 @@ Parquet export)."""
 
 from __future__ import annotations
 
-import os
+import contextlib
 import sqlite3
 from pathlib import Path
 
 import click
 
-from ..campaign.store import NotAStore, Store, campaign_dir, check_store, open_existing
+from ..campaign.store import Store, StoreError, campaign_dir, merge_stores, open_existing
+from ..files import FileRefused, check_output, check_output_dir, clip, output_file
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -20,20 +21,31 @@ def open_store(campaign: str | None, store_path: Path | None) -> Store:
     if store_path is None:
         if not campaign:
             raise click.UsageError("give a CAMPAIGN or --store PATH")
-        store_path = campaign_dir(campaign) / "store.sqlite"
-    if not store_path.is_file():
+        try:
+            store_path = campaign_dir(campaign) / "store.sqlite"
+        except FileRefused as e:
+            raise click.BadParameter(str(e), param_hint="CAMPAIGN") from None
+    if not store_path.exists():
         hint = "" if campaign is None else f" (has campaign {campaign!r} run yet? or give --store PATH)"
         raise click.ClickException(f"no result store at {store_path}{hint}")
     try:
-        store = open_existing(store_path)
+        store = open_existing(store_path)  # read-only: refuses a FIFO, a newer or damaged store in one line
         n = len(store.keys())
-    except NotAStore as e:
+    except StoreError as e:
         raise click.ClickException(str(e)) from None
     except sqlite3.DatabaseError as e:
-        raise click.ClickException(f"{store_path} is not a dclab result store: {e}") from None
+        raise click.ClickException(f"cannot read {store_path}: {e}") from None
     if n == 0:
         raise click.ClickException(f"the result store {store_path} holds no runs")
     return store
+
+
+def read_rows(store: Store, where: str, params: tuple[object, ...]) -> list[dict]:
+    """The store's rows; a run damaged inside (its JSON broken) is a one-line error."""
+    try:
+        return store.rows(where, params)
+    except StoreError as e:
+        raise click.ClickException(str(e)) from None
 
 
 def default_out(campaign: str | None, store: Store, sub: str) -> Path:
@@ -62,19 +74,29 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
     utilization, or per-flow throughput over time). Prints the files written."""
     from ..campaign.report import experiment_of, run_caption, run_figure, slug, sweep_figure, sweep_groups
 
+    if run_key is not None and not run_key.strip():
+        raise click.BadParameter("give a run key or a unique prefix of one (got an empty one)", param_hint="--run")
     store = open_store(campaign, store_path)
     out = out or default_out(campaign, store, "plots")
+    try:
+        check_output_dir(out, "--out")
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileRefused, OSError) as e:
+        raise click.ClickException(f"--out: cannot use {out}: {e}" if isinstance(e, OSError) else str(e)) from None
     base = store.path.resolve().parent
-    if run_key:
-        rows = store.rows("substr(run_key, 1, ?) = ?", (len(run_key), run_key))
+    if run_key is not None:
+        rows = read_rows(store, "substr(run_key, 1, ?) = ?", (len(run_key), run_key))
         if not rows:
-            raise click.ClickException(f"no run with key {run_key!r} in {store.path}")
+            raise click.ClickException(f"no run with key {clip(run_key)} in {store.path}")
         if len(rows) > 1 and not any(r["run_key"] == run_key for r in rows):
             raise click.ClickException(f"{run_key!r} matches {len(rows)} runs; give more of the key")
         r = next((r for r in rows if r["run_key"] == run_key), rows[0])
         exp = experiment_of(r)
         kind = exp.run_figure_kind if exp else "run"
-        path = run_figure(r, base, out / f"run-{r['run_key'][:12]}-{kind}.png", run_caption(r))
+        try:
+            path = run_figure(r, base, out / f"run-{slug(r['run_key'][:12])}-{kind}.png", run_caption(r))
+        except FileRefused as e:
+            raise click.ClickException(str(e)) from None
         click.echo(str(path))
         return
     where, params = ["1"], []
@@ -84,13 +106,16 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
     if sweep is not None:
         where.append("sweep = ?")
         params.append(sweep)
-    rows = store.rows(" AND ".join(where), tuple(params))
+    rows = read_rows(store, " AND ".join(where), tuple(params))
     if not rows:
         what = ", ".join(f"{k} {v!r}" for k, v in (("experiment", experiment), ("sweep", sweep)) if v is not None)
         raise click.ClickException(f"no runs with {what} in {store.path}")
     for exp_name, sw, rs in sweep_groups(rows):
-        name = f"{exp_name}-{slug(sw or 'runs')}"
-        click.echo(str(sweep_figure(exp_name, rs, out / f"{name}.png", f"{exp_name}: {sw or 'runs without a sweep'}")))
+        name = f"{slug(exp_name)}-{slug(sw or 'runs')}"  # strings from the store: never a path
+        try:
+            click.echo(str(sweep_figure(exp_name, rs, out / f"{name}.png", f"{exp_name}: {sw or 'runs without a sweep'}")))
+        except FileRefused as e:
+            raise click.ClickException(str(e)) from None
 
 
 @click.command(context_settings=CONTEXT)
@@ -151,6 +176,10 @@ def report(campaign: str | None, store_path: Path | None, out: Path | None, titl
         index = build_report(store, out, title, reference)
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
+    except (FileRefused, StoreError) as e:
+        raise click.ClickException(str(e)) from None
+    except OSError as e:
+        raise click.ClickException(f"cannot write the report into {out}: {e.strerror or e}") from None
     click.echo(str(index))
 
 
@@ -167,31 +196,20 @@ def results_merge(dest: Path, srcs: tuple[Path, ...]) -> None:
     """Merge the stores SRC... (e.g. shards from several machines) into DEST, creating it.
 
     Runs are matched by run key: a run DEST already has is kept as it is. Prints how many
-    runs each SRC added."""
-    for src in srcs:
-        if dest.exists() and src.resolve() == dest.resolve():
-            raise click.ClickException(f"{src} is the destination itself")
-        try:
-            check_store(src)  # every source first: a refused merge makes no destination
-        except NotAStore as e:
-            raise click.ClickException(f"cannot merge: {e}") from None
-    if dest.exists():
-        try:
-            check_store(dest)
-        except NotAStore as e:
-            raise click.ClickException(f"cannot merge into {dest}: {e}") from None
-    created = not dest.exists()
+    runs each SRC added. Every SRC and an existing DEST are checked first (a dclab store this
+    dclab reads, with sound pages) and only read: a refused merge writes nothing. Merges
+    into one DEST wait for each other (a lock on DEST.lock); a new DEST is built beside it
+    and moved in whole, so a failed merge leaves none."""
     try:
-        target = Store(dest)
-        for src in srcs:
-            n = target.merge(src)
-            click.echo(f"{src}: {n} run(s) added")
-        click.echo(f"{dest}: {len(target.keys())} run(s)")
-    except (sqlite3.DatabaseError, NotAStore) as e:
-        if created:
-            for p in (dest, dest.with_name(dest.name + "-wal"), dest.with_name(dest.name + "-shm")):
-                p.unlink(missing_ok=True)
-        raise click.ClickException(f"cannot merge: {e}") from None
+        counts, total = merge_stores(dest, srcs, on_wait=lambda: click.echo(
+            f"waiting for another merge into {dest} to finish ...", err=True))
+    except StoreError as e:  # every refusal and failure, in one line
+        raise click.ClickException(str(e)) from None
+    except sqlite3.DatabaseError as e:
+        raise click.ClickException(f"cannot merge into {dest}: {e}") from None
+    for src, n in counts:
+        click.echo(f"{src}: {n} run(s) added")
+    click.echo(f"{dest}: {total} run(s)")
 
 
 @results.command("export")
@@ -211,9 +229,11 @@ def results_export(store_path: Path, csv_out: Path | None, parquet_out: Path | N
     """Export the runs of STORE as CSV and/or Parquet (at least one of --csv, --parquet,
     --flows-parquet).
 
-    Each file is written beside its destination and renamed into place once every output
-    is written; a failed export leaves none of the files named (not even an older one, which
-    could pass for this export's result)."""
+    STORE is only read (a read-only connection: --where cannot change it). An output path
+    must hold a regular file or nothing (a symlink, directory, FIFO or device is refused
+    before anything is written). Every file is written beside its destination and moved in
+    once all are written; a failed export removes only its own temporary files, so a file
+    that was at an output path stays as it was."""
     outs = {name: p for name, p in (("--csv", csv_out), ("--parquet", parquet_out), ("--flows-parquet", flows_out))
             if p is not None}
     if not outs:
@@ -222,31 +242,38 @@ def results_export(store_path: Path, csv_out: Path | None, parquet_out: Path | N
         raise click.UsageError(f"{' and '.join(outs)} name the same file")
     if any(p.resolve() == store_path.resolve() for p in outs.values()):
         raise click.UsageError(f"an output is the store {store_path} itself")
-    tmps = {name: p.with_name(f".{p.name}.{os.getpid()}.tmp") for name, p in outs.items()}
+    try:
+        for name, p in outs.items():
+            check_output(p, name)  # every output before anything is written
+        store = open_existing(store_path)
+    except (FileRefused, StoreError) as e:
+        raise click.ClickException(f"cannot export: {e}") from None
+    try:
+        store.check_where(where)
+    except sqlite3.DatabaseError as e:  # before any file: a condition SQLite refuses
+        raise click.ClickException(f"cannot export: --where {clip(where)}: {e}") from None
     done = []
     try:
         from ..campaign.frames import flows_frame, runs_frame
 
-        store = open_existing(store_path)
-        if "--csv" in tmps:
-            n = store.export_csv(tmps["--csv"], where)
-            done.append(f"{n} run(s) written to {outs['--csv']}")
-        if "--parquet" in tmps:
-            runs = runs_frame(store, where)
-            runs.to_parquet(tmps["--parquet"], index=False)
-            done.append(f"{len(runs)} run(s), {runs.shape[1]} columns written to {outs['--parquet']}")
-        if "--flows-parquet" in tmps:
-            flows = flows_frame(store, where)
-            flows.to_parquet(tmps["--flows-parquet"], index=False)
-            done.append(f"{len(flows)} flow(s) of {flows['run_key'].nunique()} run(s) written to {outs['--flows-parquet']}")
-        for name, tmp in tmps.items():
-            tmp.replace(outs[name])
-    except (sqlite3.DatabaseError, ValueError, OSError) as e:  # NotAStore and pyarrow's errors are ValueErrors
-        for out in outs.values():
-            out.unlink(missing_ok=True)
+        with contextlib.ExitStack() as stack:  # each temporary is moved in as the stack closes without error
+            tmps = {name: stack.enter_context(output_file(p, name)) for name, p in outs.items()}
+            if "--csv" in tmps:
+                n = store.write_csv(tmps["--csv"], where)
+                done.append(f"{n} run(s) written to {outs['--csv']}")
+            if "--parquet" in tmps:
+                runs = runs_frame(store, where)
+                runs.to_parquet(tmps["--parquet"], index=False)
+                done.append(f"{len(runs)} run(s), {runs.shape[1]} columns written to {outs['--parquet']}")
+            if "--flows-parquet" in tmps:
+                flows = flows_frame(store, where)
+                flows.to_parquet(tmps["--flows-parquet"], index=False)
+                done.append(f"{len(flows)} flow(s) of {flows['run_key'].nunique()} run(s) written to "
+                            f"{outs['--flows-parquet']}")
+    except sqlite3.OperationalError as e:  # e.g. integer overflow: an error evaluating the condition
+        raise click.ClickException(f"cannot export: --where {clip(where)}: {e}" if where != "1"
+                                   else f"cannot export: {e}") from None
+    except (sqlite3.DatabaseError, ValueError, OSError) as e:  # StoreError, FileRefused, pyarrow's: ValueErrors
         raise click.ClickException(f"cannot export: {e}") from None
-    finally:
-        for tmp in tmps.values():
-            tmp.unlink(missing_ok=True)
     for line in done:
         click.echo(line)

@@ -18,8 +18,9 @@ from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments
 from ..experiments.base import Experiment
+from ..files import FileRefused
 from ..flows import PlanError
-from ..scenario import ScenarioError
+from ..scenario import MAX_SEED, ScenarioError
 from ..testbed.rundir import new_run_dir
 from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
 
@@ -49,6 +50,9 @@ def _command(exp: Experiment) -> click.Command:
         s = scenario_from(kw)
         if seed is not None:
             s = s.model_copy(update={"seed": seed})
+        if s.seed + reps - 1 > MAX_SEED:
+            raise click.BadParameter(f"repetition N uses the seed + N - 1: with --reps {reps} the seed is at most "
+                                     f"{MAX_SEED - reps + 1} (got {s.seed})", param_hint="--seed")
         from ..experiments.runner import preflight, run_reps
 
         try:
@@ -63,7 +67,7 @@ def _command(exp: Experiment) -> click.Command:
             root_or_exit()
         try:
             out_dir = new_run_dir(out, exp.name)
-        except FileExistsError as e:
+        except FileRefused as e:
             raise click.UsageError(str(e)) from None
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
         stack = stack_label(plan.stack_label(), getattr(options, "stand_in", None))
@@ -96,7 +100,7 @@ def _command(exp: Experiment) -> click.Command:
     f = click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results on stdout.")(f)
     f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
                      help=f"Run directory [default: runs/{exp.name}-TIME].")(f)
-    f = click.option("--seed", type=click.IntRange(0, 2**63 - 1),
+    f = click.option("--seed", type=click.IntRange(0, MAX_SEED),
                      help="Base seed of the random stages; repetition N uses seed + N - 1 [default: the scenario's, 1].")(f)
     f = click.option("--reps", type=click.IntRange(1, 1000), default=1, show_default=True, help="Repetitions.")(f)
     f = model_options(exp.options_model)(f)

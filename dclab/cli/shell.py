@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..files import FileRefused
 from ..scenario import ScenarioError
 from ..testbed.hostconfig import HOST_CONFIGS, host_config_for
 from ..testbed.inspection import Inspection
@@ -68,7 +69,7 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
     root_or_exit()
     try:
         run_dir = new_run_dir(out, "shell")
-    except FileExistsError as e:
+    except FileRefused as e:
         raise click.UsageError(str(e)) from None
     what = " ".join(cmd) if cmd else "an interactive shell"
     err.print(f"[bold]shell[/]: bw {s.bw} Mbit/s, delay {s.delay} ms, loss {s.loss} %, split {s.split}, batch {s.batch}, "

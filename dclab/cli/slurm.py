@@ -11,7 +11,7 @@ import click
 from ..campaign.slurm import write_sbatch
 from ..paths import ROOT
 from ..scenario import ScenarioError
-from .campaign import campaign
+from .campaign import MAX_RUNS, campaign, max_runs_option
 
 
 @campaign.command("sbatch")
@@ -25,12 +25,13 @@ from .campaign import campaign
 @click.option("--time", "time_", metavar="D-HH:MM:SS",
               help="Time limit per shard [default: the largest shard's estimate x2 plus 5 min].")
 @click.option("--max-parallel", type=click.IntRange(min=1), metavar="M", help="At most M shards at once (--array=1-N%M).")
+@max_runs_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the scripts, logs and shard results [default: the campaign's slurm/].")
 @click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=ROOT,
               help="The dclab checkout the jobs run from (same path on every node) [default: this one].")
 def campaign_sbatch(name: str, shards: int, reps: int | None, groups: tuple[str, ...], partition: str | None,
-                    time_: str | None, max_parallel: int | None, out: Path | None, repo: Path) -> None:
+                    time_: str | None, max_parallel: int | None, max_runs: int, out: Path | None, repo: Path) -> None:
     """Write Slurm scripts that run campaign NAME as an array job of --shards shards.
 
     Each task runs `dclab doctor`, then `dclab campaign run NAME --shard i/N` into its own
@@ -38,7 +39,8 @@ def campaign_sbatch(name: str, shards: int, reps: int | None, groups: tuple[str,
     `bash OUT/submit.sh` submits both. Submitting again repeats no stored run."""
     args = ["dclab", "campaign", "sbatch", name, "--shards", str(shards)]
     for flag, value in (("--reps", reps), ("--partition", partition), ("--time", time_),
-                        ("--max-parallel", max_parallel), ("--out", out)):
+                        ("--max-parallel", max_parallel), ("--max-runs", max_runs if max_runs != MAX_RUNS else None),
+                        ("--out", out)):
         if value is not None:
             args += [flag, str(value)]
     for g in groups:
@@ -47,7 +49,7 @@ def campaign_sbatch(name: str, shards: int, reps: int | None, groups: tuple[str,
         args += ["--repo", str(repo)]
     try:
         paths = write_sbatch(name, shards, out, reps=reps, groups=groups, partition=partition, time=time_,
-                             max_parallel=max_parallel, repo=repo, command_line=shlex.join(args))
+                             max_parallel=max_parallel, max_runs=max_runs, repo=repo, command_line=shlex.join(args))
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
     for p in paths:

@@ -11,9 +11,10 @@ from rich.table import Table
 
 from ..campaign import plan as cp
 from ..campaign import validate as v
-from ..campaign.store import Store, campaign_dir
+from ..campaign.store import campaign_dir
+from ..files import FileRefused, write_output
 from ..scenario import ScenarioError
-from .campaign import preflight_all, run_all, sim_jobs
+from .campaign import max_runs_option, preflight_all, run_all, sim_jobs, store_at
 from .options import err, root_or_exit, stand_in_from, stand_in_option
 
 
@@ -25,8 +26,9 @@ from .options import err, root_or_exit, stand_in_from, stand_in_option
 @click.option("--sim-only", is_flag=True, help="Run only the simulated twins; compare with the emulated runs already stored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the points and the summary as JSON.")
 @stand_in_option
+@max_runs_option
 def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: bool, as_json: bool,
-             stand_in: str | None) -> None:
+             stand_in: str | None, max_runs: int) -> None:
     """Run campaign NAME on both backends and compare, point by point, the simulated mean
     with the emulated one: goodput within 10 %, JFI within 0.05. The model is judged on
     hold-out points: a point it was calibrated on (data/calibration/) is shown, marked
@@ -40,7 +42,7 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
     named = stand_in_from(stand_in)
     try:
         c = cp.select_groups(cp.load(name), groups)
-        runs = cp.plan(c, reps)
+        runs = cp.plan(c, reps, max_runs=max_runs)
     except ScenarioError as e:
         raise click.UsageError(str(e)) from None
     t = v.twins(runs, named)
@@ -50,7 +52,7 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
     if not pairs:
         raise click.UsageError(f"{c.name}: none of its runs can be simulated (throughput and fairness can, on emu, "
                                f"with stacks the simulation models)")
-    store = Store(campaign_dir(c.name) / "store.sqlite")
+    store = store_at(campaign_dir(c.name) / "store.sqlite")
     done = store.keys()
     sims = [t for _, t in pairs if t.key not in done]
     emus = [] if sim_only else [r for r, _ in pairs if r.key not in done]
@@ -68,7 +70,10 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
     points = v.compare(pairs, rows)
     summary, configs = v.summary(points), v.by_config(points)
     out = {"campaign": c.name, "points": [p.as_dict() for p in points], "summary": summary, "by_config": configs}
-    (campaign_dir(c.name) / "validation.json").write_text(json.dumps(out, indent=1))
+    try:
+        write_output(campaign_dir(c.name) / "validation.json", json.dumps(out, indent=1), "validation.json")
+    except FileRefused as e:
+        raise click.ClickException(str(e)) from None
     if as_json:
         click.echo(json.dumps(out))
     else:

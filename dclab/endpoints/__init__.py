@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+from ..files import clip
 from .base import Stack, StackError
 
 # name -> "module:Class"; imported on first use so that one broken stack does not stop others.
@@ -29,7 +30,7 @@ def get_stack(name: str) -> Stack:
     """The stack (or variant) called ``name``; StackError naming the valid stacks otherwise."""
     spec = STACKS.get(name) or VARIANTS.get(name)
     if spec is None:
-        raise StackError(f"--stack: must be one of {', '.join(STACKS)} (got {name!r})")
+        raise StackError(f"--stack: must be one of {', '.join(STACKS)} (got {clip(name)})")
     module, cls = spec.split(":")
     stack: Stack = getattr(importlib.import_module(module), cls)()
     return stack

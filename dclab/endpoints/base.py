@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from ..files import clip
+
 MAX_CONNECTIONS = 64
 # Where an end asked for ``keylog`` writes its TLS secrets, in its workdir: the NSS key log
 # format (SSLKEYLOGFILE's), which Wireshark and tshark read to decrypt TLS and QUIC.
@@ -102,7 +104,7 @@ class Workload:
         fields (e.g. ``preconnect=True``). A range of 0 bytes (size < n) is left to
         ``errors``; n < 1 is a ValueError."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"ranges: n must be a whole number >= 1 (got {n!r})")
+            raise ValueError(f"ranges: n must be a whole number >= 1 (got {clip(n)})")
         base, extra = divmod(size, n)
         objects = tuple(base + 1 if i < extra else base for i in range(n))
         return cls(objects=objects, connections=n, assignment=tuple(range(n)), ranged=True, **kw)
@@ -383,7 +385,7 @@ class Stack(ABC):
         if cc is None:
             return self.default_cc
         if cc not in self.ccs:
-            raise StackError(f"{option}: {self.name} offers {', '.join(self.ccs)} (got {cc!r})")
+            raise StackError(f"{option}: {self.name} offers {', '.join(self.ccs)} (got {clip(cc)})")
         return cc
 
     def check(self, cc: str | None, workload: Workload | None = None) -> str:

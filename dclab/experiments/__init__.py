@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ..files import clip
 from .base import Experiment
 
 _REGISTRY: dict[str, Experiment] = {}
@@ -50,7 +51,7 @@ def experiments() -> dict[str, Experiment]:
 def get_experiment(name: str) -> Experiment:
     known = experiments()
     if name not in known:
-        raise ValueError(f"experiment: must be one of {', '.join(known)} (got {name!r})")
+        raise ValueError(f"experiment: must be one of {', '.join(known)} (got {clip(name)})")
     return known[name]
 
 

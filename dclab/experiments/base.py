@@ -125,7 +125,8 @@ class PacketSizeOptions(Options):
     when the runner builds the plan)."""
 
     tcp_mss: Annotated[int, in_range(MIN_TCP_MSS, MAX_MTU - IPV4_TCP_HEADERS, _MSS_RANGE)] = Field(
-        TCP_MSS, description=f"TCP MSS clamped on SYNs in both namespaces, bytes ({MIN_TCP_MSS} to {_MSS_RANGE}).")
+        TCP_MSS, description=f"TCP MSS clamped on SYNs in both namespaces, bytes ({MIN_TCP_MSS} to {_MSS_RANGE}) "
+                             f"[default: {TCP_MSS}, or the MTU - {IPV4_TCP_HEADERS} if that is less].")
     quic_datagram: Annotated[int | None, in_range(MIN_QUIC_DATAGRAM, MAX_MTU - IPV4_UDP_HEADERS, _DATAGRAM_RANGE)] = Field(
         None, description=f"Max UDP payload the QUIC stacks send, bytes ({MIN_QUIC_DATAGRAM} to {_DATAGRAM_RANGE}) "
                           f"[default: each stack's own: aioquic 1252, ngtcp2 1200 raised to about 1450 by its path MTU "
@@ -139,7 +140,10 @@ def plan_with_packet_sizes(plan: FlowPlan, scenario: Scenario, options: Options)
     """``plan`` with the packet sizes of ``options`` when it has them (PlanError naming
     the option when the scenario's MTU cannot carry them); else unchanged."""
     if isinstance(options, PacketSizeOptions):
-        return plan.with_packet_sizes(scenario, options.tcp_mss, options.quic_datagram)
+        mss = options.tcp_mss
+        if "tcp_mss" not in options.model_fields_set:  # the study's clamp, as far as the MTU carries it
+            mss = min(mss, scenario.mtu - IPV4_TCP_HEADERS)
+        return plan.with_packet_sizes(scenario, mss, options.quic_datagram)
     return plan
 
 

@@ -24,6 +24,7 @@ from ..analysis import completion, timings
 from ..analysis.metrics import distribution
 from ..endpoints import get_stack
 from ..endpoints.base import StackError, TransferResult, Workload
+from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Testbed
@@ -54,7 +55,7 @@ class DownloadOptions(StackOptions):
     def _check_sizes(cls, v: str) -> str:
         sizes = parse_sizes(v, least=MIN_SIZE)
         if len(set(sizes)) != len(sizes):
-            raise ValueError(f"sizes: each size once (got {v!r})")
+            raise ValueError(f"sizes: each size once (got {clip(v)})")
         return v
 
     def size_list(self) -> tuple[int, ...]:

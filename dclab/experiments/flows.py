@@ -29,6 +29,7 @@ from ..analysis import figures
 from ..analysis.metrics import jain, mean_std, window_means
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import StackError, Workload
+from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Testbed
@@ -66,14 +67,14 @@ def parse_mix(text: str) -> list[MixEntry]:
     out: list[MixEntry] = []
     seen: set[tuple[str, str]] = set()
     if not text or not text.strip():
-        raise ValueError(f"{form} (got {text!r})")
+        raise ValueError(f"{form} (got {clip(text)})")
     for part in text.split(","):
         spec, eq, count_text = part.partition("=")
         stack, _, cc = spec.strip().partition(":")
         if not eq or not stack or not count_text.strip() or (":" in spec and not cc.strip()):
-            raise ValueError(f"{form} (got {part!r})")
+            raise ValueError(f"{form} (got {clip(part)})")
         if stack not in STACKS:
-            raise ValueError(f"stack must be one of {', '.join(STACKS)} (got {stack!r} in {part!r})")
+            raise ValueError(f"stack must be one of {', '.join(STACKS)} (got {clip(stack)} in {clip(part)})")
         try:
             resolved = get_stack(stack).resolve_cc(cc.strip() or None, option="cc")
         except StackError as e:
@@ -82,9 +83,9 @@ def parse_mix(text: str) -> list[MixEntry]:
             count = int(count_text.strip())
         except ValueError:
             raise ValueError(f"COUNT must be a whole number from 1 to {MAX_PER_ENTRY} (got {count_text.strip()!r} "
-                             f"in {part!r})") from None
+                             f"in {clip(part)})") from None
         if not 1 <= count <= MAX_PER_ENTRY:
-            raise ValueError(f"COUNT must be a whole number from 1 to {MAX_PER_ENTRY} (got {count} in {part!r})")
+            raise ValueError(f"COUNT must be a whole number from 1 to {MAX_PER_ENTRY} (got {count} in {clip(part)})")
         if (stack, resolved) in seen:
             raise ValueError(f"{stack}:{resolved} is given twice; give its count once")
         seen.add((stack, resolved))

@@ -22,6 +22,7 @@ from pydantic import Field, StrictBool, field_validator
 from ..analysis import completion, cwnd
 from ..analysis.figures import empty_figure
 from ..endpoints.base import Workload
+from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, ScenarioError, build
 from ..testbed import Testbed
@@ -67,7 +68,7 @@ class MquicOptions(Options):
         items = [x.strip() for x in v.split(",")]
         bad = [x for x in items if x not in MODES]
         if bad or not items or len(set(items)) != len(items):
-            raise ValueError(f"modes: a list of distinct modes from {', '.join(MODES)} (got {v!r})")
+            raise ValueError(f"modes: a list of distinct modes from {', '.join(MODES)} (got {clip(v)})")
         return ",".join(items)
 
     @field_validator("sizes")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 from pathlib import Path
 
 from cryptography import x509
@@ -36,9 +37,10 @@ def make_certs(directory: Path, address: str, name: str = "dclab.test") -> Certs
         .sign(key, hashes.SHA256())
     )
     certs = Certs(cert=directory / "cert.pem", key=directory / "key.pem")
-    certs.key.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    certs.key.chmod(0o600)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    certs.key.unlink(missing_ok=True)  # a fresh file: O_EXCL below, and never another's mode or link
+    fd = os.open(certs.key, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)  # 0600 from the start
+    with os.fdopen(fd, "wb") as f:
+        f.write(pem)
     certs.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return certs

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..files import FileRefused, read_owned_json, secure_dir
 from ..paths import state_dir
 from .procs import alive, process_start
 
@@ -83,14 +84,16 @@ class Originals:
         self.path = state_dir() / "host-originals.json"
 
     def load(self) -> dict[str, str]:
+        if not self.path.exists():
+            return {}
         try:
-            data = json.loads(self.path.read_text())
+            data = read_owned_json(self.path)
             return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-        except (OSError, json.JSONDecodeError):
+        except FileRefused:
             return {}
 
     def _save(self, data: dict[str, str]) -> None:
-        state_dir().mkdir(parents=True, exist_ok=True)
+        secure_dir(state_dir(), "state directory")
         if not data:
             self.path.unlink(missing_ok=True)
             return
@@ -131,7 +134,7 @@ class Journal:
     next run, or `dclab clean`, after a crash) puts the host back."""
 
     def __init__(self, tag: str):
-        state_dir().mkdir(parents=True, exist_ok=True)
+        secure_dir(state_dir(), "state directory")
         self.path = state_dir() / f"run-{tag}.json"
         pid = os.getpid()
         self.data: dict[str, Any] = {"tag": tag, "pid": pid, "start": process_start(pid), "sysctls": {}, "pids": [],
@@ -201,9 +204,13 @@ def undo_journal(path: Path) -> list[str]:
 
     done: list[str] = []
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        path.unlink(missing_ok=True)
+        data = read_owned_json(path)
+        if not isinstance(data, dict):
+            raise FileRefused(f"{path} is not a journal")
+    except FileRefused as e:
+        if "not written by this user alone" in str(e) or not path.is_file() or path.is_symlink():
+            return [f"ignored journal {e}"]  # another user's or not a file: never acted on, never removed
+        path.unlink(missing_ok=True)  # our own, damaged: nothing to act on
         return done
     pids = [(int(p[0]), p[1]) if isinstance(p, list) else (int(p), None) for p in data.get("pids", [])]
     done += _stop(pids)
@@ -229,11 +236,21 @@ def undo_journal(path: Path) -> list[str]:
                 done.append(f"could not restore {name}: {e}")
     done += originals.restore([n for n in sysctls if n in known])
     for d in data.get("private", []):
-        if Path(d).exists():
+        if _is_cert_dir(Path(d)):
             shutil.rmtree(d, ignore_errors=True)
             done.append(f"removed private keys {d}")
     path.unlink(missing_ok=True)
     return done
+
+
+def _is_cert_dir(d: Path) -> bool:
+    """Whether ``d`` is what a run's journal may name as private (testbed.py): a run's
+    certs/ directory holding only its certificate and key. Anything else is left alone."""
+    try:
+        return (d.name == "certs" and d.is_dir() and not d.is_symlink()
+                and {p.name for p in d.iterdir()} <= {"cert.pem", "key.pem"})
+    except OSError:
+        return False
 
 
 def journals() -> list[Path]:
@@ -244,9 +261,9 @@ def journal_is_live(path: Path) -> bool:
     """Whether the run that wrote the journal is still alive (and is not this process:
     whoever asks holds the host lock, so nothing of its own earlier runs is live)."""
     try:
-        data = json.loads(path.read_text())
+        data = read_owned_json(path)
         pid = int(data.get("pid"))
-    except (OSError, json.JSONDecodeError, TypeError, ValueError):
+    except (FileRefused, AttributeError, TypeError, ValueError):
         return False
     return pid != os.getpid() and alive(pid, data.get("start"))
 
@@ -258,8 +275,8 @@ def live_namespaces() -> set[str]:
         if not journal_is_live(p):
             continue
         try:
-            live.update(json.loads(p.read_text()).get("namespaces", []))
-        except (OSError, json.JSONDecodeError):
+            live.update(read_owned_json(p).get("namespaces", []))
+        except (FileRefused, AttributeError, TypeError):
             pass
     return live
 
@@ -292,7 +309,7 @@ class HostLock:
     holder undoes what the dead run left (``recover``)."""
 
     def __init__(self, on_wait: Callable[[], None] | None = None, wait: bool = True):
-        state_dir().mkdir(parents=True, exist_ok=True)
+        secure_dir(state_dir(), "state directory")
         self.path = state_dir() / "host.lock"
         self.fd: int | None = None
         self.on_wait = on_wait

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..files import FileRefused, read_owned_json, secure_dir
 from ..paths import CLIENT_ADDR, SERVER_ADDR, state_dir
 from .procs import alive, process_start
 
@@ -45,7 +46,7 @@ class Namespaces:
         self.client = f"{PREFIX}{self.tag}-cli"
 
     def __enter__(self) -> "Namespaces":
-        _owner_file(self.tag).parent.mkdir(parents=True, exist_ok=True)
+        secure_dir(_owner_file(self.tag).parent, "state directory")
         _owner_file(self.tag).write_text(json.dumps({"pid": os.getpid(), "start": process_start(os.getpid()),
                                                      "namespaces": [self.server, self.client]}))
         try:
@@ -134,11 +135,13 @@ def owned_by_live_processes() -> set[str]:
     live: set[str] = set()
     for f in state_dir().glob("netns-*.json"):
         try:
-            d = json.loads(f.read_text())
+            d = read_owned_json(f)
             if alive(int(d["pid"]), d.get("start")):
                 live.update(d.get("namespaces", []))
                 continue
-        except (OSError, ValueError, KeyError, TypeError):
+        except FileRefused:
+            continue  # not ours alone: neither trusted nor removed
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass
         f.unlink(missing_ok=True)
     return live

@@ -4,10 +4,10 @@ leaves either the old content or the new, never half."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
+from ..files import FileRefused, check_output_dir, write_output
 from ..paths import RUNS
 
 
@@ -16,20 +16,20 @@ def default_out(kind: str) -> Path:
 
 
 def new_run_dir(path: Path | None, kind: str) -> Path:
-    out = Path(path) if path else default_out(kind)
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"--out: {out} exists and is not empty; choose another directory")
-    out.mkdir(parents=True, exist_ok=True)
+    """The run directory (made): ``path`` or runs/KIND-TIME. FileRefused (files.py) if
+    it is not an empty directory or nothing, or cannot be made."""
+    out = check_output_dir(Path(path) if path else default_out(kind), "--out")
+    try:
+        if out.exists() and any(out.iterdir()):
+            raise FileRefused(f"--out: {out} exists and is not empty; choose another directory")
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileRefused(f"--out: cannot make the run directory {out}: {e.strerror or e}") from None
     return out
 
 
 def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+    write_output(path, text, str(path.name))
 
 
 def write_json(path: Path, data: object) -> None:

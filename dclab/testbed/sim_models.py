@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import StackError
+from ..files import clip
 
 
 class SimError(RuntimeError):
@@ -176,10 +177,10 @@ def parse(value: Any) -> dict[str, str]:
         for part in (p.strip() for p in value.split(",")):
             subject, eq, model = part.partition("=")
             if not part or not eq:
-                raise ValueError(f"expected STACK[:CC]=MODEL[,...], e.g. ngtcp2=aioquic (got {value!r})")
+                raise ValueError(f"expected STACK[:CC]=MODEL[,...], e.g. ngtcp2=aioquic (got {clip(value)})")
             items.append((subject, model))
     else:
-        raise ValueError(f"expected STACK[:CC]=MODEL[,...], e.g. ngtcp2=aioquic (got {value!r})")
+        raise ValueError(f"expected STACK[:CC]=MODEL[,...], e.g. ngtcp2=aioquic (got {clip(value)})")
     out: dict[str, str] = {}
     for subject, model in items:
         subject, model = str(subject).strip(), str(model).strip()
