@@ -10,7 +10,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from dclab.campaign.store import COLUMNS, RunRecord, Store, merge_stores, open_existing
+from dclab.campaign.merge import merge_stores
+from dclab.campaign.store import COLUMNS, RunRecord, Store, open_existing
 
 V1_SCHEMA = (Path(__file__).parent / "data" / "store_v1_schema.sql").read_text()
 

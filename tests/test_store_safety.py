@@ -19,7 +19,8 @@ from click.testing import CliRunner
 from test_store import rec, v1_store
 
 from dclab.campaign.frames import flows_frame, runs_frame
-from dclab.campaign.store import NotAStore, Store, StoreDamaged, StoreError, StoreTooNew, merge_stores, open_existing
+from dclab.campaign.merge import merge_stores
+from dclab.campaign.store import NotAStore, Store, StoreDamaged, StoreError, StoreTooNew, open_existing
 from dclab.cli.results import open_store, plot, report, results
 
 
@@ -308,7 +309,7 @@ def test_two_merges_into_one_new_destination_give_the_union(tmp_path):
 
 
 def test_a_merge_waits_for_the_lock_and_a_new_destination_appears_whole(tmp_path):
-    from dclab.campaign.store import merge_lock
+    from dclab.campaign.merge import merge_lock
 
     src = make(tmp_path / "src.sqlite")
     dest = tmp_path / "dest.sqlite"

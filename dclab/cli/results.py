@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from ..campaign.store import Store, StoreError, campaign_dir, merge_stores, open_existing
+from ..campaign.merge import merge_stores
+from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..files import FileRefused, check_output, check_output_dir, clip, output_file
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
