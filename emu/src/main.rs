@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use dcemu::base::time::{from_ms, MAX_TIME_S, NS_PER_MS};
-use dcemu::config::{self, fmt_num, MAX_T_REORDERING_MS};
+use dcemu::config::{self, clip, fmt_num, MAX_T_REORDERING_MS};
 use dcemu::io::runtime::{run, RunOptions};
 use dcemu::io::tun::Offload;
 use dcemu::replay::{run_replay, ReplayOptions};
@@ -94,7 +94,9 @@ enum Cmd {
     /// (aioquic's behaviour) and TCP (Linux's) endpoints and receiving hosts described in
     /// a workload file (see src/sim/workload.rs). Deterministic for the scenario's seed.
     /// Prints one JSON line per flow summary on stdout; --stats writes the same records as
-    /// `run`, then the summary.
+    /// `run`, then the summary. Runs until every flow is done or the duration ends; without
+    /// a duration, at most 1 hour of virtual time after the last flow starts (a flow that
+    /// cannot complete would run forever), saying on stderr which flows were not done.
     Sim {
         /// Scenario file (TOML), as for `run`.
         scenario: PathBuf,
@@ -106,6 +108,7 @@ enum Cmd {
         #[arg(long)]
         stats: Option<PathBuf>,
         /// Stop after this many seconds of virtual time (overrides the workload's duration_s).
+        /// Without either: 3600 s after the last flow's start, if flows are not done by then.
         #[arg(long, allow_negative_numbers = true)]
         duration: Option<f64>,
     },
@@ -115,9 +118,10 @@ enum Cmd {
     Defaults,
     /// Run the PDCP receiver offline on arrivals read from stdin.
     ///
-    /// Input: one arrival per line, "<time_ms> <sn>", times non-decreasing. Output: one
-    /// line per event, "deliver <time_ms> <count>" or "discard <time_ms> <sn>
-    /// <late|duplicate|hfn>". Final counters as JSON on stderr.
+    /// Input: one arrival per line, "<time_ms> <sn>", times non-decreasing, each line at
+    /// most 65536 bytes (a file on stdin at most 64 MiB). Output: one line per event,
+    /// "deliver <time_ms> <count>" or "discard <time_ms> <sn> <late|duplicate|hfn>". Final
+    /// counters as JSON on stderr.
     PdcpReplay {
         /// SN length in bits.
         #[arg(long, default_value_t = 12, value_parser = parse_sn_bits)]
@@ -223,7 +227,7 @@ impl ChannelArgs {
 fn parse_sn_bits(s: &str) -> Result<u8, String> {
     match s {
         "12" | "16" | "18" => Ok(s.parse().unwrap()),
-        _ => Err(format!("must be 12, 16 or 18 (got {s:?})")),
+        _ => Err(format!("must be 12, 16 or 18 (got {})", clip(s))),
     }
 }
 
@@ -231,17 +235,20 @@ fn parse_sn_bits(s: &str) -> Result<u8, String> {
 const MAX_SPIN_US: u32 = 10_000;
 
 fn parse_spin_us(s: &str) -> Result<u32, String> {
-    s.parse()
-        .ok()
-        .filter(|v| *v <= MAX_SPIN_US)
-        .ok_or_else(|| format!("must be an integer between 0 and {MAX_SPIN_US} (got {s:?})"))
+    s.parse().ok().filter(|v| *v <= MAX_SPIN_US).ok_or_else(|| {
+        format!(
+            "must be an integer between 0 and {MAX_SPIN_US} (got {})",
+            clip(s)
+        )
+    })
 }
 
 fn parse_initial_count(s: &str) -> Result<u32, String> {
     s.parse().map_err(|_| {
         format!(
-            "must be a COUNT between 0 and {} (2^32 - 1) (got {s:?})",
-            u32::MAX
+            "must be a COUNT between 0 and {} (2^32 - 1) (got {})",
+            u32::MAX,
+            clip(s)
         )
     })
 }
@@ -251,9 +258,26 @@ fn main() -> ExitCode {
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("dcemu: error: {e:#}");
+            eprintln!("dcemu: error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(1)
         }
+    }
+}
+
+/// Longest error message printed, characters. Every value a message echoes is cut to
+/// about 120 characters where it is formatted; this only guards against one that is not.
+const MAX_MESSAGE: usize = 2_000;
+
+/// An error message as one line of at most [`MAX_MESSAGE`] characters.
+fn one_line(msg: &str) -> String {
+    let msg = msg.replace(['\n', '\r'], " ");
+    match msg.char_indices().nth(MAX_MESSAGE) {
+        None => msg,
+        Some((at, _)) => format!(
+            "{}... (message cut: {} characters)",
+            &msg[..at],
+            msg.chars().count()
+        ),
     }
 }
 
@@ -325,6 +349,30 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             let mut out = StatsOut::open(stats.as_deref())?;
             let summary = dcemu::sim::run(&s, &w, &controllers, &mut out)?;
             out.close()?;
+            if summary.ended == "horizon" {
+                let open: Vec<_> = summary
+                    .flows
+                    .iter()
+                    .filter(|f| f.done_ms.is_none())
+                    .collect();
+                let mut names: Vec<String> = open
+                    .iter()
+                    .take(10)
+                    .map(|f| format!("{} ({} of {} bytes)", f.name, f.bytes, f.size))
+                    .collect();
+                if open.len() > names.len() {
+                    names.push(format!("and {} more", open.len() - names.len()));
+                }
+                eprintln!(
+                    "dcemu: sim: stopped at {} s of virtual time, {} s after the last flow's \
+                     start (no --duration or duration_s given); {} of {} flows not done: {}",
+                    fmt_num(summary.t_ms / 1e3),
+                    dcemu::sim::DEFAULT_HORIZON_S,
+                    open.len(),
+                    summary.flows.len(),
+                    names.join(", ")
+                );
+            }
             if stats.as_deref().is_none_or(|p| p.as_os_str() != "-") {
                 println!("{}", serde_json::to_string(&summary)?);
             }
@@ -376,7 +424,8 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                     Ok(ms) if (0.0..=MAX_T_REORDERING_MS).contains(&ms) => Some(from_ms(ms)),
                     _ => anyhow::bail!(
                         "--t-reordering: must be a number of ms between 0 and {MAX_T_REORDERING_MS} \
-                         (1 hour), or \"inf\" (got {v:?})"
+                         (1 hour), or \"inf\" (got {})",
+                        clip(v)
                     ),
                 },
             };
@@ -386,6 +435,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 initial_count,
                 out_of_order,
             };
+            config::input::check_stdin("pdcp-replay")?;
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
             run_replay(

@@ -4,7 +4,9 @@
 //! Input, one arrival per line: `<time_ms> <sn>`. Times may have up to 6 decimals (exact
 //! nanoseconds, no float rounding), must not decrease and are at most 10 years
 //! ([`MAX_TIME_MS`]), so a timer started at the last arrival still expires at an instant
-//! that exists. Blank lines and `#` comments are ignored. Output, one line per event in time order:
+//! that exists. Blank lines and `#` comments are ignored. The input is streamed, each line
+//! at most [`LINE_LIMIT`](crate::config::input::LINE_LIMIT) bytes of UTF-8 (so
+//! `/dev/zero` is refused at its first line). Output, one line per event in time order:
 //!
 //! ```text
 //! deliver <time_ms> <count>
@@ -16,6 +18,7 @@
 
 use crate::base::time::{fmt_ms, Nanos, MAX_TIME_MS, NS_PER_MS};
 use crate::base::HistSummary;
+use crate::config::input::{clip, clip_plain, read_line};
 use crate::pdcp::{PdcpRx, RxConfig, RxCounters, RxEvent, SnSpace};
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
@@ -44,7 +47,7 @@ struct Summary<'a> {
 /// Runs the receiver over `input`, writing events to `out` and the summary to `err`.
 pub fn run_replay(
     opts: &ReplayOptions,
-    input: impl BufRead,
+    mut input: impl BufRead,
     out: impl Write,
     mut err: impl Write,
 ) -> anyhow::Result<()> {
@@ -72,9 +75,11 @@ pub fn run_replay(
     };
 
     let mut prev: Option<Nanos> = None;
-    for (i, line) in input.lines().enumerate() {
-        let n = i + 1;
-        let line = line.with_context(|| format!("line {n}: read error"))?;
+    let mut line = String::new();
+    for n in 1.. {
+        if !read_line(&mut input, &mut line).map_err(|e| anyhow!("line {n}: {e}"))? {
+            break;
+        }
         let Some((now, sn)) = parse_line(&line, space).map_err(|e| anyhow!("line {n}: {e}"))?
         else {
             continue;
@@ -117,16 +122,20 @@ fn parse_line(line: &str, space: SnSpace) -> Result<Option<(Nanos, u32)>, String
     }
     let fields: Vec<&str> = body.split_whitespace().collect();
     let [time, sn] = fields[..] else {
-        return Err(format!("expected `<time_ms> <sn>`, got {:?}", line.trim()));
+        return Err(format!(
+            "expected `<time_ms> <sn>`, got {}",
+            clip(line.trim())
+        ));
     };
-    let now = parse_ms(time).map_err(|e| format!("bad time {time:?}: {e}"))?;
+    let now = parse_ms(time).map_err(|e| format!("bad time {}: {e}", clip(time)))?;
     if sn.is_empty() || !sn.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("bad SN {sn:?}: not a non-negative integer"));
+        return Err(format!("bad SN {}: not a non-negative integer", clip(sn)));
     }
     match sn.parse::<u32>() {
         Ok(v) if v < space.modulus() => Ok(Some((now, v))),
         _ => Err(format!(
-            "SN {sn} does not fit in {} bits (must be < {})",
+            "SN {} does not fit in {} bits (must be < {})",
+            clip_plain(sn),
             space.bits(),
             space.modulus()
         )),

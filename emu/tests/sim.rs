@@ -8,7 +8,7 @@ use dcemu::base::time::Nanos;
 use dcemu::config::{default_toml, parse};
 use dcemu::model::cc::{Acked, CcKind, Controller};
 use dcemu::model::rtt::RttEstimator;
-use dcemu::sim::{parse_workload, run, SimSummary, Transport};
+use dcemu::sim::{parse_workload, run, SimSummary, Transport, DEFAULT_HORIZON_S};
 
 /// A fixed window: no reaction to loss (what the sender does is then the model alone).
 struct Fixed(u64);
@@ -170,4 +170,37 @@ fn a_tcp_download_with_linux_reno_completes_over_both_legs() {
         f.goodput_mbps > 20.0 && f.goodput_mbps < 40.0 * 1268.0 / 1320.0,
         "{f:?}"
     );
+}
+
+#[test]
+fn without_a_duration_a_flow_that_cannot_finish_stops_at_the_horizon() {
+    // Every downlink packet lost: no flow can complete. Without a duration `sim` used to
+    // run on forever (the stats timer always had a next deadline).
+    let lossy = "[[legs]]\nname = 'leg1'\n[legs.downlink]\n\
+                 loss = { model = 'bernoulli', percent = 100 }\n[legs.uplink]\n";
+    let s = parse(lossy, Path::new(".")).expect("scenario");
+    let c = fixed(120 * 1252);
+    let horizon_ms = DEFAULT_HORIZON_S as f64 * 1e3;
+    for (transport, start_s) in [("quic", 0.0), ("tcp", 0.0), ("quic", 100.0)] {
+        let text = format!(
+            "[[flow]]\nname = \"x\"\ntransport = \"{transport}\"\nserver_port = 4433\n\
+             size = 100000\nstart_s = {start_s}\n"
+        );
+        let w = parse_workload(&text).expect("workload");
+        assert_eq!(w.duration, None);
+        let sum = run(&s, &w, &c, &mut std::io::sink()).expect("simulation");
+        // The horizon counts from the last flow's start.
+        assert_eq!(sum.ended, "horizon", "{transport}");
+        assert_eq!(sum.t_ms, start_s * 1e3 + horizon_ms, "{transport}");
+        assert_eq!(sum.flows[0].done_ms, None);
+        assert_eq!(sum.flows[0].bytes, 0);
+        // A duration given ends it there, as before.
+        let w = parse_workload(&format!("duration_s = 2\n{text}")).expect("workload");
+        let sum = run(&s, &w, &c, &mut std::io::sink()).expect("simulation");
+        assert_eq!((sum.ended, sum.t_ms), ("duration", 2000.0));
+    }
+    // A flow that completes ends the simulation before any horizon.
+    let (sum, _) = simulate(1, ONE_FLOW, 120 * 1252);
+    assert_eq!(sum.ended, "done");
+    assert!(sum.t_ms < 10_000.0, "{}", sum.t_ms);
 }

@@ -5,7 +5,9 @@ use std::ops::Range;
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
+use serde::de::DeserializeOwned;
 
+use super::input::{clip, clip_echoes, clip_plain, read_input};
 use super::model::Scenario;
 use super::schema::ScenarioFile;
 use super::validate::{validate, FieldError};
@@ -13,31 +15,37 @@ use super::validate::{validate, FieldError};
 /// Reads, parses and validates a scenario file. Relative trace paths are resolved against
 /// the file's directory.
 pub fn load(path: &Path) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+    let text = read_input(path, "scenario")?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse(&text, base).with_context(|| format!("invalid scenario {}", path.display()))
 }
 
 /// Parses and validates scenario text; `base` resolves relative trace paths.
 pub fn parse(text: &str, base: &Path) -> Result<Scenario> {
-    let file = deserialize(text).map_err(|e| syntax_error(text, e))?;
+    let file: ScenarioFile = parse_toml(text)?;
     validate(file, base)
+}
+
+/// Reads TOML text into `T` (a scenario, a workload); an error is one line with the line,
+/// the column and the field, every echoed value cut (see [`syntax_error`]).
+pub fn parse_toml<T: DeserializeOwned>(text: &str) -> Result<T> {
+    deserialize::<T>(text).map_err(|e| syntax_error::<T>(text, e))
 }
 
 type DeError = serde_path_to_error::Error<toml::de::Error>;
 
-fn deserialize(text: &str) -> std::result::Result<ScenarioFile, DeError> {
+fn deserialize<T: DeserializeOwned>(text: &str) -> std::result::Result<T, DeError> {
     serde_path_to_error::deserialize(toml::Deserializer::new(text))
 }
 
 /// A TOML or schema error as "line L, column C: FIELD: what is wrong", FIELD being the
 /// path inside the file (omitted when the text does not parse as TOML there).
-fn syntax_error(text: &str, e: DeError) -> anyhow::Error {
-    let mut path = e.path().to_string();
+fn syntax_error<T: DeserializeOwned>(text: &str, e: DeError) -> anyhow::Error {
+    // A key (in the path) or a value (in the message) may be an input's whole line: cut.
+    let mut path = clip_plain(&e.path().to_string());
     let inner = e.into_inner();
     let span = inner.span();
-    let mut msg = inner.message().trim().replace('\n', ", ");
+    let mut msg = clip_echoes(&inner.message().trim().replace('\n', ", "));
     if let Some(span) = span.clone().filter(|_| path == ".") {
         // A number TOML cannot represent is a syntax error with no field path: find the
         // field by putting a value no field accepts in its place and parsing again.
@@ -48,17 +56,19 @@ fn syntax_error(text: &str, e: DeError) -> anyhow::Error {
                 "number too large to fit in target type"
                 | "number too small to fit in target type" => {
                     format!(
-                        "integer out of range: TOML integers are between {} and {} (got {token})",
+                        "integer out of range: TOML integers are between {} and {} (got {})",
                         i64::MIN,
-                        i64::MAX
+                        i64::MAX,
+                        clip_plain(token)
                     )
                 }
                 "invalid floating-point number" if infinite() => format!(
-                    "number out of range: TOML floats are at most about 1.8e308 (got {token})"
+                    "number out of range: TOML floats are at most about 1.8e308 (got {})",
+                    clip_plain(token)
                 ),
-                _ => format!("{msg} (at {token:?})"),
+                _ => format!("{msg} (at {})", clip(token)),
             };
-            if let Some(p) = field_at(text, span.start, token.len()) {
+            if let Some(p) = field_at::<T>(text, span.start, token.len()) {
                 path = p;
             }
         }
@@ -101,13 +111,13 @@ fn token_at(text: &str, at: usize) -> &str {
 
 /// The field path of the value at `at..at + len`: the text parsed again with a date there
 /// (no field takes one), if that makes the error fall on this very spot.
-fn field_at(text: &str, at: usize, len: usize) -> Option<String> {
+fn field_at<T: DeserializeOwned>(text: &str, at: usize, len: usize) -> Option<String> {
     let probe = format!(
         "{}1979-05-27T07:32:00Z{}",
-        &text[..at],
+        text.get(..at)?,
         text.get(at + len..)?
     );
-    let e = deserialize(&probe).err()?;
+    let e = deserialize::<T>(&probe).err()?;
     let path = e.path().to_string();
     // The value itself, or the inline table around it (an internally tagged enum).
     let hit = e.inner().span().is_some_and(|s| s.contains(&at));

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
+use super::input::{clip, clip_plain, read_input};
 use crate::base::time::{MAX_TIME_MS, NS_PER_MS};
 use crate::link::RateTrace;
 
@@ -21,8 +22,7 @@ pub const MAX_KBPS: f64 = 1e9;
 /// > 0 (it is the loop period).
 pub fn load_mahimahi(path: impl AsRef<Path>) -> anyhow::Result<RateTrace> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading mahimahi trace {}", path.display()))?;
+    let text = read_input(path, "mahimahi trace")?;
     parse_mahimahi(&text).with_context(|| format!("mahimahi trace {}", path.display()))
 }
 
@@ -36,9 +36,10 @@ pub fn parse_mahimahi(text: &str) -> anyhow::Result<RateTrace> {
         }
         let Some(t) = s.parse::<u64>().ok().filter(|t| *t <= MAX_TIME_MS) else {
             bail!(
-                "line {}: {s:?} is not a whole number of ms between 0 and {MAX_TIME_MS} \
+                "line {}: {} is not a whole number of ms between 0 and {MAX_TIME_MS} \
                  (10 years)",
-                i + 1
+                i + 1,
+                clip(s)
             );
         };
         if let Some(&prev) = times_ms.last() {
@@ -70,8 +71,7 @@ pub fn parse_mahimahi(text: &str) -> anyhow::Result<RateTrace> {
 /// Callers without a preference pass `"DL_bitrate"` and `1000`.
 pub fn load_csv(path: impl AsRef<Path>, column: &str, row_ms: u64) -> anyhow::Result<RateTrace> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading CSV trace {}", path.display()))?;
+    let text = read_input(path, "CSV trace")?;
     parse_csv(&text, column, row_ms).with_context(|| format!("CSV trace {}", path.display()))
 }
 
@@ -93,9 +93,10 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
     let names: Vec<String> = header.split(',').map(field).collect();
     let Some(col) = names.iter().position(|n| n == column) else {
         bail!(
-            "line {}: no column named {column:?} in header (have: {})",
+            "line {}: no column named {} in header (have: {})",
             hline + 1,
-            names.join(", ")
+            clip(column),
+            clip_plain(&names.join(", "))
         );
     };
     let mut steps = Vec::new();
@@ -103,8 +104,9 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
     for (i, line) in lines {
         let raw = line.split(',').nth(col).with_context(|| {
             format!(
-                "line {}: row has no field for column {column:?} (index {})",
+                "line {}: row has no field for column {} (index {})",
                 i + 1,
+                clip(column),
                 col + 1
             )
         })?;
@@ -115,9 +117,11 @@ pub fn parse_csv(text: &str, column: &str, row_ms: u64) -> anyhow::Result<RateTr
             .filter(|x: &f64| (0.0..=MAX_KBPS).contains(x))
             .with_context(|| {
                 format!(
-                    "line {}, column {column:?}: {v:?} is not a kbit/s value between 0 and \
+                    "line {}, column {}: {} is not a kbit/s value between 0 and \
                      {MAX_KBPS} (1000 gbit/s)",
-                    i + 1
+                    i + 1,
+                    clip(column),
+                    clip(&v)
                 )
             })?;
         total_ms += row_ms;

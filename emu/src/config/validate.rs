@@ -1,13 +1,14 @@
 //! Validation: range and cross-reference checks on a parsed [`ScenarioFile`], producing the
 //! [`Scenario`] model. Every error names the offending field and what is allowed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
 
+use super::input::clip;
 use super::model::{Bearer, CellLeg, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
 use super::schema::{
     BearerFile, BearerMode, CellDeviceFile, CellFile, DelayFile, DirectionFile, DirectionName,
@@ -23,6 +24,35 @@ pub const MAX_T_REORDERING_MS: f64 = 3_600_000.0;
 
 /// Largest PDCP processing delay, ms (`pdcp.processing_ms`).
 pub const MAX_PROCESSING_MS: f64 = 1_000.0;
+
+/// Most legs (`legs`): the split patterns and records are per leg; dual connectivity has 2.
+pub const MAX_LEGS: usize = 8;
+/// Most bearers (`bearers`): a cell leg has one device per bearer and takes at most 1000;
+/// the experiments use up to 32.
+pub const MAX_BEARERS: usize = 1_000;
+/// Most match rules per bearer (`bearers[i].match`): the classifier tries every rule of
+/// every bearer for each packet; a flow needs one.
+pub const MAX_MATCH_RULES: usize = 1_000;
+/// Most schedule entries (`schedule`): a change every 100 ms for over 15 minutes.
+pub const MAX_SCHEDULE: usize = 10_000;
+/// Most distinct trace files in a scenario (each is held in memory, up to 64 MiB of text);
+/// a leg's two directions and a few scheduled switches need a handful.
+pub const MAX_TRACES: usize = 32;
+
+/// Leg and bearer names: they become file names (`--pcap-legs DIR/<leg>.pcap`) and keys
+/// in every record, so nothing that needs quoting or could leave DIR (the Python side's
+/// grammar).
+pub const NAME_RULE: &str = "1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit";
+
+/// Whether `s` follows [`NAME_RULE`].
+pub fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+}
 
 /// An invalid scenario: `field` is the path inside the file, `msg` says what is allowed.
 #[derive(Debug, thiserror::Error)]
@@ -113,23 +143,43 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         3_600_000.0,
     )?;
 
-    if file.legs.is_empty() || file.legs.len() > 8 {
+    if file.legs.is_empty() || file.legs.len() > MAX_LEGS {
         bad(
             "legs",
-            format!("must list 1 to 8 legs (got {})", file.legs.len()),
+            format!("must list 1 to {MAX_LEGS} legs (got {})", file.legs.len()),
         )?;
     }
+    if file.bearers.len() > MAX_BEARERS {
+        bad(
+            "bearers",
+            format!(
+                "must list at most {MAX_BEARERS} bearers (got {})",
+                file.bearers.len()
+            ),
+        )?;
+    }
+    if file.schedule.len() > MAX_SCHEDULE {
+        bad(
+            "schedule",
+            format!(
+                "must list at most {MAX_SCHEDULE} changes (got {})",
+                file.schedule.len()
+            ),
+        )?;
+    }
+    let mut traces = TraceCache::default();
     let mut names = HashSet::new();
     let mut legs = Vec::new();
     for (i, l) in file.legs.iter().enumerate() {
         let f = format!("legs[{i}]");
-        if l.name.is_empty() || !names.insert(l.name.clone()) {
+        check_name(&format!("{f}.name"), &l.name)?;
+        if !names.insert(l.name.clone()) {
             bad(
                 format!("{f}.name"),
-                format!("must be a unique non-empty name (got {:?})", l.name),
+                format!("must be unique (got {} twice)", clip(&l.name)),
             )?;
         }
-        let downlink = direction_spec(&format!("{f}.downlink"), &l.downlink, base)?;
+        let downlink = direction_spec(&format!("{f}.downlink"), &l.downlink, base, &mut traces)?;
         let uplink = match &l.uplink {
             Some(u) => {
                 if u.cell.is_some() {
@@ -138,7 +188,12 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
                         "a cell models the downlink only (give it in the leg's downlink)",
                     )?;
                 }
-                Some(direction_spec(&format!("{f}.uplink"), u, base)?)
+                Some(direction_spec(
+                    &format!("{f}.uplink"),
+                    u,
+                    base,
+                    &mut traces,
+                )?)
             }
             None => None,
         };
@@ -163,7 +218,7 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
                 let known: Vec<_> = legs.iter().map(|l| l.name.as_str()).collect();
                 bad(
                     field,
-                    format!("no leg named {name:?} (legs: {})", known.join(", ")),
+                    format!("no leg named {} (legs: {})", clip(name), known.join(", ")),
                 )
             }
         }
@@ -187,10 +242,11 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
     let mut bnames = HashSet::new();
     for (i, b) in bearer_files.iter().enumerate() {
         let f = format!("bearers[{i}]");
-        if b.name.is_empty() || !bnames.insert(b.name.clone()) {
+        check_name(&format!("{f}.name"), &b.name)?;
+        if !bnames.insert(b.name.clone()) {
             bad(
                 format!("{f}.name"),
-                format!("must be a unique non-empty name (got {:?})", b.name),
+                format!("must be unique (got {} twice)", clip(&b.name)),
             )?;
         }
         let leg_ids: Vec<usize> = match &b.legs {
@@ -200,7 +256,10 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
                 for (j, n) in names.iter().enumerate() {
                     let id = leg_index(&format!("{f}.legs[{j}]"), n)?;
                     if v.contains(&id) {
-                        bad(format!("{f}.legs[{j}]"), format!("leg {n:?} listed twice"))?;
+                        bad(
+                            format!("{f}.legs[{j}]"),
+                            format!("leg {} listed twice", clip(n)),
+                        )?;
                     }
                     v.push(id);
                 }
@@ -233,12 +292,21 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
                 if legs[id].uplink.is_none() {
                     bad(
                         format!("{f}.uplink_leg"),
-                        format!("leg {n:?} has no uplink"),
+                        format!("leg {} has no uplink", clip(n)),
                     )?;
                 }
                 Some(id)
             }
         };
+        if b.rules.len() > MAX_MATCH_RULES {
+            bad(
+                format!("{f}.match"),
+                format!(
+                    "must list at most {MAX_MATCH_RULES} rules (got {})",
+                    b.rules.len()
+                ),
+            )?;
+        }
         let mut rules = Vec::new();
         for (j, r) in b.rules.iter().enumerate() {
             rules.push(rule_spec(&format!("{f}.match[{j}]"), r)?);
@@ -289,7 +357,7 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
         None => 0,
         Some(n) => match bearers.iter().position(|b| &b.name == n) {
             Some(i) => i,
-            None => bad("default_bearer", format!("no bearer named {n:?}"))?,
+            None => bad("default_bearer", format!("no bearer named {}", clip(n)))?,
         },
     };
 
@@ -318,7 +386,7 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
             if uplink && legs[leg].uplink.is_none() {
                 bad(
                     format!("{f}.direction"),
-                    format!("leg {name:?} has no uplink"),
+                    format!("leg {} has no uplink", clip(name)),
                 )?;
             }
             if c.rate.is_some() && c.trace.is_some() {
@@ -349,7 +417,7 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
                     what: ChangeKind::Rate {
                         leg,
                         uplink,
-                        rate: trace_spec(&format!("{f}.trace"), t, base)?,
+                        rate: trace_spec(&format!("{f}.trace"), t, base, &mut traces)?,
                     },
                 });
             }
@@ -379,7 +447,10 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
                 None => None,
                 Some(n) => match bearers.iter().position(|b| &b.name == n) {
                     Some(i) => Some(i),
-                    None => bad(format!("{f}.bearer"), format!("no bearer named {n:?}"))?,
+                    None => bad(
+                        format!("{f}.bearer"),
+                        format!("no bearer named {}", clip(n)),
+                    )?,
                 },
             };
             if let Some(b) = s.batch {
@@ -459,6 +530,13 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+fn check_name(field: &str, s: &str) -> Result<()> {
+    if !is_name(s) {
+        bad(field, format!("must be {NAME_RULE} (got {})", clip(s)))?;
+    }
+    Ok(())
+}
+
 fn check_ns_name(field: &str, s: &str) -> Result<()> {
     let ok = !s.is_empty()
         && s.len() <= 64
@@ -466,7 +544,14 @@ fn check_ns_name(field: &str, s: &str) -> Result<()> {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
         && !s.starts_with('.');
     if !ok {
-        bad(field, format!("must be a network namespace name of 1-64 letters, digits, '-', '_' or '.' (got {s:?})"))?;
+        bad(
+            field,
+            format!(
+                "must be a network namespace name of 1-64 letters, digits, '-', '_' or '.' \
+                 (got {})",
+                clip(s)
+            ),
+        )?;
     }
     Ok(())
 }
@@ -479,7 +564,10 @@ fn check_ifname(field: &str, s: &str) -> Result<()> {
     if !ok {
         bad(
             field,
-            format!("must be an interface name of 1-15 letters, digits, '-' or '_' (got {s:?})"),
+            format!(
+                "must be an interface name of 1-15 letters, digits, '-' or '_' (got {})",
+                clip(s)
+            ),
         )?;
     }
     Ok(())
@@ -508,12 +596,10 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
                 .or_else(|| t.strip_suffix("ps"))
                 .unwrap_or(&t)
                 .to_string();
-            // The unit is the trailing run of letters, so an exponent ("1e3mbit") stays
-            // with the number.
-            let split = t
-                .rfind(|c: char| !c.is_ascii_alphabetic())
-                .map_or(0, |i| i + 1);
-            let (n, unit) = t.split_at(split);
+            // The unit is the trailing run of letters (any script's: "µbit" is a unit, if
+            // an unknown one), so an exponent ("1e3mbit") stays with the number.
+            let n = t.trim_end_matches(char::is_alphabetic);
+            let unit = &t[n.len()..];
             let mult = match unit {
                 "" | "bit" | "b" => 1.0,
                 "kbit" | "k" | "kb" => 1e3,
@@ -521,13 +607,15 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, String> {
                 "gbit" | "g" | "gb" => 1e9,
                 _ => {
                     return Err(format!(
-                        "unknown unit {unit:?} in {s:?}; use bit, kbit, mbit or gbit (per second)"
+                        "unknown unit {} in {}; use bit, kbit, mbit or gbit (per second)",
+                        clip(unit),
+                        clip(s)
                     ))
                 }
             };
             let n: f64 = n
                 .parse()
-                .map_err(|_| format!("cannot read a number in {s:?}"))?;
+                .map_err(|_| format!("cannot read a number in {}", clip(s)))?;
             (n, mult)
         }
     };
@@ -549,7 +637,17 @@ fn rate_spec(field: &str, v: &RateValue) -> Result<RateSpec> {
     }
 }
 
-fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
+/// The traces a scenario has read, by file and reading: one copy of each, however often
+/// the legs and the schedule name it, and at most [`MAX_TRACES`] of them.
+#[derive(Default)]
+struct TraceCache(HashMap<(PathBuf, String, String, u64), Arc<RateTrace>>);
+
+fn trace_spec(
+    field: &str,
+    t: &TraceFile,
+    base: &Path,
+    traces: &mut TraceCache,
+) -> Result<RateSpec> {
     let path = if t.path.is_absolute() {
         t.path.clone()
     } else {
@@ -570,23 +668,46 @@ fn trace_spec(field: &str, t: &TraceFile, base: &Path) -> Result<RateSpec> {
             ),
         )?;
     }
-    let trace: RateTrace = match format.as_str() {
-        "mahimahi" => trace_file::load_mahimahi(&path),
-        "csv" => trace_file::load_csv(&path, &t.column, t.row_ms),
-        other => {
-            return bad(
-                format!("{field}.format"),
-                format!("must be \"mahimahi\" or \"csv\" (got {other:?})"),
-            )
+    // A mahimahi trace ignores the CSV fields: the same file read once.
+    let key = match format.as_str() {
+        "csv" => (path.clone(), format.clone(), t.column.clone(), t.row_ms),
+        _ => (path.clone(), format.clone(), String::new(), 0),
+    };
+    let trace = match traces.0.get(&key) {
+        Some(trace) => trace.clone(),
+        None => {
+            let trace: RateTrace = match format.as_str() {
+                "mahimahi" | "csv" if traces.0.len() >= MAX_TRACES => {
+                    return bad(
+                        format!("{field}.path"),
+                        format!(
+                            "a scenario reads at most {MAX_TRACES} different trace files \
+                             (this is file {})",
+                            MAX_TRACES + 1
+                        ),
+                    )
+                }
+                "mahimahi" => trace_file::load_mahimahi(&path),
+                "csv" => trace_file::load_csv(&path, &t.column, t.row_ms),
+                other => {
+                    return bad(
+                        format!("{field}.format"),
+                        format!("must be \"mahimahi\" or \"csv\" (got {})", clip(other)),
+                    )
+                }
+            }
+            .map_err(|e| FieldError {
+                field: format!("{field}.path"),
+                msg: format!("{e:#}"),
+            })?;
+            let trace = Arc::new(trace);
+            traces.0.insert(key, trace.clone());
+            trace
         }
-    }
-    .map_err(|e| FieldError {
-        field: format!("{field}.path"),
-        msg: format!("{e:#}"),
-    })?;
+    };
     // Trace time 0 is the start of forwarding; a scheduled change moves it to the change.
     Ok(RateSpec::Trace {
-        trace: Arc::new(trace),
+        trace,
         looping: t.looping,
         start_offset: 0,
     })
@@ -646,9 +767,14 @@ fn loss_spec(field: &str, l: &LossFile) -> Result<LossModel> {
     })
 }
 
-fn direction_spec(field: &str, d: &DirectionFile, base: &Path) -> Result<LinkSpec> {
+fn direction_spec(
+    field: &str,
+    d: &DirectionFile,
+    base: &Path,
+    traces: &mut TraceCache,
+) -> Result<LinkSpec> {
     let rate = match &d.trace {
-        Some(t) => trace_spec(&format!("{field}.trace"), t, base)?,
+        Some(t) => trace_spec(&format!("{field}.trace"), t, base, traces)?,
         None => rate_spec(&format!("{field}.rate"), &d.rate)?,
     };
     if let Some(q) = d.queue_packets {
@@ -732,7 +858,10 @@ fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<CellSpec> {
         },
         other => bad(
             format!("{f}.scheduler"),
-            format!("must be \"rr\" (round robin) or \"pf\" (proportional fair) (got {other:?})"),
+            format!(
+                "must be \"rr\" (round robin) or \"pf\" (proportional fair) (got {})",
+                clip(other)
+            ),
         )?,
     };
     if c.devices.is_empty() || c.devices.len() > 1000 {
@@ -761,7 +890,7 @@ fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
         "none" => FadingModel::None,
         other => bad(
             format!("{f}.fading"),
-            format!("must be \"rayleigh\" or \"none\" (got {other:?})"),
+            format!("must be \"rayleigh\" or \"none\" (got {})", clip(other)),
         )?,
     };
     if let Some(q) = d.queue_bytes {
@@ -820,7 +949,10 @@ fn port_range(field: &str, p: &PortValue) -> Result<(u16, u16)> {
                 Some((a, b)) if a <= b => Ok((a, b)),
                 _ => bad(
                     field,
-                    format!("must be a port 0-65535 or a range \"lo-hi\" (got {s:?})"),
+                    format!(
+                        "must be a port 0-65535 or a range \"lo-hi\" (got {})",
+                        clip(s)
+                    ),
                 ),
             }
         }
@@ -839,7 +971,10 @@ fn net(field: &str, s: &str) -> Result<(u32, u32)> {
         }
         _ => bad(
             field,
-            format!("must be an IPv4 address or prefix like 198.18.0.0/15 (got {s:?})"),
+            format!(
+                "must be an IPv4 address or prefix like 198.18.0.0/15 (got {})",
+                clip(s)
+            ),
         ),
     }
 }
@@ -854,7 +989,7 @@ fn rule_spec(field: &str, m: &MatchFile) -> Result<Rule> {
             Ok(n) => Some(n),
             Err(_) => bad(
                 format!("{field}.protocol"),
-                format!("must be tcp, udp, icmp or 0-255 (got {other:?})"),
+                format!("must be tcp, udp, icmp or 0-255 (got {})", clip(other)),
             )?,
         },
     };
@@ -908,6 +1043,52 @@ mod tests {
         );
         assert!(r("nan mbit").unwrap_err().contains("unknown unit"));
         assert!(r("mbit").unwrap_err().contains("cannot read a number"));
+    }
+
+    #[test]
+    fn rates_with_any_characters_are_refused_not_a_panic() {
+        // Units used to be cut at a byte index: a multi-byte character there panicked.
+        let r = |s: &str| parse_rate(&RateValue::Text(s.into())).unwrap_err();
+        let unit = |u: &str, s: &str| {
+            format!("unknown unit \"{u}\" in \"{s}\"; use bit, kbit, mbit or gbit (per second)")
+        };
+        assert_eq!(r("20µbit"), unit("µbit", "20µbit"));
+        assert_eq!(r("20 Mbit/s€"), "cannot read a number in \"20 Mbit/s€\"");
+        assert_eq!(r("é"), unit("é", "é"));
+        // A combining accent is no letter: not a unit, and no number either.
+        assert_eq!(r("5e\u{301}"), "cannot read a number in \"5e\\u{301}\"");
+        assert_eq!(r("😀mbit"), "cannot read a number in \"😀mbit\"");
+        assert_eq!(r("1€0"), "cannot read a number in \"1€0\"");
+        assert_eq!(r(""), "cannot read a number in \"\"");
+        assert_eq!(r("µ"), unit("µ", "µ"));
+        let long = format!("1{}", "ü".repeat(500));
+        let e = r(&long);
+        assert!(
+            e.contains("(500 characters)") && e.contains("(501 characters)"),
+            "{e}"
+        );
+        assert!(e.chars().count() < 400, "{e}");
+    }
+
+    #[test]
+    fn names_follow_one_grammar() {
+        for ok in ["leg1", "a", "LTE-1.b_2", &"x".repeat(64)] {
+            assert!(is_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "-a",
+            ".a",
+            "_a",
+            "a b",
+            "a/b",
+            "..",
+            "lé",
+            "a\0",
+            &"x".repeat(65),
+        ] {
+            assert!(!is_name(bad), "{bad}");
+        }
     }
 
     #[test]

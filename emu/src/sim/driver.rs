@@ -29,6 +29,12 @@ use crate::model::Endpoint;
 /// aioquic, TCP flows as Linux) and the full-size packet in bytes.
 pub type Controllers<'a> = &'a dyn Fn(CcKind, Transport, u64) -> Box<dyn Controller>;
 
+/// Without a duration (`--duration`, the workload's `duration_s`) a simulation stops this
+/// long after the last flow's start, done or not, and says so: a flow that cannot complete
+/// (every packet lost, a trace at rate 0) would otherwise keep it going forever. An hour
+/// carries 100 MB at 250 kbit/s; a longer run gives a duration.
+pub const DEFAULT_HORIZON_S: u64 = 3_600;
+
 /// Steps within one instant before the driver gives up (a model that keeps asking to act
 /// at the same instant is a bug, not a workload).
 const MAX_STEPS_PER_INSTANT: u32 = 100_000;
@@ -87,6 +93,9 @@ pub struct SimSummary {
     pub kind: &'static str,
     /// Virtual time at the end.
     pub t_ms: f64,
+    /// Why it ended: "done" (every flow), "duration" (the one given), "horizon" (none
+    /// given: [`DEFAULT_HORIZON_S`] after the last start, with a flow not done).
+    pub ended: &'static str,
     pub flows: Vec<FlowResult>,
     /// Packets the endpoints sent into the engine, and what the loop did.
     pub packets: u64,
@@ -221,7 +230,15 @@ pub fn run(
         .enumerate()
         .map(|(i, f)| build_flow(s, i, f, controllers))
         .collect::<Result<Vec<_>>>()?;
-    let end = w.duration;
+    let last_start = w.flows.iter().map(|f| f.start).max().unwrap_or(0);
+    let (end, end_kind) = match w.duration {
+        Some(d) => (d, "duration"),
+        None => (
+            last_start.saturating_add(DEFAULT_HORIZON_S * NS_PER_S),
+            "horizon",
+        ),
+    };
+    let mut ended = "done";
     let mut now: Nanos = 0;
     let mut packets = 0u64;
     let mut instants = 0u64;
@@ -314,8 +331,9 @@ pub fn run(
             );
         };
         let next = next.max(now + 1);
-        if let Some(e) = end.filter(|&e| next > e) {
-            now = e;
+        if next > end {
+            ended = end_kind;
+            now = end;
             engine.advance(now);
             for rec in engine.take_records() {
                 write_line(stats, &rec)?;
@@ -331,6 +349,7 @@ pub fn run(
     let summary = SimSummary {
         kind: "sim",
         t_ms: to_ms(now),
+        ended,
         flows: results,
         packets,
         instants,

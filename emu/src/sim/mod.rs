@@ -10,5 +10,5 @@
 pub mod driver;
 pub mod workload;
 
-pub use driver::{run, Controllers, FlowResult, SimSummary};
+pub use driver::{run, Controllers, FlowResult, SimSummary, DEFAULT_HORIZON_S};
 pub use workload::{load_workload, parse_workload, FlowSpec, Transport, Workload};

@@ -27,7 +27,19 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::base::time::{from_ms, Nanos, MAX_TIME_S};
+use crate::config::input::{clip, read_input};
+use crate::config::parse_toml;
+use crate::config::validate::{fmt_num, is_name, NAME_RULE};
 use crate::model::cc::CcKind;
+
+/// Most flows in a workload: each is a pair of modelled endpoints and a host, and its
+/// default client port (40000 + index) must stay a port; the experiments run up to 32.
+pub const MAX_FLOWS: usize = 10_000;
+/// Most points of `app_packet_quantiles_us`: a measured distribution needs dozens.
+pub const MAX_QUANTILE_POINTS: usize = 1_000;
+/// Largest object, bytes (1 TB): hours at 1 Gbit/s, and every byte count of the models
+/// stays far from overflowing.
+pub const MAX_SIZE: u64 = 1_000_000_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -139,40 +151,59 @@ pub struct Workload {
 }
 
 pub fn load_workload(path: &Path) -> Result<Workload> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read workload {}", path.display()))?;
+    let text = read_input(path, "workload")?;
     parse_workload(&text).with_context(|| format!("workload {}", path.display()))
 }
 
 /// Parses and checks a workload; errors name the field and the allowed range.
 pub fn parse_workload(text: &str) -> Result<Workload> {
-    let de = toml::Deserializer::new(text);
-    let file: WorkloadFile = serde_path_to_error::deserialize(de)
-        .map_err(|e| anyhow::anyhow!("{}: {}", e.path(), e.inner().message()))?;
+    let file: WorkloadFile = parse_toml(text)?;
     let duration = match file.duration_s {
         None => None,
         Some(d) if d.is_finite() && d > 0.0 && d <= MAX_TIME_S as f64 => Some(from_ms(d * 1e3)),
-        Some(d) => bail!("duration_s: must be more than 0 and at most {MAX_TIME_S} (got {d})"),
+        Some(d) => bail!(
+            "duration_s: must be more than 0 and at most {MAX_TIME_S} (got {})",
+            fmt_num(d)
+        ),
     };
     if file.flow.is_empty() {
         bail!("flow: at least one [[flow]] is needed");
     }
-    if file.flow.len() > u16::MAX as usize {
-        bail!("flow: at most {} flows (got {})", u16::MAX, file.flow.len());
+    if file.flow.len() > MAX_FLOWS {
+        bail!(
+            "flow: must list at most {MAX_FLOWS} flows (got {})",
+            file.flow.len()
+        );
     }
     let mut flows = Vec::new();
     for (i, f) in file.flow.into_iter().enumerate() {
         let at = |field: &str| format!("flow[{i}].{field}");
-        let cc = CcKind::parse(&f.cc)
-            .with_context(|| format!("{}: one of reno, cubic, bbr (got {:?})", at("cc"), f.cc))?;
-        if f.size == 0 {
-            bail!("{}: must be at least 1 byte", at("size"));
+        if !is_name(&f.name) {
+            bail!(
+                "{}: must be {NAME_RULE} (got {})",
+                at("name"),
+                clip(&f.name)
+            );
+        }
+        let cc = CcKind::parse(&f.cc).with_context(|| {
+            format!(
+                "{}: one of reno, cubic, bbr (got {})",
+                at("cc"),
+                clip(&f.cc)
+            )
+        })?;
+        if !(1..=MAX_SIZE).contains(&f.size) {
+            bail!(
+                "{}: must be between 1 and {MAX_SIZE} bytes (got {})",
+                at("size"),
+                f.size
+            );
         }
         if !(f.start_s.is_finite() && (0.0..=MAX_TIME_S as f64).contains(&f.start_s)) {
             bail!(
                 "{}: must be between 0 and {MAX_TIME_S} (got {})",
                 at("start_s"),
-                f.start_s
+                fmt_num(f.start_s)
             );
         }
         if !(200..=65_000).contains(&f.datagram) {
@@ -186,8 +217,9 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
             "aioquic-1.7" => false,
             "aioquic-0.8" => true,
             other => bail!(
-                "{}: \"aioquic-1.7\" or \"aioquic-0.8\" (got {other:?})",
-                at("quic")
+                "{}: \"aioquic-1.7\" or \"aioquic-0.8\" (got {})",
+                at("quic"),
+                clip(other)
             ),
         };
         if !(88..=65_000).contains(&f.mss) {
@@ -227,7 +259,11 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
             ("send_packet_us", f.send_packet_us),
         ] {
             if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
-                bail!("{}: must be between 0 and 1000000 (got {v})", at(name));
+                bail!(
+                    "{}: must be between 0 and 1000000 (got {})",
+                    at(name),
+                    fmt_num(v)
+                );
             }
         }
         if f.server_port == 0 {
@@ -256,6 +292,12 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
 /// Checks a quantile function's points: at least two, the first at probability 0,
 /// probabilities rising up to at most 1, times (µs, 0 to 1000000) not falling.
 fn quantile_points(points: &[(f64, f64)]) -> std::result::Result<Vec<(f64, Nanos)>, String> {
+    if points.len() > MAX_QUANTILE_POINTS {
+        return Err(format!(
+            "must list at most {MAX_QUANTILE_POINTS} points (got {})",
+            points.len()
+        ));
+    }
     if points.len() < 2 || points[0].0 != 0.0 {
         return Err("at least two [probability, µs] points, the first at probability 0".into());
     }
@@ -263,12 +305,14 @@ fn quantile_points(points: &[(f64, f64)]) -> std::result::Result<Vec<(f64, Nanos
     for (i, &(p, us)) in points.iter().enumerate() {
         if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
             return Err(format!(
-                "point {i}: probability must be between 0 and 1 (got {p})"
+                "point {i}: probability must be between 0 and 1 (got {})",
+                fmt_num(p)
             ));
         }
         if !(us.is_finite() && (0.0..=1e6).contains(&us)) {
             return Err(format!(
-                "point {i}: µs must be between 0 and 1000000 (got {us})"
+                "point {i}: µs must be between 0 and 1000000 (got {})",
+                fmt_num(us)
             ));
         }
         let t = from_ms(us / 1e3);
