@@ -146,3 +146,17 @@ def wait_for(cond, timeout_s: float, what: str, proc: subprocess.Popen | None = 
         assert proc is None or proc.poll() is None, f"the process ended before {what}"
         assert time.monotonic() - t0 < timeout_s, f"no {what} after {timeout_s} s"
         time.sleep(0.05)
+
+
+@pytest.fixture
+def no_hang():
+    """The test fails after 60 s instead of blocking forever (e.g. a read of a FIFO that
+    a regression stopped refusing)."""
+    def boom(*_: object) -> None:
+        raise TimeoutError("blocked for 60 s")
+
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)

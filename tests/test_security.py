@@ -7,12 +7,15 @@ emu/tests/bad_input.rs."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
+import resource
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,7 @@ from dclab.flows import Flow, PlanError, parse_assignments, single_bearer_plan
 from dclab.paths import ROOT
 
 HUGE = 65 * 1024 * 1024  # above files.INPUT_LIMIT
+pytestmark = pytest.mark.usefixtures("no_hang")  # conftest.py: a test blocked on a FIFO fails after 60 s
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -272,6 +276,35 @@ def test_a_campaign_that_multiplies_into_millions_is_refused_before_planning(tmp
         assert code == 0
 
 
+def in_bounded_child(fn: Callable[[], None]) -> None:
+    """Runs ``fn`` in a forked child with 2 GB more address space than it starts with and
+    30 s: a regression that reads /dev/zero whole fails the test, not the machine."""
+    ctx = multiprocessing.get_context("fork")
+    errors = ctx.SimpleQueue()
+
+    def child() -> None:
+        vm = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (2 << 30), vm + (2 << 30)))
+        try:
+            fn()
+            errors.put("")
+        except BaseException as e:  # noqa: BLE001 - sent to the parent, which fails with it
+            errors.put(f"{type(e).__name__}: {e}")
+
+    p = ctx.Process(target=child, daemon=True)
+    p.start()
+    try:
+        p.join(30)  # before no_hang's alarm
+        if p.is_alive():
+            pytest.fail("blocked for 30 s")
+    finally:
+        if p.is_alive():
+            p.kill()
+            p.join()
+    assert p.exitcode == 0 and not errors.empty(), f"the child died (exit {p.exitcode})"
+    assert errors.get() == ""
+
+
 @pytest.mark.parametrize("make", ["fifo", "dev", "huge", "dir"])
 def test_input_files_of_every_reader_are_checked(tmp_path, make):
     path = {"fifo": tmp_path / "in.toml", "dev": Path("/dev/zero"), "huge": tmp_path / "in.toml",
@@ -285,17 +318,21 @@ def test_input_files_of_every_reader_are_checked(tmp_path, make):
         path.mkdir()
     expect = {"fifo": "is a FIFO, not a regular file", "dev": "is a character device, not a regular file",
               "huge": f"is {HUGE} bytes; at most", "dir": "is a directory"}[make]
-    t = time.monotonic()
-    with pytest.raises(sc.ScenarioError, match=expect):
-        sc.load(path)
-    with pytest.raises(sc.ScenarioError, match=expect):
-        fidelity.load_reference(path)
-    if make != "dev":  # a campaign is a .toml path or a name
+
+    def readers() -> None:
+        t = time.monotonic()
         with pytest.raises(sc.ScenarioError, match=expect):
-            cp.load(str(path))
-    with pytest.raises(sc.ScenarioError, match=expect.split(",")[0].split(";")[0]):
-        sc.build(trace=path)
-    assert time.monotonic() - t < 5
+            sc.load(path)
+        with pytest.raises(sc.ScenarioError, match=expect):
+            fidelity.load_reference(path)
+        if make != "dev":  # a campaign is a .toml path or a name
+            with pytest.raises(sc.ScenarioError, match=expect):
+                cp.load(str(path))
+        with pytest.raises(sc.ScenarioError, match=expect.split(",")[0].split(";")[0]):
+            sc.build(trace=path)
+        assert time.monotonic() - t < 5
+
+    in_bounded_child(readers)
 
 
 def test_echoed_input_is_cut(tmp_path):
@@ -392,9 +429,13 @@ def test_state_dir_is_private_and_foreign_journals_are_never_acted_on(tmp_path, 
         files.secure_dir(state, "state directory")
 
 
-def test_the_tls_key_is_never_readable_by_others(tmp_path):
+def test_the_tls_key_is_never_readable_by_others(tmp_path, monkeypatch):
     from dclab.testbed.certs import make_certs
 
+    # Created 0600, not written and then narrowed: with chmod gone and no umask, a key
+    # written first would be left readable by everyone.
+    monkeypatch.setattr(Path, "chmod", lambda *a, **k: None)
+    monkeypatch.setattr(os, "chmod", lambda *a, **k: None)
     old = os.umask(0)
     try:
         certs = make_certs(tmp_path / "certs", "198.18.0.1")

@@ -9,7 +9,6 @@ import contextlib
 import multiprocessing
 import os
 import random
-import signal
 import sqlite3
 import stat
 from pathlib import Path
@@ -23,18 +22,7 @@ from dclab.campaign.merge import merge_stores
 from dclab.campaign.store import NotAStore, Store, StoreDamaged, StoreError, StoreTooNew, open_existing
 from dclab.cli.results import open_store, plot, report, results
 
-
-@pytest.fixture(autouse=True)
-def no_hang():
-    """Every test here fails after 60 s instead of blocking (e.g. on a FIFO)."""
-    def boom(*_):
-        raise TimeoutError("blocked for 60 s")
-
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+pytestmark = pytest.mark.usefixtures("no_hang")  # conftest.py: a test blocked on a FIFO fails after 60 s
 
 
 def make(path: Path, n: int = 3, prefix: str = "k", **kw) -> Path:
