@@ -524,3 +524,14 @@ def test_a_state_dir_that_is_a_symlink_is_refused(tmp_path):
     (tmp_path / "state").symlink_to(real)
     with pytest.raises(FileRefused, match="is a symlink, not a directory"):
         files.secure_dir(tmp_path / "state", "state directory")
+
+
+def test_an_experiment_name_follows_the_grammar():
+    import example_experiment
+
+    from dclab.experiments import register
+
+    for bad in ("../x", "<script>", "a b"):
+        hostile = type("Hostile", (type(example_experiment.EXPERIMENT),), {"name": bad})()
+        with pytest.raises(FileRefused, match="experiment name: .* is not a valid name"):
+            register(hostile)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..files import clip
+from ..files import check_name, clip
 from .base import Experiment
 
 _REGISTRY: dict[str, Experiment] = {}
@@ -31,7 +31,9 @@ def _load() -> None:
 
 def register(exp: Experiment) -> Experiment:
     """Adds an experiment (modules here are found by themselves; tests and plug-ins
-    elsewhere call this). A name may be registered once."""
+    elsewhere call this). A name may be registered once, and follows files.NAME_RE: it
+    becomes a command, a store column read back into file names and a campaign table."""
+    check_name(exp.name, "experiment name")
     if exp.name in _REGISTRY and _REGISTRY[exp.name] is not exp:
         raise ValueError(f"experiment {exp.name!r} is registered twice")
     _REGISTRY[exp.name] = exp
