@@ -64,36 +64,39 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def _open_input(path: Path, what: str, limit: int) -> int:
+    """A descriptor of the regular file at `path` of at most `limit` bytes, opened without
+    blocking (a FIFO is refused, not waited on); FileRefused naming `what` otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise FileRefused(f"{what}: cannot read {path}: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    problem = (f"is {kind_of(st.st_mode)}, not a regular file" if not stat.S_ISREG(st.st_mode)
+               else f"is {st.st_size} bytes; at most {limit} are read" if st.st_size > limit else None)
+    if problem:
+        os.close(fd)
+        raise FileRefused(f"{what}: {path} {problem}")
+    return fd
+
+
 def check_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> Path:
     """`path` if it is a regular file (symlinks to one are followed) of at most `limit`
     bytes, for readers that open it themselves; else FileRefused, without blocking on a
     FIFO."""
-    read_input(path, what, limit, decode=False)
+    os.close(_open_input(Path(path), what, limit))
     return Path(path)
 
 
-def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT, decode: bool = True) -> str:
+def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> str:
     """The UTF-8 text of the regular file at `path` (symlinks to one are followed). A
     FIFO is opened without blocking and refused; a device, a directory or a file over
     `limit` bytes is refused before anything is read. FileRefused names `what`."""
     p = Path(path)
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise FileRefused(f"{what}: cannot read {p}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise FileRefused(f"{what}: {p} is {kind_of(st.st_mode)}, not a regular file")
-        if st.st_size > limit:
-            raise FileRefused(f"{what}: {p} is {st.st_size} bytes; at most {limit} are read")
-        if not decode:
-            return ""
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
+    fd = _open_input(p, what, limit)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
     if len(data) > limit:  # grew while we read it
         raise FileRefused(f"{what}: {p} is over {limit} bytes")
     try:
