@@ -269,7 +269,6 @@ fn bad_replay_options_and_lines_are_refused() {
 #[test]
 fn bad_scenarios_and_traces_are_refused() {
     let dir = Scratch::new("check");
-    let d = dir.0.to_str().unwrap().to_string();
     dir.file("ok.csv", "DL_bitrate\n1000\n");
     let cases: Vec<(String, String)> = vec![
         (
@@ -355,25 +354,32 @@ fn bad_scenarios_and_traces_are_refused() {
         );
     }
     for (i, (name, content, want)) in traces.iter().enumerate() {
-        let name = format!("{i}-{name}");
-        dir.file(&name, content);
-        let text = format!("[[legs]]\nname = 'a'\n[legs.downlink.trace]\npath = '{name}'\n");
-        let s = dir.file(&format!("t{i}.toml"), &text);
-        let s = s.to_str().unwrap();
-        let kind = if name.ends_with(".csv") {
-            "CSV"
-        } else {
-            "mahimahi"
-        };
-        check(
-            &["check", s],
-            "",
-            1,
-            &format!(
-                "invalid scenario {s}: legs[0].downlink.trace.path: {kind} trace {d}/{name}: {want}"
-            ),
-        );
+        trace_refused(&dir, &format!("{i}-{name}"), content, "", want);
     }
+}
+
+/// `dcemu check` of a scenario whose one leg replays the trace file `name` (holding
+/// `content`; `extra` lines in its trace table) fails naming the field, the trace's kind
+/// and path, and `want`.
+fn trace_refused(dir: &Scratch, name: &str, content: &str, extra: &str, want: &str) {
+    let d = dir.0.to_str().unwrap();
+    dir.file(name, content);
+    let text = format!("[[legs]]\nname = 'a'\n[legs.downlink.trace]\npath = '{name}'\n{extra}");
+    let s = dir.file(&format!("{name}.toml"), &text);
+    let s = s.to_str().unwrap();
+    let kind = if name.ends_with(".csv") {
+        "CSV"
+    } else {
+        "mahimahi"
+    };
+    check(
+        &["check", s],
+        "",
+        1,
+        &format!(
+            "invalid scenario {s}: legs[0].downlink.trace.path: {kind} trace {d}/{name}: {want}"
+        ),
+    );
 }
 
 /// Checks `dcemu args` with `input` on stdin: exit status 1, no panic, and stderr exactly
@@ -613,7 +619,6 @@ fn non_ascii_text_in_any_string_is_refused_not_a_panic() {
         );
     }
     // Trace files: the value on the line, and a column name, as written.
-    let d = dir.0.to_str().unwrap();
     for (name, content, column, want) in [
         (
             "u.down",
@@ -635,25 +640,7 @@ fn non_ascii_text_in_any_string_is_refused_not_a_panic() {
             "line 1: no column named \"débít\" in header (have: débit, x)",
         ),
     ] {
-        dir.file(name, content);
-        let text = format!(
-            "[[legs]]\nname = 'a'\n[legs.downlink.trace]\npath = '{name}'\ncolumn = '{column}'\n"
-        );
-        let s = dir.file(&format!("{name}.toml"), &text);
-        let s = s.to_str().unwrap();
-        let kind = if name.ends_with(".csv") {
-            "CSV"
-        } else {
-            "mahimahi"
-        };
-        check(
-            &["check", s],
-            "",
-            1,
-            &format!(
-                "invalid scenario {s}: legs[0].downlink.trace.path: {kind} trace {d}/{name}: {want}"
-            ),
-        );
+        trace_refused(&dir, name, content, &format!("column = '{column}'\n"), want);
     }
     // The workload's strings.
     let ok = dir.file("ok.toml", "");
