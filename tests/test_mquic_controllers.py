@@ -544,3 +544,23 @@ def test_mquic_bbr_losses_are_nfes_that_change_nothing() -> None:
 
 def mq_packets(c: Conn) -> int:
     return c.cc.packets  # type: ignore[attr-defined]
+
+
+def test_merged_nfe_restores_the_hit_connection_and_keeps_gamma() -> None:
+    conns = attached(MquicReno, Params.for_controller("reno", merge_within_rtt=True))
+    for c in conns:
+        c.round(1.0)
+    conns[0].round(2.0, lose=True)  # an event: RTT samples of 50 ms, so it lasts until 2.1
+    first = groups.log("g")[-1]
+    gamma = first.gamma
+    before = conns[1].cc.congestion_window
+    conns[1].send(2.06)
+    conns[1].lose(2.08)  # 30 ms after the first: the same event
+    rec = groups.log("g")[-1]
+    assert (rec.action, rec.within_rtt, rec.conn, rec.cwnd_before) == ("merged", True, 1, before)
+    assert conns[1].cc.congestion_window == before and conns[1].cc.ssthresh is None  # its own halving undone
+    group = groups.get("g")
+    assert group is not None and group.gamma == gamma and group.nfes_within_rtt == 1
+    conns[2].send(2.2)
+    conns[2].lose(2.25)  # after the event: synchronized again
+    assert groups.log("g")[-1].action == "sync" and group.gamma < gamma

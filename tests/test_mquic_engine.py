@@ -433,3 +433,52 @@ def test_sync_modes_and_bbr_preset():
     assert Params(sync="off").sync == "off"
     bbr = Params.for_controller("bbr", n=2, sync="off")
     assert (bbr.n, bbr.sync, bbr.rate_ratio, bbr.gamma0) == (2, "off", 2.0, 2.0)
+
+
+# -- NFEs within one RTT (Params.merge_within_rtt) ---------------------------------------------
+
+
+def test_nfes_within_one_rtt_are_marked_and_merged_only_when_asked():
+    for merge in (False, True):
+        g = group(Params.for_controller("reno", merge_within_rtt=merge))
+        d1 = g.on_nfe(A, 1.0, {A: slow(6000), B: slow(12000), C: slow(12000)}, rtt=0.05)
+        assert (d1.record.action, d1.record.within_rtt, d1.record.gamma) == ("sync", False, g.gamma)
+        gamma1, each = g.gamma, d1.updates[B].cwnd
+        # B's delay exit 30 ms later: the same network event (its window before: 20000)
+        prior = slow(20000)
+        d2 = g.on_nfe(B, 1.03, {A: slow(each), B: ca(20000), C: slow(each)}, "delay", rtt=0.05, prior=prior,
+                      cwnd_before=20000)  # fmt: skip
+        assert d2.record.within_rtt is True and g.nfes_within_rtt == 1 and g.nfes == 2
+        if merge:  # undone, no γ step, nobody else touched
+            assert d2.record.action == "merged" and d2.updates == {B: prior} and g.gamma == gamma1
+        else:
+            assert d2.record.action == "sync" and g.gamma < gamma1
+        # 51 ms after the first NFE: a new event (the window is the first NFE's RTT)
+        d3 = g.on_nfe(C, 1.051, {c: slow(each) for c in (A, B, C)}, rtt=0.01)
+        assert d3.record.within_rtt is False and d3.record.action == "sync"
+        d4 = g.on_nfe(A, 1.06, {c: slow(each) for c in (A, B, C)}, rtt=0.01)
+        assert d4.record.within_rtt is True and g.nfes_within_rtt == 2
+        assert json.loads(json.dumps(d4.record.to_dict()))["within_rtt"] is True
+
+
+def test_within_rtt_without_an_rtt_and_in_observer_and_stopped_groups():
+    g = group(Params(sync="off", merge_within_rtt=True))
+    rec = g.on_nfe(A, 1.0, {c: slow(12000) for c in (A, B, C)}).record
+    assert rec.within_rtt is None and "within_rtt" not in rec.to_dict()  # no RTT: no event window
+    g.on_nfe(A, 2.0, {c: slow(12000) for c in (A, B, C)}, rtt=0.1)
+    d = g.on_nfe(B, 2.05, {c: slow(12000) for c in (A, B, C)}, rtt=0.1, prior=slow(24000))
+    assert (d.record.action, d.record.within_rtt, d.updates) == ("none", True, {})  # observers are never changed
+    note = g.note_nfe(C, 2.06, {c: slow(12000) for c in (A, B, C)}, rtt=0.1)
+    assert note.within_rtt is True and g.nfes_within_rtt == 2
+    # after the stop nothing is synchronized, so nothing is merged either
+    s = group(Params.for_controller("reno", merge_within_rtt=True))
+    drive_until_stop(s)
+    s.on_nfe(A, 10.0, {c: ca(12000) for c in (A, B, C)}, rtt=0.1)
+    d = s.on_nfe(B, 10.01, {c: ca(12000) for c in (A, B, C)}, rtt=0.1, prior=ca(24000))
+    assert (d.record.action, d.record.within_rtt) == ("none", True)
+    with pytest.raises(ValueError, match="rtt"):
+        s.on_nfe(A, 11.0, {c: ca(12000) for c in (A, B, C)}, rtt=-1.0)
+    with pytest.raises(ValueError, match="prior.cwnd"):
+        s.on_nfe(A, 12.0, {c: ca(12000) for c in (A, B, C)}, prior=ca(0))
+    with pytest.raises(ValueError, match="merge_within_rtt"):
+        Params(merge_within_rtt=1)  # type: ignore[arg-type]

@@ -13,12 +13,13 @@ from click.testing import CliRunner
 from figure_checks import panel
 from measured import check_bound
 
+from dclab.analysis.nfes import nfe_evidence
 from dclab.campaign import plan as cp
 from dclab.cli import app
 from dclab.endpoints import get_stack
 from dclab.experiments import get_experiment
 from dclab.experiments import mquic_network as net
-from dclab.experiments.mquic import download_record, improvement_table, rep_gain, workload
+from dclab.experiments.mquic import _series_label, download_record, evidence_table, improvement_table, rep_gain, workload
 from dclab.experiments.runner import preflight
 from dclab.scenario import Scenario
 
@@ -60,6 +61,9 @@ def test_each_mode_is_its_workload(mode, conns, sync):
     assert w.ranged == (conns > 1)
     assert {c["mquic_sync"] for c in w.cc_options} == {sync}
     assert {(c["mquic_group"], c["mquic_iw"], c["mquic_params"], c["mquic_n"]) for c in w.cc_options} == {("g", "30", "paper", str(conns))}
+    assert {(c["mquic_exit"], c["mquic_merge"]) for c in w.cc_options} == {("aioquic", "0")}
+    h = workload(mode, 1000, "g", MQ.options(ss_exit="hystart", merge_rtt=True))
+    assert {(c["mquic_exit"], c["mquic_merge"]) for c in h.cc_options} == {("hystart", "1")}
     assert get_stack("aioquic-mquic").check("mquic-reno", w) == "mquic-reno"
 
 
@@ -74,6 +78,7 @@ def test_each_mode_is_its_workload(mode, conns, sync):
     (["--scale", "2"], "--scale"),
     (["--preset", "mars"], "--preset"),
     (["--cc", "vegas"], "--cc"),
+    (["--ss-exit", "hybla"], "--ss-exit"),
     (["--loss", "2,2"], "--loss: --preset domestic-low-loss sets the links"),
     (["--preset", "domestic-high-loss", "--bw", "30"], "--bw: --preset domestic-high-loss sets the links"),
 ])
@@ -105,9 +110,13 @@ def test_a_download_record_takes_the_first_nfe_from_the_log():
         ok, error, completion_s, connections = True, None, 1.5, []
 
     lines = [{"event": "nfe", "action": "sync", "group": "g"}, {"event": "round", "action": "mean", "group": "g"},
-             {"event": "done", "group": "g", "nfes": 4, "first_nfe": {"packets": 40, "group_packets": 120, "cwnd_before": 48000}}]
+             {"event": "nfe", "action": "merged", "group": "g"},
+             {"event": "done", "group": "g", "nfes": 4, "nfes_within_rtt": 2, "delay_exits": 3,
+              "first_nfe": {"packets": 40, "group_packets": 120, "cwnd_before": 48000, "group_cwnd": 90000,
+                            "kind": "delay"}}]  # fmt: skip
     d = download_record("mquic", 1000, 4000, R(), lines)
-    assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 2)
+    assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 2)  # merged: no sync
+    assert (d["nfes_within_rtt"], d["delay_exits"], d["first_nfe_group_cwnd"], d["first_nfe_kind"]) == (2, 3, 90000, "delay")
     assert download_record("1c", 1000, 4000, R(), [])["nfes"] is None
 
 
@@ -215,3 +224,43 @@ def test_direction_dc_downloads_meet_pdcp_stalls(tmp_path):
     ds = [d for i in (1, 2) for d in json.loads((tmp_path / "run" / f"rep-{i:02d}" / "downloads.json").read_text())]
     assert all("pdcp_stalls" in d for d in ds)
     check_bound("mquic.dc_timer_starts_per_download", statistics.median(d["pdcp_stalls"]["timer_starts"] for d in ds))
+
+
+def test_nfe_evidence_is_the_median_per_mode_and_variants_are_series_of_their_own():
+    ds = [{"mode": "mquic", "size": 10, "ok": True, "completion_s": 1.0, "nfes": n, "delay_exits": n - 1,
+           "nfes_within_rtt": n - 2, "syncs": 1, "first_nfe_kind": kind, "first_nfe_group_cwnd": 1000 * n}
+          for n, kind in ((4, "delay"), (10, "delay"), (14, "loss"))]
+    ds.append({"mode": "mquic", "size": 10, "ok": False, "completion_s": None, "nfes": None})  # no log: not counted
+    ds.append({"mode": "1c", "size": 10, "ok": True, "completion_s": 1.0, "nfes": 1, "first_nfe_kind": "loss"})
+    rows = nfe_evidence(ds, ["1c", "mquic"])
+    mq = rows[1]
+    assert (mq["mode"], mq["n"], mq["nfes"], mq["delay_exits"], mq["nfes_within_rtt"]) == ("mquic", 3, 10, 9, 8)
+    assert mq["first_delay_pct"] == pytest.approx(200 / 3) and mq["first_nfe_group_cwnd"] == 10000
+    assert (rows[0]["n"], rows[0]["first_delay_pct"], rows[0]["delay_exits"]) == (1, 0.0, None)
+    t = evidence_table(ds, ["1c", "mquic"])
+    assert t.rows[1][:4] == ["10 B", "mquic", "3", "10.0"] and t.failed == [False, False]
+    base = {"preset": "domestic-low-loss", "cc": "reno"}
+    assert _series_label({"options": base, "sweep": "none"}) == "domestic-low-loss, reno"
+    label = _series_label({"options": {**base, "ss_exit": "hystart", "merge_rtt": True, "iw": 10, "scale": 0.5},
+                           "sweep": "none"})
+    assert label == "domestic-low-loss, reno, ss_exit=hystart, merge_rtt=true, scale=0.5"
+    assert _series_label({"options": {**base, "iw": 30}, "sweep": "iw", "value": "30"}) == "domestic-low-loss, reno, iw=30"
+
+
+def test_the_fidelity_campaign_changes_one_thing_per_group():
+    c = cp.load("mquic-fidelity")
+    runs = cp.plan(c, reps=1)
+    assert len(runs) == len(c.groups) == 16
+    assert {r.options.preset for r in runs} == {"domestic-low-loss", "domestic-high-loss"}
+    assert {r.options.cc for r in runs} == {"reno"} and {r.options.sizes for r in runs} == {"6000KB"}
+    defaults = MQ.options()
+    changed = {}
+    for g in c.groups:
+        (r,) = cp.plan(cp.select_groups(c, [g["name"]]), reps=1)
+        changed[g["name"]] = {k for k in ("params", "ss_exit", "merge_rtt", "iw", "scale")
+                              if getattr(r.options, k) != getattr(defaults, k)}  # fmt: skip
+    assert changed["low-aioquic"] == changed["high-aioquic"] == set()
+    singles = {g.split("-", 1)[1]: c for g, c in changed.items() if g.startswith("low-")}
+    assert all(len(c) == 1 for name, c in singles.items() if not name.startswith(("aioquic", "chromium")))
+    assert singles["chromium"] == {"params", "ss_exit", "iw", "scale"}
+    assert singles["chromium-merge"] == singles["chromium"] | {"merge_rtt"}

@@ -71,14 +71,15 @@ def run_client(ns, certs, workdir: Path, workload: Workload, cc: str = "mquic-re
 
 def test_header_round_trip_and_options():
     m = Membership("g1", 2, 3, "cwnd", "paper")
-    assert m.header() == b"group=g1; conn=2; n=3; sync=cwnd; params=paper; iw=10"
+    assert m.header() == b"group=g1; conn=2; n=3; sync=cwnd; params=paper; iw=10; exit=aioquic; merge=0"
     assert parse_header(m.header()) == m
     assert parse_header("group=x; conn=0; n=1") == Membership("x", 0, 1, "full", "aioquic", 10)
     assert parse_header("group=x; conn=0; n=1; sync=off; iw=4") == Membership("x", 0, 1, "off", "aioquic", 4)
     for bad, what in [("group=x; conn=3; n=3", "conn"), ("conn=0; n=2", "group"), ("group=x; conn=0; n=2; sync=no", "sync"),
                       ("group=x; conn=0; n=2; params=x", "params"), ("group=x; conn=0; n=2; bogus=1", "bogus"),
                       ("group=x; conn=0; n=0", "n"), ("group=x; conn=0; n=1; iw=0", "iw"),
-                      ("group=x; conn=0; n=1; iw=1001", "iw"), ("group=x; conn=0; n=1; iw=ten", "iw")]:  # fmt: skip
+                      ("group=x; conn=0; n=1; iw=1001", "iw"), ("group=x; conn=0; n=1; iw=ten", "iw"),
+                      ("group=x; conn=0; n=1; exit=cubic", "exit"), ("group=x; conn=0; n=1; merge=yes", "merge")]:  # fmt: skip
         with pytest.raises(ValueError, match=what):
             parse_header(bad)
     opts = ({"mquic_group": "a"}, {}, {"mquic_group": "a", "mquic_sync": "cwnd"}, {"mquic_group": "b", "mquic_n": "2"})
@@ -94,6 +95,11 @@ def test_header_round_trip_and_options():
     with pytest.raises(ValueError, match="iw"):
         from_options(({"mquic_group": "c", "mquic_iw": "0"},), 0)
     assert Membership("a", 0, 3).to_params("reno").beta == 0.5
+    hy = Membership("h", 0, 3, "full", "paper", 30, "hystart", True)
+    assert parse_header(hy.header()) == hy and hy.to_params("cubic").merge_within_rtt
+    assert from_options(({"mquic_group": "h", "mquic_exit": "hystart", "mquic_merge": "1"},), 0) == Membership(
+        "h", 0, 1, ss_exit="hystart", merge=True)
+    assert not Membership("a", 0, 3).to_params("reno").merge_within_rtt
     assert Membership("a", 0, 3, params="paper").to_params("reno").gamma0 == 1.5
 
 
@@ -177,7 +183,8 @@ def test_server_appends_a_group_when_its_last_member_closes(tmp_path):
         assert (nfe["action"], nfe["conn"], nfe["packets"], nfe["group_packets"]) == ("none", 1, 1, 1)
         assert done == {"time": 4.0, "group": "g1", "event": "done", "finished": True, "nfes": 1,
                         "first_nfe": {"time": 2.05, "conn": 1, "kind": "loss", "action": "none", "packets": 1,
-                                      "group_packets": 1, "cwnd_before": 20 * DATAGRAM},
+                                      "group_packets": 1, "cwnd_before": 20 * DATAGRAM, "group_cwnd": 40 * DATAGRAM},
+                        "nfes_within_rtt": 0, "delay_exits": 0,
                         "packets": {"0": 0, "1": 1}, "group_packets": 1, "cwnd_samples": 1,
                         "cwnd_samples_dropped": 0}  # fmt: skip
         assert "g1" not in groups and mg.finished == []  # streamed, not kept

@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, field_validator
 
-from ..analysis import completion, cwnd
+from ..analysis import completion, cwnd, nfes
 from ..analysis.figures import empty_figure
+from ..endpoints.aioquic.hystart import EXITS, SlowStartExit
 from ..endpoints.base import Workload
 from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
@@ -59,6 +60,12 @@ class MquicOptions(Options):
     scale: float = Field(0.25, gt=0, le=1, description="Factor on the cell's rate and the file sizes (aioquic's CPU limit).")
     params: Literal["aioquic", "paper"] = Field(
         "aioquic", description="mQUIC's beta/gamma0: the wrapped controller's real values, or the paper's 0.7/1.5.")
+    ss_exit: SlowStartExit = Field(
+        "aioquic", description="The delay-based slow-start exit of every mode's controllers: aioquic's RTT monitor, "
+        "or hystart (Chromium's round-based HyStart; docs/mquic.md).", json_schema_extra={"choices": list(EXITS)})
+    merge_rtt: StrictBool = Field(
+        False, description="mquic: an NFE within one RTT of the NFE that began the group's network event is that "
+        "same event (no second cut); not the paper's printed rule.")
     dc: StrictBool = Field(False, description="Our extension: the cell's rate over two DC legs, PDCP reordering on.")
     timeout: float = Field(60.0, ge=1, le=3600, description="Seconds one download may take.")
 
@@ -93,7 +100,8 @@ def workload(mode: str, size: int, group: str, o: MquicOptions) -> Workload:
     n = 1 if mode == "1c" else o.conns
     sync = {"1c": "off", "3c": "off", "mquic": "full", "mquic-cwnd": "cwnd"}[mode]
     cc_options = tuple({"mquic_group": group, "mquic_n": str(n), "mquic_sync": sync, "mquic_params": o.params,
-                        "mquic_iw": str(o.iw)} for _ in range(n))
+                        "mquic_iw": str(o.iw), "mquic_exit": o.ss_exit, "mquic_merge": str(int(o.merge_rtt))}
+                       for _ in range(n))  # fmt: skip
     if n == 1:
         return Workload(objects=(size,), preconnect=True, cc_options=cc_options)
     return Workload.ranges(size, n, preconnect=True, cc_options=cc_options)
@@ -173,7 +181,7 @@ class Mquic(Experiment):
         result.error = None if result.ok else f"{len(failed)} of {len(downloads)} downloads failed, first: {failed[0]['error']}"
         result.metrics = {"gain_vs_1c_pct": rep_gain(downloads)}
         result.details = {"downloads": downloads, "order": order, "scale": o.scale, "conns": o.conns, "iw": o.iw,
-                          "preset": o.preset}
+                          "preset": o.preset, "ss_exit": o.ss_exit, "merge_rtt": o.merge_rtt, "params": o.params}
         return result
 
     # -- summaries -------------------------------------------------------------------------
@@ -183,6 +191,7 @@ class Mquic(Experiment):
         o: MquicOptions = options  # type: ignore[assignment]
         downloads = [d for r in runs for d in r.details.get("downloads", [])]
         s.extra = completion.summary_extra(downloads, completion.completion_table(downloads, o.mode_list(), BASELINES))
+        s.extra["nfe_evidence"] = nfes.nfe_evidence(downloads, o.mode_list())
         return s
 
     def describe(self, rep: RepResult) -> str:
@@ -207,7 +216,8 @@ class Mquic(Experiment):
                 f"vs 1c: median {_fmt(imp.get('median'), 1)} %, p95 {_fmt(imp.get('p95'), 1)} %")
 
     def json_output(self, summary: Summary) -> dict[str, Any]:
-        return {"table": summary.extra.get("table", []), "downloads": summary.extra.get("downloads"),
+        return {"table": summary.extra.get("table", []), "nfe_evidence": summary.extra.get("nfe_evidence", []),
+                "downloads": summary.extra.get("downloads"),
                 "failed_downloads": summary.extra.get("failed_downloads"), "failed": summary.failed,
                 "options": summary.options, "scenario": summary.scenario, "seeds": summary.seeds}
 
@@ -251,6 +261,7 @@ class Mquic(Experiment):
         for series, rs in _by_series(rows).items():
             ds = [d for r in rs for d in _downloads(r)]
             out.append((series, improvement_table(completion.completion_table(ds, _modes_of(ds), BASELINES))))
+            out.append((f"{series}: the NFEs behind it (medians per download)", evidence_table(ds, _modes_of(ds))))
         return out
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
@@ -271,11 +282,23 @@ def _modes_of(downloads: list[dict[str, Any]]) -> list[str]:
     return [m for m in MODES if m in present]
 
 
+# Options that make a series of their own when not at their default (a campaign's groups,
+# e.g. mquic-fidelity's variants), unless they are the swept parameter.
+VARIANT_OPTIONS = ("params", "ss_exit", "merge_rtt", "iw", "scale", "conns", "radio")
+
+
 def _series_label(row: dict[str, Any]) -> str:
     o = row.get("options") or {}
     where = o.get("preset", "?") + (" DC" if o.get("dc") else "")
-    value = f", {row.get('sweep')}={row.get('value')}" if row.get("sweep") not in (None, "", "none") else ""
-    return f"{where}, {o.get('cc', row.get('cc'))}{value}"
+    sweep = row.get("sweep")
+    value = f", {sweep}={row.get('value')}" if sweep not in (None, "", "none") else ""
+    variant = "".join(f", {k}={_short(o[k])}" for k in VARIANT_OPTIONS
+                      if k in o and k != sweep and o[k] != MquicOptions.model_fields[k].default)  # fmt: skip
+    return f"{where}, {o.get('cc', row.get('cc'))}{variant}{value}"
+
+
+def _short(v: object) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def _by_series(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -307,6 +330,20 @@ def improvement_table(rows: list[dict[str, Any]]) -> Table:
             cells += [_fmt(i.get("median"), 1), _fmt(i.get("p95"), 1)]
         out.append(cells)
         failed.append(not r.get("n"))
+    return Table(cols, out, failed)
+
+
+def evidence_table(downloads: list[dict[str, Any]], modes: list[str]) -> Table:
+    """Per size and mode, the medians of what the downloads' NFEs were (analysis/nfes.py)."""
+    cols = ["size", "mode", "n", "NFEs", "delay exits", "within 1 RTT", "syncs", "first NFE a delay exit %",
+            "group cwnd at first NFE (kB)"]  # fmt: skip
+    out, failed = [], []
+    for r in nfes.nfe_evidence(downloads, modes):
+        cwnd_kb = r["first_nfe_group_cwnd"] / 1e3 if r["first_nfe_group_cwnd"] is not None else None
+        out.append([completion.size_label(r["size"]), r["mode"], str(r["n"]), _fmt(r["nfes"], 1),
+                    _fmt(r["delay_exits"], 1), _fmt(r["nfes_within_rtt"], 1), _fmt(r["syncs"], 1),
+                    _fmt(r["first_delay_pct"], 0), _fmt(cwnd_kb, 1)])  # fmt: skip
+        failed.append(not r["n"])
     return Table(cols, out, failed)
 
 
@@ -401,8 +438,12 @@ def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[d
         "mode": mode, "size": size, "paper_size": paper_size, "ok": r.ok, "error": r.error,
         "completion_s": r.completion_s,
         "nfes": done.get("nfes") if done else None,
+        "nfes_within_rtt": done.get("nfes_within_rtt") if done else None,
+        "delay_exits": done.get("delay_exits") if done else None,
         "first_nfe_packets": first.get("group_packets", first.get("packets")) if first else None,
         "first_nfe_cwnd": first.get("cwnd_before") if first else None,
+        "first_nfe_group_cwnd": first.get("group_cwnd") if first else None,
+        "first_nfe_kind": first.get("kind") if first else None,
         "syncs": syncs if lines else None,
         "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
                    "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],

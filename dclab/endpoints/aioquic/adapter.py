@@ -14,12 +14,11 @@ import sys
 
 from ..base import Capabilities, ServerSpec
 from ..json_client import JsonClientStack
+from .mquic import OPTIONS as MQUIC_OPTIONS  # Workload.cc_options knobs of AioquicMquicStack
 
 SERVER_MODULE = "dclab.endpoints.aioquic.h3_server"
 MQUIC_LOG = "mquic.jsonl"  # in the server's workdir: the mQUIC groups' JSON lines
 MQUIC_CCS = ("mquic-reno", "mquic-cubic", "mquic-bbr")
-# Workload.cc_options knobs of AioquicMquicStack (dclab.endpoints.aioquic.mquic.OPTIONS)
-MQUIC_OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params", "mquic_iw")
 CLIENT_MODULE = "dclab.endpoints.aioquic.h3_client"
 
 
@@ -68,8 +67,8 @@ class AioquicMquicStack(AioquicStack):
     """aioquic with mQUIC (docs/mquic.md, "The server"): the controllers ``mquic-reno``,
     ``mquic-cubic`` and ``mquic-bbr`` (the server runs them, the client the wrapped reno,
     cubic or bbr) and the per-connection ``cc_options`` ``mquic_group``, ``mquic_n``,
-    ``mquic_sync`` (full|cwnd|off), ``mquic_params`` (aioquic|paper) and ``mquic_iw``
-    (packets). A variant (endpoints.VARIANTS), not offered by --stack, so that
+    ``mquic_sync`` (full|cwnd|off), ``mquic_params`` (aioquic|paper), ``mquic_iw``
+    (packets), ``mquic_exit`` (aioquic|hystart) and ``mquic_merge`` (0|1). A variant (endpoints.VARIANTS), not offered by --stack, so that
     ``aioquic``'s advertised controllers and options stay as they were; the server
     appends its groups' lines to ``<server workdir>/mquic.jsonl``."""
 

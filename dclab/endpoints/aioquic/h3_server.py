@@ -122,13 +122,13 @@ class MquicGroups:
             mss = quic._configuration.max_datagram_size
             group = mq.groups.get_or_create(m.group, m.to_params(wrapped), mss, m.iw * mss)
             before = cc.congestion_window
-            cc.attach(group, m.conn)
+            cc.attach(group, m.conn, m.ss_exit)
         except ValueError as e:
             return f"{MQUIC_HEADER.decode()}: {e}"
         self.lines.setdefault(m.group, []).append(
             {"time": now, "group": m.group, "event": "join", "conn": m.conn, "n": m.n, "sync": m.sync,
              "params": m.params, "controller": wrapped, "cwnd_before": before, "cwnd": cc.congestion_window,
-             "iw": group.iw_bytes}  # fmt: skip
+             "iw": group.iw_bytes, "exit": m.ss_exit, "merge": m.merge}  # fmt: skip
         )
         return None
 
@@ -171,9 +171,14 @@ class MquicGroups:
             packets[c] = packets.get(c, 0) + ctl.packets
         return {
             "time": now, "group": group_id, "event": "done", "finished": finished, "nfes": group.nfes,
+            "nfes_within_rtt": group.nfes_within_rtt,
+            "delay_exits": sum(1 for r in entry.log if r.event == "nfe" and r.kind == "delay"),
             "first_nfe": None if first is None else {
                 "time": first.time, "conn": first.conn, "kind": first.kind, "action": first.action,
                 "packets": first.packets, "group_packets": first.group_packets, "cwnd_before": first.cwnd_before,
+                # every member's window before the hit connection's own reaction
+                "group_cwnd": sum(v for c, v in first.before.items() if c != first.conn) + (
+                    first.cwnd_before if first.cwnd_before is not None else first.before[first.conn]),
             },
             "packets": {str(c): n for c, n in sorted(packets.items())}, "group_packets": entry.group_packets(),
             "cwnd_samples": len(entry.samples), "cwnd_samples_dropped": entry.samples_dropped,

@@ -6,6 +6,7 @@ server share one format."""
 
 from dataclasses import dataclass
 
+from ..hystart import EXITS, SlowStartExit
 from .engine import (
     MAX_CONNECTIONS,
     ConnId,
@@ -23,8 +24,9 @@ from .engine import (
 
 HEADER = b"dclab-mquic"
 # Workload.cc_options knobs (per connection) that the aioquic client turns into the header
-OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params", "mquic_iw")
+OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params", "mquic_iw", "mquic_exit", "mquic_merge")
 PARAM_SETS = ("aioquic", "paper")
+SS_EXITS = EXITS  # the controllers' delay-based slow-start exit (docs/mquic.md)
 SYNC_MODES = ("full", "cwnd", "off")
 DEFAULT_IW = 10  # packets: aioquic's K_INITIAL_WINDOW
 MAX_IW = 1000
@@ -36,7 +38,9 @@ class Membership:
     ``n`` connections, with the sync mode (``off``: observe only), the parameter set
     (``aioquic``: ``Params.for_controller`` of the wrapped controller; ``paper``:
     ``Params.paper``) and one connection's initial window ``iw`` in packets (the group's
-    ``iw_bytes`` is ``iw`` x max_datagram_size)."""
+    ``iw_bytes`` is ``iw`` x max_datagram_size), the controllers' slow-start exit
+    ``ss_exit`` (``aioquic``: aioquic's RTT monitor; ``hystart``: ``hystart.HyStart``, as
+    Chromium) and ``merge`` (``Params.merge_within_rtt``)."""
 
     group: str
     conn: ConnId
@@ -44,16 +48,18 @@ class Membership:
     sync: SyncMode = "full"
     params: str = "aioquic"
     iw: int = DEFAULT_IW
+    ss_exit: SlowStartExit = "aioquic"
+    merge: bool = False
 
     def header(self) -> bytes:
         return (f"group={self.group}; conn={self.conn}; n={self.n}; sync={self.sync}; params={self.params}; "
-                f"iw={self.iw}").encode()  # fmt: skip
+                f"iw={self.iw}; exit={self.ss_exit}; merge={int(self.merge)}").encode()  # fmt: skip
 
     def to_params(self, controller: str) -> Params:
         """The group's parameters for wrapped controller ``controller`` (reno, cubic, bbr)."""
         if self.params == "paper":
-            return Params.paper(self.n, self.sync)
-        return Params.for_controller(controller, self.n, self.sync)
+            return Params.paper(self.n, self.sync, self.merge)
+        return Params.for_controller(controller, self.n, self.sync, self.merge)
 
 
 def _int(key: str, text: str, lo: int, hi: int) -> int:
@@ -67,8 +73,9 @@ def _int(key: str, text: str, lo: int, hi: int) -> int:
 
 
 def parse_header(value: bytes | str) -> Membership:
-    """The header's value (``group=g1; conn=0; n=3; sync=full; params=aioquic; iw=10``;
-    group, conn and n required) as a Membership; ValueError naming what is wrong."""
+    """The header's value (``group=g1; conn=0; n=3; sync=full; params=aioquic; iw=10;
+    exit=aioquic; merge=0``; group, conn and n required) as a Membership; ValueError
+    naming what is wrong."""
     text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
     fields: dict[str, str] = {}
     for part in text.split(";"):
@@ -79,7 +86,7 @@ def parse_header(value: bytes | str) -> Membership:
         key, val = key.strip(), val.strip()
         if not eq or not key:
             raise ValueError(f"not key=value: {part!r}")
-        if key not in ("group", "conn", "n", "sync", "params", "iw"):
+        if key not in ("group", "conn", "n", "sync", "params", "iw", "exit", "merge"):
             raise ValueError(f"unknown field {key!r}")
         fields[key] = val
     for key in ("group", "conn", "n"):
@@ -95,13 +102,21 @@ def parse_header(value: bytes | str) -> Membership:
     if params not in PARAM_SETS:
         raise ValueError(f"params: must be {' or '.join(PARAM_SETS)} (got {params!r})")
     iw = _int("iw", fields.get("iw") or str(DEFAULT_IW), 1, MAX_IW)
-    return Membership(fields["group"], conn, n, modes[sync], params, iw)
+    exits: dict[str, SlowStartExit] = {e: e for e in EXITS}
+    ss_exit = fields.get("exit", "aioquic")
+    if ss_exit not in exits:
+        raise ValueError(f"exit: must be {' or '.join(EXITS)} (got {ss_exit!r})")
+    merge = fields.get("merge", "0")
+    if merge not in ("0", "1"):
+        raise ValueError(f"merge: must be 0 or 1 (got {merge!r})")
+    return Membership(fields["group"], conn, n, modes[sync], params, iw, exits[ss_exit], merge == "1")
 
 
 def from_options(options: tuple[dict[str, str], ...], conn: ConnId) -> Membership | None:
     """Connection ``conn``'s membership from a workload's ``cc_options`` (None: no
     ``mquic_group`` for it). ``mquic_n`` defaults to the number of connections naming the
-    same group, ``mquic_iw`` (packets) to 10; ValueError on a bad value."""
+    same group, ``mquic_iw`` (packets) to 10, ``mquic_exit`` to aioquic, ``mquic_merge``
+    (0 or 1) to 0; ValueError on a bad value."""
     if not options or not 0 <= conn < len(options):
         return None
     mine = options[conn]
@@ -118,13 +133,15 @@ def from_options(options: tuple[dict[str, str], ...], conn: ConnId) -> Membershi
     index = sum(1 for o in options[:conn] if o.get("mquic_group") == group)
     return parse_header(
         f"group={group}; conn={index}; n={n_text}; sync={mine.get('mquic_sync', 'full')}; "
-        f"params={mine.get('mquic_params', 'aioquic')}; iw={mine.get('mquic_iw', DEFAULT_IW)}"
+        f"params={mine.get('mquic_params', 'aioquic')}; iw={mine.get('mquic_iw', DEFAULT_IW)}; "
+        f"exit={mine.get('mquic_exit', 'aioquic')}; merge={mine.get('mquic_merge', '0')}"
     )
 
 __all__ = [
     "HEADER",
     "OPTIONS",
     "PARAM_SETS",
+    "SS_EXITS",
     "SYNC_MODES",
     "ConnId",
     "ConnState",

@@ -29,6 +29,7 @@ from aioquic.quic.congestion.reno import RenoCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
 from .. import bbr as _bbr
+from ..hystart import HyStart, SlowStartExit
 from .engine import ConnId, ConnState, Decision, Group, NfeKind, Params, RateDecision, Record
 
 RENO = "mquic-reno"
@@ -170,6 +171,9 @@ class MquicMember(QuicCongestionControl):
         self._mq_packets = 0  # packets sent since attach
         self._mq_last_sent: float | None = None  # sent_time of the latest packet sent
         self._mq_round_marker: float | None = None  # a round ends when a later-sent packet is acked
+        self._mq_rtt: float | None = None  # the latest RTT sample (s)
+        self._mq_min_rtt = math.inf  # the smallest RTT sample (s), the handshake's included
+        self._mq_hystart: HyStart | None = None  # the slow-start exit "hystart" (attach)
 
     def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
         super().on_packet_sent(packet=packet)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
@@ -177,6 +181,13 @@ class MquicMember(QuicCongestionControl):
             self._mq_packets += 1
         if packet.sent_time is not None:
             self._mq_last_sent = packet.sent_time
+        if self._mq_hystart is not None:
+            self._mq_hystart.on_sent(packet.packet_number)
+
+    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
+        self._mq_rtt = rtt
+        self._mq_min_rtt = min(self._mq_min_rtt, rtt)
+        super().on_rtt_measurement(now=now, rtt=rtt)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
 
     # -- attachment
 
@@ -197,10 +208,11 @@ class MquicMember(QuicCongestionControl):
         """Packets sent (in flight, as aioquic reports them) since attach."""
         return self._mq_packets
 
-    def attach(self, group: Group, conn_id: ConnId) -> None:
+    def attach(self, group: Group, conn_id: ConnId, ss_exit: SlowStartExit = "aioquic") -> None:
         """Join ``group`` (from :data:`groups`) as ``conn_id``: the window becomes the
         engine's initial window (IW/N; IW with sync "off") and the connection starts over
-        as the engine assumes of a connection that joins."""
+        as the engine assumes of a connection that joins. ``ss_exit`` "hystart" replaces
+        a loss-based controller's delay exit with :class:`HyStart` (BBR has none)."""
         if self._mq_entry is not None:
             raise ValueError(f"controller is already attached (connection {self._mq_conn} of {self._mq_entry.group_id!r})")
         entry = groups.entry(group)
@@ -209,7 +221,11 @@ class MquicMember(QuicCongestionControl):
         self._mq_entry, self._mq_conn = entry, conn_id
         self._mq_packets = 0
         self._mq_round_marker = self._mq_last_sent
+        self._mq_use_exit(ss_exit)
         self._mq_join(cwnd)
+
+    def _mq_use_exit(self, ss_exit: SlowStartExit) -> None:
+        """Take the slow-start exit ``ss_exit`` (a controller without one ignores it)."""
 
     def detach(self) -> None:
         """Leave the group (the byte range is done); from then on a plain controller."""
@@ -245,27 +261,48 @@ class MquicController(MquicMember):
 
     _rtt_monitor: QuicRttMonitor
     _congestion_recovery_start_time: float
+    _max_datagram_size: int
 
     def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
         super().on_packet_acked(now=now, packet=packet)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
+        if self._mq_hystart is not None:
+            self._mq_hystart.on_acked(packet.packet_number)
         self._mq_acked(now, packet)
 
     def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
-        recovery_start, cwnd = self._congestion_recovery_start_time, self.congestion_window
+        recovery_start, prior = self._congestion_recovery_start_time, self.conn_state()
         super().on_packets_lost(now=now, packets=packets)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
         if self._congestion_recovery_start_time != recovery_start:  # a congestion event
-            self._mq_nfe(now, "loss", cwnd)
+            self._mq_nfe(now, "loss", prior)
 
     def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
-        ssthresh = self.ssthresh
-        super().on_rtt_measurement(now=now, rtt=rtt)  # type: ignore[safe-super]  # a concrete controller follows in the MRO
-        if ssthresh is None and self.ssthresh is not None:  # the delay-based exit
-            self._mq_nfe(now, "delay", self.congestion_window)
+        prior = self.conn_state()
+        hystart = self._mq_hystart
+        if hystart is not None and self.ssthresh is None:
+            # HyStart decides (aioquic's monitor is _NoDelayExit); with ssthresh set
+            # first, the wrapped controller below only records the RTT (CUBIC)
+            if hystart.should_exit(rtt, min(self._mq_min_rtt, rtt), self.congestion_window / self._max_datagram_size):
+                self.ssthresh = self.congestion_window
+        super().on_rtt_measurement(now=now, rtt=rtt)
+        if prior.ssthresh is None and self.ssthresh is not None:  # the delay-based exit
+            self._mq_nfe(now, "delay", prior)
 
     def _mq_join(self, cwnd: int) -> None:
         """In slow start (ssthresh None, delay detector reset)."""
         self._mq_set(ConnState(cwnd, None, True))
+        self._mq_restart_exit()
+
+    def _mq_use_exit(self, ss_exit: SlowStartExit) -> None:
+        if ss_exit == "hystart":
+            self._mq_hystart = HyStart()
+            self._rtt_monitor = _NoDelayExit()
+
+    def _mq_restart_exit(self) -> None:
+        """The delay detector starts over (its count of RTT increases; HyStart's round and
+        found exit), as for a connection's first slow start."""
         self._rtt_monitor._increases = 0
+        if self._mq_hystart is not None:
+            self._mq_hystart.restart()
 
     def conn_state(self) -> ConnState:
         """aioquic is in slow start while cwnd < ssthresh."""
@@ -287,12 +324,14 @@ class MquicController(MquicMember):
             else:
                 self._mq_sample(now)
 
-    def _mq_nfe(self, now: float, kind: NfeKind, cwnd_before: int) -> None:
+    def _mq_nfe(self, now: float, kind: NfeKind, prior: ConnState) -> None:
+        """Reports an NFE; ``prior`` is the state before the wrapped controller's reaction."""
         entry = self._mq_entry
         if entry is None:
             return
         decision = entry.group.on_nfe(self._mq_conn, now, _states(entry), kind, packets=self._mq_packets,
-                                      group_packets=entry.group_packets(), cwnd_before=cwnd_before)  # fmt: skip
+                                      group_packets=entry.group_packets(), cwnd_before=prior.cwnd,
+                                      rtt=self._mq_rtt, prior=prior)  # fmt: skip
         _apply(entry, decision, now)
 
     # -- applying a decision
@@ -305,11 +344,19 @@ class MquicController(MquicMember):
         self.congestion_window = state.cwnd
         self.ssthresh = state.ssthresh
         if back_to_slow_start:
-            self._rtt_monitor._increases = 0
+            self._mq_restart_exit()
         self._mq_adjust(back_to_slow_start)
 
     def _mq_adjust(self, back_to_slow_start: bool) -> None:
         """Controller-specific state to fix after cwnd or ssthresh were set."""
+
+
+class _NoDelayExit(QuicRttMonitor):
+    """aioquic's monitor that never reports an increase: with HyStart, the only delay exit
+    is HyStart's."""
+
+    def is_rtt_increasing(self, *, now: float, rtt: float) -> bool:
+        return False
 
 
 def _states(entry: GroupEntry) -> dict[ConnId, ConnState]:
@@ -350,7 +397,7 @@ class MquicCubic(MquicController, CubicCongestionControl):
         entry = self._mq_entry
         if entry is not None:
             self.congestion_window = self._W_max = entry.group.initial_cwnd
-            self._rtt_monitor._increases = 0
+            self._mq_restart_exit()
 
     def _mq_adjust(self, back_to_slow_start: bool) -> None:
         if self.ssthresh is None:
@@ -430,7 +477,8 @@ class MquicBbr(MquicMember, _bbr.BbrCongestionControl):
         entry = self._mq_entry
         if entry is not None and self.recovery_start_time != recovery_start:  # a new recovery period
             entry.log.append(entry.group.note_nfe(self._mq_conn, now, _states(entry), "loss", packets=self._mq_packets,
-                                                  group_packets=entry.group_packets(), cwnd_before=cwnd))  # fmt: skip
+                                                  group_packets=entry.group_packets(), cwnd_before=cwnd,
+                                                  rtt=self._mq_rtt))  # fmt: skip
             self._mq_sample(now)
 
     def _mq_set_rate(self, rate: float) -> None:

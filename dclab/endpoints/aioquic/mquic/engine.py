@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeAlias
 ConnId: TypeAlias = int  # e.g. the index of the connection's byte range
 SyncMode = Literal["full", "cwnd", "off"]  # "off": observe only (docs/mquic.md)
 NfeKind = Literal["loss", "delay"]
-Action = Literal["sync", "mean", "stop", "none"]
+Action = Literal["sync", "mean", "stop", "merged", "none"]
 
 MAX_CONNECTIONS = 64
 
@@ -49,6 +49,10 @@ class Params:
     rate_ratio: float = 2.0  # equalize BBR delivery rates above this max/min
     sync: SyncMode = "full"
     min_window_packets: int = 2  # no cwnd set below this many datagrams (aioquic's floor)
+    # An NFE within one RTT of the NFE that began the group's current network event is
+    # that same event: counted, its connection's own reaction undone, no γ step
+    # (docs/mquic.md, "NFEs within one RTT"). Not the paper's printed rule: off by default.
+    merge_within_rtt: bool = False
 
     def __post_init__(self) -> None:
         _count("n", self.n, 1, MAX_CONNECTIONS)
@@ -68,14 +72,17 @@ class Params:
                 raise ValueError(f"{name}: must be > 1 (got {getattr(self, name)})")
         if self.sync not in ("full", "cwnd", "off"):
             raise ValueError(f"sync: must be 'full', 'cwnd' or 'off' (got {self.sync!r})")
+        if not isinstance(self.merge_within_rtt, bool):
+            raise ValueError(f"merge_within_rtt: must be true or false (got {self.merge_within_rtt!r})")
 
     @classmethod
-    def paper(cls, n: int = 3, sync: SyncMode = "full") -> Params:
+    def paper(cls, n: int = 3, sync: SyncMode = "full", merge_within_rtt: bool = False) -> Params:
         """The paper's values, tuned to Chromium's CUBIC: β 0.7, γ_0 1.5, δ 1.05."""
-        return cls(n=n, beta=0.7, gamma0=1.5, delta=1.05, delta_r=1.0, sync=sync)
+        return cls(n=n, beta=0.7, gamma0=1.5, delta=1.05, delta_r=1.0, sync=sync, merge_within_rtt=merge_within_rtt)
 
     @classmethod
-    def for_controller(cls, controller: str, n: int = 3, sync: SyncMode = "full") -> Params:
+    def for_controller(cls, controller: str, n: int = 3, sync: SyncMode = "full",
+                       merge_within_rtt: bool = False) -> Params:  # fmt: skip
         """Values matching aioquic 1.7.2's controller: slow start doubles per RTT (γ_0 2.0);
         NewReno halves cwnd on loss (β 0.5), CUBIC keeps 0.7 of the bytes in flight. For
         ``bbr`` (whose NFEs are never synchronized: only ``rate_ratio`` and the window floor
@@ -83,7 +90,8 @@ class Params:
         betas = {"reno": 0.5, "cubic": 0.7, "bbr": 0.7}
         if controller not in betas:
             raise ValueError(f"controller: must be one of {', '.join(betas)} (got {controller!r})")
-        return cls(n=n, beta=betas[controller], gamma0=2.0, delta=1.05, delta_r=1.0, sync=sync)
+        return cls(n=n, beta=betas[controller], gamma0=2.0, delta=1.05, delta_r=1.0, sync=sync,
+                   merge_within_rtt=merge_within_rtt)  # fmt: skip
 
 
 def next_gamma(params: Params, n: int, gamma: float) -> float:
@@ -141,13 +149,16 @@ class Record:
     packets: int | None = None  # packets the hit connection sent since it joined
     group_packets: int | None = None  # packets all members sent since they joined
     cwnd_before: int | None = None  # the hit connection's cwnd before its own reaction
+    # NFEs: whether it fell within one RTT of the NFE that began the group's current
+    # network event (None: no RTT known to the engine)
+    within_rtt: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "time": self.time, "group": self.group, "event": self.event, "conn": self.conn,
             "action": self.action, "stopped": self.stopped,
         }  # fmt: skip
-        for key in ("i", "kind", "gamma", "spread", "packets", "group_packets", "cwnd_before"):
+        for key in ("i", "kind", "gamma", "spread", "packets", "group_packets", "cwnd_before", "within_rtt"):
             if getattr(self, key) is not None:
                 d[key] = getattr(self, key)
         d["before"] = {str(c): v for c, v in self.before.items()}
@@ -211,6 +222,8 @@ class Group:
         self._round_pending: set[ConnId] = set()
         self._rate_pending: set[ConnId] = set()
         self._rates: dict[ConnId, float] = {}
+        self._event_end: float | None = None  # the current network event lasts until then
+        self._within_rtt = 0
 
     @property
     def members(self) -> tuple[ConnId, ...]:
@@ -225,6 +238,11 @@ class Group:
     def nfes(self) -> int:
         """NFEs reported so far, synchronized or not."""
         return self._nfes
+
+    @property
+    def nfes_within_rtt(self) -> int:
+        """NFEs that fell within one RTT of the NFE that began their network event."""
+        return self._within_rtt
 
     @property
     def synchronizing(self) -> bool:
@@ -275,24 +293,41 @@ class Group:
     def on_nfe(
         self, conn: ConnId, now: float, states: dict[ConnId, ConnState], kind: NfeKind = "loss", *,
         packets: int | None = None, group_packets: int | None = None, cwnd_before: int | None = None,
+        rtt: float | None = None, prior: ConnState | None = None,
     ) -> Decision:  # fmt: skip
         """A network fluctuation event of ``conn``: a congestion event (loss) or a
         delay-based slow-start exit. ``states`` holds every member's state, ``conn``'s
         after its own controller reacted (cut cwnd, ssthresh set). ``packets``,
         ``group_packets`` and ``cwnd_before`` are only copied into the record. With
-        ``sync="off"`` the NFE is counted and logged (action "none") and nothing changes."""
+        ``sync="off"`` the NFE is counted and logged (action "none") and nothing changes.
+
+        ``rtt`` (s, the hit connection's latest sample) opens a network event that lasts
+        one RTT; an NFE inside it is marked ``within_rtt``. With ``merge_within_rtt`` such
+        an NFE is that same event (action "merged"): while the group reacts to NFEs (full:
+        synchronizing; cwnd: the connection was in slow start), ``conn`` goes back to
+        ``prior``, its state before its own reaction, and γ does not step."""
         self._member(conn)
         self._check_states(states)
         if kind not in ("loss", "delay"):
             raise ValueError(f"kind: must be 'loss' or 'delay' (got {kind!r})")
         counts = _nfe_counts(packets, group_packets, cwnd_before)
+        if rtt is not None and not (_number("rtt", rtt) >= 0):
+            raise ValueError(f"rtt: must be >= 0 (got {rtt})")
+        if prior is not None and (isinstance(prior.cwnd, bool) or not isinstance(prior.cwnd, int) or prior.cwnd <= 0):
+            raise ValueError(f"prior.cwnd: must be a positive integer (got {prior.cwnd!r})")
         was_slow_start = self._slow_start[conn]
         self._nfes += 1
+        within = self._within(now, rtt)
         n, total = len(states), sum(s.cwnd for s in states.values())
         updates: dict[ConnId, ConnState] = {}
         action: Action = "none"
         gamma: float | None = None
-        if self.synchronizing:
+        reacting = self.synchronizing or (self.params.sync == "cwnd" and was_slow_start)
+        if within and self.params.merge_within_rtt and reacting:
+            if prior is not None:
+                updates = {conn: prior}
+            action = "merged"
+        elif self.synchronizing:
             gamma = self._gamma = next_gamma(self.params, n, self._gamma)
             if gamma > self.params.delta:
                 each = self._floor(round(total * gamma / (self.params.gamma0 * n)))
@@ -309,12 +344,22 @@ class Group:
             action = "mean"
         self._track(states, updates)
         record = self._record(now, "nfe", conn, action, states, updates, i=self._nfes, kind=kind, gamma=gamma,
-                              **counts)  # fmt: skip
+                              within_rtt=within if rtt is not None or within else None, **counts)  # fmt: skip
         return Decision(updates, record)
+
+    def _within(self, now: float, rtt: float | None) -> bool:
+        """Whether an NFE at ``now`` is inside the current network event; if not, it
+        begins one lasting ``rtt`` (None: an event of no known length)."""
+        if self._event_end is not None and now < self._event_end:
+            self._within_rtt += 1
+            return True
+        self._event_end = None if rtt is None else now + rtt
+        return False
 
     def note_nfe(
         self, conn: ConnId, now: float, states: dict[ConnId, ConnState], kind: NfeKind = "loss", *,
         packets: int | None = None, group_packets: int | None = None, cwnd_before: int | None = None,
+        rtt: float | None = None,
     ) -> Record:  # fmt: skip
         """An NFE that is only counted and logged, whatever the sync mode (BBR's losses):
         the record of an ``on_nfe`` with action "none"; nothing changes."""
@@ -323,9 +368,13 @@ class Group:
         if kind not in ("loss", "delay"):
             raise ValueError(f"kind: must be 'loss' or 'delay' (got {kind!r})")
         counts = _nfe_counts(packets, group_packets, cwnd_before)
+        if rtt is not None and not (_number("rtt", rtt) >= 0):
+            raise ValueError(f"rtt: must be >= 0 (got {rtt})")
         self._nfes += 1
+        within = self._within(now, rtt)
         self._track(states, {})
-        return self._record(now, "nfe", conn, "none", states, {}, i=self._nfes, kind=kind, **counts)
+        return self._record(now, "nfe", conn, "none", states, {}, i=self._nfes, kind=kind,
+                            within_rtt=within if rtt is not None or within else None, **counts)  # fmt: skip
 
     def on_round(self, conn: ConnId, now: float, states: dict[ConnId, ConnState]) -> Decision | None:
         """``conn`` finished a round. Once every member has finished one since the last
