@@ -85,6 +85,7 @@ def test_stack_description(tmp_path):
     caps = st.capabilities
     assert (caps.max_connections, caps.max_objects, caps.resumption, caps.zero_rtt) == (64, 10_000, True, True)
     assert set(caps.streams) == {"parallel", "sequential"} and caps.cc_options == ()
+    assert caps.serve  # one client process for many workloads (Stack.session)
     assert st.version()[0].isdigit()
     from dclab.endpoints.base import Certs
 
@@ -124,6 +125,51 @@ def test_download_5mb(veth_pair, certs, tmp_path, cc):
         assert r2.ok and r2.bytes == 12345, r2.error
         assert stop(proc) == 0  # clean exit on SIGTERM
     print(f"aioquic {cc} 5 MB: {r.goodput_mbps:.1f} Mbit/s, handshake {r.handshake_s * 1000:.1f} ms")
+
+
+def test_serve_answers_each_line_and_refuses_a_bad_one_without_network(tmp_path):
+    # a bad line is answered and the next still read; a bad cc refuses before any line
+    p = subprocess.run(
+        [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--serve", "--insecure",
+         "--timeout", "5"],
+        input='not json\n\n{"objects": [0], "connections": 2}\n', check=False, capture_output=True, text=True,
+        timeout=30,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [(d["ok"], d["served"]) for d in lines] == [(False, 1), (False, 2)]  # the blank line is no workload
+    assert "not a workload" in lines[0]["workload_error"] and "connection" in lines[1]["workload_error"]
+    p = subprocess.run(
+        [sys.executable, "-m", "dclab.endpoints.aioquic.h3_client", "--host", SERVER, "--serve", "--cc", "vegas",
+         "--insecure"], input="{}\n", check=False, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert p.returncode == 2 and "vegas" in json.loads(p.stdout.splitlines()[-1])["error"]
+
+
+@pytest.mark.root
+def test_one_client_process_serves_many_workloads(veth_pair, certs, tmp_path):
+    spec = ClientSpec(address=SERVER, port=PORT, workload=Workload.single(1), cc="reno", workdir=tmp_path / "cli",
+                      certs=certs, timeout_s=20)  # fmt: skip
+    session = AioquicStack().session(spec, ["ip", "netns", "exec", veth_pair.client])
+    assert session is not None
+    try:
+        with server(veth_pair, certs, tmp_path / "srv"):
+            rs = [session.run(w) for w in (Workload.single(300_000), Workload.ranges(500_001, 3, preconnect=True),
+                                           Workload.single(12345))]  # fmt: skip
+            for r in rs:
+                assert r.ok and r.bytes in (300_000, 500_001, 12345), r.error
+            assert [r.extra["served"] for r in rs] == [1, 2, 3] and session.started == 1
+            assert rs[0].extra["startup_s"] > 0 and rs[1].extra["startup_s"] is None  # one process start
+            assert len(rs[1].connections) == 3 and all(c.handshake_s for c in rs[1].connections)
+            # a client that dies is replaced at the next workload, which still succeeds
+            subprocess.run(["ip", "netns", "exec", veth_pair.client, "pkill", "-f", "h3_client --host"], check=True)
+            time.sleep(0.2)
+            r = session.run(Workload.single(1000))
+            assert r.ok and r.extra["served"] == 1 and session.started == 2, r.error
+    finally:
+        session.close()
+    assert session._proc is None
+    assert subprocess.run(["ip", "netns", "pids", veth_pair.client], capture_output=True, text=True).stdout == ""
 
 
 @pytest.mark.root

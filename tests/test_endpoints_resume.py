@@ -369,6 +369,42 @@ def test_zero_rtt_through_dcemu(tmp_path, stack_name):
 
 
 @pytest.mark.root
+def test_zero_rtt_response_waits_for_the_clients_address_to_be_validated(tmp_path):
+    """The LTE study's 0-RTT download (lte:good, 12 ms core delay): aioquic's server
+    answers the 0-RTT request at once but only within three times what the client's first
+    flight brought (RFC 9000 section 8); the rest waits for the client's Handshake packet.
+    The aioquic-token variant (the address counted as validated, as a NEW_TOKEN would)
+    sends past that limit (README, "0-RTT and the anti-amplification limit")."""
+    from dclab.analysis.qlog_flight import is_server, read_traces, server_flight
+    from dclab.flows import Flow, single_bearer_plan
+    from dclab.scenario import Scenario, build
+    from dclab.testbed import Testbed
+    from dclab.testbed.hostconfig import host_config_for
+
+    scenario = build(Scenario(), link="lte:good", delay=[12.0], delay_cov=0.0, uplink_delay=12.0)
+    flights = {}
+    for stack in ("aioquic", "aioquic-token"):
+        plan = single_bearer_plan(scenario, [Flow("dl", stack, "dc", Workload(objects=(64 * KB,)), "reno")])
+        with Testbed(scenario, plan, host_config_for("udp", "default"), tmp_path / stack) as tb:
+            tb.start_servers(qlog=True)
+            r = tb.run_clients(30, qlog=True, workloads={"dl": Workload(objects=(64 * KB,), resumption=True,
+                                                                          zero_rtt=True)})["dl"]  # fmt: skip
+            tb.finish()  # the server writes its qlogs as its connections close
+        assert r.ok and r.connections[0].early_data is True, r.error
+        traces = [t for f in (tmp_path / stack / "server" / "qlog-server").glob("*.qlog") for t in read_traces(f)]
+        flights[stack] = max((server_flight(t) for t in traces if is_server(t)), key=lambda f: f.response_bytes)
+    plain, token = flights["aioquic"], flights["aioquic-token"]
+    for f in (plain, token):
+        assert f.zero_rtt_packets >= 1 and f.validated_ms is not None and f.response_bytes >= 64 * KB
+    # some answer goes out at once, and what stops it is the limit: within one datagram of it
+    assert 0 < plain.response_before and plain.budget - 1500 < plain.sent_before <= plain.budget
+    assert token.sent_before > token.budget and token.response_before > plain.response_before  # no limit
+    print(f"0-RTT, response bytes sent before validation: {plain.response_before} (limit {plain.budget} bytes "
+          f"in all), with the address validated {token.response_before}; pause at validation "
+          f"{plain.paused_ms} ms / {token.paused_ms} ms")
+
+
+@pytest.mark.root
 @tcp_ok
 def test_tcp_failed_warmup_fails_the_workload(veth_pair, certs, tmp_path):
     """No server: the warm-up fails, and so does the workload, naming it."""

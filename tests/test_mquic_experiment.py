@@ -19,7 +19,8 @@ from dclab.cli import app
 from dclab.endpoints import get_stack
 from dclab.experiments import get_experiment
 from dclab.experiments import mquic_network as net
-from dclab.experiments.mquic import _series_label, download_record, evidence_table, improvement_table, rep_gain, workload
+from dclab.experiments.mquic import _series_label, evidence_table, improvement_table, rep_gain, workload
+from dclab.experiments.mquic_downloads import download_record
 from dclab.experiments.runner import preflight
 from dclab.scenario import Scenario
 
@@ -114,8 +115,11 @@ def test_a_download_record_takes_the_first_nfe_from_the_log():
              {"event": "done", "group": "g", "nfes": 4, "nfes_within_rtt": 2, "delay_exits": 3,
               "first_nfe": {"packets": 40, "group_packets": 120, "cwnd_before": 48000, "group_cwnd": 90000,
                             "kind": "delay"}}]  # fmt: skip
+    lines.insert(0, {"event": "nfe", "action": "stop", "group": "g", "group_packets": 300})
+    lines[-1]["group_packets"] = 1200
     d = download_record("mquic", 1000, 4000, R(), lines)
-    assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 2)  # merged: no sync
+    assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 3)  # merged: no sync
+    assert (d["stop_packets"], d["group_packets"], d["group"]) == (300, 1200, "g")
     assert (d["nfes_within_rtt"], d["delay_exits"], d["first_nfe_group_cwnd"], d["first_nfe_kind"]) == (2, 3, 90000, "delay")
     assert download_record("1c", 1000, 4000, R(), [])["nfes"] is None
 
@@ -156,7 +160,7 @@ def test_a_real_run_at_high_loss(tmp_path):
             assert d["nfes"] is not None, "every download's group reported"
     assert sum(d["nfes"] for rep in reps for d in rep["details"]["downloads"]) >= 1, "losses are met as NFEs"
     from dclab.analysis.cwnd import MSS, SYNC_ACTIONS, cwnd_series, pick_group
-    from dclab.experiments.mquic import LOG
+    from dclab.experiments.mquic_downloads import LOG
 
     lines = [json.loads(x) for x in (out / "rep-01" / LOG).read_text().splitlines() if x.strip()]
     group = pick_group(lines)
@@ -190,7 +194,7 @@ def test_the_scaling_check_measures_goodput_against_the_scaled_rate(tmp_path):
 def test_pdcp_stalls_are_counted_from_dcemu_records(tmp_path):
     from types import SimpleNamespace
 
-    from dclab.experiments.mquic import pdcp_counters, pdcp_stalls
+    from dclab.experiments.mquic_downloads import pdcp_counters, pdcp_stalls
 
     def rec(t_ms, starts, expiries):
         return json.dumps({"type": "interval", "t_ms": t_ms, "bearers": [
@@ -237,6 +241,12 @@ def test_nfe_evidence_is_the_median_per_mode_and_variants_are_series_of_their_ow
     assert (mq["mode"], mq["n"], mq["nfes"], mq["delay_exits"], mq["nfes_within_rtt"]) == ("mquic", 3, 10, 9, 8)
     assert mq["first_delay_pct"] == pytest.approx(200 / 3) and mq["first_nfe_group_cwnd"] == 10000
     assert (rows[0]["n"], rows[0]["first_delay_pct"], rows[0]["delay_exits"]) == (1, 0.0, None)
+    assert mq["synchronized_pct"] is None and rows[0]["synchronized_pct"] is None  # no counts; 1c never synchronizes
+    from dclab.analysis.nfes import synchronized_pct
+
+    assert synchronized_pct({"mode": "mquic", "stop_packets": 250, "group_packets": 1000}) == 25.0
+    assert synchronized_pct({"mode": "mquic", "stop_packets": None, "group_packets": 1000}) == 100.0  # never stopped
+    assert synchronized_pct({"mode": "3c", "stop_packets": None, "group_packets": 1000}) is None
     t = evidence_table(ds, ["1c", "mquic"])
     assert t.rows[1][:4] == ["10 B", "mquic", "3", "10.0"] and t.failed == [False, False]
     base = {"preset": "domestic-low-loss", "cc": "reno"}
@@ -264,3 +274,61 @@ def test_the_fidelity_campaign_changes_one_thing_per_group():
     assert all(len(c) == 1 for name, c in singles.items() if not name.startswith(("aioquic", "chromium")))
     assert singles["chromium"] == {"params", "ss_exit", "iw", "scale"}
     assert singles["chromium-merge"] == singles["chromium"] | {"merge_rtt"}
+
+
+def test_the_summed_window_and_each_modes_median_download(tmp_path):
+    from figure_checks import series
+
+    from dclab.analysis.cwnd import aggregate
+    from dclab.experiments.mquic import median_windows
+
+    assert aggregate({"0": [(0.0, 4000), (1.0, 8000)], "1": [(0.5, 4000), (1.0, 2000)]}) == [
+        (0.0, 4000), (0.5, 8000), (1.0, 10000)]  # fmt: skip
+
+    def lines(group, cwnds):  # a join, then cwnd samples of two connections
+        out = [{"time": 10.0, "group": group, "event": "join", "conn": c, "cwnd": 4800} for c in (0, 1)]
+        out += [{"time": 10.0 + k * 0.1, "group": group, "event": "cwnd", "conn": k % 2, "cwnd": w}
+                for k, w in enumerate(cwnds, start=1)]
+        out.append({"time": 10.25, "group": group, "event": "nfe", "conn": 0, "action": "merged",
+                    "before": {"0": 12000, "1": 4800}, "after": {"0": 12000, "1": 4800}})
+        return out
+
+    rows = []
+    for rep, (mq, one) in enumerate([(1.0, 0.8), (2.0, 0.9), (3.0, 1.0)], start=1):
+        run = tmp_path / f"rep-{rep}"
+        run.mkdir()
+        g_mq, g_1c = f"t-d{rep}-r{rep}-mquic-1000", f"t-d{rep}-r{rep}-1c-1000"
+        (run / "mquic.jsonl").write_text("".join(json.dumps(x) + "\n" for x in
+                                                 lines(g_mq, [12000 * rep, 24000]) + lines(g_1c, [6000, 6000])))
+        ds = [{"mode": "mquic", "size": 1000, "ok": True, "completion_s": mq, "group": g_mq},
+              {"mode": "1c", "size": 1000, "ok": True, "completion_s": one}]  # no group: found by its suffix
+        rows.append({"metrics": {"downloads": ds}, "run_path": run})
+    ax = panel(median_windows(rows, ["1c", "mquic"], tmp_path / "w.png", "t"), ylabel="summed cwnd (packets of 1200 B)")
+    assert ax.legend[:2] == ["1c (0.900 s)", "mquic (2.000 s)"]  # the median of each mode
+    assert series(ax, "mquic (2.000 s)", "line").y == pytest.approx((8.0, 40.0))  # 24000 + 24000 at the end
+    from figure_checks import empty
+
+    empty(median_windows([{"metrics": {"downloads": []}, "run_path": None}], ["1c"], tmp_path / "e.png", "t"),
+          "no successful download")
+
+
+def test_the_papers_tables_per_location_and_controller():
+    from dclab.experiments.mquic import paper_tables
+
+    def row(cc, preset, mq, extra=None):
+        ds = []
+        for size, paper in ((125_000, 500_000), (1_500_000, 6_000_000)):
+            for k in range(5):
+                ds += [{"mode": "1c", "size": size, "paper_size": paper, "ok": True, "completion_s": 2.0 + k * 0.01},
+                       {"mode": "3c", "size": size, "paper_size": paper, "ok": True, "completion_s": 1.0 + k * 0.01},
+                       {"mode": "mquic", "size": size, "paper_size": paper, "ok": True, "completion_s": mq + k * 0.01}]
+        return {"options": {"preset": preset, "cc": cc, **(extra or {})}, "sweep": "none", "metrics": {"downloads": ds}}
+
+    rows = [row("reno", "domestic-high-loss", 1.5), row("bbr", "domestic-high-loss", 0.5),
+            row("reno", "international-low-loss", 1.0), row("reno", "domestic-high-loss", 1.0, {"merge_rtt": True})]
+    ((caption, t),) = paper_tables(rows)  # one location with two controllers; a lone controller gets none
+    assert caption.startswith("domestic-high-loss: mquic's improvement")
+    assert t.columns[:5] == ["size (paper's)", "reno vs 1c median", "reno vs 1c p95", "reno vs 3c median", "reno vs 3c p95"]
+    assert t.columns[5] == "bbr vs 1c median" and len(t.columns) == 9
+    assert [r[0] for r in t.rows] == ["500 KB", "6 MB"]  # the paper's sizes
+    assert (t.rows[1][1], t.rows[1][3], t.rows[1][5]) == ("24.8", "-49.0", "74.3")  # (2.02 - 1.52) / 2.02 ...

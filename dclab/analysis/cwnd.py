@@ -20,7 +20,6 @@ MSS = 1200  # bytes per packet in the cwnd figure (QUIC's usual max datagram siz
 SYNC_ACTIONS = ("sync", "mean", "stop")
 
 
-
 def groups_of(lines: Iterable[dict[str, Any]]) -> list[str]:
     """Group ids in order of first appearance."""
     seen: dict[str, None] = {}
@@ -71,6 +70,60 @@ def cwnd_series(lines: Iterable[dict[str, Any]], group: str) -> dict[str, list[t
     return {c: series[c] for c in sorted(series, key=_conn_key)}
 
 
+def aggregate(series: dict[str, list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """The group's window over time: at every time any connection's window changed, the
+    sum of each connection's latest value (0 before its first)."""
+    latest: dict[str, float] = {}
+    out: list[tuple[float, float]] = []
+    for t, c, v in sorted((t, c, v) for c, pts in series.items() for t, v in pts):
+        latest[c] = v
+        total = sum(latest.values())
+        if out and out[-1][0] == t:
+            out[-1] = (t, total)
+        else:
+            out.append((t, total))
+    return out
+
+
+def aggregate_windows(by_label: dict[str, tuple[list[dict[str, Any]], str]], path: Path, title: str) -> Path:
+    """One step line per label: the summed cwnd (packets of ``MSS`` bytes) of group
+    ``by_label[label][1]`` in the lines ``by_label[label][0]``, over the time since its
+    first line, NFEs marked on it ("x"; merged NFEs open circles)."""
+    fig, ax = plt.subplots(figsize=(8, 4.0))
+    drawn = 0
+    for i, (label, (lines, group)) in enumerate(by_label.items()):
+        series = cwnd_series(lines, group)
+        total = aggregate(series)
+        if not total:
+            continue
+        color = COLORS[i % len(COLORS)]
+        ax.step([t for t, _ in total], [v / MSS for _, v in total], where="post", color=color, linewidth=1.4,
+                label=label)  # fmt: skip
+        t0 = min(float(d["time"]) for d in lines if str(d.get("group")) == group and _number(d.get("time")) is not None)
+        for d in lines:
+            if str(d.get("group")) != group or d.get("event") != "nfe" or _number(d.get("time")) is None:
+                continue
+            t = float(d["time"]) - t0
+            at = [v for s, v in total if s <= t]
+            ax.plot([t], [at[-1] / MSS if at else 0], linestyle="none", markersize=6, color=color,
+                    marker="o" if d.get("action") == "merged" else "x",
+                    markerfacecolor="none" if d.get("action") == "merged" else color)  # fmt: skip
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return empty_figure(path, title, "no mQUIC log lines for these downloads")
+    ax.plot([], [], "kx", linestyle="none", label="NFE")
+    ax.plot([], [], "ko", markerfacecolor="none", linestyle="none", label="NFE merged (within one RTT)")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time since the group's first line (s)")
+    ax.set_ylabel(f"summed cwnd (packets of {MSS} B)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def cwnd_over_time(lines: Iterable[dict[str, Any]], path: Path, title: str, group: str | None = None) -> Path:
     """Per-connection cwnd (packets of ``MSS`` bytes) of one group as step lines over the
     time since the group's first line; each NFE an "x" on the connection it hit (at the
@@ -118,6 +171,10 @@ def cwnd_over_time(lines: Iterable[dict[str, Any]], path: Path, title: str, grou
     for c, pts in series.items():
         if pts[-1][0] < end:
             ax.plot([pts[-1][0], end], [pts[-1][1] / MSS] * 2, color=colors[c], linewidth=1.3)
+    if len(series) > 1:  # the group's window: what the bottleneck sees
+        total = aggregate(series)
+        ax.step([t for t, _ in total] + [end], [v / MSS for _, v in total] + [total[-1][1] / MSS], where="post",
+                color="k", linewidth=1.0, alpha=0.6, label="sum")  # fmt: skip
     ax.set_xlim(0, end * 1.02 or 1.0)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time since the group's first line (s)")

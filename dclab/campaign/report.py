@@ -344,7 +344,8 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
             body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", heading))
             body.append(f"<p>Experiment {_e(experiment)} is not installed here: no table.</p>\n")
             continue
-        for fig, caption in exp.sweep_figures(rs, out_dir, name, heading, sweep_label(rs)):
+        located = [{**r, "run_path": resolve_run_dir(r.get("run_dir") or "", base)} for r in rs]
+        for fig, caption in exp.sweep_figures(located, out_dir, name, heading, sweep_label(rs)):
             body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", caption))
         for caption, table in exp.sweep_tables(rs):
             if caption:

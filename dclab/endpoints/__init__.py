@@ -23,6 +23,7 @@ STACKS: dict[str, str] = {
 # options are those of one study): the mquic experiment's aioquic with the mQUIC engine.
 VARIANTS: dict[str, str] = {
     "aioquic-mquic": "dclab.endpoints.aioquic.adapter:AioquicMquicStack",
+    "aioquic-token": "dclab.endpoints.aioquic.adapter:AioquicTokenStack",
 }
 
 

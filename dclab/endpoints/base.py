@@ -228,6 +228,9 @@ class Capabilities:
     preconnect: bool = False  # Workload.preconnect: every handshake before the requests
     # A QUIC stack whose max datagram size cannot be set: that size (None: it takes --quic-datagram)
     fixed_datagram: int | None = None
+    # One client process runs many workloads in turn (Stack.session); without, each
+    # workload starts its own process
+    serve: bool = False
 
 
 @dataclass(frozen=True)
@@ -368,6 +371,20 @@ class TransferResult:
         )
 
 
+class ClientSession(ABC):
+    """One client process that runs workloads in turn (``Stack.session``)."""
+
+    @abstractmethod
+    def run(self, workload: Workload) -> TransferResult:
+        """Runs ``workload`` on new connections; never raises for a failed transfer, and
+        ends within the session's timeout plus a few seconds (a client that hangs is
+        stopped, and the next workload starts a new one)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Ends the client process. Safe to call twice."""
+
+
 class Stack(ABC):
     """A transport stack (one folder per stack under dclab/endpoints/)."""
 
@@ -478,6 +495,12 @@ class Stack(ABC):
         ``netns_exec``) and returns what it measured. Must not raise for a failed
         transfer: return ``ok=False`` with the error. Must end within ``spec.timeout_s``
         (plus a few seconds to stop)."""
+
+    def session(self, spec: ClientSpec, netns_exec: list[str]) -> ClientSession | None:
+        """A long-lived client for many workloads of ``spec`` (its workload stands for
+        theirs), or None when the stack starts a process per workload
+        (``capabilities.serve``)."""
+        return None
 
     def server_sysctls(self, cc: str) -> dict[str, str]:
         """Per-namespace sysctls the server namespace needs for ``cc`` (kernel TCP)."""

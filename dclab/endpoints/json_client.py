@@ -20,8 +20,10 @@ repeats it for each connection, since one process makes them all."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -34,16 +36,20 @@ from ..paths import ROOT
 from .base import (
     KEYLOG_FILE,
     Capabilities,
+    ClientSession,
     ClientSpec,
     ConnectionResult,
     ObjectResult,
     ServerSpec,
     Stack,
     TransferResult,
+    Workload,
     run_bounded,
 )
 
 STOP_S = 10.0  # beyond the client's own timeout: its watchdog ends it 5 s after
+SESSION_LOG = "client-serve.log"  # a --serve client's standard error, in the client's workdir
+CLOSE_S = 5.0  # a --serve client ends this long after its input closed, or is killed
 
 
 def _tail(text: str, n: int = 600) -> str:
@@ -94,14 +100,14 @@ class JsonClientStack(Stack):
             *self.inspection_args(spec, "server"),
         ]  # fmt: skip
 
-    def client_command(self, spec: ClientSpec, workload_file: Path) -> list[str]:
+    def client_command(self, spec: ClientSpec, workload_file: Path | None) -> list[str]:
         """The client command; the workload is read from ``workload_file`` (see
-        ``write_workload``)."""
+        ``write_workload``), or with None (``--serve``) one per line of standard input."""
         return [
             *self.program("client"),
             "--host", spec.address,
             "--port", str(spec.port),
-            "--workload", str(workload_file),
+            *(["--serve"] if workload_file is None else ["--workload", str(workload_file)]),
             "--cc", spec.cc,
             "--ca", str(spec.certs.cert),
             "--timeout", f"{spec.timeout_s:g}",
@@ -133,6 +139,9 @@ class JsonClientStack(Stack):
         except Exception as e:  # noqa: BLE001 - run never raises
             return TransferResult.failed(f"cannot run the {self.name} client: {type(e).__name__}: {e}")
 
+    def session(self, spec: ClientSpec, netns_exec: list[str]) -> ClientSession | None:
+        return JsonClientSession(self, spec, netns_exec) if self.capabilities.serve else None
+
     def _result(self, spec: ClientSpec, p: Any, spawned: float | None = None) -> TransferResult:
         d = None
         for line in reversed((p.stdout or "").splitlines()):
@@ -155,6 +164,8 @@ class JsonClientStack(Stack):
             extra["cpu_s"] = d["cpu_s"]  # the client's CPU seconds after start-up
         if isinstance(d.get("stack"), dict):
             extra["stack"] = d["stack"]  # what the client tells of its library (version, sockets)
+        if isinstance(d.get("served"), int):
+            extra["served"] = d["served"]  # --serve: workloads its process ran, this one included
         ready = _num(d, "ready_mono")
         startup = ready - spawned if ready is not None and spawned is not None else None
         extra["startup_s"] = startup
@@ -198,6 +209,112 @@ class JsonClientStack(Stack):
         if not r.ok and p.stderr and p.stderr.strip():
             r.error = f"{r.error} | stderr: {_tail(p.stderr)}"
         return r
+
+
+class JsonClientSession(ClientSession):
+    """A stack's client started once with ``--serve`` in the client namespace: each
+    workload is one JSON line to its standard input, its result the next line of its
+    output. The process starts at the first workload; one that exits, or gives no line
+    within the timeout plus ``STOP_S``, is stopped and the next workload starts another.
+    Its standard error is appended to ``SESSION_LOG`` in the client's workdir. Only a
+    process's first workload has a start-up (``extra["startup_s"]``; None after it)."""
+
+    def __init__(self, stack: JsonClientStack, spec: ClientSpec, netns_exec: list[str]) -> None:
+        self.stack, self.spec, self.netns_exec = stack, spec, netns_exec
+        self.started = 0  # client processes started
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buf = b""
+
+    @property
+    def log(self) -> Path:
+        return Path(self.spec.workdir) / SESSION_LOG
+
+    def run(self, workload: Workload) -> TransferResult:
+        spec = dataclasses.replace(self.spec, workload=workload)
+        refused = self.stack.refusal(spec)
+        if refused is not None:
+            return refused
+        try:
+            proc = self._process()
+            assert proc.stdin is not None
+            written = time.monotonic()
+            proc.stdin.write((json.dumps(workload.to_dict()) + "\n").encode())
+            proc.stdin.flush()
+            line = self._line(written + spec.timeout_s + STOP_S)
+        except (OSError, ValueError) as e:  # a broken pipe: the client is gone
+            line, written = None, time.monotonic()
+            why = f"{type(e).__name__}: {e}"
+        else:
+            why = "no result line within the timeout" if self._proc and self._proc.poll() is None else "it exited"
+        if line is None:
+            self._stop()
+            return TransferResult.failed(f"{self.stack.name} client (--serve) gave no result: {why}"
+                                         f"{_log_tail(self.log)}")  # fmt: skip
+        r = self.stack._result(spec, subprocess.CompletedProcess([], 0, line, ""), written)
+        if r.extra.get("served", 1) > 1:  # a running process: no start-up in this workload
+            r.extra["startup_s"] = None
+            r.extra["startup_s_connections"] = [None] * workload.connections
+        return r
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # end of input: the client ends after its current workload
+            proc.wait(timeout=CLOSE_S)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+    def _process(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self._stop()
+        Path(self.spec.workdir).mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as err:  # the child keeps its own descriptor
+            self._proc = subprocess.Popen([*self.netns_exec, *self.stack.client_command(self.spec, None)],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)  # fmt: skip
+        self._buf = b""
+        self.started += 1
+        return self._proc
+
+    def _line(self, deadline: float) -> str | None:
+        """The client's next output line, None at end of output or past ``deadline``."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for f in (proc.stdin, proc.stdout):
+                if f is not None:
+                    f.close()
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        text = path.read_bytes()[-2000:].decode(errors="replace")
+    except OSError:
+        return ""
+    return f": {_tail(text)}" if text.strip() else ""
 
 
 class BinaryStack(JsonClientStack):

@@ -392,7 +392,8 @@ class Experiment(ABC):
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         """Every figure of a sweep with its caption, files named ``out_dir/stem*.png``
-        (default: ``sweep_figure`` alone)."""
+        (default: ``sweep_figure`` alone). Each row is a stored run with ``run_path``: its
+        raw data's directory on this machine, None where it is not here."""
         m = self.metrics[0]
         path = self.sweep_figure(rows, out_dir / f"{stem}.png", title, xlabel)
         return [(path, f"{title} ({m.label}: mean, std over repetitions)")]

@@ -5,7 +5,9 @@ resuming with the request in 0-RTT early data.
 
 One testbed serves every repetition (``one_testbed``), so the servers are warm: a fresh
 testbed first gets one download that is not measured. A repetition downloads every size
-``--count`` times, one download per client run; each round takes the sizes in an order
+``--count`` times, one download per client workload (a stack whose client serves many,
+aioquic's, runs them all in one process: ``run_clients(persistent=True)``, and only the
+first has a start-up); each round takes the sizes in an order
 shuffled from the testbed's seed and the repetition (so that no size always follows
 another). With resumption the stack's client makes a warm-up connection for the ticket
 before the request, and every time is after the request: handshake, first byte, last
@@ -135,12 +137,12 @@ class Download(Experiment):
         rep_dir = Path(bed.state["rep_dir"])
         sizes = o.size_list()
         if "download_warm" not in bed.state:  # the servers' first request (imports, caches) is not measured
-            w = bed.run_clients(o.timeout, workloads={"dl": workload(min(sizes), o.resume)})["dl"]
+            w = bed.run_clients(o.timeout, workloads={"dl": workload(min(sizes), o.resume)}, persistent=True)["dl"]
             bed.state["download_warm"] = {"ok": w.ok, "completion_s": w.completion_s, "error": w.error}
         downloads = []
         sequence = order(sizes, o.count, scenario.seed, result.rep)
         for k, size in sequence:
-            r = bed.run_clients(o.timeout, workloads={"dl": workload(size, o.resume)})["dl"]
+            r = bed.run_clients(o.timeout, workloads={"dl": workload(size, o.resume)}, persistent=True)["dl"]
             downloads.append(download_record(size, k, o.resume, r))
         write_json(rep_dir / DOWNLOADS, downloads)
         failed = [d for d in downloads if not d["ok"]]

@@ -31,17 +31,13 @@ from ..testbed.rundir import write_json
 from ..units import parse_sizes
 from . import mquic_network as net
 from .base import Experiment, Metric, Options, RepResult, Summary, Table, _fmt
+from .mquic_downloads import LOG, counts_stalls, download_record, pdcp_counters, pdcp_stalls, read_group
 
 MODES = ("1c", "3c", "mquic", "mquic-cwnd")
 BASELINES = ["1c", "3c"]
 PORT = 4433
 STATS_INTERVAL_MS = 1000.0  # one testbed runs for minutes to hours; dcemu's stats are not used per download
 DC_STATS_INTERVAL_MS = 100.0  # with DC, PDCP stalls are counted per download from dcemu's records
-STATS_WAIT_S = 1.0
-# A download's log lines are written when its last byte range is acknowledged on the
-# server; at high loss that ACK may need PTOs first.
-LOG_WAIT_S = 10.0
-LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 DOWNLOADS = "downloads.json"
 
 
@@ -131,7 +127,7 @@ class Mquic(Experiment):
                 raise ScenarioError(f"{option}: --preset {o.preset} sets the links ({', '.join(sorted(changes))}); "
                                     "give --preset none to set them yourself")
         s = build(scenario, **changes)
-        interval = DC_STATS_INTERVAL_MS if _counts_stalls(s) else STATS_INTERVAL_MS
+        interval = DC_STATS_INTERVAL_MS if counts_stalls(s) else STATS_INTERVAL_MS
         return build(s, stats_interval_ms=max(scenario.stats_interval_ms, interval))
 
     def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
@@ -166,8 +162,8 @@ class Mquic(Experiment):
                 # unique on the testbed, which campaigns may reuse across runs with equal repetition numbers
                 bed.state["downloads"] = n = bed.state.get("downloads", 0) + 1
                 group = f"{bed.ns.tag}-d{n}-r{result.rep}-{mode}-{size}"
-                before = pdcp_counters(bed) if _counts_stalls(scenario) else None
-                r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)})["mq"]
+                before = pdcp_counters(bed) if counts_stalls(scenario) else None
+                r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)}, persistent=True)["mq"]
                 mine = read_group(bed, group)
                 lines += mine
                 d = download_record(mode, size, paper_size, r, mine)
@@ -246,6 +242,8 @@ class Mquic(Experiment):
             out.append((completion.completion_vs_first_nfe(ds, modes, out_dir / f"{tag}-nfe.png",
                                                            f"{title}: {series}"),
                         f"{series}: completion time against the first NFE's packet count"))
+            out.append((median_windows(rs, modes, out_dir / f"{tag}-window.png", f"{title}: {series}"),
+                        f"{series}: the summed window of each mode's median download at the largest size"))
         points = _points(rows)
         if len(points) > 1:
             out.append((completion.gain_against(points, "mquic", BASELINES, out_dir / f"{stem}-gain.png", title, xlabel),
@@ -262,7 +260,7 @@ class Mquic(Experiment):
             ds = [d for r in rs for d in _downloads(r)]
             out.append((series, improvement_table(completion.completion_table(ds, _modes_of(ds), BASELINES))))
             out.append((f"{series}: the NFEs behind it (medians per download)", evidence_table(ds, _modes_of(ds))))
-        return out
+        return paper_tables(rows) + out
 
     def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
         ds = [d for r in rows for d in _downloads(r)]
@@ -288,13 +286,52 @@ VARIANT_OPTIONS = ("params", "ss_exit", "merge_rtt", "iw", "scale", "conns", "ra
 
 
 def _series_label(row: dict[str, Any]) -> str:
+    where, variant = _setting(row)
+    return f"{where}, {_cc(row)}{variant}"
+
+
+def _cc(row: dict[str, Any]) -> str:
+    return str((row.get("options") or {}).get("cc", row.get("cc")))
+
+
+def _setting(row: dict[str, Any]) -> tuple[str, str]:
+    """The run's location (preset, DC) and the rest of its series label but the controller."""
     o = row.get("options") or {}
     where = o.get("preset", "?") + (" DC" if o.get("dc") else "")
     sweep = row.get("sweep")
     value = f", {sweep}={row.get('value')}" if sweep not in (None, "", "none") else ""
     variant = "".join(f", {k}={_short(o[k])}" for k in VARIANT_OPTIONS
                       if k in o and k != sweep and o[k] != MquicOptions.model_fields[k].default)  # fmt: skip
-    return f"{where}, {o.get('cc', row.get('cc'))}{variant}{value}"
+    return where, variant + value
+
+
+def paper_tables(rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    """The shape of the paper's Tables 6-9: per location and setting measured with more
+    than one controller, a row per size (the paper's, before scaling) and per controller
+    mquic's improvement over 1c and over 3c (median and p95, %)."""
+    by_setting: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        by_setting.setdefault(_setting(r), {}).setdefault(_cc(r), []).extend(_downloads(r))
+    order = {"reno": 0, "cubic": 1, "bbr": 2}
+    out = []
+    for (where, variant), by_cc in by_setting.items():
+        if len(by_cc) < 2:
+            continue
+        ccs = sorted(by_cc, key=lambda c: (order.get(c, 9), c))
+        tables = {c: {t["size"]: t for t in completion.completion_table(ds, ["mquic"], BASELINES)} for c, ds in by_cc.items()}
+        paper = {d["size"]: d.get("paper_size") or d["size"] for ds in by_cc.values() for d in ds}
+        cols = ["size (paper's)"] + [f"{c} vs {b} {stat}" for c in ccs for b in BASELINES for stat in ("median", "p95")]
+        body, failed = [], []
+        for size in sorted(paper):
+            cells = [completion.size_label(paper[size])]
+            for c in ccs:
+                imp = (tables[c].get(size) or {}).get("improvement") or {}
+                cells += [_fmt((imp.get(b) or {}).get(stat), 1) for b in BASELINES for stat in ("median", "p95")]
+            body.append(cells)
+            failed.append(all(not (tables[c].get(size) or {}).get("n") for c in ccs))
+        out.append((f"{where}{variant}: mquic's improvement (%) per controller, as the paper's Tables 6-9",
+                    Table(cols, body, failed)))
+    return out
 
 
 def _short(v: object) -> str:
@@ -333,16 +370,44 @@ def improvement_table(rows: list[dict[str, Any]]) -> Table:
     return Table(cols, out, failed)
 
 
+def median_windows(rows: list[dict[str, Any]], modes: list[str], path: Path, title: str) -> Path:
+    """Per mode, the summed cwnd over time of its median download (the lower median of
+    the completion times) at the largest size, from the server log in its run's
+    directory (``run_path``)."""
+    located = [(d, r.get("run_path")) for r in rows for d in _downloads(r)]
+    ok = [(d, p) for d, p in located if d.get("ok") and d.get("completion_s") is not None]
+    if not ok:
+        return empty_figure(path, title, "no successful download")
+    largest = max(d["size"] for d, _ in ok)
+    chosen: dict[str, tuple[list[dict[str, Any]], str]] = {}
+    for mode in modes:
+        mine = sorted(((d, p) for d, p in ok if d["mode"] == mode and d["size"] == largest),
+                      key=lambda x: x[0]["completion_s"])  # fmt: skip
+        if not mine:
+            continue
+        d, run_path = mine[(len(mine) - 1) // 2]
+        log = Path(run_path) / LOG if run_path else None
+        if log is None or not log.is_file():
+            continue
+        every = [x for x in (json.loads(t) for t in log.read_text().splitlines() if t.strip()) if isinstance(x, dict)]
+        # records from before "group" was kept: the repetition's one group of this mode and size
+        group = d.get("group") or next((str(x["group"]) for x in every
+                                        if str(x.get("group", "")).endswith(f"-{mode}-{d['size']}")), None)  # fmt: skip
+        if group is not None:
+            chosen[f"{mode} ({d['completion_s']:.3f} s)"] = ([x for x in every if x.get("group") == group], group)
+    return cwnd.aggregate_windows(chosen, path, f"{title}: median downloads, {completion.size_label(largest)}")
+
+
 def evidence_table(downloads: list[dict[str, Any]], modes: list[str]) -> Table:
     """Per size and mode, the medians of what the downloads' NFEs were (analysis/nfes.py)."""
     cols = ["size", "mode", "n", "NFEs", "delay exits", "within 1 RTT", "syncs", "first NFE a delay exit %",
-            "group cwnd at first NFE (kB)"]  # fmt: skip
+            "group cwnd at first NFE (kB)", "packets before the stop %"]  # fmt: skip
     out, failed = [], []
     for r in nfes.nfe_evidence(downloads, modes):
         cwnd_kb = r["first_nfe_group_cwnd"] / 1e3 if r["first_nfe_group_cwnd"] is not None else None
         out.append([completion.size_label(r["size"]), r["mode"], str(r["n"]), _fmt(r["nfes"], 1),
                     _fmt(r["delay_exits"], 1), _fmt(r["nfes_within_rtt"], 1), _fmt(r["syncs"], 1),
-                    _fmt(r["first_delay_pct"], 0), _fmt(cwnd_kb, 1)])  # fmt: skip
+                    _fmt(r["first_delay_pct"], 0), _fmt(cwnd_kb, 1), _fmt(r["synchronized_pct"], 0)])  # fmt: skip
         failed.append(not r["n"])
     return Table(cols, out, failed)
 
@@ -355,99 +420,6 @@ def rep_gain(downloads: list[dict[str, Any]]) -> float | None:
         if ct.get("1c") and ct.get("mquic") is not None:
             gains.append((ct["1c"] - ct["mquic"]) / ct["1c"] * 100)
     return sum(gains) / len(gains) if gains else None
-
-
-def new_records(bed: Testbed, path: Path, key: str) -> list[dict[str, Any]]:
-    """The JSON objects appended to ``path`` since the last call with ``key`` (its offset
-    is kept in ``bed.state``); a line still being written waits for the next call."""
-    offset = bed.state.get(key, 0)
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            chunk = f.read()
-    except FileNotFoundError:
-        chunk = b""
-    end = chunk.rfind(b"\n") + 1
-    bed.state[key] = offset + end
-    out = []
-    for raw in chunk[:end].splitlines():
-        try:
-            d = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(d, dict):
-            out.append(d)
-    return out
-
-
-def read_group(bed: Testbed, group: str) -> list[dict[str, Any]]:
-    """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line;
-    other groups' lines are kept in ``bed.state`` until asked for."""
-    path = bed.workdir / "server" / LOG
-    pending: dict[str, list[dict[str, Any]]] = bed.state.setdefault("mquic_lines", {})
-    deadline = time.monotonic() + LOG_WAIT_S
-    while True:
-        for d in new_records(bed, path, "mquic_offset"):
-            if isinstance(d.get("group"), str):
-                pending.setdefault(d["group"], []).append(d)
-        mine = pending.get(group, [])
-        if any(d.get("event") == "done" for d in mine) or time.monotonic() > deadline:
-            return pending.pop(group, [])
-        time.sleep(0.05)
-
-
-def _counts_stalls(s: Scenario) -> bool:
-    """Over DC with PDCP reordering a reordering stall is the third kind of NFE."""
-    return s.legs > 1 and s.reordering
-
-
-def pdcp_counters(bed: Testbed, after: float | None = None) -> dict[str, int]:
-    """The PDCP receiver's cumulative counters of the bearer from dcemu's newest interval
-    record; with ``after`` (Unix time), from the first record that ends at or after it
-    (waiting up to STATS_WAIT_S), so that everything up to then is counted."""
-    path = bed.workdir / "dcemu-stats.jsonl"
-    deadline = time.monotonic() + STATS_WAIT_S
-    after_ms = (after - bed.start_wall) * 1e3 if after is not None and bed.start_wall else None
-    latest: dict[str, int] = bed.state.get("pdcp_latest", {})
-    while True:
-        t_ms = bed.state.get("stats_t_ms", -1.0)
-        for rec in new_records(bed, path, "stats_offset"):
-            for b in rec.get("bearers") or []:
-                if b.get("rx"):
-                    latest = {k: int(v) for k, v in b["rx"].items() if isinstance(v, int)}
-                    t_ms = float(rec.get("t_ms", t_ms))
-        bed.state.update(pdcp_latest=latest, stats_t_ms=t_ms)
-        if after_ms is None or t_ms >= after_ms or time.monotonic() > deadline:
-            return dict(latest)
-        time.sleep(0.02)
-
-
-def pdcp_stalls(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """Reordering stalls during a download: t-Reordering started (a gap waited for) and
-    expired (a gap given up), and SDUs discarded as late."""
-    keys = ("timer_starts", "timer_expiries", "discarded_late")
-    return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
-
-
-def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """One download as the figures and tables read it (analysis/completion.py)."""
-    done = next((d for d in lines if d.get("event") == "done"), None)
-    first = (done or {}).get("first_nfe") or None
-    syncs = sum(1 for d in lines if d.get("event") in ("nfe", "round", "rate") and d.get("action") in ("sync", "mean", "stop"))
-    return {
-        "mode": mode, "size": size, "paper_size": paper_size, "ok": r.ok, "error": r.error,
-        "completion_s": r.completion_s,
-        "nfes": done.get("nfes") if done else None,
-        "nfes_within_rtt": done.get("nfes_within_rtt") if done else None,
-        "delay_exits": done.get("delay_exits") if done else None,
-        "first_nfe_packets": first.get("group_packets", first.get("packets")) if first else None,
-        "first_nfe_cwnd": first.get("cwnd_before") if first else None,
-        "first_nfe_group_cwnd": first.get("group_cwnd") if first else None,
-        "first_nfe_kind": first.get("kind") if first else None,
-        "syncs": syncs if lines else None,
-        "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
-                   "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],
-    }
 
 
 EXPERIMENT = Mquic()

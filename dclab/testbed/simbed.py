@@ -123,9 +123,10 @@ class SimBed:
         return self._start_wall
 
     def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,
-                    workloads: dict[str, Workload] | None = None) -> dict[str, TransferResult]:
+                    workloads: dict[str, Workload] | None = None, persistent: bool = False) -> dict[str, TransferResult]:
         """Simulates every flow (or those named) from virtual time 0 for at most
-        ``timeout_s``; their results by flow, as real clients would report them."""
+        ``timeout_s``; their results by flow, as real clients would report them
+        (``persistent`` means nothing here: no client process is started)."""
         chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
         (self.workdir / "workload.toml").write_text(workload_toml(self.plan, chosen, self.host, workloads or {}, timeout_s,
                                                                   self.stand_in))

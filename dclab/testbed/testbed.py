@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..endpoints import get_stack
-from ..endpoints.base import ClientSpec, ServerSpec, TransferResult, Workload
+from ..endpoints.base import ClientSession, ClientSpec, ServerSpec, TransferResult, Workload
 from ..flows import Flow, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
@@ -71,6 +71,8 @@ class Testbed:
         # UDP datagrams the client's namespace dropped for a full socket buffer during the
         # last run_clients (all flows; None: not measured)
         self.client_udp_drops: int | None = None
+        # long-lived clients by flow and qlog switch (run_clients(persistent=True))
+        self.sessions: dict[tuple[str, bool], ClientSession] = {}
         self._exit = contextlib.ExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -103,6 +105,9 @@ class Testbed:
     def finish(self) -> list[dict[str, Any]]:
         """Stops the servers and dcemu (its summary written) and returns dcemu's records;
         the namespaces and host settings stay until the context ends."""
+        for session in self.sessions.values():
+            session.close()
+        self.sessions.clear()
         for p in self.servers:
             stop_process(p)
         self.servers.clear()
@@ -209,29 +214,41 @@ class Testbed:
         except RuntimeError as e:
             raise TestbedError(f"{stack.name} server of flow {flow.name}: {e}: {tail(workdir / 'server.log')}") from None
 
-    def run_client(self, flow: Flow, timeout_s: float, qlog: bool = False, workload: Workload | None = None) -> TransferResult:
+    def run_client(self, flow: Flow, timeout_s: float, qlog: bool = False, workload: Workload | None = None,
+                   persistent: bool = False) -> TransferResult:  # fmt: skip
         """Runs the flow's workload (or ``workload`` instead, for an experiment that fetches
         several on one testbed) in the client namespace; never raises for a failed
-        transfer."""
+        transfer. ``persistent``: on the flow's long-lived client where the stack has one
+        (``Stack.session``, kept until ``finish``; its timeout is the first call's)."""
         assert flow.port is not None and flow.cc is not None
+        qlog = qlog or self.inspect.qlog
         spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=workload or flow.workload, cc=flow.cc,
                           workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s,
-                          qlog=qlog or self.inspect.qlog, quic_datagram=self.plan.quic_datagram,
-                          keylog=self.inspect.keylog)  # fmt: skip
-        return get_stack(flow.stack).run(spec, self.ns.exec(self.ns.client))
+                          qlog=qlog, quic_datagram=self.plan.quic_datagram, keylog=self.inspect.keylog)  # fmt: skip
+        stack = get_stack(flow.stack)
+        if persistent:
+            session = self.sessions.get((flow.name, qlog))
+            if session is None:
+                session = stack.session(spec, self.ns.exec(self.ns.client))
+                if session is not None:
+                    self.sessions[(flow.name, qlog)] = session
+            if session is not None:
+                return session.run(spec.workload)
+        return stack.run(spec, self.ns.exec(self.ns.client))
 
     def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,
-                    workloads: dict[str, Workload] | None = None) -> dict[str, TransferResult]:
+                    workloads: dict[str, Workload] | None = None, persistent: bool = False) -> dict[str, TransferResult]:
         """Every flow's client (or those named), started together; their results by flow.
         ``workloads`` replaces named flows' workloads for this call (checked by the stack
-        like the plan's)."""
+        like the plan's). ``persistent``: each flow on its long-lived client, where its
+        stack has one (``run_client``)."""
         chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
         workloads = workloads or {}
         results: dict[str, TransferResult] = {}
 
         def one(f: Flow) -> None:
             try:
-                results[f.name] = self.run_client(f, timeout_s, qlog, workloads.get(f.name))
+                results[f.name] = self.run_client(f, timeout_s, qlog, workloads.get(f.name), persistent)
             except Exception as e:  # noqa: BLE001 - a client that cannot start is a failed flow
                 results[f.name] = TransferResult.failed(f"{type(e).__name__}: {e}")
 

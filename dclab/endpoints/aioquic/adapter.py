@@ -33,6 +33,7 @@ class AioquicStack(JsonClientStack):
         zero_rtt=True,
         ranges=True,
         preconnect=True,
+        serve=True,
     )
 
     def missing(self) -> list[str]:
@@ -75,3 +76,18 @@ class AioquicMquicStack(AioquicStack):
     name = "aioquic-mquic"
     ccs = MQUIC_CCS
     capabilities = dataclasses.replace(AioquicStack.capabilities, cc_options=MQUIC_OPTIONS)
+
+
+class AioquicTokenStack(AioquicStack):
+    """aioquic whose server treats each client's address as validated from its first
+    packet (``h3_server.py --validated-address``), as a server that accepts an
+    address-validation token (NEW_TOKEN, RFC 9000 section 8.1.3) would: no
+    anti-amplification limit before the handshake ends. aioquic issues no NEW_TOKEN, so
+    this stands in for a client presenting one; used to show what that limit costs 0-RTT
+    (``scripts/zero_rtt_phases.py``). A variant (endpoints.VARIANTS), not offered by
+    --stack."""
+
+    name = "aioquic-token"
+
+    def server_command(self, spec: ServerSpec) -> list[str]:
+        return [*super().server_command(spec), "--validated-address"]

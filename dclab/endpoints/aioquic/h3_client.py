@@ -1,8 +1,17 @@
 """An HTTP/3 client workload with aioquic, timed, printed as one JSON line.
 
     python -m dclab.endpoints.aioquic.h3_client --host 198.18.0.1 --port 4433 \\
-        (--size N | --workload JSON-or-FILE) --cc reno|cubic|bbr --ca cert.pem \\
+        (--size N | --workload JSON-or-FILE | --serve) --cc reno|cubic|bbr --ca cert.pem \\
         [--qlog-dir DIR] [--keylog FILE] [--timeout S]
+
+``--serve`` keeps the process for many workloads (an experiment that fetches hundreds
+of files on one testbed would otherwise start an interpreter per file): each line of
+standard input is one workload as a JSON object, run on new connections as ``--workload``
+runs it, and answered by its JSON line on standard output, in order, until end of input.
+``--timeout`` applies to each workload; a bad line is answered by a failed result (exit
+status 2 is kept for bad arguments); if a workload's event loop hangs past its timeout,
+the watchdog prints its failure and ends the process. ``served`` in each line counts the
+workloads this process has run, that one included.
 
 ``--size N`` is one object on one connection (``GET /<N>``). ``--workload`` takes a
 workload (``dclab.endpoints.base.Workload.to_dict``: objects, connections, assignment,
@@ -169,6 +178,7 @@ class Run:
         # what the connections cost after it (the simulation's per-packet cost is measured so).
         self.ready_cpu: float | None = None
         self.error: str | None = None
+        self.served: int | None = None  # --serve: the workloads this process ran, this one included
         self._printed = False
         self._lock = threading.Lock()
 
@@ -186,6 +196,8 @@ class Run:
         d["ready_mono"] = self.ready_mono
         d["cpu_s"] = process_cpu() - self.ready_cpu if self.ready_cpu is not None else None
         d["workload_error"] = self.error  # not tied to one object (e.g. the warm-up failed)
+        if self.served is not None:
+            d["served"] = self.served
         return d
 
     def emit(self) -> bool:
@@ -536,6 +548,79 @@ def load_workload(text: str) -> Workload:
     return Workload.from_dict(json.loads(raw))
 
 
+def workload_error(wl: Workload) -> str | None:
+    """What is wrong with a workload before anything is sent (None: nothing)."""
+    errs = wl.errors()
+    if errs:
+        return "workload: " + "; ".join(errs)
+    try:
+        for c in range(wl.connections):
+            from_options(wl.cc_options, c)
+    except ValueError as e:
+        return f"workload: cc_options: {e}"
+    return None
+
+
+SERVE_LINE_LIMIT = 16 * 2**20  # bytes of one --serve input line: 10,000 objects fit many times
+
+
+def serve(args: argparse.Namespace) -> int:
+    """--serve: one workload per input line, each answered by its JSON line, until end of
+    input."""
+    served = 0
+
+    def watchdog(run: Run) -> None:
+        if run.error is None:
+            run.error = f"timeout after {args.timeout:g} s (watchdog)"
+        run.emit()
+        os._exit(1)
+
+    async def lines() -> None:
+        nonlocal served
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=SERVE_LINE_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:  # longer than the limit: the rest of the input cannot be trusted
+                run = Run(Workload.single(0))
+                run.error = f"--serve: an input line longer than {SERVE_LINE_LIMIT} bytes"
+                run.emit()
+                return
+            if not line:
+                return
+            if not line.strip():
+                continue
+            served += 1
+            try:
+                wl = Workload.from_dict(json.loads(line))
+                error = workload_error(wl)
+            except (ValueError, TypeError, KeyError) as e:
+                wl, error = Workload.single(0), f"--serve: not a workload: {type(e).__name__}: {e}"
+            run = Run(wl)
+            run.served = served
+            if error is not None:
+                run.error = error
+                run.emit()
+                continue
+            dog = threading.Timer(args.timeout + CLOSE_WAIT_S + 2.0, watchdog, (run,))
+            dog.daemon = True
+            dog.start()
+            try:
+                await workload(args, run)
+            except Exception as e:  # noqa: BLE001 - any failure becomes ok=false, the next line still runs
+                if run.error is None:
+                    run.error = f"{type(e).__name__}: {e}"
+            run.emit()
+            dog.cancel()
+
+    asyncio.run(lines())
+    if RX_TRACE is not None:
+        RX_TRACE.write()
+    return 0
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="A timed HTTP/3 client workload (aioquic)")
     ap.add_argument("--host", required=True)
@@ -543,6 +628,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--size", type=int, help="one object of this many bytes on one connection (GET /<size>)")
     what.add_argument("--workload", help="a workload as a JSON object, or the path of a JSON file")
+    what.add_argument("--serve", action="store_true",
+                      help="run one workload (a JSON object) per line of standard input, printing each result line")
     ap.add_argument("--cc", default="reno",
                     help="congestion control: aioquic's reno, cubic, or our bbr (BBR v1, bbr.py); mquic-X runs X")
     ap.add_argument("--ca", help="certificate to trust (the server's self-signed one)")
@@ -565,17 +652,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     try:
-        wl = Workload.single(args.size) if args.workload is None else load_workload(args.workload)
+        if args.serve:
+            wl = Workload.single(0)  # stands for the workloads to come in a refusal's line
+        else:
+            wl = Workload.single(args.size) if args.workload is None else load_workload(args.workload)
     except (OSError, ValueError, TypeError) as e:
         return bad(f"--workload: {e}")
-    errs = wl.errors()
-    if errs:
-        return bad("workload: " + "; ".join(errs))
-    try:
-        for c in range(wl.connections):
-            from_options(wl.cc_options, c)
-    except ValueError as e:
-        return bad(f"workload: cc_options: {e}")
+    error = None if args.serve else workload_error(wl)
+    if error:
+        return bad(error)
     run = Run(wl)
     args.cc = client_cc(args.cc)
 
@@ -586,6 +671,8 @@ def main(argv: list[str] | None = None) -> int:
         return bad(err, run)
     if not args.insecure and (not args.ca or not Path(args.ca).is_file()):
         return bad(f"--ca: no such file: {args.ca}", run)
+    if args.serve:
+        return serve(args)
 
     # Whatever happens in the loop, end a little after the deadline.
     def watchdog() -> None:

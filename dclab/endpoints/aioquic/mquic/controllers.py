@@ -276,15 +276,18 @@ class MquicController(MquicMember):
             self._mq_nfe(now, "loss", prior)
 
     def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
+        if self.ssthresh is not None:  # no delay exit to look for (the common case: keep it cheap)
+            super().on_rtt_measurement(now=now, rtt=rtt)
+            return
         prior = self.conn_state()
         hystart = self._mq_hystart
-        if hystart is not None and self.ssthresh is None:
+        if hystart is not None:
             # HyStart decides (aioquic's monitor is _NoDelayExit); with ssthresh set
             # first, the wrapped controller below only records the RTT (CUBIC)
             if hystart.should_exit(rtt, min(self._mq_min_rtt, rtt), self.congestion_window / self._max_datagram_size):
                 self.ssthresh = self.congestion_window
         super().on_rtt_measurement(now=now, rtt=rtt)
-        if prior.ssthresh is None and self.ssthresh is not None:  # the delay-based exit
+        if self.ssthresh is not None:  # the delay-based exit
             self._mq_nfe(now, "delay", prior)
 
     def _mq_join(self, cwnd: int) -> None:

@@ -1,0 +1,117 @@
+"""One download of the mquic experiment on its testbed (docs/mquic.md, "The experiment"):
+its lines of the server's mQUIC log, the PDCP receiver's counters around it (over DC),
+and its record as the tables and figures read it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..scenario import Scenario
+from ..testbed import Testbed
+
+LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
+STATS_WAIT_S = 1.0
+# A download's log lines are written when its last byte range is acknowledged on the
+# server; at high loss that ACK may need PTOs first.
+LOG_WAIT_S = 10.0
+
+
+def new_records(bed: Testbed, path: Path, key: str) -> list[dict[str, Any]]:
+    """The JSON objects appended to ``path`` since the last call with ``key`` (its offset
+    is kept in ``bed.state``); a line still being written waits for the next call."""
+    offset = bed.state.get(key, 0)
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except FileNotFoundError:
+        chunk = b""
+    end = chunk.rfind(b"\n") + 1
+    bed.state[key] = offset + end
+    out = []
+    for raw in chunk[:end].splitlines():
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
+
+
+def read_group(bed: Testbed, group: str) -> list[dict[str, Any]]:
+    """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line;
+    other groups' lines are kept in ``bed.state`` until asked for."""
+    path = bed.workdir / "server" / LOG
+    pending: dict[str, list[dict[str, Any]]] = bed.state.setdefault("mquic_lines", {})
+    deadline = time.monotonic() + LOG_WAIT_S
+    while True:
+        for d in new_records(bed, path, "mquic_offset"):
+            if isinstance(d.get("group"), str):
+                pending.setdefault(d["group"], []).append(d)
+        mine = pending.get(group, [])
+        if any(d.get("event") == "done" for d in mine) or time.monotonic() > deadline:
+            return pending.pop(group, [])
+        time.sleep(0.05)
+
+
+def counts_stalls(s: Scenario) -> bool:
+    """Over DC with PDCP reordering a reordering stall is the third kind of NFE."""
+    return s.legs > 1 and s.reordering
+
+
+def pdcp_counters(bed: Testbed, after: float | None = None) -> dict[str, int]:
+    """The PDCP receiver's cumulative counters of the bearer from dcemu's newest interval
+    record; with ``after`` (Unix time), from the first record that ends at or after it
+    (waiting up to STATS_WAIT_S), so that everything up to then is counted."""
+    path = bed.workdir / "dcemu-stats.jsonl"
+    deadline = time.monotonic() + STATS_WAIT_S
+    after_ms = (after - bed.start_wall) * 1e3 if after is not None and bed.start_wall else None
+    latest: dict[str, int] = bed.state.get("pdcp_latest", {})
+    while True:
+        t_ms = bed.state.get("stats_t_ms", -1.0)
+        for rec in new_records(bed, path, "stats_offset"):
+            for b in rec.get("bearers") or []:
+                if b.get("rx"):
+                    latest = {k: int(v) for k, v in b["rx"].items() if isinstance(v, int)}
+                    t_ms = float(rec.get("t_ms", t_ms))
+        bed.state.update(pdcp_latest=latest, stats_t_ms=t_ms)
+        if after_ms is None or t_ms >= after_ms or time.monotonic() > deadline:
+            return dict(latest)
+        time.sleep(0.02)
+
+
+def pdcp_stalls(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Reordering stalls during a download: t-Reordering started (a gap waited for) and
+    expired (a gap given up), and SDUs discarded as late."""
+    keys = ("timer_starts", "timer_expiries", "discarded_late")
+    return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+
+
+def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """One download as the figures and tables read it (analysis/completion.py)."""
+    done = next((d for d in lines if d.get("event") == "done"), None)
+    group = next((str(d["group"]) for d in lines if d.get("group") is not None), None)
+    first = (done or {}).get("first_nfe") or None
+    syncs = sum(1 for d in lines if d.get("event") in ("nfe", "round", "rate") and d.get("action") in ("sync", "mean", "stop"))
+    stop = next((d for d in lines if d.get("event") == "nfe" and d.get("action") == "stop"), None)
+    return {
+        "mode": mode, "size": size, "paper_size": paper_size, "group": group, "ok": r.ok, "error": r.error,
+        "completion_s": r.completion_s,
+        "nfes": done.get("nfes") if done else None,
+        "nfes_within_rtt": done.get("nfes_within_rtt") if done else None,
+        "delay_exits": done.get("delay_exits") if done else None,
+        "first_nfe_packets": first.get("group_packets", first.get("packets")) if first else None,
+        "first_nfe_cwnd": first.get("cwnd_before") if first else None,
+        "first_nfe_group_cwnd": first.get("group_cwnd") if first else None,
+        "first_nfe_kind": first.get("kind") if first else None,
+        "syncs": syncs if lines else None,
+        # packets the group had sent when synchronization stopped (None: it never did), of all
+        "stop_packets": stop.get("group_packets") if stop else None,
+        "group_packets": done.get("group_packets") if done else None,
+        "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
+                   "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],
+    }
