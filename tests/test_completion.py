@@ -210,10 +210,11 @@ def test_cwnd_plot_picks_the_first_synchronized_group(tmp_path):
     assert s["0"][0] == (0.0, 12000.0) and s["0"][-1] == pytest.approx((0.5, 25000.0))
     ax = panel(cwnd_over_time(lines, tmp_path / "cwnd.png", "cwnd"), title="cwnd (group g2)",
                xlabel="time since the group's first line (s)", ylabel="cwnd (packets of 1200 B)",
-               legend=["conn 0", "conn 1", "NFE", "nfe sync", "round mean"], vlines=[0.3, 0.5])
+               legend=["conn 0", "conn 1", "NFE", "nfe sync", "round mean", "sum"], vlines=[0.3, 0.5])
     assert [s.y for s in ax.labelled()[:2]] == [spans(v / 1200 for _, v in s["0"]), spans(v / 1200 for _, v in s["1"])]
     assert series(ax, "NFE").y == (40.0, 40.0), "on conn 1, at its cwnd before the reaction (48000 B)"
-    assert ax.lines == 5 and ax.x == pytest.approx((0.0, 0.6)), "conns, the NFE, each conn held to the group's last line"
+    assert ax.lines == 6 and ax.x == pytest.approx((0.0, 0.6)), "conns, the NFE, each conn held to the group's last line, the sum"
+    assert series(ax, "sum").y[0] == pytest.approx(20.0), "the group's window: 2 x 12000 B at the start"
     panel(cwnd_over_time(lines, tmp_path / "cwnd_g1.png", "cwnd", group="g1"), title="cwnd (group g1)",
           legend=["conn 0", "NFE"], lines=2, vlines=[], y=(10.0, 20.0))
     empty(cwnd_over_time(lines, tmp_path / "cwnd_none.png", "cwnd", group="absent"), "no data for group absent", "cwnd")
