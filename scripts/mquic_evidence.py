@@ -18,6 +18,7 @@ from dclab.analysis import completion, nfes
 from dclab.campaign.report import resolve_run_dir
 from dclab.campaign.store import Store
 from dclab.experiments.mquic import BASELINES, LOG, _by_series, _downloads, _modes_of
+from dclab.experiments.mquic_downloads import lines_of
 
 MODES = ("1c", "3c", "mquic")
 
@@ -31,8 +32,7 @@ def filled(row: dict[str, Any], base: Path) -> list[dict[str, Any]]:
     log = run / LOG if run else None
     lines = [json.loads(t) for t in log.read_text().splitlines() if t.strip()] if log and log.is_file() else []
     for d in ds:
-        suffix = f"-{d['mode']}-{d['size']}"
-        mine = [x for x in lines if str(x.get("group", "")).endswith(suffix)]
+        mine = lines_of(d, lines)
         done = next((x for x in mine if x.get("event") == "done"), None)
         stop = next((x for x in mine if x.get("event") == "nfe" and x.get("action") == "stop"), None)
         d.setdefault("group_packets", done.get("group_packets") if done else None)

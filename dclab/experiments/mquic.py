@@ -31,7 +31,7 @@ from ..testbed.rundir import write_json
 from ..units import parse_sizes
 from . import mquic_network as net
 from .base import Experiment, Metric, Options, RepResult, Summary, Table, _fmt
-from .mquic_downloads import LOG, counts_stalls, download_record, pdcp_counters, pdcp_stalls, read_group
+from .mquic_downloads import LOG, counts_stalls, download_record, lines_of, pdcp_counters, pdcp_stalls, read_group
 
 MODES = ("1c", "3c", "mquic", "mquic-cwnd")
 BASELINES = ["1c", "3c"]
@@ -392,11 +392,9 @@ def median_windows(rows: list[dict[str, Any]], modes: list[str], path: Path, tit
         if log is None or not log.is_file():
             continue
         every = [x for x in (json.loads(t) for t in log.read_text().splitlines() if t.strip()) if isinstance(x, dict)]
-        # records from before "group" was kept: the repetition's one group of this mode and size
-        group = d.get("group") or next((str(x["group"]) for x in every
-                                        if str(x.get("group", "")).endswith(f"-{mode}-{d['size']}")), None)  # fmt: skip
-        if group is not None:
-            chosen[f"{mode} ({d['completion_s']:.3f} s)"] = ([x for x in every if x.get("group") == group], group)
+        own = lines_of(d, every)
+        if own:
+            chosen[f"{mode} ({d['completion_s']:.3f} s)"] = (own, str(own[0]["group"]))
     return cwnd.aggregate_windows(chosen, path, f"{title}: median downloads, {completion.size_label(largest)}")
 
 

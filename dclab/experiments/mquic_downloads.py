@@ -115,3 +115,14 @@ def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[d
         "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
                    "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],
     }
+
+
+def lines_of(d: dict[str, Any], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A download's lines among its repetition's log lines: those of its recorded group,
+    or (records from before ``group`` was kept) of the repetition's one group of its mode
+    and size (group names end in ``-<mode>-<size>``)."""
+    group = d.get("group")
+    if group is None:
+        suffix = f"-{d['mode']}-{d['size']}"
+        group = next((x["group"] for x in lines if str(x.get("group", "")).endswith(suffix)), None)
+    return [x for x in lines if group is not None and x.get("group") == group]
