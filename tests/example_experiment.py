@@ -5,15 +5,13 @@ bearer; the headline metric is the completion time."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from dclab.endpoints.base import Workload
 from dclab.experiments.base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions
 from dclab.flows import Flow, FlowPlan, single_bearer_plan
 from dclab.scenario import Scenario
-from dclab.testbed import Testbed
+from dclab.testbed import Bed
 
 
 class ShortOptions(StackOptions):
@@ -23,18 +21,18 @@ class ShortOptions(StackOptions):
     sequential: bool = Field(False, description="One object after another on each connection (default: all at once).")
 
 
-class ShortDownloads(Experiment):
+class ShortDownloads(Experiment[ShortOptions]):
     name = "short"
     help = "Short downloads: completion time of a few objects over one or more connections."
     options_model = ShortOptions
     metrics = (Metric("completion_s", "completion time", "s", 3),)
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
+    def plan(self, scenario: Scenario, options: ShortOptions) -> FlowPlan:
         w = Workload(objects=(options.size,) * options.objects, connections=options.connections,
                      streams="sequential" if options.sequential else "parallel")
         return single_bearer_plan(scenario, [Flow("client", options.stack, "dc", w, options.cc)])
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: ShortOptions, result: RepResult) -> RepResult:
         r = bed.run_clients(timeout_s=60)["client"]
         bed.finish()
         result.ok, result.error = r.ok, r.error

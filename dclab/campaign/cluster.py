@@ -218,7 +218,8 @@ def failed_record(c: Campaign, run: PlannedRun, errors: list[str], last: BaseExc
     """The record of a run that raised on every try: failed, with each try's error, filed
     under the machine of the last try (when it said where it was)."""
     message = "; ".join(f"try {i}: {e}" for i, e in enumerate(errors, 1))
-    rec = failed_rep(get_experiment(run.experiment), run.scenario, run.options, run.rep, message)
+    # a worker runs each repetition on a fresh testbed (perform without a session)
+    rec = failed_rep(get_experiment(run.experiment), run.scenario, run.options, run.rep, message, shared=False)
     record = record_of(c.name, run, rec, None, now(), 0.0)
     record.environment = {"tries": errors}
     if isinstance(last, RunError):  # the worker's words: cleaned
@@ -286,7 +287,7 @@ class Coordinator:
         from distributed import Future
 
         key = f"dclab-{self.c.name}-{run.key}-try{attempt}"
-        f: Future = self.client.submit(run_task, self.c.name, run, self.commit, key=key, pure=False, resources=TESTBED,
+        f: Future[TaskResult] = self.client.submit(run_task, self.c.name, run, self.commit, key=key, pure=False, resources=TESTBED,
                                        priority=round(run.estimate_s))
         self.meta[f] = (run, attempt, errors)
         return f

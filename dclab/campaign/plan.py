@@ -21,7 +21,7 @@ from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments, get_experiment
-from ..experiments.base import Experiment, Options, sweepable_fields
+from ..experiments.base import Experiment, Options, OptionsT, RunChoices, sweepable_fields
 from ..files import FileRefused, check_name, clip, read_toml
 from ..flows import PlanError
 from ..paths import CAMPAIGNS, ROOT
@@ -221,7 +221,7 @@ def _first_error(e: ValidationError) -> str:
     return msg if msg.startswith(f"{loc}:") or (loc == "options" and ":" in msg) else f"{loc}: {msg}"
 
 
-def run_flows(exp: Experiment, s: Scenario, options: Options) -> list[tuple[str, str]] | None:
+def run_flows(exp: Experiment[OptionsT], s: Scenario, options: OptionsT) -> list[tuple[str, str]] | None:
     """The (stack, cc) of each flow of a run (None: its plan is refused, which its
     preflight reports)."""
     try:
@@ -231,10 +231,10 @@ def run_flows(exp: Experiment, s: Scenario, options: Options) -> list[tuple[str,
     return [(f.stack, f.cc or "") for f in plan.flows]
 
 
-def with_used_stand_ins(exp: Experiment, s: Scenario, options: Options) -> Options:
+def with_used_stand_ins(exp: Experiment[OptionsT], s: Scenario, options: OptionsT) -> OptionsT:
     """``options`` with only the stand-ins its flows run on, so that a group's stand-in
     changes the key and the label of only the runs of the stack it names."""
-    stand_in: dict[str, str] = getattr(options, "stand_in", None) or {}
+    stand_in = RunChoices.of(options).stand_ins
     flows = run_flows(exp, s, options) if stand_in else None
     if flows is None:
         return options
@@ -283,7 +283,7 @@ def _portable(path: Path) -> str:
         return str(path)
 
 
-def estimate(exp: Experiment, s: Scenario, options: Options) -> float:
+def estimate(exp: Experiment[OptionsT], s: Scenario, options: OptionsT) -> float:
     """Seconds one run takes: setup plus what the experiment measures."""
     return OVERHEAD_S + exp.estimate_s(s, options, capacity_mbps(s))
 

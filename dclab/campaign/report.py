@@ -11,13 +11,14 @@ import re
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..analysis import figures, machines, stacks
 from ..analysis.stand_in import row_stack
-from ..experiments import experiments
-from ..experiments.base import Experiment, Table
+from ..experiments import AnyExperiment, experiments
+from ..experiments.base import Table
 from ..files import check_output_dir, write_output
 from ..testbed.sim_models import unrecorded
 from . import fidelity
@@ -76,7 +77,7 @@ def resolve_run_dir(run_dir: str, base: Path) -> Path | None:
     return None
 
 
-def completed(rows: list[dict]) -> list[dict]:
+def completed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row's options completed with its experiment's defaults, since a run stored
     before an option existed ran at that default (so a new option, e.g. --streams, does
     not split its series); but a simulated run stored before stand-ins were recorded ran on
@@ -96,7 +97,7 @@ def completed(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _flows_of(r: dict) -> list[tuple[str, str]]:
+def _flows_of(r: dict[str, Any]) -> list[tuple[str, str]]:
     """A stored run's (stack, cc) per flow; from its columns when its flows were not kept."""
     flows = [(str(f.get("stack") or ""), str(f.get("cc") or "")) for f in r.get("flows") or []]
     if flows and all(s for s, _ in flows):
@@ -104,7 +105,7 @@ def _flows_of(r: dict) -> list[tuple[str, str]]:
     return [(part.rpartition("=")[2], str(r.get("cc") or "")) for part in str(r.get("stack") or "").split(",")]
 
 
-def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
+def sweep_groups(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """Rows by (experiment, sweep), experiments in the registry's order, completed
     (``completed``)."""
     order = {name: i for i, name in enumerate(experiments())}
@@ -113,7 +114,7 @@ def sweep_groups(rows: list[dict]) -> list[tuple[str, str, list[dict]]]:
     return [(e, s, [r for r in rows if r["experiment"] == e and (r.get("sweep") or "") == s]) for e, s in keys]
 
 
-def _chosen_runs(rows: list[dict]) -> list[dict]:
+def _chosen_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs whose time series the report shows: of the first series, the first
     successful repetition at the first and at the last value of the sweep."""
     labels = figures.series_of(rows)
@@ -131,17 +132,17 @@ def _chosen_runs(rows: list[dict]) -> list[dict]:
     return chosen
 
 
-def run_caption(r: dict, series: str | None = None) -> str:
+def run_caption(r: dict[str, Any], series: str | None = None) -> str:
     what = f"{r.get('param') or r.get('sweep') or 'value'} = {r.get('value') or '-'}"
     return (f"{r['experiment']} {r.get('sweep') or ''}, {what}, {series or r.get('host_config')}, rep {r['rep']} "
             f"(run {r['run_key'][:12]})")
 
 
-def experiment_of(r: dict) -> Experiment | None:
+def experiment_of(r: dict[str, Any]) -> AnyExperiment | None:
     return experiments().get(r["experiment"])
 
 
-def sweep_label(rows: list[dict]) -> str:
+def sweep_label(rows: list[dict[str, Any]]) -> str:
     """The x-axis label of a sweep: its definition's label, else the parameter's name."""
     for name in [(rows[0].get("sweep") or ""), (rows[0].get("param") or "")] if rows else []:
         if name in SWEEPS:
@@ -149,7 +150,7 @@ def sweep_label(rows: list[dict]) -> str:
     return (rows[0].get("param") or rows[0].get("sweep") or "value") if rows else "value"
 
 
-def run_figure(r: dict, base: Path, path: Path, title: str | None = None) -> Path:
+def run_figure(r: dict[str, Any], base: Path, path: Path, title: str | None = None) -> Path:
     """The time-series figure of one stored run, drawn by its experiment exactly as at run
     time. Says so in the figure when the run's raw data is not on this machine."""
     title = title or run_caption(r)
@@ -162,7 +163,7 @@ def run_figure(r: dict, base: Path, path: Path, title: str | None = None) -> Pat
     return exp.run_figure(d, r, r.get("scenario") or {}, path, title)
 
 
-def sweep_figure(experiment: str, rows: list[dict], path: Path, title: str | None = None) -> Path:
+def sweep_figure(experiment: str, rows: list[dict[str, Any]], path: Path, title: str | None = None) -> Path:
     """The figure of one sweep, as its experiment draws it."""
     exp = experiments().get(experiment)
     title = title or f"{experiment}: {rows[0].get('sweep') if rows else ''}"
@@ -183,7 +184,7 @@ def html_table(t: Table, cls: str) -> str:
     return "".join(out)
 
 
-def _flatten(d: dict, prefix: str = "") -> dict[str, str]:
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
@@ -199,8 +200,8 @@ def _img(name: str, alt: str, cls: str, caption: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>\n")
 
 
-def _environment(rows: list[dict]) -> str:
-    counts: dict[str, Counter] = {}
+def _environment(rows: list[dict[str, Any]]) -> str:
+    counts: dict[str, Counter[str]] = {}
     for r in rows:
         for k, v in _flatten(r.get("environment") or {}).items():
             counts.setdefault(k, Counter())[v] += 1
@@ -214,7 +215,7 @@ def _environment(rows: list[dict]) -> str:
     return "".join(t)
 
 
-def _runs_summary(rows: list[dict]) -> str:
+def _runs_summary(rows: list[dict[str, Any]]) -> str:
     ok = sum(1 for r in rows if r.get("ok"))
     started = min((r.get("started_at") or "" for r in rows), default="")
     finished = max((r.get("finished_at") or "" for r in rows), default="")
@@ -243,7 +244,7 @@ def _runs_summary(rows: list[dict]) -> str:
     return "".join(out)
 
 
-def _machines(rows: list[dict]) -> str:
+def _machines(rows: list[dict[str, Any]]) -> str:
     """The machine table (runs, failures, kernel, CPU, configurations whose results differ)
     and the list of machines whose results differ from the other machines' (rule in
     analysis/machines.py), on each experiment's primary metric."""
@@ -285,7 +286,7 @@ def _machines(rows: list[dict]) -> str:
     return "".join(out)
 
 
-def _fidelity(rows: list[dict], reference: Path, points: list[fidelity.Point]) -> str:
+def _fidelity(rows: list[dict[str, Any]], reference: Path, points: list[fidelity.Point]) -> str:
     """The fidelity section: dclab beside the reference file's published values."""
     compared = fidelity.compare(rows, points)
     matched = sum(1 for c in compared if c["n"])
@@ -296,7 +297,7 @@ def _fidelity(rows: list[dict], reference: Path, points: list[fidelity.Point]) -
             "published value.</p>\n" + html_table(fidelity.fidelity_table(compared), "fidelity"))
 
 
-def _stacks_compared(rows: list[dict], out_dir: Path) -> str:
+def _stacks_compared(rows: list[dict[str, Any]], out_dir: Path) -> str:
     """Every stack's headline metric at every point, when the runs have more than one stack
     (analysis/stacks.py): one figure and one table."""
     heads = {name: stacks.Headline(e.metrics[0].name, e.metrics[0].label, e.metrics[0].unit, e.metrics[0].digits)

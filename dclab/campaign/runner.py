@@ -24,10 +24,10 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..experiments import get_experiment
-from ..experiments.base import RepResult
+from ..experiments.base import RepResult, RunChoices
 from ..experiments.runner import Session, run_rep
 from .plan import Campaign, PlannedRun, plan, shard
 from .store import RunRecord, Store, campaign_dir
@@ -55,7 +55,7 @@ def perform(campaign: str, run: PlannedRun, run_dir: Path, on_wait: Callable[[],
     started = now()
     t0 = time.monotonic()
     # A simulated run takes about a second; its figure would take as long again (`dclab plot --run` draws it).
-    draw = getattr(run.options, "backend", "emu") != "sim"
+    draw = RunChoices.of(run.options).backend != "sim"
     rec = run_rep(exp, run.scenario, run.options, run_dir, run.rep, on_wait, session, draw=draw)
     return rec, record_of(campaign, run, rec, run_dir, started, time.monotonic() - t0)
 
@@ -86,7 +86,7 @@ def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], No
     return rec
 
 
-def _completion(t: dict | None) -> float | None:
+def _completion(t: dict[str, Any] | None) -> float | None:
     if not t or not t.get("ok") or t.get("last_byte_s") is None:
         return None
     return float(t["last_byte_s"]) - float(t.get("request_s") or 0.0)

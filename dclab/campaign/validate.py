@@ -20,6 +20,7 @@ from typing import Any
 
 from ..endpoints import get_stack
 from ..experiments import get_experiment
+from ..experiments.base import RunChoices
 from ..testbed.sim_models import refusal, suggestion, unmodelled_ccs, used
 from .calibration import CalibrationPoint, client_points
 from .plan import OVERHEAD_S, PlannedRun, run_flows, run_key
@@ -39,7 +40,7 @@ def sim_twin(run: PlannedRun, stand_in: Mapping[str, str] | None = None,
     label). None: its experiment only runs on real stacks, or a flow has no model and no
     stand-in (``twins`` says which). ``flows``: the run's (stack, cc), when known."""
     exp = get_experiment(run.experiment)
-    if not exp.simulates or getattr(run.options, "backend", None) != "emu":
+    if not exp.simulates or RunChoices.of(run.options).backend != "emu":
         return None
     flows = flows if flows is not None else run_flows(exp, run.scenario, run.options)
     # A plan that is refused still gets its twin: the campaign's preflight names the error.
@@ -139,7 +140,7 @@ def twins(runs: list[PlannedRun], stand_in: Mapping[str, str] | None = None) -> 
 
 def stand_in_note(run: PlannedRun) -> str:
     """' (sim: aioquic model)' for a twin on a stand-in, to follow its point's configuration."""
-    stand_in = getattr(run.options, "stand_in", None) or {}
+    stand_in = RunChoices.of(run.options).stand_ins
     models = sorted(set(stand_in.values()))
     return f" (sim: {', '.join(f'{m} model' for m in models)})" if models else ""
 

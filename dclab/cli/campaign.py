@@ -6,7 +6,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,8 @@ from rich.table import Table
 
 from ..campaign import plan as cp
 from ..campaign.cluster import CLUSTER_OVERHEAD_S
-from ..campaign.runner import CampaignError, Outcome, calibration, run_campaign, run_parallel
+from ..campaign.runner import CampaignError, Outcome, calibration
+from ..campaign.runners import Where, runner_for
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..experiments import default_experiment, experiments
@@ -130,21 +131,6 @@ def preflight_all(todo: list[cp.PlannedRun]) -> None:
             raise click.UsageError(f"{run.label}: {e}") from None
 
 
-@dataclass(frozen=True)
-class Cluster:
-    """Where a campaign runs: here (both None), a Dask scheduler's workers, or a local
-    Dask cluster of N workers."""
-
-    scheduler: str | None = None
-    local_workers: int | None = None
-    tries: int = 3
-    security: Any = None  # Dask's Security (TLS) for --scheduler; None with --insecure and for a local cluster
-
-    @property
-    def on(self) -> bool:
-        return bool(self.scheduler or self.local_workers)
-
-
 TLS_DIR_HELP = ("This machine's directory of a lab's certificates (ca.pem, cert.pem, key.pem; made by `dclab cluster "
                 "certs DIR`: DIR/{role}) for a tls:// scheduler.")
 INSECURE_HELP = ("Accept a plain tcp:// scheduler: no encryption, no authentication, so anyone who can reach the "
@@ -179,7 +165,7 @@ def cluster_options(f: Any) -> Any:
                              "tls:// with --tls-dir, or tcp:// with --insecure.")(f)
 
 
-def cluster_from(scheduler: str | None, local_workers: int | None, tries: int) -> Cluster:
+def cluster_from(scheduler: str | None, local_workers: int | None, tries: int) -> Where:
     meta = click.get_current_context().meta
     tls_dir, insecure = meta.get("dclab.cluster.tls_dir"), meta.get("dclab.cluster.insecure", False)
     if scheduler and local_workers:
@@ -187,7 +173,7 @@ def cluster_from(scheduler: str | None, local_workers: int | None, tries: int) -
     if not scheduler and (tls_dir is not None or insecure):
         raise click.UsageError("--tls-dir and --insecure are for --scheduler (a local cluster gets TLS of its own)")
     security = check_scheduler(scheduler, tls_dir, insecure, "client") if scheduler else None
-    return Cluster(scheduler, local_workers, tries, security)
+    return Where(scheduler=scheduler, local_workers=local_workers, tries=tries, security=security)
 
 
 def check_scheduler(address: str, tls_dir: Any = None, insecure: bool = False, role: str = "client") -> Any:
@@ -234,27 +220,18 @@ def sim_jobs(jobs: int | None) -> int:
     return jobs or os.cpu_count() or 1
 
 
-def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cluster = Cluster(),
-            jobs: int = 1) -> Outcome:
-    """The campaign runner (here, ``jobs`` at a time for runs that take no host lock, or
-    on a cluster) under a progress bar; Ctrl-C exits 130 with nothing of the interrupted
-    runs stored."""
-    waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS --tls-dir DIR/worker`" if cluster.on
-               else "waiting for another dclab run ...")
+def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], where: Where = Where()) -> Outcome:
+    """The campaign's runner for ``where`` (``campaign/runners.py``) under a progress bar;
+    Ctrl-C exits 130 with nothing of the interrupted runs stored."""
+    waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS --tls-dir DIR/worker`"
+               if where.cluster else "waiting for another dclab run ...")  # fmt: skip
     progress = BarProgress(c, store, todo, waiting)
+    runner = runner_for(where, say=progress.bar.console.print, on_workers=progress.on_workers)
     with progress.bar:
         try:
-            if not cluster.on and jobs > 1:
-                return run_parallel(c, store, todo, progress, jobs)
-            if not cluster.on:
-                return run_campaign(c, store, todo, progress)
-            from ..campaign.cluster import run_on_cluster
-
-            return run_on_cluster(c, store, todo, progress, cluster.scheduler, cluster.local_workers, cluster.tries,
-                                  on_workers=progress.on_workers, say=progress.bar.console.print,
-                                  security=cluster.security)
+            return runner.run(c, store, todo, progress)
         except KeyboardInterrupt:
-            if cluster.on or jobs > 1:
+            if runner.many_in_flight:
                 progress.bar.console.print("[yellow]interrupted[/]: the runs in flight are not stored and run again next time")
             else:
                 label = progress.current.label if progress.current else "the campaign"
@@ -263,11 +240,11 @@ def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], cluster: Cl
         except CampaignError as e:
             raise click.ClickException(str(e)) from None
         except OSError as e:  # the scheduler cannot be reached
-            if not cluster.on:
+            if not where.cluster:
                 raise
-            raise click.ClickException(f"cannot reach the Dask scheduler {cluster.scheduler}: {e}") from None
+            raise click.ClickException(f"cannot reach the Dask scheduler {where.scheduler}: {e}") from None
         finally:
-            if cluster.local_workers:
+            if where.local_workers:
                 recover_host(progress.bar.console.print)
 
 
@@ -352,11 +329,11 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
     With --scheduler or --local-workers the runs go to Dask workers (one testbed each),
     longest first, and this process stores what they send back. Simulated runs
     (--backend sim) need no root and run side by side on a machine's workers."""
-    cluster = cluster_from(scheduler, local_workers, tries)
+    where = cluster_from(scheduler, local_workers, tries)
     if jobs is not None and backend != "sim":
         raise click.UsageError("--jobs is for --backend sim: emulated runs take the host lock one at a time "
                                "(use --local-workers or --scheduler for several machines)")
-    if jobs is not None and cluster.on:
+    if jobs is not None and where.cluster:
         raise click.UsageError("--jobs runs here; with --scheduler or --local-workers the workers run side by side")
     if stand_in is not None and backend != "sim":
         raise click.UsageError("--stand-in is for --backend sim: an emulated run is the real stack")
@@ -378,7 +355,9 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
     store = store_at(campaign_dir(c.name) / "store.sqlite")  # read-only until now: planning writes nothing
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
-    outcome = run_all(c, store, todo, cluster, sim_jobs(jobs) if backend == "sim" and not cluster.on else 1)
+    if backend == "sim" and not where.cluster:
+        where = replace(where, jobs=sim_jobs(jobs))
+    outcome = run_all(c, store, todo, where)
     counts = Counter(r["ok"] for r in store.rows("campaign = ?", (c.name,)))
     click.echo(f"done: {counts.get(1, 0)} runs stored ok, {counts.get(0, 0)} failed; store {store.path}")
     if outcome.failures and outcome.failures == len(todo):
@@ -408,7 +387,7 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
           max_runs: int, scheduler: str | None, local_workers: int | None, tries: int, **kw: Any) -> None:
     """One factor at a time around the scenario given by the other options; resumable
     like a campaign (its store is results/NAME/store.sqlite)."""
-    cluster = cluster_from(scheduler, local_workers, tries)
+    where = cluster_from(scheduler, local_workers, tries)
     if name is not None:
         try:
             check_name(name, "--name")
@@ -446,7 +425,7 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     root_or_exit()
     preflight_all(todo)
     store = store_at(path)
-    run_all(c, store, todo, cluster)
+    run_all(c, store, todo, where)
     click.echo(f"store {store.path}; figures: dclab report {c.name}")
 
 

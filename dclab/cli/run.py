@@ -17,7 +17,7 @@ from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..experiments import experiments
-from ..experiments.base import Experiment
+from ..experiments.base import Experiment, RunChoices
 from ..files import FileRefused
 from ..flows import PlanError
 from ..scenario import MAX_SEED, ScenarioError
@@ -59,7 +59,7 @@ def _command(exp: Experiment) -> click.Command:
             plan = preflight(exp, s, options)
         except (PlanError, StackError, ScenarioError) as e:
             raise click.UsageError(str(e)) from None
-        if getattr(options, "backend", "emu") != "sim":  # a simulation runs no stack and needs no root
+        if RunChoices.of(options).backend != "sim":  # a simulation runs no stack and needs no root
             for name in plan.stacks():
                 missing = get_stack(name).missing()
                 if missing:
@@ -70,7 +70,7 @@ def _command(exp: Experiment) -> click.Command:
         except FileRefused as e:
             raise click.UsageError(str(e)) from None
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
-        stack = stack_label(plan.stack_label(), getattr(options, "stand_in", None))
+        stack = stack_label(plan.stack_label(), RunChoices.of(options).stand_ins)
         links = f"link {shown.link}" if shown.link else f"bw {shown.bw} Mbit/s"
         err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, {links}, "
                   f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, split {shown.split}, "

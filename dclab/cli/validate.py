@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..campaign import plan as cp
 from ..campaign import validate as v
+from ..campaign.runners import Where
 from ..campaign.store import campaign_dir
 from ..files import FileRefused, write_output
 from ..scenario import ScenarioError
@@ -63,7 +64,7 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
     err.print(f"validate {c.name}: {len(pairs)} runs with a simulated twin ({skipped} without); to run: "
               f"{len(sims)} simulated, {len(emus)} emulated -> {store.path}")
     if sims:
-        run_all(c, store, sims, jobs=sim_jobs(None))
+        run_all(c, store, sims, Where(jobs=sim_jobs(None)))
     if emus:
         run_all(c, store, emus)
     rows = {r["run_key"]: r for r in store.rows()}

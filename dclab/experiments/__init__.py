@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
 from ..files import check_name, clip
 from .base import Experiment
 
-_REGISTRY: dict[str, Experiment] = {}
+# An experiment found by name: its options type is its own ``options_model``, known only
+# at run time (its options come from that model, so they always match).
+AnyExperiment = Experiment[Any]
+
+_REGISTRY: dict[str, AnyExperiment] = {}
 _LOADED = False
 
 
@@ -29,7 +34,7 @@ def _load() -> None:
             register(exp)
 
 
-def register(exp: Experiment) -> Experiment:
+def register(exp: AnyExperiment) -> AnyExperiment:
     """Adds an experiment (modules here are found by themselves; tests and plug-ins
     elsewhere call this). A name may be registered once, and follows files.NAME_RE: it
     becomes a command, a store column read back into file names and a campaign table."""
@@ -44,18 +49,18 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def experiments() -> dict[str, Experiment]:
+def experiments() -> dict[str, AnyExperiment]:
     """Every experiment by name, the default first, then by name."""
     _load()
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (not kv[1].default, kv[0])))
 
 
-def get_experiment(name: str) -> Experiment:
+def get_experiment(name: str) -> AnyExperiment:
     known = experiments()
     if name not in known:
         raise ValueError(f"experiment: must be one of {', '.join(known)} (got {clip(name)})")
     return known[name]
 
 
-def default_experiment() -> Experiment:
+def default_experiment() -> AnyExperiment:
     return next(iter(experiments().values()))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
@@ -25,7 +25,7 @@ from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
 from ..flows import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
-from ..testbed import Testbed
+from ..testbed import Bed
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
 from ..testbed.emulator_mode import HELP as MODE_HELP
 from ..testbed.inspection import Inspection
@@ -169,6 +169,27 @@ class StackOptions(PacketSizeOptions):
 
 
 @dataclass(frozen=True)
+class RunChoices:
+    """What the runner takes from any experiment's options to set a repetition up: the
+    backend, the hosts' UDP buffers and the simulation's stand-ins (the defaults for
+    options without them, e.g. those without real stacks)."""
+
+    backend: Literal["emu", "sim"] = "emu"
+    udp_buffer: Literal["default", "large"] = "default"
+    stand_in: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, options: Options) -> RunChoices:
+        if isinstance(options, StackOptions):
+            return cls(options.backend, options.udp_buffer, tuple(sorted(options.stand_in.items())))
+        return cls()
+
+    @property
+    def stand_ins(self) -> dict[str, str]:
+        return dict(self.stand_in)
+
+
+@dataclass(frozen=True)
 class Metric:
     """A headline metric of an experiment: recorded per repetition, summarized as mean and
     standard deviation, stored, plotted against swept parameters."""
@@ -274,13 +295,18 @@ class Table:
     failed: list[bool]
 
 
-class Experiment(ABC):
-    """Subclass, set the class attributes, implement ``plan`` and ``measure``, and export
-    one instance as ``EXPERIMENT`` from a module in ``dclab/experiments/``."""
+OptionsT = TypeVar("OptionsT", bound=Options)
+
+
+class Experiment(ABC, Generic[OptionsT]):
+    """Subclass as ``Experiment[MyOptions]``, set the class attributes (``options_model =
+    MyOptions``), implement ``plan`` and ``measure``, and export one instance as
+    ``EXPERIMENT`` from a module in ``dclab/experiments/``. Every method that takes the
+    options gets ``MyOptions``, so none needs a cast."""
 
     name: ClassVar[str]
     help: ClassVar[str]  # one paragraph for --help
-    options_model: ClassVar[type[Options]]
+    options_model: type[OptionsT]  # a class attribute (a ClassVar cannot hold a type variable)
     metrics: ClassVar[tuple[Metric, ...]]  # metrics[0] is the primary one
     run_figure_name: ClassVar[str] = "run.png"  # the per-run figure in each rep directory
     run_figure_kind: ClassVar[str] = "run"  # what the per-run figure shows, for captions
@@ -295,15 +321,15 @@ class Experiment(ABC):
 
     # -- what a repetition needs and does -------------------------------------------------
 
-    def options(self, **values: Any) -> Options:
+    def options(self, **values: Any) -> OptionsT:
         """Validated options (pydantic ValidationError names the field)."""
         return self.options_model.model_validate(values)
 
     @abstractmethod
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
+    def plan(self, scenario: Scenario, options: OptionsT) -> FlowPlan:
         """The bearers and flows of one repetition (raises PlanError or StackError)."""
 
-    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
+    def scenario(self, scenario: Scenario, options: OptionsT) -> Scenario:
         """The scenario a repetition runs (default: unchanged)."""
         return scenario
 
@@ -311,11 +337,12 @@ class Experiment(ABC):
         return plan.transports()
 
     @abstractmethod
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        """Runs the clients on a testbed whose servers are up, calls ``bed.finish()`` for
-        dcemu's records, and returns ``result`` completed (ok, metrics, flows, t0_ms)."""
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: OptionsT, result: RepResult) -> RepResult:
+        """Runs the clients on a bed whose servers are up (the real-time testbed, or with
+        ``simulates`` the simulated one), calls ``bed.finish()`` for dcemu's records, and
+        returns ``result`` completed (ok, metrics, flows, t0_ms)."""
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+    def estimate_s(self, scenario: Scenario, options: OptionsT, capacity_mbps: float) -> float:
         """Seconds one repetition measures (setup excluded), for campaign estimates."""
         return 10.0
 
@@ -335,7 +362,7 @@ class Experiment(ABC):
         v = rep.metrics.get(m.name)
         return f"{m.name} {v:.{m.digits}f}" if v is not None else f"{m.name} -"
 
-    def summarize(self, runs: list[RepResult], scenario: Scenario, options: Options) -> Summary:
+    def summarize(self, runs: list[RepResult], scenario: Scenario, options: OptionsT) -> Summary:
         ok = [r for r in runs if r.ok]
         metrics = {}
         for m in self.metrics:
@@ -380,8 +407,8 @@ class Experiment(ABC):
         t0 = (record.get("metrics") or {}).get("t0_ms") or 0.0
         return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title)
 
-    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
-        stack = stack_label(result.stack, getattr(options, "stand_in", None))
+    def run_title(self, scenario: Scenario, options: OptionsT, result: RepResult) -> str:
+        stack = stack_label(result.stack, RunChoices.of(options).stand_ins)
         return f"{self.name}: {stack} {result.cc}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
 
     def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:

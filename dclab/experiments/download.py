@@ -29,10 +29,10 @@ from ..endpoints.base import StackError, TransferResult, Workload
 from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
-from ..testbed import Testbed
+from ..testbed import Bed
 from ..testbed.rundir import write_json
 from ..units import parse_sizes
-from .base import Experiment, Metric, Options, RepResult, StackOptions, Summary, Table, _fmt
+from .base import Experiment, Metric, RepResult, StackOptions, Summary, Table, _fmt
 
 RESUME = ("off", "ticket", "0rtt")
 PORT = 4433
@@ -92,10 +92,11 @@ def download_record(size: int, k: int, resume: str, r: TransferResult) -> dict[s
 
 
 def _median(ds: list[dict[str, Any]], key: str) -> float | None:
-    return distribution(d.get(key) for d in ds if d.get("ok"))["median"]
+    median = distribution(d.get(key) for d in ds if d.get("ok"))["median"]
+    return None if median is None else float(median)
 
 
-class Download(Experiment):
+class Download(Experiment[DownloadOptions]):
     name = "download"
     help = ("Short downloads (the study's 64 kB to 2 MB) over one SC bearer on leg 1, many per testbed (warm servers), "
             "with a full handshake, a resumed session (--resume ticket) or the request in 0-RTT (--resume 0rtt): per "
@@ -108,11 +109,11 @@ class Download(Experiment):
     run_figure_kind = "downloads"
     one_testbed = True
 
-    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
+    def scenario(self, scenario: Scenario, options: DownloadOptions) -> Scenario:
         return build(scenario, stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS))
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        o: DownloadOptions = options
+    def plan(self, scenario: Scenario, options: DownloadOptions) -> FlowPlan:
+        o = options
         wl = workload(max(o.size_list()), o.resume)
         stack = get_stack(o.stack)
         stack.resolve_cc(o.cc)  # raises naming --cc
@@ -123,8 +124,8 @@ class Download(Experiment):
         return FlowPlan.build([Bearer("sc", "sc", (1,))], [Flow("dl", o.stack, "sc", wl, o.cc, PORT)], scenario,
                               STATS_INTERVAL_MS)
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
-        o: DownloadOptions = options
+    def estimate_s(self, scenario: Scenario, options: DownloadOptions, capacity_mbps: float) -> float:
+        o = options
         rtt = (scenario.delay[0] + scenario.uplink_delay) / 1e3
         rate = min(0.75 * capacity_mbps, 40.0) * 1e6  # aioquic's receiver is CPU-bound near 50 Mbit/s
         rtts = 4 + (2 if o.resume != "off" else 0)  # handshake, request, a few rounds; the warm-up connection
@@ -132,8 +133,8 @@ class Download(Experiment):
 
     # -- one repetition --------------------------------------------------------------------
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        o: DownloadOptions = options
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: DownloadOptions, result: RepResult) -> RepResult:
+        o = options
         rep_dir = Path(bed.state["rep_dir"])
         sizes = o.size_list()
         if "download_warm" not in bed.state:  # the servers' first request (imports, caches) is not measured
@@ -160,9 +161,9 @@ class Download(Experiment):
 
     # -- summaries -------------------------------------------------------------------------
 
-    def summarize(self, runs: list[RepResult], scenario: Scenario, options: Options) -> Summary:
+    def summarize(self, runs: list[RepResult], scenario: Scenario, options: DownloadOptions) -> Summary:
         s = super().summarize(runs, scenario, options)
-        o: DownloadOptions = options  # type: ignore[assignment]
+        o = options
         downloads = [d for r in runs for d in r.details.get("downloads", [])]
         s.extra = completion.summary_extra(downloads, timings.timing_table(downloads, [o.resume]))
         return s
@@ -199,7 +200,7 @@ class Download(Experiment):
 
     # -- figures ---------------------------------------------------------------------------
 
-    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
+    def run_title(self, scenario: Scenario, options: DownloadOptions, result: RepResult) -> str:
         where = scenario.link or f"leg 1: {scenario.bw[0]:g} Mbit/s"
         return (f"download {result.stack} {result.cc}, resume {options.resume}, {where}, delay {scenario.delay[0]:g} ms, "
                 f"loss {scenario.loss[0]:g} %, rep {result.rep}")

@@ -21,7 +21,7 @@ from ..endpoints import get_stack
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments
 from ..scenario import Scenario, build
-from ..testbed import Testbed
+from ..testbed import Bed
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, stand_in_output
 
 # The study's flows: name, bearer, leg (None: both), port.
@@ -68,7 +68,7 @@ class FairnessOptions(StackOptions):
         return out
 
 
-class Fairness(Experiment):
+class Fairness(Experiment[FairnessOptions]):
     name = "fairness"
     help = ("Three flows at once: DC (port 4433, both legs), SC on leg 1 (8000), SC on leg 2 (9000). Each flow's "
             "mean throughput over the window and Jain's fairness index.")
@@ -79,11 +79,11 @@ class Fairness(Experiment):
     run_figure_kind = "flows"
     simulates = True
 
-    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
+    def scenario(self, scenario: Scenario, options: FairnessOptions) -> Scenario:
         return build(scenario, stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS))
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        o: FairnessOptions = options
+    def plan(self, scenario: Scenario, options: FairnessOptions) -> FlowPlan:
+        o = options
         if scenario.legs != 2:
             raise PlanError(f"fairness needs two legs (an SC flow on each), the scenario has {scenario.legs}")
         stacks = o.per_flow()
@@ -91,11 +91,11 @@ class Fairness(Experiment):
         flows = [Flow(f, stacks[f], b, Workload.single(o.size), o.cc, port) for f, b, _, port in FLOWS]
         return FlowPlan.build(bearers, flows, scenario, STATS_INTERVAL_MS)
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+    def estimate_s(self, scenario: Scenario, options: FairnessOptions, capacity_mbps: float) -> float:
         return 2.0 + float(options.duration)
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        o: FairnessOptions = options
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: FairnessOptions, result: RepResult) -> RepResult:
+        o = options
         start_wall = time.time()
         # The clients are stopped at the end of the window: a cut download is expected.
         transfers = bed.run_clients(o.duration + 2)
@@ -132,8 +132,8 @@ class Fairness(Experiment):
                 "jfi_links": summary.metrics["jfi_links"].model_dump(), "host_config": summary.host_config,
                 "cc": summary.cc, "scenario": summary.scenario, "seeds": summary.seeds, **stand_in_output(summary)}
 
-    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
-        stack = stack_label(result.stack, getattr(options, "stand_in", None))
+    def run_title(self, scenario: Scenario, options: FairnessOptions, result: RepResult) -> str:
+        stack = stack_label(result.stack, options.stand_in)
         return (f"fairness: {stack}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
                 + (", duplication" if scenario.duplicate else ""))
 

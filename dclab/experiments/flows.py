@@ -32,8 +32,8 @@ from ..endpoints.base import StackError, Workload
 from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
-from ..testbed import Testbed
-from .base import Experiment, FlowResult, Metric, Options, PacketSizeOptions, RepResult, Size, Summary, Table, _fmt
+from ..testbed import Bed
+from .base import Experiment, FlowResult, Metric, PacketSizeOptions, RepResult, Size, Summary, Table, _fmt
 
 STATS_INTERVAL_MS = 100.0  # as fairness: long runs, many bearers
 MAX_PER_ENTRY = 32
@@ -215,7 +215,7 @@ def by_mix(rows: list[dict[str, Any]], xlabel: str) -> tuple[list[dict[str, Any]
     return out, (f"{xlabel}, mix" if several else "mix")
 
 
-class Flows(Experiment):
+class Flows(Experiment[FlowsOptions]):
     name = "flows"
     help = ("N QUIC against M TCP flows: --mix STACK[:CC]=COUNT,... clients at once, each on its own bearer on leg 1 "
             "(a wired bottleneck: leg 1's one queue; with --link lte:LEVEL one device of the cell each), each "
@@ -236,18 +236,18 @@ class Flows(Experiment):
     run_figure_name = "flows.png"
     run_figure_kind = "flows"
 
-    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
+    def scenario(self, scenario: Scenario, options: FlowsOptions) -> Scenario:
         return build(scenario, stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS))
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        o: FlowsOptions = options
+    def plan(self, scenario: Scenario, options: FlowsOptions) -> FlowPlan:
+        o = options
         return mix_plan(scenario, o.entries(), o.size)
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+    def estimate_s(self, scenario: Scenario, options: FlowsOptions, capacity_mbps: float) -> float:
         return 2.0 + float(options.duration)
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        o: FlowsOptions = options
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: FlowsOptions, result: RepResult) -> RepResult:
+        o = options
         start_wall = time.time()
         # The clients are stopped at the end of the window: a cut download is expected.
         transfers = bed.run_clients(o.duration + 2)
@@ -277,7 +277,7 @@ class Flows(Experiment):
             parts.append(f"QUIC/TCP {_fmt(m.get('quic_tcp_ratio'), 3)}")
         return ", ".join(parts)
 
-    def summarize(self, runs: list[RepResult], scenario: Scenario, options: Options) -> Summary:
+    def summarize(self, runs: list[RepResult], scenario: Scenario, options: FlowsOptions) -> Summary:
         """The base summary, plus ``extra``: each flow's stack, cc and transport, and per
         group (``transport`` and ``stack``) the mean and std over repetitions of the
         group's mean, the mean over repetitions of its std over flows, and of its JFI."""
@@ -351,7 +351,7 @@ class Flows(Experiment):
                 "host_config": summary.host_config, "reps": summary.reps, "failed": summary.failed,
                 "options": summary.options, "scenario": summary.scenario, "seeds": summary.seeds}
 
-    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
+    def run_title(self, scenario: Scenario, options: FlowsOptions, result: RepResult) -> str:
         link = scenario.link or f"leg 1 {scenario.bw[0]:g} Mbit/s"
         return f"flows: {options.mix}, {link}, {scenario.delay[0]:g} ms"
 

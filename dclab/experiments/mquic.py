@@ -26,7 +26,7 @@ from ..endpoints.base import Workload
 from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, ScenarioError, build
-from ..testbed import Testbed
+from ..testbed import Bed
 from ..testbed.rundir import write_json
 from ..units import parse_sizes
 from . import mquic_network as net
@@ -103,7 +103,7 @@ def workload(mode: str, size: int, group: str, o: MquicOptions) -> Workload:
     return Workload.ranges(size, n, preconnect=True, cc_options=cc_options)
 
 
-class Mquic(Experiment):
+class Mquic(Experiment[MquicOptions]):
     name = "mquic"
     help = ("mQUIC: short downloads over the paper's LTE cell in modes 1c (one connection), 3c (N plain "
             "connections, one byte range each) and mquic (N connections whose congestion state the server's engine "
@@ -115,8 +115,8 @@ class Mquic(Experiment):
     run_figure_kind = "cwnd"
     one_testbed = True
 
-    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
-        o: MquicOptions = options
+    def scenario(self, scenario: Scenario, options: MquicOptions) -> Scenario:
+        o = options
         changes: dict[str, Any] = {}
         if o.preset != "none":
             changes.update(net.scenario_changes(o.preset, o.radio, o.scale, o.dc))
@@ -130,16 +130,16 @@ class Mquic(Experiment):
         interval = DC_STATS_INTERVAL_MS if counts_stalls(s) else STATS_INTERVAL_MS
         return build(s, stats_interval_ms=max(scenario.stats_interval_ms, interval))
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        o: MquicOptions = options
+    def plan(self, scenario: Scenario, options: MquicOptions) -> FlowPlan:
+        o = options
         # The plan's workload is the largest download in the broadest mode, so that the
         # stack checks every capability the repetitions use before anything starts.
         wl = workload("mquic" if "mquic" in o.mode_list() else o.mode_list()[0], max(o.byte_sizes()), "check", o)
         return FlowPlan.build([Bearer("dc")], [Flow("mq", "aioquic-mquic", "dc", wl, f"mquic-{o.cc}", PORT)],
                               scenario, STATS_INTERVAL_MS)
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
-        o: MquicOptions = options
+    def estimate_s(self, scenario: Scenario, options: MquicOptions, capacity_mbps: float) -> float:
+        o = options
         rtt = (sum(scenario.delay) / len(scenario.delay) + scenario.uplink_delay) / 1e3
         per = [s * 8 / (capacity_mbps * 1e6) + 10 * rtt + 0.6 for s in o.byte_sizes()]  # + client start-up
         return sum(per) * len(o.mode_list())
@@ -149,8 +149,8 @@ class Mquic(Experiment):
 
     # -- one repetition --------------------------------------------------------------------
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        o: MquicOptions = options
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: MquicOptions, result: RepResult) -> RepResult:
+        o = options
         rep_dir = Path(bed.state["rep_dir"])
         modes = o.mode_list()
         k = (result.rep - 1) % len(modes)
@@ -161,7 +161,7 @@ class Mquic(Experiment):
             for mode in order:
                 # unique on the testbed, which campaigns may reuse across runs with equal repetition numbers
                 bed.state["downloads"] = n = bed.state.get("downloads", 0) + 1
-                group = f"{bed.ns.tag}-d{n}-r{result.rep}-{mode}-{size}"
+                group = f"{bed.tag}-d{n}-r{result.rep}-{mode}-{size}"
                 before = pdcp_counters(bed) if counts_stalls(scenario) else None
                 # A new client process per download: with the long-lived client (persistent=True)
                 # the server's groups often stay open at high loss (cause not found yet).
@@ -184,9 +184,9 @@ class Mquic(Experiment):
 
     # -- summaries -------------------------------------------------------------------------
 
-    def summarize(self, runs: list[RepResult], scenario: Scenario, options: Options) -> Summary:
+    def summarize(self, runs: list[RepResult], scenario: Scenario, options: MquicOptions) -> Summary:
         s = super().summarize(runs, scenario, options)
-        o: MquicOptions = options  # type: ignore[assignment]
+        o = options
         downloads = [d for r in runs for d in r.details.get("downloads", [])]
         s.extra = completion.summary_extra(downloads, completion.completion_table(downloads, o.mode_list(), BASELINES))
         s.extra["nfe_evidence"] = nfes.nfe_evidence(downloads, o.mode_list())
@@ -221,7 +221,7 @@ class Mquic(Experiment):
 
     # -- figures ---------------------------------------------------------------------------
 
-    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
+    def run_title(self, scenario: Scenario, options: MquicOptions, result: RepResult) -> str:
         return f"mquic {result.cc}, rep {result.rep}: cwnd per connection"
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:

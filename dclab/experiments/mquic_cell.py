@@ -7,14 +7,14 @@ measure the CPU rather than the protocol."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, StrictBool
 
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
-from ..testbed import Testbed
+from ..testbed import Bed
 from . import mquic_network as net
 from .base import Experiment, FlowResult, Metric, Options, RepResult, Summary, _fmt
 
@@ -34,22 +34,22 @@ def cell_rate(o: CellOptions) -> float:
     return round(o.radio * o.scale, 4)
 
 
-class MquicCell(Experiment):
+class MquicCell(Experiment[CellOptions]):
     name = "mquic-cell"
     help = ("The mquic study's scaling check: one aioquic connection over the preset's cell scaled by --scale, at "
             f"zero loss; goodput against the scaled rate, and CPU-bound when below {CPU_BOUND_RATIO:.0%}.")
     options_model = CellOptions
     metrics = (Metric("rate_ratio", "goodput / scaled cell rate", "", 3), Metric("goodput_mbps", "goodput", "Mbit/s"))
 
-    def scenario(self, scenario: Scenario, options: Any) -> Scenario:
-        o: CellOptions = options
+    def scenario(self, scenario: Scenario, options: CellOptions) -> Scenario:
+        o = options
         changes = net.scenario_changes(o.preset, o.radio, o.scale, o.dc)
         changes["loss"] = [0.0] * len(changes["loss"])
         changes["uplink_loss"] = 0.0
         return build(scenario, **changes)
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        o: CellOptions = options
+    def plan(self, scenario: Scenario, options: CellOptions) -> FlowPlan:
+        o = options
         return FlowPlan.build([Bearer("dc")], [Flow("dc", "aioquic", "dc", Workload.single(self.size(o)), o.cc, 4433)],
                               scenario)
 
@@ -57,11 +57,11 @@ class MquicCell(Experiment):
     def size(o: CellOptions) -> int:
         return int(cell_rate(o) * 1e6 / 8 * o.seconds)
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+    def estimate_s(self, scenario: Scenario, options: CellOptions, capacity_mbps: float) -> float:
         return float(options.seconds) * 1.1 + 1
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        o: CellOptions = options
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: CellOptions, result: RepResult) -> RepResult:
+        o = options
         r = bed.run_clients(self.timeout_s(plan, cell_rate(o)))["dc"]
         bed.finish()
         g = r.goodput_mbps

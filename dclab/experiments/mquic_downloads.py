@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from ..testbed import Testbed
+from ..testbed import Bed
 
 LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 STATS_WAIT_S = 1.0
@@ -19,7 +19,7 @@ STATS_WAIT_S = 1.0
 LOG_WAIT_S = 10.0
 
 
-def new_records(bed: Testbed, path: Path, key: str) -> list[dict[str, Any]]:
+def new_records(bed: Bed, path: Path, key: str) -> list[dict[str, Any]]:
     """The JSON objects appended to ``path`` since the last call with ``key`` (its offset
     is kept in ``bed.state``); a line still being written waits for the next call."""
     offset = bed.state.get(key, 0)
@@ -42,7 +42,7 @@ def new_records(bed: Testbed, path: Path, key: str) -> list[dict[str, Any]]:
     return out
 
 
-def read_group(bed: Testbed, group: str) -> list[dict[str, Any]]:
+def read_group(bed: Bed, group: str) -> list[dict[str, Any]]:
     """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line;
     other groups' lines are kept in ``bed.state`` until asked for."""
     path = bed.workdir / "server" / LOG
@@ -63,7 +63,7 @@ def counts_stalls(s: Scenario) -> bool:
     return s.legs > 1 and s.reordering
 
 
-def pdcp_counters(bed: Testbed, after: float | None = None) -> dict[str, int]:
+def pdcp_counters(bed: Bed, after: float | None = None) -> dict[str, int]:
     """The PDCP receiver's cumulative counters of the bearer from dcemu's newest interval
     record; with ``after`` (Unix time), from the first record that ends at or after it
     (waiting up to STATS_WAIT_S), so that everything up to then is counted."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..analysis.metrics import stats_file
 from ..endpoints import get_stack
@@ -27,36 +29,73 @@ from ..testbed.environment import environment
 from ..testbed.hostconfig import HostConfig, host_config_for
 from ..testbed.inspection import Inspection
 from ..testbed.rundir import write_atomic, write_json
+from ..testbed.sim_models import SimError
 from ..testbed.sim_models import used as used_stand_ins
-from ..testbed.simbed import SimBed, SimError, workload_toml
+from ..testbed.simbed import SimBed, workload_toml
 from ..testbed.testbed import PartDied
-from .base import Experiment, Options, PacketSizeOptions, RepResult, Summary, plan_with_packet_sizes
+from .base import Experiment, OptionsT, PacketSizeOptions, RepResult, RunChoices, Summary, plan_with_packet_sizes
 
 
-def preflight(exp: Experiment, scenario: Scenario, options: Options) -> FlowPlan:
+@dataclass(frozen=True)
+class RepSetup:
+    """What one repetition runs, computed once (:func:`rep_setup`) and used by every step
+    that needs it: measuring, recording a failure, checking before the start."""
+
+    scenario: Scenario  # as run: the experiment's changes, the repetition's seed
+    plan: FlowPlan  # with the options' packet sizes
+    host: HostConfig
+    choices: RunChoices
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed
+
+    def result(self, exp: Experiment[Any], rep: int, error: str | None = None) -> RepResult:
+        """The repetition's record before anything is measured (``ok`` False)."""
+        return RepResult(experiment=exp.name, rep=rep, seed=self.seed, ok=False, error=error,
+                         stack=self.plan.stack_label(), cc=self.plan.cc_label(), host_config=self.host.name)
+
+
+def rep_seed(base: int, rep: int) -> int:
+    return base + rep - 1
+
+
+def rep_setup(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, rep: int = 1,
+              shared: bool = False) -> RepSetup:
+    """Repetition ``rep``'s setup. Its seed is the scenario's plus ``rep`` - 1, except on a
+    ``shared`` testbed (a session's, for a ``one_testbed`` experiment), whose repetitions
+    all run on the testbed's seed, the scenario's own (a fresh testbed per repetition, as
+    a cluster's worker starts, gets the repetition's seed, so that no two repetitions
+    replay the same losses). Raises PlanError, StackError or ScenarioError."""
+    s = build(exp.scenario(scenario, options), seed=scenario.seed if shared else rep_seed(scenario.seed, rep))
+    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
+    choices = RunChoices.of(options)
+    return RepSetup(s, plan, host_config_for(exp.host_transports(plan), choices.udp_buffer), choices)
+
+
+def preflight(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT) -> FlowPlan:
     """Everything that can be checked before the host lock and the namespaces: the plan
     (returned), and the dcemu scenario it renders to, read by dcemu itself (trace files
     included). Raises PlanError, StackError or ScenarioError."""
-    s = exp.scenario(scenario, options)
-    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
+    setup = rep_setup(exp, scenario, options, shared=exp.one_testbed)
+    s, plan = setup.scenario, setup.plan
     topology = {"server_netns": "dclab-check-s", "client_netns": "dclab-check-c", "server_addr": SERVER_ADDR,
                 "client_addr": CLIENT_ADDR}
     err = check_scenario(to_dcemu(s, plan, topology))
     if err:
         raise ScenarioError(f"the emulator refuses this scenario: {err}")
-    if getattr(options, "backend", "emu") == "sim":
+    if setup.choices.backend == "sim":
         if not exp.simulates:
             raise ScenarioError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
                                 f"{', '.join(sorted(simulating()))}")
-        asked = [f"--{k}" for k in ("pcap", "keylog", "qlog") if getattr(options.inspection(), k)]
+        asked = options.inspection().asked()
         asked += options.emulator_mode().asked()
         if asked:
             raise ScenarioError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
                                 f"the wire, no TLS and no real-time emulator)")
-        host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
-        stand_in = getattr(options, "stand_in", {})
+        stand_in = setup.choices.stand_ins
         try:
-            workload_toml(plan, plan.flows, host, {}, 1.0, stand_in)  # a stack without a model, or a workload it cannot model
+            workload_toml(plan, plan.flows, setup.host, {}, 1.0, stand_in)  # a stack without a model, or a workload it cannot model
         except SimError as e:
             raise ScenarioError(f"backend sim: {e}") from None
         # A stand-in no flow runs on would be recorded and labelled for nothing.
@@ -76,10 +115,6 @@ def simulating() -> list[str]:
     from . import experiments
 
     return [name for name, e in experiments().items() if e.simulates]
-
-
-def rep_seed(base: int, rep: int) -> int:
-    return base + rep - 1
 
 
 class Session:
@@ -127,17 +162,15 @@ class Session:
         self.close()
 
 
-def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path, rep: int = 1,
+def run_rep(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, rep_dir: Path, rep: int = 1,
             on_wait: Callable[[], None] | None = None, session: Session | None = None, draw: bool = True) -> RepResult:
     """One repetition in a fresh testbed (or, for a ``one_testbed`` experiment, on the
     session's); returns (and writes as result.json) its result, and draws the
     experiment's per-run figure (unless ``draw`` is off: `dclab plot --run` draws it later)."""
     shared = exp.one_testbed and session is not None
-    s = build(exp.scenario(scenario, options), seed=scenario.seed if shared else rep_seed(scenario.seed, rep))
-    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
-    host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
-    result = RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, stack=plan.stack_label(),
-                       cc=plan.cc_label(), host_config=host.name)
+    setup = rep_setup(exp, scenario, options, rep, shared)
+    s, plan, host = setup.scenario, setup.plan, setup.host
+    result = setup.result(exp, rep)
     inspect = options.inspection()
     rep_dir.mkdir(parents=True, exist_ok=True)
     if shared:
@@ -158,15 +191,15 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
         if died:
             session.close()
             raise PartDied(died)
-    elif getattr(options, "backend", "emu") == "sim":
-        with SimBed(s, plan, host, rep_dir, getattr(options, "stand_in", {})) as sb:
+    elif setup.choices.backend == "sim":
+        with SimBed(s, plan, host, rep_dir, setup.choices.stand_ins) as sb:
             result.environment = environment([], sb.settings)
             result.environment["backend"] = "sim"
             result.environment["models"] = sb.models()
             if sb.stand_in:
                 result.environment["stand_in"] = sb.stand_in
             write_json(rep_dir / "environment.json", result.environment)
-            result = exp.measure(sb, s, plan, options, result)  # type: ignore[arg-type]  # SimBed is Testbed's face
+            result = exp.measure(sb, s, plan, options, result)
     else:
         if session is not None:
             session.close()  # a kept testbed holds the host lock: this one would wait for it forever
@@ -188,17 +221,14 @@ def run_rep(exp: Experiment, scenario: Scenario, options: Options, rep_dir: Path
     return result
 
 
-def failed_rep(exp: Experiment, scenario: Scenario, options: Options, rep: int, error: str) -> RepResult:
+def failed_rep(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, rep: int, error: str,
+               shared: bool) -> RepResult:
     """The record of a repetition that could not be measured (a part of the testbed died,
-    or it could not be set up)."""
-    s = build(exp.scenario(scenario, options), seed=scenario.seed if exp.one_testbed else rep_seed(scenario.seed, rep))
-    plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
-    host = host_config_for(exp.host_transports(plan), getattr(options, "udp_buffer", "default"))
-    return RepResult(experiment=exp.name, rep=rep, seed=s.seed, ok=False, error=error, stack=plan.stack_label(),
-                     cc=plan.cc_label(), host_config=host.name)
+    or it could not be set up); ``shared`` as it would have run (``rep_setup``)."""
+    return rep_setup(exp, scenario, options, rep, shared).result(exp, rep, error)
 
 
-def run_reps(exp: Experiment, scenario: Scenario, options: Options, reps: int, out: Path,
+def run_reps(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, reps: int, out: Path,
              on_rep: Callable[[int, RepResult], None] | None = None,
              on_wait: Callable[[], None] | None = None, on_error: str = "stop") -> Summary:
     """Runs ``reps`` repetitions into ``out``: scenario.toml, options.json,
@@ -217,7 +247,7 @@ def run_reps(exp: Experiment, scenario: Scenario, options: Options, reps: int, o
             except Exception as e:  # noqa: BLE001 - the policy decides; KeyboardInterrupt passes
                 if on_error != "continue":
                     raise
-                rec = failed_rep(exp, scenario, options, rep, f"{type(e).__name__}: {e}")
+                rec = failed_rep(exp, scenario, options, rep, f"{type(e).__name__}: {e}", shared=exp.one_testbed)
                 rep_dir.mkdir(parents=True, exist_ok=True)
                 write_json(rep_dir / "result.json", rec.model_dump(mode="json"))
             if rep == 1 and rec.environment:
@@ -232,4 +262,4 @@ def run_reps(exp: Experiment, scenario: Scenario, options: Options, reps: int, o
     return summary
 
 
-__all__ = ["Session", "run_rep", "run_reps", "rep_seed"]
+__all__ = ["RepSetup", "Session", "rep_seed", "rep_setup", "run_rep", "run_reps"]

@@ -23,7 +23,7 @@ from ..analysis.stand_in import stack_label
 from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
-from ..testbed import Testbed
+from ..testbed import Bed
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, Table, _fmt, in_range, stand_in_output
 
 DC_PORT = 4433  # the study's port of the DC flow
@@ -69,7 +69,7 @@ def stream_details(r: TransferResult) -> dict[str, Any]:
             "stream_completion_max_s": max(times) if times else None}
 
 
-class Throughput(Experiment):
+class Throughput(Experiment[ThroughputOptions]):
     name = "throughput"
     help = ("One client downloads a file through the DC bearer; goodput per repetition, mean and standard "
             "deviation, PDCP statistics and a per-leg link-utilization plot.")
@@ -80,11 +80,11 @@ class Throughput(Experiment):
     simulates = True
     default = True
 
-    def plan(self, scenario: Scenario, options: Any) -> FlowPlan:
-        o: ThroughputOptions = options
+    def plan(self, scenario: Scenario, options: ThroughputOptions) -> FlowPlan:
+        o = options
         return single_bearer_plan(scenario, [Flow("dc", o.stack, "dc", workload(o.size, o.streams), o.cc, DC_PORT)])
 
-    def estimate_s(self, scenario: Scenario, options: Any, capacity_mbps: float) -> float:
+    def estimate_s(self, scenario: Scenario, options: ThroughputOptions, capacity_mbps: float) -> float:
         """The transfer at three quarters of the capacity (aioquic's receiver tops out near
         50 Mbit/s on the 2-core machine)."""
         goodput = 0.75 * capacity_mbps
@@ -92,8 +92,8 @@ class Throughput(Experiment):
             goodput = min(goodput, 50.0)
         return float(options.size) * 8 / (max(goodput, 0.5) * 1e6)
 
-    def measure(self, bed: Testbed, scenario: Scenario, plan: FlowPlan, options: Any, result: RepResult) -> RepResult:
-        o: ThroughputOptions = options
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: ThroughputOptions, result: RepResult) -> RepResult:
+        o = options
         # Traces: assume at least 2 Mbit/s; a cell: its level's mean capacity.
         capacity = 2.0 if scenario.trace else capacity_mbps(scenario)
         timeout = o.timeout or self.timeout_s(plan, capacity)
@@ -138,7 +138,7 @@ class Throughput(Experiment):
                         Table(cols, body, [False] * len(body))))
         return out
 
-    def run_title(self, scenario: Scenario, options: Any, result: RepResult) -> str:
+    def run_title(self, scenario: Scenario, options: ThroughputOptions, result: RepResult) -> str:
         streams = f", {options.streams} streams" if options.streams > 1 else ""
         return (f"{stack_label(result.stack, options.stand_in)} {result.cc}, {options.size / 1e6:g} MB{streams}, batch {scenario.batch}, "
                 f"split {':'.join(f'{x:g}' for x in scenario.split)}")

@@ -1,6 +1,7 @@
 """One run's testbed: namespaces, host settings, the emulator process, run directories and
 the record of the environment. ``Testbed`` is the context manager experiments use."""
 
+from .bed import Bed
 from .testbed import PartDied, Testbed, TestbedError
 
-__all__ = ["PartDied", "Testbed", "TestbedError"]
+__all__ = ["Bed", "PartDied", "Testbed", "TestbedError"]

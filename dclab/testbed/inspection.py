@@ -34,6 +34,10 @@ class Inspection:
     def __bool__(self) -> bool:
         return self.pcap or self.keylog or self.qlog
 
+    def asked(self) -> list[str]:
+        """The options asked for, as given on the command line (``--pcap``, ...)."""
+        return [f"--{k}" for k, on in (("pcap", self.pcap), ("keylog", self.keylog), ("qlog", self.qlog)) if on]
+
     def emulator_args(self, workdir: Path) -> tuple[str, ...]:
         """dcemu's capture options, into ``workdir``."""
         if not self.pcap:

@@ -110,6 +110,10 @@ class SimBed:
             out[f.stack] = m.name + (" (stand-in)" if r.model is None else "")
         return out
 
+    @property
+    def tag(self) -> str:
+        return "sim-" + self.workdir.name
+
     def start_servers(self, qlog: bool = False) -> None:
         """The modelled servers need nothing started."""
 

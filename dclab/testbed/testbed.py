@@ -310,6 +310,11 @@ class Testbed:
         return None
 
     @property
+    def tag(self) -> str:
+        """The run's namespace tag (unique on the host while the run holds its lock)."""
+        return self.ns.tag
+
+    @property
     def start_wall(self) -> float | None:
         """Unix time of dcemu's stats t_ms = 0."""
         return self.emulator.start_wall if self.emulator else None
