@@ -123,8 +123,8 @@ class Recorder:
     def start(self, run, i, n) -> None:
         pass
 
-    def done(self, run, result, error) -> None:
-        self.finished.append((run.key, None if result is None else result.ok, None if error is None else str(error)))
+    def done(self, run, ok, why) -> None:
+        self.finished.append((run.key, ok, why if ok is None else None))
 
     def waiting(self) -> None:
         self.waits += 1

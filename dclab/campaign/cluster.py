@@ -45,7 +45,7 @@ from ..files import FileRefused, check_name, slug
 from ..paths import results_dir
 from ..testbed.environment import git_commit
 from .plan import Campaign, PlannedRun
-from .runner import CampaignError, Outcome, Progress, incoming_of, now, perform, place, record_of, result_of
+from .runner import CampaignError, Outcome, Progress, incoming_of, now, perform, place, record_of
 from .store import RunRecord, Store, campaign_dir
 
 TESTBED = {"testbed": 1}  # the resource a dclab worker offers and every run needs
@@ -341,7 +341,7 @@ class Coordinator:
                 self.in_a_row.pop(res.address, None)
                 self.progress.start(run, i, n)
                 self.out.stored(res.record.ok)
-                self.progress.done(run, result_of(res.record), None)
+                self.progress.done(run, res.record.ok, res.record.error)
                 return None
         else:
             try:
@@ -356,7 +356,7 @@ class Coordinator:
         self.store.add(failed_record(self.c, run, errors, exc))
         self.out.stored_failed += 1
         self.progress.start(run, i, n)
-        self.progress.done(run, None, RuntimeError(f"stored as failed after {attempt} tries: {errors[-1]}"))
+        self.progress.done(run, None, f"stored as failed after {attempt} tries: {errors[-1]}")
         return None
 
     def _refused(self, f: Any, e: ResultRefused, host: object) -> RunError:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..experiments import get_experiment
 from ..experiments.base import RepResult, RunChoices
@@ -70,9 +70,7 @@ def record_of(campaign: str, run: PlannedRun, rec: RepResult, run_dir: Path | No
         rep=run.rep, seed=rec.seed, ok=rec.ok, error=rec.error, scenario=run.scenario.model_dump(mode="json"),
         options=run.options.model_dump(mode="json"),
         metrics={**stored["metrics"], "elapsed_s": elapsed, "estimate_s": run.estimate_s},
-        flows=[{**f, "bytes": (f.get("transfer") or {}).get("bytes"),
-                "completion_s": _completion(f.get("transfer")), "ok": (f.get("transfer") or {}).get("ok")}
-               for f in stored["flows"]],
+        flows=stored["flows"],
         environment=rec.environment, run_dir=str(run_dir or ""), machine=platform.node(), started_at=started,
         finished_at=now(),
     )
@@ -84,12 +82,6 @@ def execute(c: Campaign, run: PlannedRun, store: Store, on_wait: Callable[[], No
     rec, record = perform(c.name, run, (runs_dir or campaign_dir(c.name) / "runs") / run.key, on_wait, session)
     store.add(record)
     return rec
-
-
-def _completion(t: dict[str, Any] | None) -> float | None:
-    if not t or not t.get("ok") or t.get("last_byte_s") is None:
-        return None
-    return float(t["last_byte_s"]) - float(t.get("request_s") or 0.0)
 
 
 def calibration(store: Store) -> dict[str, float]:
@@ -113,7 +105,9 @@ class Progress(Protocol):
     """What the runner reports; the CLI draws it."""
 
     def start(self, run: PlannedRun, i: int, n: int) -> None: ...
-    def done(self, run: PlannedRun, result: RepResult | None, error: BaseException | None) -> None: ...
+    def done(self, run: PlannedRun, ok: bool | None, why: str | None) -> None:
+        """``run`` finished: stored, ``ok`` or failed (``why``: its error), or not stored
+        (``ok`` None: it could not run, ``why``)."""
     def waiting(self) -> None: ...
 
 
@@ -163,10 +157,10 @@ def _one(c: Campaign, store: Store, run: PlannedRun, i: int, n: int, progress: P
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - one broken run must not end an 80-hour campaign
-        progress.done(run, None, e)
+        progress.done(run, None, str(e))
         return out.could_not_start(consecutive, e)
     out.stored(rec.ok)
-    progress.done(run, rec, None)
+    progress.done(run, rec.ok, rec.error)
     return 0
 
 
@@ -231,17 +225,13 @@ def _store_apart(store: Store, f: Future[RunRecord], run: PlannedRun, i: int, n:
     e = f.exception()
     if e is not None:
         shutil.rmtree(incoming_of(final), ignore_errors=True)
-        progress.done(run, None, e)
+        progress.done(run, None, str(e))
         return out.could_not_start(consecutive, e)
     record = f.result()
     place(incoming_of(final), final)
     store.add(replace(record, run_dir=str(final)))
     out.stored(record.ok)
-    progress.done(run, result_of(record), None)
+    progress.done(run, record.ok, record.error)
     return 0
 
 
-def result_of(record: RunRecord) -> RepResult:
-    """The result a progress display needs, from a stored record."""
-    return RepResult(experiment=record.experiment, rep=record.rep, seed=record.seed or 0, ok=record.ok,
-                     error=record.error, stack=record.stack, cc=record.cc, host_config=record.host_config)

@@ -23,7 +23,6 @@ from ..campaign.runners import Where, runner_for
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..experiments import default_experiment, experiments
-from ..experiments.base import RepResult
 from ..files import FileRefused, check_name, clip
 from ..paths import CAMPAIGNS
 from ..scenario import ScenarioError
@@ -96,11 +95,11 @@ class BarProgress:
         self.current, self.i = run, i
         self.bar.update(self.task, description=f"{self.workers}{run.label}")
 
-    def done(self, run: cp.PlannedRun, result: RepResult | None, error: BaseException | None) -> None:
-        if error is not None:
-            self.bar.console.print(f"[red]error[/] {escape(run.label)}: {escape(str(error))}")  # text, not markup
-        elif result is not None and not result.ok:
-            self.bar.console.print(f"[yellow]failed[/] {escape(run.label)}: {escape(result.error or 'no result')}")
+    def done(self, run: cp.PlannedRun, ok: bool | None, why: str | None) -> None:
+        if ok is None:
+            self.bar.console.print(f"[red]error[/] {escape(run.label)}: {escape(why or '')}")  # text, not markup
+        elif not ok:
+            self.bar.console.print(f"[yellow]failed[/] {escape(run.label)}: {escape(why or 'no result')}")
         self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0), n=f"{self.i}/{len(self.todo)}")
 
     def waiting(self) -> None:

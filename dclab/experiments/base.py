@@ -209,7 +209,8 @@ class Metric:
 
 class FlowResult(BaseModel):
     """One flow of a repetition: what its client measured, and its throughput at the
-    bearer where the experiment measures one."""
+    bearer where the experiment measures one. The same record is the store's flow row
+    (``campaign/store.py`` FLOW_COLUMNS): its derived values are computed here, once."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -221,13 +222,29 @@ class FlowResult(BaseModel):
     transfer: dict[str, Any] | None = None  # TransferResult.to_dict()
     mean_mbps: float | None = None  # at the bearer, over the measured window
     goodput_mbps: float | None = None  # bytes / (last byte - request), from the client
+    bytes: int | None = None  # received by the client
+    completion_s: float | None = None  # request to last byte, when the transfer is complete
+    ok: bool | None = None  # the client's verdict (None: no transfer)
 
     @classmethod
     def of(cls, plan: FlowPlan, name: str, transfer: TransferResult | None, mean_mbps: float | None = None) -> "FlowResult":
         f = plan.flow(name)
+        if transfer is None:
+            return cls(name=name, stack=f.stack, cc=f.cc or "", bearer=f.bearer, port=f.port or 0, mean_mbps=mean_mbps)
         return cls(name=name, stack=f.stack, cc=f.cc or "", bearer=f.bearer, port=f.port or 0,
-                   transfer=transfer.to_dict() if transfer else None, mean_mbps=mean_mbps,
-                   goodput_mbps=transfer.goodput_mbps if transfer else None)
+                   transfer=transfer.to_dict(), mean_mbps=mean_mbps, goodput_mbps=transfer.goodput_mbps,
+                   bytes=transfer.bytes, completion_s=transfer.completion_s, ok=transfer.ok)  # fmt: skip
+
+    def stored(self) -> dict[str, Any]:
+        """The record with its derived values, from ``transfer`` where a record written
+        before they were kept lacks them (a result.json read back)."""
+        d = self.model_dump()
+        t = self.transfer or {}
+        if self.ok is None and t:
+            d["ok"], d["bytes"] = t.get("ok"), t.get("bytes")
+            if t.get("ok") and t.get("last_byte_s") is not None:
+                d["completion_s"] = float(t["last_byte_s"]) - float(t.get("request_s") or 0.0)
+        return d
 
 
 class RepResult(BaseModel):
@@ -252,7 +269,7 @@ class RepResult(BaseModel):
         return {"experiment": self.experiment, "ok": self.ok, "error": self.error, "rep": self.rep, "seed": self.seed,
                 "stack": self.stack, "cc": self.cc, "host_config": self.host_config,
                 "metrics": {**self.details, **self.metrics, "t0_ms": self.t0_ms},
-                "flows": [f.model_dump() for f in self.flows]}
+                "flows": [f.stored() for f in self.flows]}
 
 
 class MetricSummary(BaseModel):
