@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make bench`: dcemu side by side with the kernel path (the same two namespaces joined
-by a plain veth pair), against the targets of issue 12.
+by a plain veth pair), against its targets (bench/table.py).
 
 A run writes only under bench/out/ (gitignored): results-<YYYYmmdd-HHMMSS>.json,
 latest.json and table.md, and prints the table. `--update-readme` (for maintainers) also
@@ -98,7 +98,7 @@ def _only(text: str) -> list[str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="bench/run.py",
-        description="Measure dcemu against the kernel path (issue 12).\n"
+        description="Measure dcemu against the kernel path and its targets.\n"
                     "Writes bench/out/results-TIME.json, bench/out/latest.json and bench/out/table.md and prints\n"
                     "the table; changes no tracked file unless --update-readme is given. An interrupted or failed\n"
                     "run keeps what it measured in bench/out/results.partial.json. Needs root and a built dcemu.",

@@ -11,7 +11,7 @@ from dclab.endpoints.base import Workload
 from dclab.experiments.base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions
 from dclab.flows import Flow, FlowPlan, single_bearer_plan
 from dclab.scenario import Scenario
-from dclab.testbed import Bed
+from dclab.testbed import Bed, stats_ms
 
 
 class ShortOptions(StackOptions):
@@ -38,8 +38,7 @@ class ShortDownloads(Experiment[ShortOptions]):
         result.ok, result.error = r.ok, r.error
         result.metrics = {"completion_s": r.completion_s}
         result.flows = [FlowResult.of(plan, "client", r)]
-        if bed.start_wall and r.request_wall:
-            result.t0_ms = (r.request_wall - bed.start_wall) * 1e3
+        result.t0_ms = stats_ms(bed, r.request_wall)  # the request on dcemu's stats clock
         return result
 
 

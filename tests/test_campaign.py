@@ -71,8 +71,8 @@ def test_paper_campaign_is_the_whole_matrix():
                        ("ngtcp2", "reno", "default"), ("ngtcp2", "reno", "large"), ("ngtcp2", "cubic", "default"),
                        ("ngtcp2", "cubic", "large")}
     sweeps = {(r.experiment, r.sweep) for r in runs}
-    # Not the paper's: those of the mquic and LTE studies (streams: issue 9's experiment 4) and of the
-    # fidelity campaign (issue 14).
+    # Not the paper's: those of the mquic and LTE studies (streams: the LTE study's experiment 4) and of the
+    # fidelity campaign (docs/fidelity.md).
     not_the_papers = ("none", "conns", "iw", "radio", "distance", "distance-mean", "streams", "t-reordering",
                       "pdcp-processing")
     for name in [n for n in SWEEPS if n not in not_the_papers]:

@@ -112,7 +112,7 @@ def test_the_report_has_a_fidelity_section(tmp_path):
 
 
 def test_pdcp_stalls_are_tabled_per_point_from_the_runs_receiver_statistics():
-    """Issue 14's stall statistics: the throughput sweep's second table, means per run of
+    """The fidelity work's stall statistics (docs/fidelity.md): the throughput sweep's second table, means per run of
     dcemu's receiver counters and wait histogram (as pdcp_summary keeps them)."""
     from dclab.analysis.figures import pdcp_stall_table
     from dclab.experiments import get_experiment

@@ -38,3 +38,56 @@ def test_registry_finds_the_shipped_experiments():
 
     assert {"throughput", "fairness"} <= set(experiments())
     assert default_experiment().name == "throughput"
+
+
+def _doc_levels(section: str) -> dict[str, int]:
+    """Room -> level from one of docs/architecture.md's level tables (the rows under the
+    heading that starts with ``section``); entry points (main.rs, bin/) left out."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    part = text.split(f"### {section}", 1)[1].split("\n#", 1)[0]
+    out: dict[str, int] = {}
+    for line in part.splitlines():
+        m = re.match(r"\|\s*(\d+)\s*\|([^|]*)\|", line)
+        if not m:
+            continue
+        for name in re.findall(r"`([^`]+)`", m.group(2)):
+            room = name.removesuffix("/").removesuffix(".rs").removesuffix(".py")
+            if room not in ("main", "bin"):
+                out[room] = int(m.group(1))
+    return out
+
+
+def _emu_levels() -> dict[str, int]:
+    import re
+
+    script = (ROOT / "emu" / "check-levels.sh").read_text()
+    table = re.search(r"declare -A level=\(([^)]*)\)", script)
+    assert table, "emu/check-levels.sh keeps its levels in one `declare -A level=(...)`"
+    return {k: int(v) for k, v in re.findall(r"\[(\w+)\]=(\d+)", table.group(1))}
+
+
+def _python_levels() -> dict[str, int]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from check_levels import LEVELS
+    finally:
+        sys.path.pop(0)
+    return {k: v for k, v in LEVELS.items() if k not in ("__init__", "__main__")}
+
+
+def test_the_documents_name_every_room_at_the_level_the_checkers_enforce():
+    """docs/architecture.md's tables and the two checkers agree room by room, and the
+    README's layout names every room, so neither document can drift from the code."""
+    assert _doc_levels("dcemu") == _emu_levels()
+    assert _doc_levels("dclab") == _python_levels()
+    readme = (ROOT / "README.md").read_text()
+    layout = readme.split("emu/                   Rust crate", 1)[1].split("```", 1)[0]
+    for room in _emu_levels():
+        assert f"src/{room}/" in layout or f"{room}.rs" in layout, f"the README's layout lacks emu/src/{room}"
+    for room in _python_levels():
+        assert f" {room}/" in layout or f" {room}.py" in layout, f"the README's layout lacks dclab/{room}"
+    # and every room on disk has a level (a new one would go unchecked)
+    on_disk = {p.stem for p in (ROOT / "dclab").iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    assert on_disk - {"__init__", "__main__"} == set(_python_levels())

@@ -199,7 +199,7 @@ def test_run_keys_change_only_when_the_new_fields_leave_their_defaults():
 
 
 def test_loss_placement_and_pdcp_processing_reach_dcemu(tmp_path):
-    """--loss-at and --pdcp-processing (issue 14) render into every direction and [pdcp],
+    """--loss-at and --pdcp-processing (docs/fidelity.md) render into every direction and [pdcp],
     dcemu reads them back, and run keys change only when they leave their defaults. What
     they do to packets is tested in dcemu: `loss_before_or_after_the_rate_stage`
     (emu/src/link/direction.rs) and `pdcp_processing_delays_each_way_at_both_entities`

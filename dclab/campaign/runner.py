@@ -29,6 +29,7 @@ from typing import Protocol
 from ..experiments import get_experiment
 from ..experiments.base import RepResult, RunChoices
 from ..experiments.runner import Session, run_rep
+from ..testbed import NotReady
 from .plan import Campaign, PlannedRun, plan, shard
 from .store import RunRecord, Store, campaign_dir
 
@@ -156,6 +157,8 @@ def _one(c: Campaign, store: Store, run: PlannedRun, i: int, n: int, progress: P
         rec = execute(c, run, store, on_wait=progress.waiting, session=session)
     except KeyboardInterrupt:
         raise
+    except NotReady as e:  # no run can start on this machine
+        raise CampaignError(str(e)) from None
     except Exception as e:  # noqa: BLE001 - one broken run must not end an 80-hour campaign
         progress.done(run, None, str(e))
         return out.could_not_start(consecutive, e)

@@ -76,10 +76,10 @@ SWEEPS: dict[str, SweepDef] = {
         SweepDef("loss", "random loss per leg (%)", frange(0, 0.2, 0.01), lambda v: {"loss": [v, v]}),
         SweepDef("loss-dup", "random loss per leg with duplication (%)", frange(0, 5, 0.2),
                  lambda v: {"loss": [v, v], "duplicate": True}),
-        # Issue 14: how long the PDCP receiver waits for a hole (the study's: 200 ms).
+        # How long the PDCP receiver waits for a hole (the study's: 200 ms; docs/fidelity.md).
         SweepDef("t-reordering", "t-Reordering (ms)", [0, 20, 50, 100, 200, 500, 1000],
                  lambda v: {"t_reordering": v}),
-        # Issue 14: the study's PDCP proxies took about 1 ms per packet at each end.
+        # The study's PDCP proxies took about 1 ms per packet at each end (docs/fidelity.md).
         SweepDef("pdcp-processing", "PDCP processing per entity (ms)", [0, 0.5, 1, 2],
                  lambda v: {"pdcp_processing": v}),
         # One point: the group's own configuration (a group must name a sweep).

@@ -21,6 +21,7 @@ from ..experiments.base import Experiment, RunChoices
 from ..files import FileRefused
 from ..flows import PlanError
 from ..scenario import MAX_SEED, ScenarioError
+from ..testbed import NotReady
 from ..testbed.rundir import new_run_dir
 from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
 
@@ -75,8 +76,12 @@ def _command(exp: Experiment) -> click.Command:
         err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, {links}, "
                   f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, split {shown.split}, "
                   f"batch {shown.batch}, seed {shown.seed} -> {out_dir}")
-        summary = run_with_progress(reps, out_dir, exp.describe,
-                                    lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait, on_error))
+        try:
+            summary = run_with_progress(reps, out_dir, exp.describe,
+                                        lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait,
+                                                                         on_error))  # fmt: skip
+        except NotReady as e:
+            raise click.ClickException(str(e)) from None
         if as_json:
             click.echo(json.dumps({**exp.json_output(summary), "out": str(out_dir)}))
         else:

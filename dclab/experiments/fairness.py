@@ -21,7 +21,7 @@ from ..endpoints import get_stack
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments
 from ..scenario import Scenario, build
-from ..testbed import Bed
+from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, stand_in_output
 
 # The study's flows: name, bearer, leg (None: both), port.
@@ -100,7 +100,7 @@ class Fairness(Experiment[FairnessOptions]):
         # The clients are stopped at the end of the window: a cut download is expected.
         transfers = bed.run_clients(o.duration + 2)
         records = bed.finish()
-        t0_ms = (start_wall - bed.start_wall) * 1e3 if bed.start_wall else 0.0
+        t0_ms = stats_ms(bed, start_wall) or 0.0
         means = window_means(records, t0_ms, o.duration) if records else {}
         values = [means.get(f) for f in FLOW_NAMES]
         result.flows = [FlowResult.of(plan, f, transfers.get(f), means.get(f)) for f in FLOW_NAMES]

@@ -32,7 +32,7 @@ from ..endpoints.base import StackError, Workload
 from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
-from ..testbed import Bed
+from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, PacketSizeOptions, RepResult, Size, Summary, Table, _fmt
 
 STATS_INTERVAL_MS = 100.0  # as fairness: long runs, many bearers
@@ -252,7 +252,7 @@ class Flows(Experiment[FlowsOptions]):
         # The clients are stopped at the end of the window: a cut download is expected.
         transfers = bed.run_clients(o.duration + 2)
         records = bed.finish()
-        t0_ms = (start_wall - bed.start_wall) * 1e3 if bed.start_wall else 0.0
+        t0_ms = stats_ms(bed, start_wall) or 0.0
         means = window_means(records, t0_ms, o.duration, o.warmup) if records else {}
         names = [f.name for f in plan.flows]
         result.flows = [FlowResult.of(plan, n, transfers.get(n), means.get(n)) for n in names]

@@ -14,7 +14,7 @@ from pydantic import Field, StrictBool
 from ..endpoints.base import Workload
 from ..flows import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
-from ..testbed import Bed
+from ..testbed import Bed, stats_ms
 from . import mquic_network as net
 from .base import Experiment, FlowResult, Metric, Options, RepResult, Summary, _fmt
 
@@ -70,8 +70,7 @@ class MquicCell(Experiment[CellOptions]):
         result.metrics = {"rate_ratio": ratio, "goodput_mbps": g}
         result.flows = [FlowResult.of(plan, "dc", r)]
         result.details = {"rate_mbps": cell_rate(o), "cpu_bound": ratio is not None and ratio < CPU_BOUND_RATIO}
-        if bed.start_wall and r.request_wall:
-            result.t0_ms = (r.request_wall - bed.start_wall) * 1e3
+        result.t0_ms = stats_ms(bed, r.request_wall)
         return result
 
     def describe(self, rep: RepResult) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from ..testbed import Bed
+from ..testbed import Bed, stats_ms
 
 LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 STATS_WAIT_S = 1.0
@@ -69,7 +69,7 @@ def pdcp_counters(bed: Bed, after: float | None = None) -> dict[str, int]:
     (waiting up to STATS_WAIT_S), so that everything up to then is counted."""
     path = bed.workdir / "dcemu-stats.jsonl"
     deadline = time.monotonic() + STATS_WAIT_S
-    after_ms = (after - bed.start_wall) * 1e3 if after is not None and bed.start_wall else None
+    after_ms = stats_ms(bed, after)
     latest: dict[str, int] = bed.state.get("pdcp_latest", {})
     while True:
         t_ms = bed.state.get("stats_t_ms", -1.0)

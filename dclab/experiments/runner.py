@@ -22,7 +22,7 @@ from ..endpoints import get_stack
 from ..flows import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario, ScenarioError, build, to_toml
-from ..testbed import Testbed
+from ..testbed import NotReady, Testbed
 from ..testbed.dcemu_config import to_dcemu
 from ..testbed.emulator import check_scenario
 from ..testbed.environment import environment
@@ -244,6 +244,8 @@ def run_reps(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, r
             rep_dir = out / f"rep-{rep:02d}"
             try:
                 rec = run_rep(exp, scenario, options, rep_dir, rep, on_wait, session)
+            except NotReady:
+                raise  # no repetition can run here: recording each as failed would say nothing more
             except Exception as e:  # noqa: BLE001 - the policy decides; KeyboardInterrupt passes
                 if on_error != "continue":
                     raise

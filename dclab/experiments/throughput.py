@@ -23,7 +23,7 @@ from ..analysis.stand_in import stack_label
 from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
-from ..testbed import Bed
+from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, Table, _fmt, in_range, stand_in_output
 
 DC_PORT = 4433  # the study's port of the DC flow
@@ -106,8 +106,7 @@ class Throughput(Experiment[ThroughputOptions]):
                           "client_udp_drops": bed.client_udp_drops}
         if o.streams > 1:  # streams 1 keeps the study's record as it was
             result.details.update(stream_details(r))
-        if bed.start_wall and r.request_wall:
-            result.t0_ms = (r.request_wall - bed.start_wall) * 1e3
+        result.t0_ms = stats_ms(bed, r.request_wall)
         return result
 
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,

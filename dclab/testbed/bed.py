@@ -46,4 +46,12 @@ class Bed(Protocol):
     def dead_part(self) -> str | None: ...
 
 
-__all__ = ["Bed"]
+def stats_ms(bed: Bed, wall: float | None) -> float | None:
+    """Unix time ``wall`` on dcemu's stats clock: ms since its ``t_ms`` = 0 (None when
+    either is unknown). The one place a client's wall time meets dcemu's records."""
+    if wall is None or bed.start_wall is None:
+        return None
+    return (wall - bed.start_wall) * 1e3
+
+
+__all__ = ["Bed", "stats_ms"]

@@ -111,8 +111,13 @@ class Emulator:
         return recs[-1] if recs else None
 
 
+class NotReady(RuntimeError):
+    """This machine cannot run a testbed at all (not root, dcemu not built): no run can,
+    so runners stop rather than try the next one."""
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
-        raise SystemExit("dclab must run as root (sudo): it creates network namespaces and TUN devices")
+        raise NotReady("dclab must run as root (sudo): it creates network namespaces and TUN devices")
     if not DCEMU.exists():
-        raise SystemExit(f"{DCEMU} is missing: run `make build` first")
+        raise NotReady(f"{DCEMU} is missing: run `make build` first")

@@ -25,6 +25,7 @@ from ..analysis.figures import capacities_of, link_usage
 from ..flows import Bearer, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
+from .bed import stats_ms
 from .emulator_mode import EmulatorMode
 from .hostconfig import HostConfig
 from .inspection import Inspection
@@ -130,8 +131,8 @@ def run_shell(scenario: Scenario, host: HostConfig, run_dir: Path, cmd: list[str
             stop_process(server)
         bed.finish()
         summary = bed.emulator.summary() if bed.emulator else None
-        if bed.start_wall is not None:
-            t0_ms = (start_wall - bed.start_wall) * 1e3
+        t0_ms = stats_ms(bed, start_wall)
+        if t0_ms is not None:
             figure = link_usage(bed.workdir, t0_ms, capacities_of(scenario.model_dump(mode="json")), bed.workdir / FIGURE,
                                 f"per-leg downlink while `{shlex.join(program)[:60]}` ran", max(1.0, duration))
     return ShellOutcome(_exit_code(rc), duration, Path(run_dir), figure, summary, server_exit)
