@@ -19,11 +19,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Generic, Literal, TypeVar
 
 from ..files import clip
 
@@ -508,6 +510,56 @@ class Stack(ABC):
 
     def version(self) -> str:
         return "unknown"
+
+
+ReaderT = TypeVar("ReaderT", bound=threading.Thread)
+REAP_S = 5.0  # for a killed client process to end
+JOIN_S = 2.0  # for a reader thread to see its process's output end
+
+
+@dataclass
+class Reaped(Generic[ReaderT]):
+    """Client processes run to their end or to the deadline: each process, the reader
+    thread of its output, when it was started (``time.monotonic()`` just before), and
+    the indices of those killed at the deadline."""
+
+    procs: list[subprocess.Popen[str]]
+    readers: list[ReaderT]
+    spawned: list[float]
+    killed: set[int]
+
+
+def run_and_reap(cmds: list[list[str]], deadline: float, reader: Callable[[subprocess.Popen[str]], ReaderT],
+                 env: Mapping[str, str], stdout: int | IO[Any] | None, stderr: int | IO[Any] | None) -> Reaped[ReaderT]:
+    """Starts every command at once (text output, no input), a ``reader`` thread on each,
+    waits for them until ``deadline`` (``time.monotonic()``), kills those still running
+    then, and whatever happens (an exception, Ctrl-C) leaves no process running and
+    every reader joined. The one run-and-reap of the adapters whose clients are several
+    processes (tcp's curl, ngtcp2's gtlsclient)."""
+    out: Reaped[ReaderT] = Reaped([], [], [], set())
+    try:
+        for cmd in cmds:
+            out.spawned.append(time.monotonic())
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, text=True, env=dict(env))
+            out.procs.append(p)
+            r = reader(p)
+            r.start()
+            out.readers.append(r)
+        for c, p in enumerate(out.procs):
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out.killed.add(c)
+                p.wait(timeout=REAP_S)
+    finally:
+        for p in out.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=REAP_S)
+        for r in out.readers:
+            r.join(timeout=JOIN_S)
+    return out
 
 
 def run_bounded(cmd: list[str], timeout_s: float, **kw: Any) -> subprocess.CompletedProcess[str]:

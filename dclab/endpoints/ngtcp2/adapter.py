@@ -85,6 +85,7 @@ from ..base import (
     ServerSpec,
     Stack,
     TransferResult,
+    run_and_reap,
     run_bounded,
 )
 from .gnutls_log import GNUTLS_ENV, Handshake
@@ -327,38 +328,15 @@ class Ngtcp2Stack(Stack):
             env["SSLKEYLOGFILE"] = str(Path(spec.workdir) / KEYLOG_FILE)
         for r in readers:
             r.start()
-        procs: list[subprocess.Popen[str]] = []
-        outs: list[_Output] = []
-        spawned: list[float] = []  # time.monotonic() just before each client process starts
         wall, mono = time.time(), time.monotonic()
-        killed: set[int] = set()
         try:
-            for cmd in cmds:
-                spawned.append(time.monotonic())
-                p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env=env)  # fmt: skip
-                procs.append(p)
-                reader = _Output(p)
-                reader.start()
-                outs.append(reader)
-            for c, p in enumerate(procs):
-                try:
-                    p.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    killed.add(c)
-                    p.wait(timeout=STOP_S)
+            ran = run_and_reap(cmds, deadline, _Output, env, subprocess.PIPE, subprocess.STDOUT)
         finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(timeout=STOP_S)
             for r in readers:
                 r.release()  # never leave a reader blocked in open()
             for r in readers:
                 r.join(timeout=2.0)
-            for w in outs:
-                w.join(timeout=2.0)
+        procs, outs, spawned, killed = ran.procs, ran.readers, ran.spawned, ran.killed
 
         # Each client is ready to send when gnutls queued its ClientHello or, with 0-RTT,
         # when it opened its first request, if earlier; the first ready client is the

@@ -94,12 +94,12 @@ from ..base import (
     StackError,
     TransferResult,
     Workload,
+    run_and_reap,
     run_bounded,
 )
 
 CCS = ("cubic", "reno", "bbr")
 PARALLEL_MAX = 100  # streams at once per connection: beyond, curl 7.88 opens more connections
-STOP_S = 5.0  # to let curl processes end after a kill
 WARMUP = "/0?warmup"  # the warm-up's request (an empty body)
 WARMUP_MAX_S = 10.0
 # A port range for the measured connection: bound to one, curl does not reuse the
@@ -344,35 +344,9 @@ class TcpStack(Stack):
             Path(spec.workdir).mkdir(parents=True, exist_ok=True)
             env["SSLKEYLOGFILE"] = str(Path(spec.workdir) / KEYLOG_FILE)
 
-        procs: list[subprocess.Popen[str]] = []
-        readers: list[_Reports] = []
-        spawned: list[float] = []  # time.monotonic() just before each curl process starts
         wall, mono = time.time(), time.monotonic()
-        deadline = mono + spec.timeout_s
-        killed: set[int] = set()
-        try:
-            for cmd in cmds:
-                spawned.append(time.monotonic())
-                p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env=env)  # fmt: skip
-                procs.append(p)
-                r = _Reports(p)
-                r.start()
-                readers.append(r)
-            for c, p in enumerate(procs):
-                try:
-                    p.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    killed.add(c)
-                    p.wait(timeout=STOP_S)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(timeout=STOP_S)
-            for r in readers:
-                r.join(timeout=2.0)
+        ran = run_and_reap(cmds, mono + spec.timeout_s, _Reports, env, subprocess.DEVNULL, subprocess.PIPE)
+        procs, readers, spawned, killed = ran.procs, ran.readers, ran.spawned, ran.killed
         tfo_after = _tfo_counters(netns_exec) if tfo_before is not None else None
 
         # 0 of every time: the first measured connection attempt (module docstring); with
