@@ -15,18 +15,19 @@ from measured import check_bound
 from dclab import lte
 from dclab.analysis import cell
 from dclab.analysis.figures import read_stats
+from dclab.analysis.records import Leg, Stats
 from dclab.cli import app
 from dclab.scenario import ScenarioError, build
 
 
-def interval(t_ms: float, devices: list[tuple[str, int, int, int, int]], ttis: int, idle: int = 0) -> dict:
+def interval(t_ms: float, devices: list[tuple[str, int, int, int, int]], ttis: int, idle: int = 0) -> Stats:
     """A dcemu interval record with one cell leg; a device is (bearer, rbs, bytes_out,
     capacity_bits, queue_bytes), counters cumulative."""
-    return {"type": "interval", "t_ms": t_ms, "legs": [{"name": "leg1", "cell": {
+    return Stats.model_validate({"type": "interval", "t_ms": t_ms, "legs": [{"name": "leg1", "cell": {
         "bandwidth_mhz": 20.0, "rbs_per_tti": 100, "ttis": ttis, "idle_ttis": idle,
         "devices": [{"device": i, "bearer": b, "rbs": rbs, "bytes_out": out, "capacity_bits": cap,
                      "queue_bytes": q, "cqi": 9, "dropped_packets": 0, "out_mbps": 0.0}
-                    for i, (b, rbs, out, cap, q) in enumerate(devices)]}}]}
+                    for i, (b, rbs, out, cap, q) in enumerate(devices)]}}]})
 
 
 def test_cell_shares_and_series_from_records():
@@ -43,7 +44,7 @@ def test_cell_shares_and_series_from_records():
     # An interval's share counts the idle TTIs' RBs too (wasted, not given to anyone).
     assert series["a"].rb_share[1:] == [pytest.approx(0.3), pytest.approx(3000 / 10000)]
     assert series["b"].queue_kb == [0.0, 9.0, 0.0]
-    assert cell.has_cell(recs) and not cell.has_cell([{"type": "interval", "t_ms": 0, "legs": [{"name": "leg1"}]}])
+    assert cell.has_cell(recs) and not cell.has_cell([Stats(type="interval", t_ms=0, legs=[Leg(name="leg1")])])
     assert cell.cell_shares(recs[:1], 0, 200) == {}
 
 

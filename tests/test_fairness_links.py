@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 
 from dclab.analysis.metrics import jain, leg_window_means, window_means
+from dclab.analysis.records import Stats
 from dclab.experiments.fairness import at_links
 
 
-def record(t_ms: float, leg_bytes: tuple[int, int], delivered: dict[str, int]) -> dict:
-    return {"type": "interval", "t_ms": t_ms,
+def record(t_ms: float, leg_bytes: tuple[int, int], delivered: dict[str, int]) -> Stats:
+    return Stats.model_validate({"type": "interval", "t_ms": t_ms,
             "legs": [{"name": f"leg{i + 1}", "downlink": {"bytes_out": b}} for i, b in enumerate(leg_bytes)],
-            "bearers": [{"name": n, "delivered_bytes": d} for n, d in delivered.items()]}
+            "bearers": [{"name": n, "delivered_bytes": d} for n, d in delivered.items()]})  # fmt: skip
 
 
 def test_duplication_counts_the_dc_flow_once_per_leg():

@@ -13,6 +13,7 @@ from figure_checks import each, figure, panel
 from measured import check_bound
 
 from dclab.analysis.metrics import window_means
+from dclab.analysis.records import Stats
 from dclab.cli import app
 from dclab.endpoints.base import TransferResult
 from dclab.experiments import flows as fx
@@ -155,7 +156,7 @@ def records(rates: dict[str, tuple[float, float]], warmup_s: float, end_s: float
             mbps = 0.0 if since <= 0 else early if since <= warmup_s else late
             total[b] += mbps * 1e6 / 8 * step_ms / 1e3
             bearers.append({"name": b, "delivered_bytes": int(round(total[b])), "delivered_mbps": mbps})
-        out.append({"type": "interval", "t_ms": t, "bearers": bearers, "legs": []})
+        out.append(Stats.model_validate({"type": "interval", "t_ms": t, "bearers": bearers, "legs": []}))
     return out
 
 
@@ -293,7 +294,7 @@ def test_run_figure_shows_each_flow_and_the_warmup(monkeypatch, tmp_path):
     rates = {f"aioquic-reno-{i}": (15.0, 6.0) for i in range(1, 11)} | {"tcp-reno-1": (3.0, 7.0)}
     r = measured(monkeypatch, rates, "aioquic:reno=10,tcp:reno=1")
     (tmp_path / "dcemu-stats.jsonl").write_text(
-        "\n".join(json.dumps(x) for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
+        "\n".join(x.model_dump_json() for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
     path = EXP.run_figure(tmp_path, r.record(), one_leg().model_dump(mode="json"), tmp_path / "flows.png", "t")
     ax = panel(path, title="t", xlabel="time since start (s)", ylabel="flow throughput (Mbit/s)", lines=len(rates),
                legend=list(rates) + ["warm-up (2 s, not measured)"], x=(0.0, 10.0))  # flows in the plan's order (10 after 9)
@@ -377,7 +378,7 @@ def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path)
             run_dir = tmp_path / "runs" / f"k{value}-{rep}"
             run_dir.mkdir(parents=True)
             (run_dir / "dcemu-stats.jsonl").write_text(
-                "\n".join(json.dumps(x) for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
+                "\n".join(x.model_dump_json() for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
             rec = r.record()
             store.add(RunRecord(run_key=f"k{value}-{rep}", experiment="flows", stack=r.stack, cc=r.cc,
                                 host_config=r.host_config, rep=rep, ok=r.ok, scenario=one_leg().model_dump(mode="json"),

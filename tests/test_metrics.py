@@ -1,6 +1,7 @@
 """Metric computations on hand-made inputs with known answers."""
 
 from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, pdcp_summary
+from dclab.analysis.records import Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.units import parse_size
 
@@ -31,17 +32,19 @@ def test_series_are_aligned_to_the_request():
          "bearers": [{"name": "dc", "delivered_mbps": 6.0}]},
         {"type": "summary", "t_ms": 1012.0, "legs": [], "bearers": []},
     ]
+    recs = [Stats.model_validate(d) for d in recs]
     assert leg_series(recs, t0_ms=1000.0) == {"leg1": [(0.0, 5.0), (0.01, 7.0)]}
     assert bearer_series(recs, t0_ms=990.0)["dc"] == [(0.01, 4.0), (0.02, 6.0)]
 
 
 def test_pdcp_summary_picks_the_bearer():
-    recs = [{"type": "summary", "legs": [{"name": "leg1", "downlink": {"bytes_out": 3, "packets_out": 1, "dropped_queue_packets": 0,
+    raw = [{"type": "summary", "t_ms": 1.0, "legs": [{"name": "leg1", "downlink": {"bytes_out": 3, "packets_out": 1, "dropped_queue_packets": 0,
                                                                       "dropped_loss_packets": 0}}],
              "bearers": [{"name": "dc", "tx_pdus": [["leg1", 1]], "rx": {"delivered": 1, "wait": {"count": 1, "mean_us": 2.0,
                           "p50_us": 2.0, "p99_us": 2.0, "max_us": 2.0, "buckets": []}}, "delivered_bytes": 1}]}]
-    p = pdcp_summary(recs, "dc")
-    assert p["tx_pdus"] == {"leg1": 1} and p["rx"] == {"delivered": 1} and p["rx_wait_us"]["count"] == 1
+    p = pdcp_summary([Stats.model_validate(d) for d in raw], "dc")
+    assert p["tx_pdus"] == {"leg1": 1} and p["rx_wait_us"]["count"] == 1
+    assert p["rx"]["delivered"] == 1 and set(p["rx"]) == set(Rx.model_fields) - {"wait"}  # every counter, 0 if unsaid
     assert p["legs"]["leg1"]["bytes_out"] == 3
 
 
@@ -62,11 +65,11 @@ def test_bad_sizes_name_the_option():
 
 def test_records_read_plain_or_gzipped_and_survive_a_cut(tmp_path):
     """A simulated run keeps its records gzipped; a crash may cut either kind of file. Every
-    complete line is read, the cut one is not, and Records parses only what is looked at."""
+    complete line is read, the cut one is not, and the records parse only what is looked at."""
     import gzip
     import json
 
-    from dclab.analysis.metrics import Records, read_records, stats_file
+    from dclab.analysis.records import StatsRecords, stats_file
 
     lines = [json.dumps({"type": "interval", "t_ms": float(i)}) for i in range(500)]
     lines += [json.dumps({"type": "summary", "t_ms": 500.0}), json.dumps({"type": "sim", "packets": 7})]
@@ -76,14 +79,13 @@ def test_records_read_plain_or_gzipped_and_survive_a_cut(tmp_path):
         p.parent.mkdir()
         p.write_bytes(data)
         assert stats_file(p.parent) == p
-        assert len(read_records(p)) == 502
-        r = Records.of_file(p, drop_last_of_type="sim")
-        assert len(r) == 501 and r[-1]["type"] == "summary" and r[0]["t_ms"] == 0.0
+        r = StatsRecords.of_file(p, drop_last_of_type="sim")
+        assert len(r) == 501 and r[-1].type == "summary" and r[0].t_ms == 0.0
         assert sum(x is not None for x in r._parsed) == 2  # only what was looked at
+        assert r.summary() is r[-1] and len(r.intervals()) == 500
     assert stats_file(tmp_path) is None
     packed.write_bytes(gzip.compress(text)[: len(gzip.compress(text)) * 2 // 3])  # cut mid-stream
-    cut = read_records(packed)
-    assert 0 < len(cut) < 502 and [x["t_ms"] for x in cut] == [float(i) for i in range(len(cut))]
+    cut = StatsRecords.of_file(packed)
+    assert 0 < len(cut) < 502 and [x.t_ms for x in cut] == [float(i) for i in range(len(cut))]
     plain.write_bytes(text[: len(text) - 10])
-    assert len(read_records(plain)) == 501  # the cut sim line is skipped
-    assert Records.of_file(plain)[-1] == {}  # and reads as no one's record
+    assert len(StatsRecords.of_file(plain)) == 501  # the cut sim line is left out

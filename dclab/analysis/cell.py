@@ -11,8 +11,11 @@ queue at the base station.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .records import Cell, Device, Stats
 
 
 @dataclass
@@ -27,70 +30,68 @@ class DeviceSeries:
     dropped_packets: list[int] = field(default_factory=list)  # cumulative
 
 
-def _cells(r: dict[str, Any]) -> list[dict[str, Any]]:
-    return [leg["cell"] for leg in r.get("legs") or [] if leg.get("cell")]
+def _cells(r: Stats) -> list[Cell]:
+    return [leg.cell for leg in r.legs if leg.cell is not None]
 
 
-def has_cell(records: list[dict[str, Any]]) -> bool:
-    return any(r.get("type") == "interval" and _cells(r) for r in records)
+def has_cell(records: Sequence[Stats]) -> bool:
+    return any(r.type == "interval" and _cells(r) for r in records)
 
 
-def cell_series(records: list[dict[str, Any]], t0_ms: float = 0.0) -> dict[str, DeviceSeries]:
+def cell_series(records: Sequence[Stats], t0_ms: float = 0.0) -> dict[str, DeviceSeries]:
     """Per device of every cell leg (by bearer name), its samples per interval record.
     The RB share is the device's RBs over the cell's RBs in the interval (TTIs run and
     idle both count: an idle TTI's RBs are wasted, not given to anyone)."""
     out: dict[str, DeviceSeries] = {}
     prev: dict[str, tuple[int, int]] = {}  # bearer -> (rbs, cell RBs so far)
     for r in records:
-        if r.get("type") != "interval":
+        if r.type != "interval":
             continue
-        t = (r["t_ms"] - t0_ms) / 1e3
+        t = (r.t_ms - t0_ms) / 1e3
         for cell in _cells(r):
-            total = (cell["ttis"] + cell["idle_ttis"]) * cell["rbs_per_tti"]
-            for d in cell["devices"]:
-                name = d["bearer"]
+            total = (cell.ttis + cell.idle_ttis) * cell.rbs_per_tti
+            for d in cell.devices:
+                name = d.bearer
                 rbs0, total0 = prev.get(name, (0, 0))
-                prev[name] = (d["rbs"], total)
+                prev[name] = (d.rbs, total)
                 s = out.setdefault(name, DeviceSeries())
                 s.t.append(t)
-                s.out_mbps.append(d["out_mbps"])
-                s.rb_share.append((d["rbs"] - rbs0) / (total - total0) if total > total0 else 0.0)
-                s.queue_kb.append(d["queue_bytes"] / 1e3)
-                s.cqi.append(d["cqi"])
-                s.dropped_packets.append(d["dropped_packets"])
+                s.out_mbps.append(d.out_mbps)
+                s.rb_share.append((d.rbs - rbs0) / (total - total0) if total > total0 else 0.0)
+                s.queue_kb.append(d.queue_bytes / 1e3)
+                s.cqi.append(d.cqi)
+                s.dropped_packets.append(d.dropped_packets)
     return out
 
 
-def _at(records: list[dict[str, Any]], t_ms: float) -> dict[str, Any] | None:
+def _at(records: Sequence[Stats], t_ms: float) -> Stats | None:
     """The last interval record at or before ``t_ms`` that has a cell."""
     last = None
     for r in records:
-        if r.get("type") == "interval" and _cells(r):
-            if r["t_ms"] > t_ms:
+        if r.type == "interval" and _cells(r):
+            if r.t_ms > t_ms:
                 break
             last = r
     return last
 
 
-def cell_shares(records: list[dict[str, Any]], start_ms: float, end_ms: float) -> dict[str, dict[str, float]]:
+def cell_shares(records: Sequence[Stats], start_ms: float, end_ms: float) -> dict[str, dict[str, float]]:
     """Per device over [start_ms, end_ms] (the interval records nearest inside): its
     share of the RBs the scheduler allocated, its share of the bytes out of the cell,
     its Mbit/s out, and ``used``: bits sent over the capacity of the RBs it was given
     (1.0 when it always had data for its grants). Empty without two records."""
     a = _at(records, start_ms)
     b = _at(records, end_ms)
-    if a is None or b is None or b["t_ms"] <= a["t_ms"]:
+    if a is None or b is None or b.t_ms <= a.t_ms:
         return {}
-    span_s = (b["t_ms"] - a["t_ms"]) / 1e3
-    before = {d["bearer"]: d for c in _cells(a) for d in c["devices"]}
-    after = {d["bearer"]: d for c in _cells(b) for d in c["devices"]}
+    span_s = (b.t_ms - a.t_ms) / 1e3
+    before = {d.bearer: d for c in _cells(a) for d in c.devices}
+    after = {d.bearer: d for c in _cells(b) for d in c.devices}
+    none = Device()  # a device that was not there yet: all counters 0
 
-    def delta(name: str, key: str) -> int:
-        return after[name][key] - before.get(name, {}).get(key, 0)
-
-    rbs = {n: delta(n, "rbs") for n in after}
-    sent = {n: delta(n, "bytes_out") for n in after}
-    cap = {n: delta(n, "capacity_bits") for n in after}
+    rbs = {n: d.rbs - before.get(n, none).rbs for n, d in after.items()}
+    sent = {n: d.bytes_out - before.get(n, none).bytes_out for n, d in after.items()}
+    cap = {n: d.capacity_bits - before.get(n, none).capacity_bits for n, d in after.items()}
     all_rbs, all_sent = sum(rbs.values()), sum(sent.values())
     return {n: {"rb_share": rbs[n] / all_rbs if all_rbs else 0.0,
                 "byte_share": sent[n] / all_sent if all_sent else 0.0,

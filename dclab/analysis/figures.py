@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from .. import lte  # noqa: E402
 from . import cell  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
-from .metrics import bearer_series, jain, leg_series, mean_std, read_records, stats_file  # noqa: E402
+from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
 from .plots import link_utilization  # noqa: E402
+from .records import Stats, StatsRecords, stats_file  # noqa: E402
 from .stand_in import row_stack, stand_in_of  # noqa: E402
 
 Row = dict[str, Any]
@@ -331,11 +332,11 @@ def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None =
     return _save(fig, path)
 
 
-def read_stats(run_dir: Path) -> list[dict]:
+def read_stats(run_dir: Path) -> Sequence[Stats]:
     """The dcemu records of a run (``dcemu-stats.jsonl``, or ``.jsonl.gz`` from a
-    simulation); a torn last line is skipped."""
+    simulation, its own last line left out); a torn last line is skipped."""
     path = stats_file(Path(run_dir))
-    return read_records(path) if path else []
+    return StatsRecords.of_file(path, drop_last_of_type="sim") if path else []
 
 
 def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float, float]]:

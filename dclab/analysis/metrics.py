@@ -4,86 +4,10 @@ from __future__ import annotations
 
 import math
 import statistics
-import zlib
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
-import orjson
-
-STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
-
-
-def stats_file(run_dir: Path) -> Path | None:
-    """A run's dcemu records, whichever of the two it has (None: neither)."""
-    return next((p for name in STATS_FILES if (p := Path(run_dir) / name).is_file()), None)
-
-
-def _lines(path: Path) -> list[bytes]:
-    """The file's lines, gunzipped if its name ends in .gz: as much as a stream cut by a
-    crash holds ([] if it cannot be read)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return []
-    if path.suffix == ".gz":
-        try:
-            data = zlib.decompressobj(wbits=31).decompress(data)  # no error on a missing end
-        except zlib.error:
-            return []
-    return data.splitlines()
-
-
-def read_records(path: Path) -> list[dict]:
-    """JSON lines of a file (dcemu stats, plain or .gz); a line cut by a crash is skipped.
-    orjson: a simulated campaign reads thousands of these files, twice as fast as with json."""
-    out = []
-    for line in _lines(path):
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue
-    return out
-
-
-class Records(Sequence[dict]):
-    """dcemu's records from a stats file, each parsed the first time it is looked at: a
-    simulated campaign reads thousands of these files and its throughput runs need only the
-    summary at the end. A line cut by a crash reads as ``{}`` (no type: no one's record)."""
-
-    def __init__(self, lines: list[bytes]) -> None:
-        self._lines = lines
-        self._parsed: list[dict | None] = [None] * len(lines)
-
-    @classmethod
-    def of_file(cls, path: Path, drop_last_of_type: str | None = None) -> Records:
-        """The file's records (plain or .gz; [] if it cannot be read); ``drop_last_of_type``:
-        leave out the last line when it is a record of that type (the simulation's own line)."""
-        lines = _lines(path)
-        records = cls(lines)
-        if drop_last_of_type and lines and records[-1].get("type") == drop_last_of_type:
-            lines.pop()
-            records._parsed.pop()
-        return records
-
-    def __len__(self) -> int:
-        return len(self._lines)
-
-    @overload
-    def __getitem__(self, i: int) -> dict: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict]: ...
-    def __getitem__(self, i: int | slice) -> dict | list[dict]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        r = self._parsed[i]
-        if r is None:
-            try:
-                r = orjson.loads(self._lines[i])
-            except orjson.JSONDecodeError:
-                r = {}
-            self._parsed[i] = r
-        return r
+from .records import Stats
 
 
 def mean_std(values: Iterable[float | None]) -> dict[str, Any]:
@@ -103,82 +27,83 @@ def jain(values: list[float]) -> float | None:
     return sum(vals) ** 2 / (len(vals) * sq)
 
 
-def leg_series(records: Sequence[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+def leg_series(records: Sequence[Stats], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
     """Per downlink leg, (seconds since t0, Mbit/s out over the interval) from dcemu's
     interval records."""
     series: dict[str, list[tuple[float, float]]] = {}
     for r in records:
-        if r.get("type") != "interval":
+        if r.type != "interval":
             continue
-        t = (r["t_ms"] - t0_ms) / 1e3
-        for leg in r["legs"]:
-            series.setdefault(leg["name"], []).append((t, leg["downlink"]["out_mbps"]))
+        t = (r.t_ms - t0_ms) / 1e3
+        for leg in r.legs:
+            series.setdefault(leg.name, []).append((t, leg.downlink.out_mbps))
     return series
 
 
-def bearer_series(records: Sequence[dict], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+def bearer_series(records: Sequence[Stats], t0_ms: float = 0.0) -> dict[str, list[tuple[float, float]]]:
     """Per bearer, (seconds since t0, Mbit/s delivered to the client over the interval)."""
     series: dict[str, list[tuple[float, float]]] = {}
     for r in records:
-        if r.get("type") != "interval":
+        if r.type != "interval":
             continue
-        t = (r["t_ms"] - t0_ms) / 1e3
-        for b in r["bearers"]:
-            series.setdefault(b["name"], []).append((t, b["delivered_mbps"]))
+        t = (r.t_ms - t0_ms) / 1e3
+        for b in r.bearers:
+            series.setdefault(b.name, []).append((t, b.delivered_mbps))
     return series
 
 
-def _rates(records: Sequence[dict], t0_ms: float, window_s: float, start_s: float,
-           counters: Callable[[dict], dict[str, int]]) -> dict[str, float]:
+def _rates(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float,
+           counters: Callable[[Stats], dict[str, int]]) -> dict[str, float]:
     """Mbit/s of each cumulative byte counter that ``counters`` reads from a record, over
     [t0 + start, t0 + window] (seconds from t0), at the records nearest to both ends."""
     if not 0 <= start_s < window_s:
         raise ValueError(f"need 0 <= start_s < window_s (got {start_s}, {window_s})")
-    intervals = [r for r in records if r.get("type") in ("interval", "summary")]
-    if not intervals:
+    if not records:
         return {}
 
     def at(t_ms: float) -> tuple[float, dict[str, int]]:
-        best = min(intervals, key=lambda r: abs(r["t_ms"] - t_ms))
-        return best["t_ms"], counters(best)
+        best = min(records, key=lambda r: abs(r.t_ms - t_ms))
+        return best.t_ms, counters(best)
 
     (ta, a), (tb, b) = at(t0_ms + start_s * 1e3), at(t0_ms + window_s * 1e3)
     span = max(tb - ta, 1e-9) / 1e3
     return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
 
 
-def window_means(records: Sequence[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
+def window_means(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
     """Each bearer's mean Mbit/s over [t0 + start, t0 + window] (seconds from t0) from
     cumulative delivered bytes, at the records nearest to both ends. ``start_s`` (a
     warm-up left out) must be below ``window_s``."""
-    return _rates(records, t0_ms, window_s, start_s,
-                  lambda r: {b["name"]: b["delivered_bytes"] for b in r["bearers"]})
+    return _rates(records, t0_ms, window_s, start_s, lambda r: {b.name: b.delivered_bytes for b in r.bearers})
 
 
-def leg_window_means(records: Sequence[dict], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
+def leg_window_means(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:
     """Each downlink leg's mean Mbit/s out (PDCP headers included, as on the wire) over the
     same window as ``window_means``."""
-    return _rates(records, t0_ms, window_s, start_s,
-                  lambda r: {leg["name"]: leg["downlink"]["bytes_out"] for leg in r.get("legs") or []})
+    return _rates(records, t0_ms, window_s, start_s, lambda r: {leg.name: leg.downlink.bytes_out for leg in r.legs})
 
 
-def pdcp_summary(records: Sequence[dict], bearer: str) -> dict:
-    """The final PDCP counters and link totals of one bearer, from the summary record."""
-    summary = next((r for r in reversed(records) if r.get("type") == "summary"), None)
-    if not summary:
+def pdcp_summary(records: Sequence[Stats], bearer: str) -> dict[str, Any]:
+    """The final PDCP counters and link totals of one bearer, from the summary record, as
+    a run's details keep them (JSON in its result and the store)."""
+    summary = next((r for r in reversed(records) if r.type == "summary"), None)
+    if summary is None:
         return {}
-    out: dict = {}
-    for b in summary["bearers"]:
-        if b["name"] == bearer:
-            rx = dict(b.get("rx") or {})
-            wait = rx.pop("wait", None)
-            out = {"tx_pdus": dict(b["tx_pdus"]), "rx": rx, "delivered_bytes": b["delivered_bytes"]}
-            if wait:
-                out["rx_wait_us"] = {k: wait[k] for k in ("count", "mean_us", "p50_us", "p99_us", "max_us")}
+    out: dict[str, Any] = {}
+    b = summary.bearer(bearer)
+    if b is not None:
+        rx = b.rx.model_dump(exclude={"wait"}) if b.rx else {}
+        out = {"tx_pdus": dict(b.tx_pdus), "rx": rx, "delivered_bytes": b.delivered_bytes}
+        if b.rx is not None:
+            w = b.rx.wait
+            out["rx_wait_us"] = {"count": w.count, "mean_us": w.mean_us, "p50_us": w.p50_us, "p99_us": w.p99_us,
+                                 "max_us": w.max_us}  # fmt: skip
     out["legs"] = {
-        leg["name"]: {k: leg["downlink"][k] for k in ("bytes_out", "packets_out", "dropped_queue_packets", "dropped_loss_packets")}
-        for leg in summary["legs"]
-    }
+        leg.name: {"bytes_out": leg.downlink.bytes_out, "packets_out": leg.downlink.packets_out,
+                   "dropped_queue_packets": leg.downlink.dropped_queue_packets,
+                   "dropped_loss_packets": leg.downlink.dropped_loss_packets}
+        for leg in summary.legs
+    }  # fmt: skip
     return out
 
 

@@ -87,9 +87,9 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
         sys.exit(130)
     except RuntimeError as e:  # TestbedError: the testbed or the server command could not start
         raise click.ClickException(str(e)) from None
-    legs = (o.summary or {}).get("legs") or []
-    moved = ", ".join(f"{leg['name']} {leg['downlink']['bytes_out'] / 1e6:.2f} MB down "
-                      f"({leg['downlink']['dropped_queue_packets'] + leg['downlink']['dropped_loss_packets']} dropped)"
+    legs = o.summary.legs if o.summary else []
+    moved = ", ".join(f"{leg.name} {leg.downlink.bytes_out / 1e6:.2f} MB down "
+                      f"({leg.downlink.dropped_queue_packets + leg.downlink.dropped_loss_packets} dropped)"
                       for leg in legs)  # fmt: skip
     err.print(f"{what} exited {o.exit_code} after {o.duration_s:.1f} s" + (f"; {moved}" if moved else ""))
     if o.server_exit is not None:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..analysis.records import parse
 from ..scenario import Scenario
 from ..testbed import Bed, stats_ms
 
@@ -19,9 +20,9 @@ STATS_WAIT_S = 1.0
 LOG_WAIT_S = 10.0
 
 
-def new_records(bed: Bed, path: Path, key: str) -> list[dict[str, Any]]:
-    """The JSON objects appended to ``path`` since the last call with ``key`` (its offset
-    is kept in ``bed.state``); a line still being written waits for the next call."""
+def new_lines(bed: Bed, path: Path, key: str) -> list[bytes]:
+    """The lines appended to ``path`` since the last call with ``key`` (its offset is kept
+    in ``bed.state``); a line still being written waits for the next call."""
     offset = bed.state.get(key, 0)
     try:
         with open(path, "rb") as f:
@@ -31,8 +32,13 @@ def new_records(bed: Bed, path: Path, key: str) -> list[dict[str, Any]]:
         chunk = b""
     end = chunk.rfind(b"\n") + 1
     bed.state[key] = offset + end
+    return [line for line in chunk[:end].splitlines() if line.strip()]
+
+
+def new_records(bed: Bed, path: Path, key: str) -> list[dict[str, Any]]:
+    """The JSON objects of ``new_lines`` (the server's mQUIC log)."""
     out = []
-    for raw in chunk[:end].splitlines():
+    for raw in new_lines(bed, path, key):
         try:
             d = json.loads(raw)
         except ValueError:
@@ -73,11 +79,12 @@ def pdcp_counters(bed: Bed, after: float | None = None) -> dict[str, int]:
     latest: dict[str, int] = bed.state.get("pdcp_latest", {})
     while True:
         t_ms = bed.state.get("stats_t_ms", -1.0)
-        for rec in new_records(bed, path, "stats_offset"):
-            for b in rec.get("bearers") or []:
-                if b.get("rx"):
-                    latest = {k: int(v) for k, v in b["rx"].items() if isinstance(v, int)}
-                    t_ms = float(rec.get("t_ms", t_ms))
+        for line in new_lines(bed, path, "stats_offset"):
+            rec = parse(line, str(path))
+            for b in rec.bearers:
+                if b.rx is not None:
+                    latest = b.rx.model_dump(exclude={"wait"})
+                    t_ms = rec.t_ms
         bed.state.update(pdcp_latest=latest, stats_t_ms=t_ms)
         if after_ms is None or t_ms >= after_ms or time.monotonic() > deadline:
             return dict(latest)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.metrics import stats_file
+from ..analysis.records import stats_file
 from ..endpoints import get_stack
 from ..flows import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR

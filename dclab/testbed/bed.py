@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..analysis.records import Stats
 from ..endpoints.base import TransferResult, Workload
 
 
@@ -41,7 +42,9 @@ class Bed(Protocol):
                     workloads: dict[str, Workload] | None = None,
                     persistent: bool = False) -> dict[str, TransferResult]: ...  # fmt: skip
 
-    def finish(self) -> Sequence[dict[str, Any]]: ...
+    def finish(self) -> Sequence[Stats]:
+        """Ends the bed and returns dcemu's records (``analysis/records.py``)."""
+        ...
 
     def dead_part(self) -> str | None: ...
 

@@ -9,9 +9,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from ..analysis.metrics import read_records
+from ..analysis.records import Stats, StatsRecords
 from ..paths import DCEMU
 from .netns import die_with_parent
 
@@ -103,12 +102,11 @@ class Emulator:
                 self.proc.kill()
                 self.proc.wait()
 
-    def records(self) -> list[dict[str, Any]]:
-        return read_records(self.stats)
+    def records(self) -> StatsRecords:
+        return StatsRecords.of_file(self.stats)
 
-    def summary(self) -> dict[str, Any] | None:
-        recs = [r for r in self.records() if r.get("type") == "summary"]
-        return recs[-1] if recs else None
+    def summary(self) -> Stats | None:
+        return self.records().summary()
 
 
 class NotReady(RuntimeError):

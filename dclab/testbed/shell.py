@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..analysis.figures import capacities_of, link_usage
+from ..analysis.records import Stats
 from ..flows import Bearer, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
@@ -47,7 +47,7 @@ class ShellOutcome:
     duration_s: float
     run_dir: Path
     figure: Path | None
-    summary: dict[str, Any] | None  # dcemu's final record
+    summary: Stats | None  # dcemu's final record
     server_exit: int | None  # the server command's status when it ended by itself (None: still running, stopped)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import tomli_w
 
-from ..analysis.metrics import Records
+from ..analysis.records import StatsRecords
 from ..endpoints.base import TransferResult, Workload
 from ..flows import Flow, FlowPlan
 from ..paths import CLIENT_ADDR, DCEMU, SERVER_ADDR
@@ -157,7 +157,7 @@ class SimBed:
             extra={"sim": {k: r[k] for k in ("packets_sent", "packets_lost", "host_drops", "host_max_used")}},
         )
 
-    def finish(self) -> Records:
+    def finish(self) -> StatsRecords:
         """dcemu's records of the simulation (the engine's intervals and summary; not its
         own last line), parsed as they are looked at."""
-        return Records.of_file(self.stats, drop_last_of_type="sim")
+        return StatsRecords.of_file(self.stats, drop_last_of_type="sim")

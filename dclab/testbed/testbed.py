@@ -13,10 +13,11 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.records import Stats, StatsRecords
 from ..endpoints import get_stack
 from ..endpoints.base import ClientSession, ClientSpec, ServerSpec, TransferResult, Workload
 from ..flows import Flow, FlowPlan
@@ -65,7 +66,7 @@ class Testbed:
         self.servers: list[subprocess.Popen[bytes]] = []
         self._server_info: dict[int, tuple[str, Path]] = {}  # pid -> (what, log)
         self.settings: dict[str, str] = {}  # every host setting in force, for the record
-        self._records: list[dict[str, Any]] | None = None
+        self._records: StatsRecords | None = None
         self.recovered: list[str] = []  # what dead runs had left, undone before this run
         self.state: dict[str, Any] = {}  # an experiment's own bookkeeping across repetitions on this testbed
         # UDP datagrams the client's namespace dropped for a full socket buffer during the
@@ -102,7 +103,7 @@ class Testbed:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> Sequence[Stats]:
         """Stops the servers and dcemu (its summary written) and returns dcemu's records;
         the namespaces and host settings stay until the context ends."""
         for session in self.sessions.values():

@@ -14,6 +14,7 @@ use super::classifier::{Classifier, Dir};
 use super::processing::FixedDelay;
 use super::record::{
     BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record, RxRecord,
+    STATS_VERSION,
 };
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
@@ -692,6 +693,7 @@ impl Engine {
         engine.buffers_in_use = self.pool.in_use() as u64;
         Record {
             kind,
+            version: STATS_VERSION,
             t_ms: t as f64 / NS_PER_MS as f64,
             dt_ms: dt as f64 / NS_PER_MS as f64,
             legs,

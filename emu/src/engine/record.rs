@@ -11,11 +11,18 @@ use crate::cell::DeviceCounters;
 use crate::link::LinkCounters;
 use crate::pdcp::RxCounters;
 
+/// The version of these records' shape, written in each: a change to any struct here
+/// (a field added, renamed or removed) raises it, and the harness's typed reader
+/// (`dclab/analysis/records.py`, `STATS_VERSION`) refuses versions it does not know.
+pub const STATS_VERSION: u32 = 1;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
     /// "interval" or "summary".
     #[serde(rename = "type")]
     pub kind: &'static str,
+    /// `STATS_VERSION`.
+    pub version: u32,
     /// End of the interval, ms since dcemu started forwarding.
     pub t_ms: f64,
     /// Length of the interval.

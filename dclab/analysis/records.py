@@ -1,0 +1,279 @@
+"""dcemu's stats records, typed: one model per struct of ``emu/src/engine/record.rs`` (the
+names and fields mirror it; ``tests/test_records.py`` checks every record dcemu writes
+parses with no field left over or missing), read from a stats file and refused with a
+clear message when dcemu wrote a version this dclab does not know.
+
+Counters are cumulative since dcemu started; ``queue_*``, ``in_flight``, ``cqi`` and
+``buffers_in_use`` are instantaneous; ``*_mbps`` are rates over the interval ending at
+``t_ms`` (record.rs says the same)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, overload
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+# The version of the records this dclab reads; dcemu writes it in every record
+# (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
+# have none: 1.
+STATS_VERSION = 1
+STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
+
+
+class StatsError(ValueError):
+    """A stats file this dclab cannot read: an unknown version, or a record of another shape."""
+
+
+class _Record(BaseModel):
+    # A field dcemu adds without a new version is refused (a drift the tests must see,
+    # not something to drop silently). A missing one reads as zero: records from before
+    # a counter existed, and the tests' hand-made records, carry only what they need;
+    # tests/test_records.py checks dcemu writes exactly these fields.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Hist(_Record):
+    """A histogram's summary (``base::HistSummary``); ``buckets`` (lower bound in µs,
+    count, for the non-empty ones) only in the summary record."""
+
+    count: int = 0
+    mean_us: float = 0.0
+    p50_us: float = 0.0
+    p90_us: float = 0.0
+    p99_us: float = 0.0
+    p999_us: float = 0.0
+    max_us: float = 0.0
+    buckets: list[tuple[float, int]] = []
+
+
+class Direction(_Record):
+    """One direction of one leg (``DirRecord`` with ``link::LinkCounters``)."""
+
+    bytes_in: int = 0
+    packets_in: int = 0
+    bytes_out: int = 0
+    packets_out: int = 0
+    dropped_queue_packets: int = 0
+    dropped_queue_bytes: int = 0
+    dropped_delay_limit_packets: int = 0
+    dropped_loss_packets: int = 0
+    dropped_loss_bytes: int = 0
+    queue_packets: int = 0
+    queue_bytes: int = 0
+    in_flight: int = 0
+    out_mbps: float = 0.0
+
+
+class Device(_Record):
+    """One device of an LTE cell (``DeviceRecord`` with ``cell::DeviceCounters``)."""
+
+    device: int = 0
+    bearer: str = ""
+    bytes_in: int = 0
+    packets_in: int = 0
+    bytes_out: int = 0
+    packets_out: int = 0
+    dropped_bytes: int = 0
+    dropped_packets: int = 0
+    queue_bytes: int = 0
+    queue_packets: int = 0
+    capacity_bits: int = 0
+    rbs: int = 0
+    cqi: int = 0
+    out_mbps: float = 0.0
+
+
+class Cell(_Record):
+    bandwidth_mhz: float = 0.0
+    rbs_per_tti: int = 0
+    ttis: int = 0
+    idle_ttis: int = 0
+    devices: list[Device] = []
+
+
+class Leg(_Record):
+    name: str = ""
+    downlink: Direction = Direction()
+    uplink: Direction | None = None
+    cell: Cell | None = None  # on a cell leg only
+
+
+class Rx(_Record):
+    """A PDCP receiver's counters (``pdcp::RxCounters``) and its reorder wait."""
+
+    pdus_received: int = 0
+    delivered: int = 0
+    discarded_late: int = 0
+    discarded_duplicate: int = 0
+    discarded_hfn: int = 0
+    timer_starts: int = 0
+    timer_stops: int = 0
+    timer_expiries: int = 0
+    counts_given_up: int = 0
+    buffer_high_water: int = 0
+    wait: Hist = Hist()
+
+
+class Bearer(_Record):
+    name: str = ""
+    mode: str = ""
+    tx_pdus: list[tuple[str, int]] = []  # PDUs sent per downlink leg, by leg name
+    rx: Rx | None = None  # absent when reordering is off
+    reorder_buffer: int = 0
+    delivered_bytes: int = 0
+    delivered_packets: int = 0
+    delivered_mbps: float = 0.0
+    uplink_bytes: int = 0
+    uplink_packets: int = 0
+
+
+class Engine(_Record):
+    packets_in_down: int = 0
+    packets_in_up: int = 0
+    dropped_no_buffer: int = 0
+    packets_out_down: int = 0
+    packets_out_up: int = 0
+    uplink_unshaped: int = 0
+    buffers_in_use: int = 0
+    dropped_count_exhausted: int = 0  # absent while 0
+
+
+class Runtime(_Record):
+    """The real-time runtime's figures (absent in virtual time)."""
+
+    lateness: Hist = Hist()
+    service_lateness: Hist = Hist()
+    write_cost: Hist = Hist()
+    tun_read_packets: int = 0
+    tun_write_packets: int = 0
+    tun_write_errors: int = 0
+    malformed: int = 0
+    cpu_user_s: float = 0.0
+    cpu_sys_s: float = 0.0
+    wakeups: int = 0
+    tun_kernel_drops: int = 0
+    tun_offload: str = ""
+    tun_read_calls: int = 0
+    tun_super_reads: int = 0
+    tun_write_calls: int = 0
+    tun_joined_writes: int = 0
+
+
+class Stats(_Record):
+    """One record: an interval's, or the summary at the end (same shape)."""
+
+    type: Literal["interval", "summary"]
+    version: int = 1
+    t_ms: float  # end of the interval, ms since dcemu started forwarding
+    dt_ms: float = 0.0
+    legs: list[Leg] = []
+    bearers: list[Bearer] = []
+    engine: Engine = Engine()
+    runtime: Runtime | None = None
+
+    def bearer(self, name: str) -> Bearer | None:
+        return next((b for b in self.bearers if b.name == name), None)
+
+
+def stats_file(run_dir: Path) -> Path | None:
+    """A run's dcemu records, whichever of the two files it has (None: neither)."""
+    return next((p for name in STATS_FILES if (p := Path(run_dir) / name).is_file()), None)
+
+
+def _lines(path: Path) -> list[bytes]:
+    """The file's lines, gunzipped if its name ends in .gz: as much as a stream cut by a
+    crash holds ([] if it cannot be read)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    if path.suffix == ".gz":
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(data)  # no error on a missing end
+        except zlib.error:
+            return []
+    return [line for line in data.splitlines() if line.strip()]
+
+
+def _kind(line: bytes) -> object:
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return d.get("type") if isinstance(d, dict) else None
+
+
+def parse(line: bytes | str, where: str = "a stats record") -> Stats:
+    """One record; StatsError naming ``where`` for an unknown version or another shape."""
+    try:
+        head = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise StatsError(f"{where}: not JSON ({e})") from None
+    version = head.get("version", 1) if isinstance(head, dict) else None
+    if not isinstance(version, int) or not 1 <= version <= STATS_VERSION:
+        raise StatsError(f"{where}: dcemu's stats version {version!r}; this dclab reads versions 1 to "
+                         f"{STATS_VERSION} (update dclab, or read it with the dclab that wrote it)")  # fmt: skip
+    try:
+        return Stats.model_validate(head)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise StatsError(f"{where}: {field}: {err['msg']} (not a dcemu stats record of version {version})") from None
+
+
+class StatsRecords(Sequence[Stats]):
+    """dcemu's records from a stats file, each parsed the first time it is looked at: a
+    simulated campaign reads thousands of these files and its throughput runs need only the
+    summary at the end. A last line cut by a crash is left out."""
+
+    def __init__(self, lines: list[bytes], where: str = "stats") -> None:
+        if lines and _kind(lines[-1]) is None:
+            lines = lines[:-1]
+        self._lines = lines
+        self._where = where
+        self._parsed: list[Stats | None] = [None] * len(lines)
+
+    @classmethod
+    def of_file(cls, path: Path, drop_last_of_type: str | None = None) -> StatsRecords:
+        """The file's records (plain or .gz; none if it cannot be read); ``drop_last_of_type``:
+        leave out the last line when it is a line of that type (the simulation's own)."""
+        lines = _lines(path)
+        if drop_last_of_type and lines and _kind(lines[-1]) == drop_last_of_type:
+            lines.pop()
+        return cls(lines, str(path))
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, i: int) -> Stats: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Stats]: ...
+    def __getitem__(self, i: int | slice) -> Stats | list[Stats]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        r = self._parsed[i]
+        if r is None:
+            r = self._parsed[i] = parse(self._lines[i], f"{self._where}, line {i + 1}")
+        return r
+
+    def intervals(self) -> list[Stats]:
+        return [r for r in self if r.type == "interval"]
+
+    def summary(self) -> Stats | None:
+        """The last summary record (None: dcemu did not end cleanly)."""
+        return next((r for r in reversed(self) if r.type == "summary"), None)
+
+
+def read_stats(path: Path) -> StatsRecords:
+    return StatsRecords.of_file(path)
+
+
+__all__ = ["STATS_FILES", "STATS_VERSION", "Bearer", "Cell", "Device", "Direction", "Engine", "Hist", "Leg",
+           "Runtime", "Rx", "Stats", "StatsError", "StatsRecords", "parse", "read_stats", "stats_file"]
