@@ -32,6 +32,7 @@ a few Hz keeps the channel changing. Queue: the study's 512 kB per device at the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .files import clip
 
@@ -62,19 +63,38 @@ def sinr_db(distance_m: float) -> float:
     return round(TX_DBM - path_loss_db(distance_m) - noise_dbm(), 1)
 
 
-def level(link: str) -> str:
-    """The level of ``lte:LEVEL`` (a name or a distance such as 250m); ValueError naming
-    --link otherwise."""
+@dataclass(frozen=True)
+class CellLink:
+    """A parsed ``--link lte:LEVEL``: one LTE cell whose devices sit at ``level``'s
+    distance. Parsed once (``parse_link``, ``Scenario.cell``); everything about the cell
+    comes from here."""
+
+    level: str  # a name of LEVELS
+
+    @property
+    def distance_m(self) -> float:
+        return LEVELS[self.level]
+
+    @property
+    def capacity_mbps(self) -> float:
+        """The mean capacity one device alone gets (the table above)."""
+        return CAPACITY_MBPS[self.level]
+
+    def device(self) -> dict[str, object]:
+        """One device of the cell, as dcemu's [[legs.downlink.cell.devices]] entry."""
+        return {"mean_sinr_db": sinr_db(self.distance_m), "doppler_hz": DOPPLER_HZ, "fading": "rayleigh",
+                "queue_bytes": QUEUE_BYTES}
+
+    def __str__(self) -> str:
+        return f"lte:{self.level}"
+
+
+def parse_link(link: str) -> CellLink:
+    """``lte:LEVEL`` (a name or a distance such as 250m); ValueError naming --link otherwise."""
     kind, _, name = link.partition(":")
     aliases = {f"{d}m": n for n, d in LEVELS.items()}
     name = aliases.get(name, name)
     if kind != "lte" or name not in LEVELS:
         choices = ", ".join([*LEVELS, *aliases])
         raise ValueError(f"--link: expected lte:LEVEL with LEVEL one of {choices} (got {clip(link)})")
-    return name
-
-
-def device(link: str) -> dict[str, object]:
-    """One device of the cell, as dcemu's [[legs.downlink.cell.devices]] entry."""
-    return {"mean_sinr_db": sinr_db(LEVELS[level(link)]), "doppler_hz": DOPPLER_HZ, "fading": "rayleigh",
-            "queue_bytes": QUEUE_BYTES}
+    return CellLink(name)

@@ -97,7 +97,7 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _legs_agree(self) -> "Scenario":
         if self.link is not None:
-            lte.level(self.link)  # raises naming --link
+            lte.parse_link(self.link)  # raises naming --link
             if self.bw != [20.0, 20.0]:
                 raise ValueError("bw: not used with --link (the cell's capacity follows the channel)")
             if self.trace is not None:
@@ -135,6 +135,12 @@ class Scenario(BaseModel):
         core deliver in order; a reordering default there measured the stack's reaction to
         artificial reordering)."""
         return self.jitter_reorders if self.jitter_reorders is not None else self.link is None
+
+    @property
+    def cell(self) -> lte.CellLink | None:
+        """``link`` parsed (None: legs, no cell); the one place it is read (a property,
+        not a cache, so that a copy with another link never shows a stale cell)."""
+        return None if self.link is None else lte.parse_link(self.link)
 
     def jitter(self) -> str:
         """The jitter as run, for summary lines and records: 'none', 'reordering (netem)'
@@ -256,6 +262,6 @@ def capacity_mbps(s: Scenario) -> float:
     """The downlink capacity summed over the legs (a trace's mean rate on every leg)."""
     from .traces import trace_mean_mbps  # reads the trace file; only when there is one
 
-    if s.link is not None:
-        return lte.CAPACITY_MBPS[lte.level(s.link)]
+    if s.cell is not None:
+        return s.cell.capacity_mbps
     return trace_mean_mbps(Path(s.trace)) * s.legs if s.trace else sum(s.bw)

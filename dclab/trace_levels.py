@@ -111,7 +111,7 @@ def parse_levels(text: str) -> list[str]:
     names = []
     for x in text.split(","):
         try:
-            names.append(lte.level(f"lte:{x.strip()}"))
+            names.append(lte.parse_link(f"lte:{x.strip()}").level)
         except ValueError:
             allowed = ", ".join([*lte.LEVELS, *(f"{d}m" for d in lte.LEVELS.values())])
             raise CutError("--levels", f"unknown level {x.strip()!r} (allowed: {allowed}, separated by ',')") from None

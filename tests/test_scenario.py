@@ -237,10 +237,13 @@ def test_lte_levels_are_the_study_distances():
     assert round(lte.noise_dbm(), 1) == -92.0
     assert [lte.sinr_db(d) for d in lte.LEVELS.values()] == [32.5, 14.6, 3.3, -5.1]
     assert round(lte.path_loss_db(1000), 1) == 128.1
-    assert lte.level("lte:250m") == "good" and lte.level("lte:2500m") == "edge" and lte.level("lte:poor") == "poor"
+    assert [lte.parse_link(x).level for x in ("lte:250m", "lte:2500m", "lte:poor")] == ["good", "edge", "poor"]
+    cell = sc.build(sc.Scenario(), link="lte:750m").cell
+    assert cell == lte.CellLink("medium") and str(cell) == "lte:medium" and cell.capacity_mbps == 23.9
+    assert cell.device()["mean_sinr_db"] == 14.6 and sc.Scenario().cell is None
     for bad in ("lte:far", "wifi:good", "lte", "lte:300m"):
         with pytest.raises(ValueError, match="--link: expected lte:LEVEL"):
-            lte.level(bad)
+            lte.parse_link(bad)
 
 
 @pytest.mark.parametrize(

@@ -412,6 +412,6 @@ def capacities_of(scenario: dict) -> list[float | None]:
     """Configured downlink rate per leg of a stored scenario (None for trace-driven legs;
     a cell's level: its mean capacity for one device, dclab/lte.py)."""
     if scenario.get("link"):
-        return [lte.CAPACITY_MBPS[lte.level(scenario["link"])]]
+        return [lte.parse_link(scenario["link"]).capacity_mbps]
     bw = list(scenario.get("bw") or [])
     return [None] * len(bw) if scenario.get("trace") else [float(x) for x in bw]

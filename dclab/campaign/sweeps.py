@@ -37,7 +37,7 @@ def _ratio_split(total: float, r: float) -> list[float]:
 def _level_mean(distance_m: float) -> float:
     """The mean capacity (Mbit/s) of the LTE level at ``distance_m`` (one of dclab/lte.py's)."""
     try:
-        return lte.CAPACITY_MBPS[lte.level(f"lte:{distance_m:g}m")]
+        return lte.parse_link(f"lte:{distance_m:g}m").capacity_mbps
     except ValueError as e:
         raise ScenarioError(str(e)) from None
 

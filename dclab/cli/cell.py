@@ -34,7 +34,7 @@ def cell_trace(link: str, seconds: float, seed: int, out: Path) -> None:
     mahimahi). The channel is the cell's (Rayleigh, 5 Hz Doppler), without scheduler or
     competitors."""
     try:
-        level = lte.level(link)
+        level = lte.parse_link(link).level
     except ValueError as e:
         raise click.BadParameter(str(e).removeprefix("--link: "), param_hint="--link") from None
     if not DCEMU.exists():

@@ -32,9 +32,9 @@ def cell_leg(s: Scenario, plan: FlowPlan) -> dict[str, Any]:
     the uplink is the ordinary one."""
     down = _direction({}, s.queue_packets, s.delay[0], s.delay_std(0), s.delay_limit, s.loss[0], s.reorders_by_jitter)
     del down["queue_packets"]  # the cell has a queue per device
-    assert s.link is not None
+    assert s.cell is not None
     down["cell"] = {"bandwidth_mhz": lte.BANDWIDTH_MHZ, "scheduler": lte.SCHEDULER,
-                    "devices": [lte.device(s.link) for _ in plan.bearers]}
+                    "devices": [s.cell.device() for _ in plan.bearers]}
     return {"name": "leg1", "downlink": down,
             "uplink": _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
                                  s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter)}
