@@ -19,6 +19,8 @@ from typing import Any
 
 # Scenario, campaign, reference and workload files are a few kB; the largest bandwidth
 # traces in ../shared/traces are a few MB. A limit far above both, far below memory.
+from .errors import InputError
+
 INPUT_LIMIT = 64 * 1024 * 1024
 ECHO_LIMIT = 120
 
@@ -28,7 +30,7 @@ NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 NAME_RULE = "1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit"
 
 
-class FileRefused(ValueError):
+class FileRefused(InputError):
     """A path dclab will not read or write, with the reason in words."""
 
 

@@ -17,6 +17,7 @@ from typing import Literal, cast
 
 from .endpoints import get_stack
 from .endpoints.base import StackError, Workload
+from .errors import InputError
 from .files import clip
 from .scenario import RANGES, Scenario
 
@@ -30,7 +31,7 @@ IPV4_UDP_HEADERS = 28  # IPv4 + UDP headers: a QUIC datagram's payload <= MTU - 
 MAX_MTU = cast(int, RANGES["mtu"][1])  # the largest MTU a scenario may have
 
 
-class PlanError(ValueError):
+class PlanError(InputError):
     """An inconsistent flow plan; the message names the flow or bearer."""
 
 

@@ -18,6 +18,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from . import lte
+from .errors import InputError
 from .files import FileRefused, check_input, clip, read_toml
 
 PosMbps = Annotated[float, Field(gt=0, le=100_000)]
@@ -29,7 +30,7 @@ Share = Annotated[float, Field(ge=0, le=100)]
 MAX_SEED = 2**63 - 1  # dcemu's seed is a u64; repetition N of a run adds N - 1
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError):
     """An invalid scenario value; the message names the option and the allowed range."""
 
 

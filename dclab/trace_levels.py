@@ -37,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from . import lte
+from .errors import TraceError
 from .files import FileRefused, check_output, check_output_dir, write_output
 from .traces import read_csv
 
@@ -57,7 +58,7 @@ CQI_TABLE = [(0, 0), (2, 78), (2, 120), (2, 193), (2, 308), (2, 449), (2, 602), 
 BER = 0.00005  # PiroEW2010's target bit error rate
 
 
-class CutError(ValueError):
+class CutError(TraceError):
     """Bad input to a cut: ``option`` names the option or argument (FILE), the message what is wrong."""
 
     def __init__(self, option: str, message: str):

@@ -7,9 +7,11 @@ import hashlib
 import pytest
 
 from dclab.campaign import plan as cp
+from dclab.campaign.plan import CampaignFileError
 from dclab.campaign.runner import calibration, pending
 from dclab.campaign.store import RunRecord, Store
 from dclab.campaign.sweeps import SWEEPS, expand, frange, parse_param
+from dclab.errors import OptionError
 from dclab.scenario import Scenario, ScenarioError
 
 # The run keys dclab planned before experiments became plug-ins (measured with the
@@ -25,7 +27,7 @@ OLD_KEYS = {
 def test_ranges_are_inclusive_and_clean():
     assert frange(1, 5, 0.5) == [1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5]
     assert frange(0, 0.2, 0.01)[-1] == 0.2 and len(frange(0, 0.2, 0.01)) == 21
-    with pytest.raises(ScenarioError):
+    with pytest.raises(OptionError):
         frange(5, 1, 1)
 
 
@@ -40,9 +42,9 @@ def test_parse_param_forms():
     assert parse_param("batch=2,10,50") == ("batch", [2, 10, 50])
     assert parse_param("bw-ratio=1:2:0.5") == ("bw-ratio", [1, 1.5, 2])
     assert parse_param("loss")[1] == SWEEPS["loss"].defaults
-    with pytest.raises(ScenarioError, match="unknown parameter 'nope'"):
+    with pytest.raises(OptionError, match="unknown parameter 'nope'"):
         parse_param("nope=1")
-    with pytest.raises(ScenarioError, match="expected a list"):
+    with pytest.raises(OptionError, match="expected a list"):
         parse_param("batch=a,b")
 
 
@@ -128,10 +130,10 @@ def test_how_dcemu_runs_enters_the_key_only_when_asked():
 def test_campaign_options_are_validated_by_the_experiment(tmp_path):
     f = tmp_path / "x.toml"
     f.write_text('[throughput]\nsize = "12XB"\n[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["batch"]\n')
-    with pytest.raises(ScenarioError, match=r"\[throughput\]: size: expected a size"):
+    with pytest.raises(CampaignFileError, match=r"\[throughput\]: size: expected a size"):
         cp.load(str(f))
     f.write_text('[fairness]\nwindow = 3\n[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["batch"]\n')
-    with pytest.raises(ScenarioError, match="window: Extra inputs are not permitted"):
+    with pytest.raises(CampaignFileError, match="window: Extra inputs are not permitted"):
         cp.load(str(f))
 
 
@@ -140,7 +142,7 @@ def test_shards_partition_the_plan():
     parts = [cp.shard(runs, f"{i}/3") for i in (1, 2, 3)]
     assert sorted(r.key for p in parts for r in p) == sorted(r.key for r in runs)
     assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1
-    with pytest.raises(ScenarioError, match="--shard"):
+    with pytest.raises(OptionError, match="--shard"):
         cp.shard(runs, "4/3")
 
 
@@ -161,9 +163,9 @@ def test_pending_skips_stored_runs(tmp_path):
 def test_bad_campaign_files_are_named(tmp_path):
     f = tmp_path / "x.toml"
     f.write_text('[[group]]\nconfigs = [{stack = "tcp"}]\nsweeps = ["nope"]\n')
-    with pytest.raises(ScenarioError, match="unknown sweep 'nope'"):
+    with pytest.raises(CampaignFileError, match="unknown sweep 'nope'"):
         cp.load(str(f))
-    with pytest.raises(ScenarioError, match="no campaign 'missing'"):
+    with pytest.raises(CampaignFileError, match="no campaign 'missing'"):
         cp.load("missing")
 
 
@@ -242,7 +244,7 @@ def test_group_patterns_pick_part_of_a_campaign(tmp_path):
     assert {r.sweep for r in cp.plan(levels)} == {"distance"}
     both = cp.select_groups(c, ("levels-aioquic-reno", "mix-ngtcp2-cubic2"))
     assert len(both.groups) == 2 and cp.select_groups(c, ()) is c
-    with pytest.raises(ScenarioError, match="--group: no group of lte-study matches 'level' \\(groups: levels-aioquic-reno"):
+    with pytest.raises(OptionError, match="--group: no group of lte-study matches 'level' \\(groups: levels-aioquic-reno"):
         cp.select_groups(c, ("level",))
     r = CliRunner().invoke(app, ["campaign", "plan", "lte-study", "--group", "mix-*-cubic5"])
     assert r.exit_code == 0, r.output

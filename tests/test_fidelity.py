@@ -13,7 +13,7 @@ from dclab.campaign import fidelity
 from dclab.campaign.report import build_report
 from dclab.campaign.store import RunRecord, Store
 from dclab.cli.results import report
-from dclab.scenario import ScenarioError
+from dclab.errors import OptionError
 
 REF = """
 [[point]]
@@ -80,7 +80,7 @@ def test_points_are_matched_by_value_and_series(tmp_path):
 def test_a_bad_reference_is_refused_naming_the_point_and_field(text, message, tmp_path):
     ref = tmp_path / "ref.toml"
     ref.write_text(text)
-    with pytest.raises(ScenarioError) as e:
+    with pytest.raises(OptionError) as e:
         fidelity.load_reference(ref)
     assert message in str(e.value) and str(ref) in str(e.value)
     store = stored(tmp_path)

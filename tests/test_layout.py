@@ -91,3 +91,33 @@ def test_the_documents_name_every_room_at_the_level_the_checkers_enforce():
     # and every room on disk has a level (a new one would go unchecked)
     on_disk = {p.stem for p in (ROOT / "dclab").iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
     assert on_disk - {"__init__", "__main__"} == set(_python_levels())
+
+
+def test_input_errors_are_one_family_and_only_the_cli_exits():
+    """Every kind of refused input is an InputError (dclab/errors.py), which the CLI turns
+    into one usage line; nothing below the CLI raises SystemExit (a library call that ends
+    the process would take a campaign down with it)."""
+    import ast
+
+    from dclab.campaign.plan import CampaignFileError
+    from dclab.endpoints.base import StackError
+    from dclab.errors import InputError, OptionError, TraceError
+    from dclab.files import FileRefused
+    from dclab.flows import PlanError
+    from dclab.scenario import ScenarioError
+    from dclab.trace_levels import CutError
+
+    for cls in (ScenarioError, CampaignFileError, OptionError, TraceError, CutError, FileRefused, PlanError, StackError):
+        assert issubclass(cls, InputError), cls
+    exits = []
+    for path in (ROOT / "dclab").rglob("*.py"):
+        if path.relative_to(ROOT / "dclab").parts[0] in ("cli", "__main__.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        # a program's own `if __name__ == "__main__": sys.exit(main())` (a separate process) is its to end
+        tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n.test))]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id == "SystemExit" or (
+                    isinstance(node, ast.Attribute) and node.attr == "exit" and getattr(node.value, "id", "") == "sys"):
+                exits.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert exits == []

@@ -25,11 +25,13 @@ from dclab import files
 from dclab import scenario as sc
 from dclab.campaign import fidelity
 from dclab.campaign import plan as cp
+from dclab.campaign.plan import CampaignFileError
 from dclab.campaign.report import build_report
 from dclab.campaign.slurm import write_sbatch
 from dclab.campaign.store import RunRecord, Store
 from dclab.cli import app
 from dclab.endpoints.base import Workload
+from dclab.errors import InputError, OptionError
 from dclab.experiments.base import PacketSizeOptions, plan_with_packet_sizes
 from dclab.files import FileRefused
 from dclab.flows import Flow, PlanError, parse_assignments, single_bearer_plan
@@ -199,7 +201,7 @@ def test_campaign_file_names_and_group_names(tmp_path):
 def test_sbatch_scripts_quote_what_they_interpolate(tmp_path, monkeypatch):
     monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path / "results"))
     for bad in ("$(touch pwned)", "a`id`", 'x"y'):
-        with pytest.raises(sc.ScenarioError, match="--out: a path of letters, digits"):
+        with pytest.raises(OptionError, match="--out: a path of letters, digits"):
             write_sbatch("smoke", 1, tmp_path / bad)
     paths = write_sbatch("smoke", 2, tmp_path / "s", command_line="dclab campaign sbatch smoke --group 'x\nrm -rf /'")
     for p in paths:
@@ -211,7 +213,7 @@ def test_sbatch_scripts_quote_what_they_interpolate(tmp_path, monkeypatch):
     target.write_text("keep me\n")
     (tmp_path / "s" / "submit.sh").unlink()
     (tmp_path / "s" / "submit.sh").symlink_to(target)
-    with pytest.raises(sc.ScenarioError, match="submit.sh is a symlink"):
+    with pytest.raises(OptionError, match="submit.sh is a symlink"):
         write_sbatch("smoke", 2, tmp_path / "s")
     assert target.read_text() == "keep me\n"
 
@@ -270,7 +272,7 @@ def test_a_campaign_that_multiplies_into_millions_is_refused_before_planning(tmp
     for name in ("smoke", "lte-smoke", "mquic-smoke"):  # the count is the plan's, before shared runs merge
         c = cp.load(name)
         assert cp.run_count(c) == len(cp.plan(c)) or name == "lte-smoke"
-        with pytest.raises(sc.ScenarioError, match=f"more than {cp.run_count(c) - 1}"):
+        with pytest.raises(OptionError, match=f"more than {cp.run_count(c) - 1}"):
             cp.plan(c, max_runs=cp.run_count(c) - 1)
         code, _ = invoke("campaign", "plan", name, "--max-runs", str(cp.run_count(c)))
         assert code == 0
@@ -323,10 +325,10 @@ def test_input_files_of_every_reader_are_checked(tmp_path, make):
         t = time.monotonic()
         with pytest.raises(sc.ScenarioError, match=expect):
             sc.load(path)
-        with pytest.raises(sc.ScenarioError, match=expect):
+        with pytest.raises(OptionError, match=expect):
             fidelity.load_reference(path)
         if make != "dev":  # a campaign is a .toml path or a name
-            with pytest.raises(sc.ScenarioError, match=expect):
+            with pytest.raises(CampaignFileError, match=expect):
                 cp.load(str(path))
         with pytest.raises(sc.ScenarioError, match=expect.split(",")[0].split(";")[0]):
             sc.build(trace=path)
@@ -468,7 +470,7 @@ def test_fuzz_file_readers_refuse_with_named_errors(tmp_path):
         for reader in (sc.load, fidelity.load_reference, lambda x: cp.load(str(x))):
             try:
                 reader(p)
-            except sc.ScenarioError as e:
+            except InputError as e:  # every reader: one of the family, named
                 assert len(str(e)) < 2000 and "Traceback" not in str(e)
     assert time.monotonic() - t < 60
     assert set(Path("/tmp").iterdir()) <= before | {tmp_path}

@@ -16,9 +16,10 @@ from dclab.analysis import figures, stacks
 from dclab.analysis.stand_in import row_stack, stack_label
 from dclab.campaign import plan as cp
 from dclab.campaign import validate as v
+from dclab.campaign.plan import CampaignFileError
 from dclab.endpoints import STACKS, get_stack
 from dclab.experiments import get_experiment
-from dclab.scenario import Scenario, ScenarioError, build
+from dclab.scenario import Scenario, build
 from dclab.testbed.sim_models import COVERAGE
 
 MODELLED = "the simulation models aioquic reno, cubic, bbr; aioquic-2020 reno; tcp reno, cubic"
@@ -137,7 +138,7 @@ def test_a_groups_stand_in_reaches_only_the_runs_that_need_it(tmp_path):
     assert with_stand_in["ngtcp2"].options.stand_in == {"ngtcp2": "aioquic"}
     assert with_stand_in["ngtcp2"].key != plain["ngtcp2"].key
     f.write_text('reps = 1\n' + group + 'options = { throughput = { stand_in = "ngtcp2=aioquic" } }\n')
-    with pytest.raises(ScenarioError, match=r"group\[0\]\.options\.throughput: stand_in: only with --backend sim"):
+    with pytest.raises(CampaignFileError, match=r"group\[0\]\.options\.throughput: stand_in: only with --backend sim"):
         cp.load(str(f))
 
 

@@ -28,10 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analysis import figures
 from ..analysis.metrics import mean_std
+from ..errors import OptionError
 from ..experiments import experiments
 from ..experiments.base import Table, _fmt
 from ..files import FileRefused, read_toml
-from ..scenario import ScenarioError
 
 
 class Point(BaseModel):
@@ -57,25 +57,25 @@ def load_reference(path: Path) -> list[Point]:
     try:
         data = read_toml(path, "--reference")
     except FileRefused as e:
-        raise ScenarioError(str(e)) from None
+        raise OptionError(str(e)) from None
     try:
         points = ReferenceFile.model_validate(data).point
     except ValidationError as e:
         err = e.errors()[0]
         where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]).lstrip(".")
-        raise ScenarioError(f"--reference {path}: {where or 'file'}: {err['msg']}") from None
+        raise OptionError(f"--reference {path}: {where or 'file'}: {err['msg']}") from None
     known = experiments()
     for i, p in enumerate(points):
         exp = known.get(p.experiment)
         if exp is None:
-            raise ScenarioError(f"--reference {path}: point[{i}].experiment: unknown {p.experiment!r} "
+            raise OptionError(f"--reference {path}: point[{i}].experiment: unknown {p.experiment!r} "
                                 f"(one of {', '.join(known)})")
         names = [m.name for m in exp.metrics]
         if p.metric is not None and p.metric not in names:
-            raise ScenarioError(f"--reference {path}: point[{i}].metric: {p.experiment} has {', '.join(names)} "
+            raise OptionError(f"--reference {path}: point[{i}].metric: {p.experiment} has {', '.join(names)} "
                                 f"(got {p.metric!r})")
         if not math.isfinite(p.published):
-            raise ScenarioError(f"--reference {path}: point[{i}].published: must be a finite number")
+            raise OptionError(f"--reference {path}: point[{i}].published: must be a finite number")
     return points
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
+from ..errors import InputError, OptionError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, OptionsT, RunChoices, sweepable_fields
 from ..files import FileRefused, check_name, clip, read_toml
@@ -78,6 +79,11 @@ class PlannedRun:
         return self.config.shown(getattr(self.options, "stand_in", None))
 
 
+class CampaignFileError(InputError):
+    """A campaign file that cannot be planned: its keys, groups, sweeps or options; the
+    message names the file and the key (``group[0].configs[1].udp_buffer``)."""
+
+
 @dataclass
 class Campaign:
     name: str
@@ -97,10 +103,10 @@ def parse_config(spec: str | dict[str, Any]) -> StackConfig:
         st = get_stack(spec["stack"])
         cc = st.resolve_cc(spec.get("cc"), option=f"config {spec}: cc")
     except StackError as e:
-        raise ScenarioError(str(e)) from None
+        raise OptionError(str(e)) from None
     buf = spec.get("udp_buffer", "default")
     if buf not in ("default", "large"):
-        raise ScenarioError(f"config {spec}: udp_buffer must be default or large (got {clip(buf)})")
+        raise OptionError(f"config {spec}: udp_buffer must be default or large (got {clip(buf)})")
     return StackConfig(st.name, cc, buf if st.transport == "udp" else "default")
 
 
@@ -156,15 +162,15 @@ def load(name_or_path: str) -> Campaign:
     path = Path(name_or_path)
     if not path.suffix:
         if "/" in name_or_path or name_or_path.startswith("."):
-            raise ScenarioError(f"no campaign {clip(name_or_path)}: a campaign is a name in campaigns/ or a .toml file")
+            raise CampaignFileError(f"no campaign {clip(name_or_path)}: a campaign is a name in campaigns/ or a .toml file")
         path = CAMPAIGNS / f"{name_or_path}.toml"
     if not path.exists():
         names = ", ".join(sorted(p.stem for p in CAMPAIGNS.glob("*.toml")))
-        raise ScenarioError(f"no campaign {clip(name_or_path)} (known: {names})")
+        raise CampaignFileError(f"no campaign {clip(name_or_path)} (known: {names})")
     try:
         d = read_toml(path, "campaign file")
     except FileRefused as e:
-        raise ScenarioError(str(e)) from None
+        raise CampaignFileError(str(e)) from None
     known = experiments()
     try:
         f = CampaignFile.model_validate(d)
@@ -174,15 +180,15 @@ def load(name_or_path: str) -> Campaign:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing" and err["loc"] == ("group",):
             msg = "no [[group]] tables"
-        raise ScenarioError(f"{path}: {_where(err['loc'])}: {msg}") from None
+        raise CampaignFileError(f"{path}: {_where(err['loc'])}: {msg}") from None
     for key, value in (f.model_extra or {}).items():
         if key not in known or not isinstance(value, dict):
-            raise ScenarioError(f"{path}: {key}: unknown key (known: description, name, reps, group, and a table of "
+            raise CampaignFileError(f"{path}: {key}: unknown key (known: description, name, reps, group, and a table of "
                                 f"options per experiment: {', '.join(known)})")
     try:
         name = check_name(f.name or path.stem, f"{path}: name" if f.name else f"{path}: the file's name (the campaign's name)")
     except FileRefused as e:
-        raise ScenarioError(str(e)) from None
+        raise CampaignFileError(str(e)) from None
     c = Campaign(name=name, description=f.description, reps=f.reps)
     c.experiment_options = {k: dict(v) for k, v in (f.model_extra or {}).items()}
     c.groups = [g.model_dump(exclude_none=True) for g in f.group]
@@ -191,26 +197,26 @@ def load(name_or_path: str) -> Campaign:
             try:
                 check_name(g["name"], f"{path}: group[{i}].name")
             except FileRefused as e:
-                raise ScenarioError(str(e)) from None
+                raise CampaignFileError(str(e)) from None
         for s in g["sweeps"]:
             sname = s if isinstance(s, str) else s.get("name")
             if sname not in SWEEPS:
-                raise ScenarioError(f"{path}: group[{i}]: unknown sweep {sname!r}; one of {', '.join(SWEEPS)}")
+                raise CampaignFileError(f"{path}: group[{i}]: unknown sweep {sname!r}; one of {', '.join(SWEEPS)}")
         for name in g.get("experiments", list(known)):
             if name not in known:
-                raise ScenarioError(f"{path}: group[{i}]: unknown experiment {name!r}; one of {', '.join(known)}")
+                raise CampaignFileError(f"{path}: group[{i}]: unknown experiment {name!r}; one of {', '.join(known)}")
         for name, opts in g.get("options", {}).items():
             if name not in known:
-                raise ScenarioError(f"{path}: group[{i}].options: unknown experiment {name!r}; one of {', '.join(known)}")
+                raise CampaignFileError(f"{path}: group[{i}].options: unknown experiment {name!r}; one of {', '.join(known)}")
             try:
                 known[name].options(**{**c.experiment_options.get(name, {}), **opts})
             except ValidationError as err:
-                raise ScenarioError(f"{path}: group[{i}].options.{name}: {_first_error(err)}") from None
+                raise CampaignFileError(f"{path}: group[{i}].options.{name}: {_first_error(err)}") from None
     for name, opts in c.experiment_options.items():
         try:
             known[name].options(**opts)
         except ValidationError as err:
-            raise ScenarioError(f"{path}: [{name}]: {_first_error(err)}") from None
+            raise CampaignFileError(f"{path}: [{name}]: {_first_error(err)}") from None
     return c
 
 
@@ -319,7 +325,7 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
     than ``max_runs`` runs are refused before any is planned."""
     total = run_count(c, reps)
     if total > max_runs:
-        raise ScenarioError(f"campaign {c.name} has {total:,} runs, more than {max_runs:,}: give --max-runs {total} "
+        raise OptionError(f"campaign {c.name} has {total:,} runs, more than {max_runs:,}: give --max-runs {total} "
                             "if you mean it (or fewer values, configs or --reps)")
     runs = []
     seen: set[str] = set()
@@ -352,7 +358,7 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
                         try:
                             options = with_used_stand_ins(exp, p.scenario, exp.options(**values_))
                         except ValidationError as e:
-                            raise ScenarioError(f"{name} {cfg.label} {sname}={p.value:g}: {_first_error(e)}") from None
+                            raise OptionError(f"{name} {cfg.label} {sname}={p.value:g}: {_first_error(e)}") from None
                         dumped = options.model_dump(mode="json")
                         for rep in range(1, (reps or c.reps) + 1):
                             key = run_key(name, cfg, sname, p.value, rep, p.scenario, dumped)
@@ -373,7 +379,7 @@ def select_groups(c: Campaign, patterns: tuple[str, ...] | list[str]) -> Campaig
     names = [g.get("name") or f"group-{i + 1}" for i, g in enumerate(c.groups)]
     for p in patterns:
         if not fnmatch.filter(names, p):
-            raise ScenarioError(f"--group: no group of {c.name} matches {p!r} (groups: {', '.join(names)})")
+            raise OptionError(f"--group: no group of {c.name} matches {p!r} (groups: {', '.join(names)})")
     kept = [g for g, n in zip(c.groups, names, strict=True) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
     return replace(c, groups=kept)
 
@@ -386,7 +392,7 @@ def shard(runs: list[PlannedRun], spec: str | None) -> list[PlannedRun]:
         i, n = (int(x) for x in spec.split("/"))
         assert 1 <= i <= n
     except (ValueError, AssertionError):
-        raise ScenarioError(f"--shard: expected i/n with 1 <= i <= n (got {clip(spec)})") from None
+        raise OptionError(f"--shard: expected i/n with 1 <= i <= n (got {clip(spec)})") from None
     return runs[i - 1 :: n]
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import OptionError
 from ..files import FileRefused, check_output, check_output_dir, clip, write_output
 from ..paths import ROOT
-from ..scenario import ScenarioError
 from . import plan as cp
 from .store import campaign_dir
 
@@ -51,15 +51,15 @@ def parse_time(text: str) -> int:
     """Seconds of a Slurm time limit written D-HH:MM:SS or HH:MM:SS."""
     m = TIME_RE.match(text.strip())
     if not m:
-        raise ScenarioError(f"--time: expected D-HH:MM:SS or HH:MM:SS, e.g. 1-12:00:00 (got {clip(text)})")
+        raise OptionError(f"--time: expected D-HH:MM:SS or HH:MM:SS, e.g. 1-12:00:00 (got {clip(text)})")
     days, h, mi, s = (int(x) if x else 0 for x in m.groups())
     if days > 365:
-        raise ScenarioError(f"--time: at most 365 days (got {clip(text)})")
+        raise OptionError(f"--time: at most 365 days (got {clip(text)})")
     if (m.group(1) is not None and h > 23) or mi > 59 or s > 59:
-        raise ScenarioError(f"--time: hours 0-23 (with days), minutes and seconds 0-59 (got {clip(text)})")
+        raise OptionError(f"--time: hours 0-23 (with days), minutes and seconds 0-59 (got {clip(text)})")
     total = ((days * 24 + h) * 60 + mi) * 60 + s
     if total == 0:
-        raise ScenarioError("--time: must be more than 0")
+        raise OptionError("--time: must be more than 0")
     return total
 
 
@@ -80,22 +80,22 @@ def _check(o: SbatchOptions) -> tuple[cp.Campaign, list[cp.PlannedRun]]:
     c = cp.select_groups(cp.load(o.name), o.groups)
     runs = cp.plan(c, o.reps, max_runs=o.max_runs)
     if o.shards > len(runs):
-        raise ScenarioError(f"--shards: {o.shards} shards for {len(runs)} runs of {c.name}; at most {len(runs)}")
+        raise OptionError(f"--shards: {o.shards} shards for {len(runs)} runs of {c.name}; at most {len(runs)}")
     if o.time is not None:
         parse_time(o.time)
     if o.partition is not None and not PARTITION_RE.match(o.partition):
-        raise ScenarioError(f"--partition: letters, digits and _.,- only (got {o.partition!r})")
+        raise OptionError(f"--partition: letters, digits and _.,- only (got {o.partition!r})")
     for what, path in (("--out", o.out_dir), ("--repo", o.repo)):
         if path is not None:
             _check_path(what, path)
     if not (o.repo / "dclab").is_dir():
-        raise ScenarioError(f"--repo: {o.repo} is not a dclab checkout (no dclab/ in it)")
+        raise OptionError(f"--repo: {o.repo} is not a dclab checkout (no dclab/ in it)")
     return c, runs
 
 
 def _check_path(what: str, path: Path) -> None:
     if not PATH_RE.match(str(path)):
-        raise ScenarioError(f"{what}: a path of letters, digits and _./+@:,=- only, as it goes into #SBATCH lines "
+        raise OptionError(f"{what}: a path of letters, digits and _./+@:,=- only, as it goes into #SBATCH lines "
                             f"and shell words (got {clip(str(path))})")
 
 
@@ -127,7 +127,7 @@ def write_sbatch(name: str, shards: int, out_dir: Path | None = None, **options:
     except ValidationError as e:
         err = e.errors()[0]
         option = "--" + "-".join(str(x) for x in err["loc"]).replace("_", "-")
-        raise ScenarioError(f"{option}: {err['msg']} (got {err.get('input')!r})") from None
+        raise OptionError(f"{option}: {err['msg']} (got {err.get('input')!r})") from None
     o = o.model_copy(update={"repo": o.repo.resolve()})
     c, runs = _check(o)
     out = (o.out_dir or campaign_dir(c.name) / "slurm").resolve()
@@ -209,5 +209,5 @@ def write_sbatch(name: str, shards: int, out_dir: Path | None = None, **options:
         paths = [write_output(out / fname, text, "--out", mode=0o755)
                  for fname, text in (("shards.sbatch", array), ("merge.sbatch", merge), ("submit.sh", submit))]
     except (FileRefused, OSError) as e:
-        raise ScenarioError(str(e)) from None
+        raise OptionError(str(e)) from None
     return paths

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import lte
+from ..errors import OptionError
 from ..files import clip
 from ..scenario import Scenario, ScenarioError, build
 
@@ -22,10 +23,10 @@ from ..scenario import Scenario, ScenarioError, build
 def frange(lo: float, hi: float, step: float) -> list[float]:
     """lo, lo+step, ..., hi inclusive (rounded to hide float noise)."""
     if not all(math.isfinite(x) for x in (lo, hi, step)) or step <= 0 or hi < lo:
-        raise ScenarioError(f"a range needs lo <= hi and step > 0 (got {lo}:{hi}:{step})")
+        raise OptionError(f"a range needs lo <= hi and step > 0 (got {lo}:{hi}:{step})")
     n = int(round((hi - lo) / step))
     if n > 10_000:
-        raise ScenarioError(f"range {lo}:{hi}:{step} has more than 10000 values")
+        raise OptionError(f"range {lo}:{hi}:{step} has more than 10000 values")
     return [round(lo + i * step, 10) for i in range(n + 1) if lo + i * step <= hi + step * 1e-9]
 
 
@@ -115,10 +116,10 @@ def parse_param(spec: str) -> tuple[str, list[float]]:
     name, _, values = spec.partition("=")
     name = name.strip()
     if name not in SWEEPS:
-        raise ScenarioError(f"--param: unknown parameter {name!r}; one of {', '.join(SWEEPS)}")
+        raise OptionError(f"--param: unknown parameter {name!r}; one of {', '.join(SWEEPS)}")
     if not values.strip():
         if "=" in spec:
-            raise ScenarioError(f"--param {name}=: give values after '=' (or only {name} for the study's values)")
+            raise OptionError(f"--param {name}=: give values after '=' (or only {name} for the study's values)")
         return name, list(SWEEPS[name].defaults)
     try:
         numbers = [float(x) for x in values.split(":" if ":" in values else ",")]
@@ -129,11 +130,11 @@ def parse_param(spec: str) -> tuple[str, list[float]]:
         else:
             return name, numbers
     except ValueError:
-        raise ScenarioError(f"--param {name}: expected a list like 2,10,50 or a range lo:hi:step (got {clip(values)})") from None
+        raise OptionError(f"--param {name}: expected a list like 2,10,50 or a range lo:hi:step (got {clip(values)})") from None
     try:
         return name, frange(lo, hi, step)
     except ScenarioError as e:
-        raise ScenarioError(f"--param {name}: {e}") from None
+        raise OptionError(f"--param {name}: {e}") from None
 
 
 def expand(name: str, values: list[float], base: Scenario) -> list[Point]:

@@ -22,10 +22,10 @@ from ..campaign.runner import CampaignError, Outcome, calibration
 from ..campaign.runners import Where, runner_for
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..campaign.sweeps import SWEEPS, parse_param
+from ..errors import InputError
 from ..experiments import default_experiment, experiments
 from ..files import FileRefused, check_name, clip
 from ..paths import CAMPAIGNS
-from ..scenario import ScenarioError
 from .options import err, parse_size, root_or_exit, scenario_from, scenario_options, stand_in_from, stand_in_option
 
 MAX_RUNS = cp.MAX_RUNS
@@ -126,7 +126,7 @@ def preflight_all(todo: list[cp.PlannedRun]) -> None:
         seen.add(key)
         try:
             preflight(get_experiment(run.experiment), run.scenario, run.options)
-        except (ScenarioError, ValueError) as e:
+        except (InputError, ValueError) as e:
             raise click.UsageError(f"{run.label}: {e}") from None
 
 
@@ -283,7 +283,7 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
         store = store_at(path, readonly=not create) if create or path.exists() else None
         done = store.keys() if store else set()
         todo = [r for r in runs if r.key not in done]
-    except ScenarioError as e:
+    except InputError as e:
         raise click.UsageError(str(e)) from None
     return c, store, runs, todo
 
@@ -400,7 +400,7 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     try:
         parsed = [parse_param(p) for p in params]
         cfgs = [cp.parse_config(x) for x in configs]
-    except (ScenarioError, ValueError) as e:
+    except (InputError, ValueError) as e:
         raise click.UsageError(str(e)) from None
     options = experiment_sets(sets, chosen)
     for exp_name in chosen:
@@ -412,7 +412,7 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     c = cp.sweep_campaign(name or "sweep-" + "-".join(p for p, _ in parsed), reps, chosen, cfgs, parsed, options)
     try:
         runs = cp.plan(c, base=base, max_runs=max_runs)
-    except ScenarioError as e:
+    except InputError as e:
         raise click.UsageError(str(e)) from None
     path = campaign_dir(c.name) / "store.sqlite"
     existing = store_at(path, readonly=True) if path.exists() else None  # a dry run creates no store

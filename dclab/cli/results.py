@@ -12,6 +12,7 @@ import click
 
 from ..campaign.merge import merge_stores
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
+from ..errors import InputError
 from ..files import FileRefused, check_output, check_output_dir, clip, output_file
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -168,17 +169,16 @@ def report(campaign: str | None, store_path: Path | None, out: Path | None, titl
     with --reference, a fidelity section. The page is plain HTML with relative image links:
     copy the directory anywhere."""
     from ..campaign.report import build_report
-    from ..scenario import ScenarioError
 
     store = open_store(campaign, store_path)
     out = out or default_out(campaign, store, "report")
     title = title or (f"dclab campaign {campaign}" if campaign else f"dclab results {store.path.name}")
     try:
         index = build_report(store, out, title, reference)
-    except ScenarioError as e:
-        raise click.UsageError(str(e)) from None
     except (FileRefused, StoreError) as e:
         raise click.ClickException(str(e)) from None
+    except InputError as e:
+        raise click.UsageError(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"cannot write the report into {out}: {e.strerror or e}") from None
     click.echo(str(index))

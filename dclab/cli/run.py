@@ -15,12 +15,11 @@ from rich.table import Table as RichTable
 
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
-from ..endpoints.base import StackError
+from ..errors import InputError
 from ..experiments import experiments
 from ..experiments.base import Experiment, RunChoices
 from ..files import FileRefused
-from ..flows import PlanError
-from ..scenario import MAX_SEED, ScenarioError
+from ..scenario import MAX_SEED
 from ..testbed import NotReady
 from ..testbed.rundir import new_run_dir
 from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
@@ -58,7 +57,7 @@ def _command(exp: Experiment) -> click.Command:
 
         try:
             plan = preflight(exp, s, options)
-        except (PlanError, StackError, ScenarioError) as e:
+        except InputError as e:
             raise click.UsageError(str(e)) from None
         if RunChoices.of(options).backend != "sim":  # a simulation runs no stack and needs no root
             for name in plan.stacks():

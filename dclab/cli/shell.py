@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from ..errors import InputError
 from ..files import FileRefused
-from ..scenario import ScenarioError
 from ..testbed.hostconfig import HOST_CONFIGS, host_config_for
 from ..testbed.inspection import Inspection
 from ..testbed.rundir import new_run_dir
@@ -80,7 +80,7 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
                       on_wait=lambda: err.print("a dclab run holds the host; waiting for it to finish ..."),
                       on_ready=lambda bed: err.print(f"running {what} in the client namespace "
                                                      f"(server {bed.ns.server} at DCLAB_SERVER)"))  # fmt: skip
-    except ScenarioError as e:
+    except InputError as e:
         raise click.UsageError(str(e)) from None
     except KeyboardInterrupt:
         err.print("interrupted: the testbed is torn down")

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from ..campaign.slurm import write_sbatch
+from ..errors import InputError
 from ..paths import ROOT
-from ..scenario import ScenarioError
 from .campaign import MAX_RUNS, campaign, max_runs_option
 
 
@@ -50,7 +50,7 @@ def campaign_sbatch(name: str, shards: int, reps: int | None, groups: tuple[str,
     try:
         paths = write_sbatch(name, shards, out, reps=reps, groups=groups, partition=partition, time=time_,
                              max_parallel=max_parallel, max_runs=max_runs, repo=repo, command_line=shlex.join(args))
-    except ScenarioError as e:
+    except InputError as e:
         raise click.UsageError(str(e)) from None
     for p in paths:
         click.echo(str(p))

@@ -13,8 +13,8 @@ from ..campaign import plan as cp
 from ..campaign import validate as v
 from ..campaign.runners import Where
 from ..campaign.store import campaign_dir
+from ..errors import InputError
 from ..files import FileRefused, write_output
-from ..scenario import ScenarioError
 from .campaign import max_runs_option, preflight_all, run_all, sim_jobs, store_at
 from .options import err, root_or_exit, stand_in_from, stand_in_option
 
@@ -44,7 +44,7 @@ def validate(name: str, groups: tuple[str, ...], reps: int | None, sim_only: boo
     try:
         c = cp.select_groups(cp.load(name), groups)
         runs = cp.plan(c, reps, max_runs=max_runs)
-    except ScenarioError as e:
+    except InputError as e:
         raise click.UsageError(str(e)) from None
     t = v.twins(runs, named)
     pairs = t.pairs

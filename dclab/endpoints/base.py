@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any, Generic, Literal, TypeVar
 
+from ..errors import InputError
 from ..files import clip
 
 MAX_CONNECTIONS = 64
@@ -36,7 +37,7 @@ KEYLOG_FILE = "tls-keys.log"
 MAX_OBJECTS = 10_000
 
 
-class StackError(ValueError):
+class StackError(InputError):
     """A stack cannot do what was asked (congestion control, workload); the message names
     the option and what the stack offers."""
 

@@ -23,9 +23,10 @@ from ..analysis import completion, cwnd, nfes
 from ..analysis.figures import empty_figure
 from ..endpoints.aioquic.hystart import EXITS, SlowStartExit
 from ..endpoints.base import Workload
+from ..errors import OptionError
 from ..files import clip
 from ..flows import Bearer, Flow, FlowPlan
-from ..scenario import Scenario, ScenarioError, build
+from ..scenario import Scenario, build
 from ..testbed import Bed
 from ..testbed.rundir import write_json
 from ..units import parse_sizes
@@ -124,7 +125,7 @@ class Mquic(Experiment[MquicOptions]):
             given = [k for k in changes if getattr(scenario, k) != getattr(default, k)]
             if given:  # silently overriding what the user asked for would measure something else
                 option = "--" + given[0].replace("_", "-")
-                raise ScenarioError(f"{option}: --preset {o.preset} sets the links ({', '.join(sorted(changes))}); "
+                raise OptionError(f"{option}: --preset {o.preset} sets the links ({', '.join(sorted(changes))}); "
                                     "give --preset none to set them yourself")
         s = build(scenario, **changes)
         interval = DC_STATS_INTERVAL_MS if counts_stalls(s) else STATS_INTERVAL_MS

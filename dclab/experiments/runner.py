@@ -19,6 +19,7 @@ from typing import Any
 
 from ..analysis.records import stats_file
 from ..endpoints import get_stack
+from ..errors import OptionError
 from ..flows import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario, ScenarioError, build, to_toml
@@ -86,22 +87,22 @@ def preflight(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT) 
         raise ScenarioError(f"the emulator refuses this scenario: {err}")
     if setup.choices.backend == "sim":
         if not exp.simulates:
-            raise ScenarioError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
+            raise OptionError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "
                                 f"{', '.join(sorted(simulating()))}")
         asked = options.inspection().asked()
         asked += options.emulator_mode().asked()
         if asked:
-            raise ScenarioError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
+            raise OptionError(f"{', '.join(asked)}: only with --backend emu (a simulated run has no packets on "
                                 f"the wire, no TLS and no real-time emulator)")
         stand_in = setup.choices.stand_ins
         try:
             workload_toml(plan, plan.flows, setup.host, {}, 1.0, stand_in)  # a stack without a model, or a workload it cannot model
         except SimError as e:
-            raise ScenarioError(f"backend sim: {e}") from None
+            raise OptionError(f"backend sim: {e}") from None
         # A stand-in no flow runs on would be recorded and labelled for nothing.
         unused = sorted(set(stand_in) - set(used_stand_ins(_flows(plan), stand_in)))
         if unused:
-            raise ScenarioError(f"--stand-in {unused[0]}={stand_in[unused[0]]}: no flow of this run is "
+            raise OptionError(f"--stand-in {unused[0]}={stand_in[unused[0]]}: no flow of this run is "
                                 f"{unused[0].replace(':', ' ')} without a model of its own (its flows: "
                                 f"{', '.join(f'{st} {cc}' for st, cc in dict.fromkeys(_flows(plan)))})")
     return plan
