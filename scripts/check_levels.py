@@ -14,7 +14,7 @@ LEVELS = {
     "paths": 0, "units": 0, "lte": 0, "files": 0, "errors": 0,
     "scenario": 1, "traces": 1, "trace_levels": 1,
     "endpoints": 2,
-    "flows": 3,
+    "flowplan": 3,
     "analysis": 4,
     "testbed": 5,
     "experiments": 6,

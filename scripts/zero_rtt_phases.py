@@ -25,7 +25,7 @@ from typing import Any
 from dclab.analysis.qlog_flight import is_server, read_traces, server_flight
 from dclab.endpoints import get_stack
 from dclab.endpoints.base import Workload
-from dclab.flows import Flow, single_bearer_plan
+from dclab.flowplan import Flow, single_bearer_plan
 from dclab.scenario import Scenario, build
 from dclab.testbed import Testbed
 from dclab.testbed.hostconfig import host_config_for

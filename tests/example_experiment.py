@@ -9,7 +9,7 @@ from pydantic import Field
 
 from dclab.endpoints.base import Workload
 from dclab.experiments.base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions
-from dclab.flows import Flow, FlowPlan, single_bearer_plan
+from dclab.flowplan import Flow, FlowPlan, single_bearer_plan
 from dclab.scenario import Scenario
 from dclab.testbed import Bed, stats_ms
 

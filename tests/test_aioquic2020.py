@@ -20,7 +20,7 @@ from dclab.cli import app
 from dclab.endpoints import get_stack
 from dclab.endpoints.aioquic2020 import adapter
 from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, Workload
-from dclab.flows import Flow, PlanError, single_bearer_plan
+from dclab.flowplan import Flow, PlanError, single_bearer_plan
 from dclab.paths import ROOT
 from dclab.scenario import Scenario
 

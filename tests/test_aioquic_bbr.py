@@ -408,7 +408,7 @@ def test_download_5mb_over_veth(veth_pair, certs, tmp_path):
 def dcemu_download(tmp_path, stack_name: str, size: int):
     from dclab.endpoints import get_stack
     from dclab.endpoints.base import Workload
-    from dclab.flows import Flow, single_bearer_plan
+    from dclab.flowplan import Flow, single_bearer_plan
     from dclab.scenario import Scenario
     from dclab.testbed import Testbed
     from dclab.testbed.hostconfig import host_config_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dclab.campaign import calibration as cal
 from dclab.campaign import plan as cp
-from dclab.campaign import validate as v
+from dclab.campaign import twins as v
 from dclab.testbed.sim_models import AIOQUIC_CLIENT_US
 
 

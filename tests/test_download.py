@@ -19,7 +19,7 @@ from dclab.cli import app
 from dclab.endpoints import get_stack
 from dclab.experiments import get_experiment
 from dclab.experiments.download import labelled_downloads, order, timing_table, workload
-from dclab.experiments.runner import preflight
+from dclab.experiments.reps import preflight
 from dclab.scenario import Scenario
 
 DL = get_experiment("download")

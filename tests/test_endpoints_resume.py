@@ -339,7 +339,7 @@ def test_zero_rtt_through_dcemu(tmp_path, stack_name):
     add real delay: 0-RTT is used, and the first byte comes sooner after the request than
     with a full handshake."""
     from dclab.endpoints import get_stack
-    from dclab.flows import Flow, single_bearer_plan
+    from dclab.flowplan import Flow, single_bearer_plan
     from dclab.scenario import Scenario
     from dclab.testbed import Testbed
     from dclab.testbed.hostconfig import host_config_for
@@ -376,7 +376,7 @@ def test_zero_rtt_response_waits_for_the_clients_address_to_be_validated(tmp_pat
     The aioquic-token variant (the address counted as validated, as a NEW_TOKEN would)
     sends past that limit (README, "0-RTT and the anti-amplification limit")."""
     from dclab.analysis.qlog_flight import is_server, read_traces, server_flight
-    from dclab.flows import Flow, single_bearer_plan
+    from dclab.flowplan import Flow, single_bearer_plan
     from dclab.scenario import Scenario, build
     from dclab.testbed import Testbed
     from dclab.testbed.hostconfig import host_config_for

@@ -23,13 +23,13 @@ def test_no_python_module_imports_upwards():
 
 def test_the_check_sees_an_upward_import_and_click_outside_the_cli(tmp_path):
     shutil.copytree(ROOT / "dclab", tmp_path / "dclab", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "dclab" / "flows.py", "a") as f:
+    with open(tmp_path / "dclab" / "flowplan.py", "a") as f:
         f.write("\n\ndef _late():\n    from .cli import app  # noqa\n")
     with open(tmp_path / "dclab" / "testbed" / "netns.py", "a") as f:
         f.write("\nimport click  # noqa\n")
     p = check(tmp_path / "dclab")
     assert p.returncode == 1
-    assert "dclab.flows (level 3) imports dclab.cli (level 8): upwards" in p.stdout
+    assert "dclab.flowplan (level 3) imports dclab.cli (level 8): upwards" in p.stdout
     assert "netns.py" in p.stdout and "imports click" in p.stdout
 
 
@@ -103,7 +103,7 @@ def test_input_errors_are_one_family_and_only_the_cli_exits():
     from dclab.endpoints.base import StackError
     from dclab.errors import InputError, OptionError, TraceError
     from dclab.files import FileRefused
-    from dclab.flows import PlanError
+    from dclab.flowplan import PlanError
     from dclab.scenario import ScenarioError
     from dclab.trace_levels import CutError
 

@@ -21,7 +21,7 @@ from dclab.experiments import get_experiment
 from dclab.experiments import mquic_network as net
 from dclab.experiments.mquic import _series_label, evidence_table, improvement_table, rep_gain, workload
 from dclab.experiments.mquic_downloads import download_record
-from dclab.experiments.runner import preflight
+from dclab.experiments.reps import preflight
 from dclab.scenario import Scenario
 
 MQ = get_experiment("mquic")

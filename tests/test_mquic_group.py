@@ -321,7 +321,7 @@ def test_bad_header_gets_400(veth_pair, certs, tmp_path):
 @pytest.mark.root
 def test_group_with_loss_through_dcemu(tmp_path):
     """1 % loss on each leg: the group synchronizes at least once."""
-    from dclab.flows import Flow, single_bearer_plan
+    from dclab.flowplan import Flow, single_bearer_plan
     from dclab.scenario import Scenario
     from dclab.testbed import Testbed
     from dclab.testbed.hostconfig import host_config_for

@@ -19,9 +19,9 @@ from dclab.endpoints import get_stack
 from dclab.endpoints.base import Certs, ClientSpec, ServerSpec, Workload
 from dclab.experiments.fairness import EXPERIMENT as FAIRNESS
 from dclab.experiments.flows import EXPERIMENT as FLOWS
-from dclab.experiments.runner import preflight
+from dclab.experiments.reps import preflight
 from dclab.experiments.throughput import EXPERIMENT as THROUGHPUT
-from dclab.flows import PlanError
+from dclab.flowplan import PlanError
 from dclab.scenario import build
 
 

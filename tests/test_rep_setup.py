@@ -1,11 +1,11 @@
-"""One repetition's setup (experiments/runner.py ``rep_setup``): computed once, with one
+"""One repetition's setup (experiments/reps.py ``rep_setup``): computed once, with one
 seed rule for a measured repetition and for the record of one that could not be measured."""
 
 from __future__ import annotations
 
 from dclab.experiments import get_experiment
 from dclab.experiments.base import Options, RunChoices
-from dclab.experiments.runner import failed_rep, rep_setup
+from dclab.experiments.reps import failed_rep, rep_setup
 from dclab.scenario import Scenario
 
 

@@ -34,7 +34,7 @@ from dclab.endpoints.base import Workload
 from dclab.errors import InputError, OptionError
 from dclab.experiments.base import PacketSizeOptions, plan_with_packet_sizes
 from dclab.files import FileRefused
-from dclab.flows import Flow, PlanError, parse_assignments, single_bearer_plan
+from dclab.flowplan import Flow, PlanError, parse_assignments, single_bearer_plan
 from dclab.paths import ROOT
 
 HUGE = 65 * 1024 * 1024  # above files.INPUT_LIMIT

@@ -1,4 +1,4 @@
-"""Repetitions on one testbed (experiments/runner.py, Session): an experiment with
+"""Repetitions on one testbed (experiments/reps.py, Session): an experiment with
 ``one_testbed`` keeps its testbed across repetitions, a dead part costs one repetition
 and the next one gets a fresh testbed, and nothing is left on the host afterwards."""
 
@@ -14,7 +14,7 @@ import example_experiment
 import pytest
 
 from dclab.experiments.base import RepResult
-from dclab.experiments.runner import run_reps
+from dclab.experiments.reps import run_reps
 from dclab.scenario import Scenario, build
 from dclab.testbed import Testbed
 
@@ -79,7 +79,7 @@ def test_a_fresh_testbed_experiment_after_a_kept_testbed_does_not_wait_for_it(tm
     """A campaign runs a one_testbed experiment's repetitions on the session's testbed, then
     an ordinary experiment: the kept testbed (holding the host lock) is closed first,
     instead of the new testbed waiting for that lock forever."""
-    from dclab.experiments.runner import Session, run_rep
+    from dclab.experiments.reps import Session, run_rep
 
     shared, fresh = SharedShort(), example_experiment.ShortDownloads()
     waits: list[int] = []

@@ -16,7 +16,7 @@ from measured import check_bound
 
 from dclab.endpoints.base import Workload
 from dclab.experiments import get_experiment
-from dclab.flows import Flow, single_bearer_plan
+from dclab.flowplan import Flow, single_bearer_plan
 from dclab.scenario import build
 from dclab.testbed.hostconfig import HOST_CONFIGS
 from dclab.testbed.simbed import workload_toml

@@ -9,7 +9,7 @@ from measured import check_bound
 
 from dclab.endpoints import STACKS, get_stack
 from dclab.endpoints.base import Workload
-from dclab.flows import Flow, single_bearer_plan
+from dclab.flowplan import Flow, single_bearer_plan
 from dclab.scenario import Scenario
 from dclab.testbed import Testbed
 from dclab.testbed.hostconfig import host_config_for

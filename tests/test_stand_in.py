@@ -15,7 +15,7 @@ from conftest import run_dclab
 from dclab.analysis import figures, stacks
 from dclab.analysis.stand_in import row_stack, stack_label
 from dclab.campaign import plan as cp
-from dclab.campaign import validate as v
+from dclab.campaign import twins as v
 from dclab.campaign.plan import CampaignFileError
 from dclab.endpoints import STACKS, get_stack
 from dclab.experiments import get_experiment

@@ -15,7 +15,7 @@ import pytest
 from conftest import dclab_process, run_dclab, wait_for
 
 from dclab.endpoints.base import Workload
-from dclab.flows import Flow, single_bearer_plan
+from dclab.flowplan import Flow, single_bearer_plan
 from dclab.paths import state_dir
 from dclab.scenario import Scenario
 from dclab.testbed import Testbed

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..experiments import get_experiment
-from ..experiments.runner import failed_rep
+from ..experiments.reps import failed_rep
 from ..files import FileRefused, check_name, slug
 from ..paths import results_dir
 from ..testbed.environment import git_commit

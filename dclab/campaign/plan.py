@@ -24,7 +24,7 @@ from ..errors import InputError, OptionError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, OptionsT, RunChoices, sweepable_fields
 from ..files import FileRefused, check_name, clip, read_toml
-from ..flows import PlanError
+from ..flowplan import PlanError
 from ..paths import CAMPAIGNS, ROOT
 from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, MAX_SEED, Scenario, ScenarioError, build, capacity_mbps
 from ..testbed.sim_models import used as used_stand_ins

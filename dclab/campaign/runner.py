@@ -28,7 +28,7 @@ from typing import Protocol
 
 from ..experiments import get_experiment
 from ..experiments.base import RepResult, RunChoices
-from ..experiments.runner import Session, run_rep
+from ..experiments.reps import Session, run_rep
 from ..testbed import NotReady
 from .plan import Campaign, PlannedRun, plan, shard
 from .store import RunRecord, Store, campaign_dir

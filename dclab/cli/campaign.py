@@ -18,8 +18,8 @@ from rich.table import Table
 
 from ..campaign import plan as cp
 from ..campaign.cluster import CLUSTER_OVERHEAD_S
+from ..campaign.dispatch import Where, runner_for
 from ..campaign.runner import CampaignError, Outcome, calibration
-from ..campaign.runners import Where, runner_for
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..errors import InputError
@@ -116,7 +116,7 @@ def preflight_all(todo: list[cp.PlannedRun]) -> None:
     """dcemu reads the scenario of one run per experiment and trace before anything starts
     (a bad trace is refused now, not hours into a campaign)."""
     from ..experiments import get_experiment
-    from ..experiments.runner import preflight
+    from ..experiments.reps import preflight
 
     seen: set[tuple[str, str]] = set()
     for run in todo:
@@ -220,7 +220,7 @@ def sim_jobs(jobs: int | None) -> int:
 
 
 def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], where: Where = Where()) -> Outcome:
-    """The campaign's runner for ``where`` (``campaign/runners.py``) under a progress bar;
+    """The campaign's runner for ``where`` (``campaign/dispatch.py``) under a progress bar;
     Ctrl-C exits 130 with nothing of the interrupted runs stored."""
     waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS --tls-dir DIR/worker`"
                if where.cluster else "waiting for another dclab run ...")  # fmt: skip
@@ -339,7 +339,7 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
     named = stand_in_from(stand_in)
     c, existing, runs, todo = _load(name, reps, shard, create=False, groups=groups, max_runs=max_runs)
     if backend == "sim":
-        from ..campaign.validate import twins
+        from ..campaign.twins import twins
 
         t = twins(runs, named)
         err.print(f"backend sim: {len(t.pairs):,} of the {len(runs):,} runs have a simulated twin")

@@ -53,7 +53,7 @@ def _command(exp: Experiment) -> click.Command:
         if s.seed + reps - 1 > MAX_SEED:
             raise click.BadParameter(f"repetition N uses the seed + N - 1: with --reps {reps} the seed is at most "
                                      f"{MAX_SEED - reps + 1} (got {s.seed})", param_hint="--seed")
-        from ..experiments.runner import preflight, run_reps
+        from ..experiments.reps import preflight, run_reps
 
         try:
             plan = preflight(exp, s, options)

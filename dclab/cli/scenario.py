@@ -8,7 +8,7 @@ import click
 
 from .. import scenario as sc
 from ..experiments import default_experiment, get_experiment
-from ..flows import PlanError
+from ..flowplan import PlanError
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..testbed.dcemu_config import to_dcemu
 from .options import scenario_from, scenario_options

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..campaign import plan as cp
-from ..campaign import validate as v
-from ..campaign.runners import Where
+from ..campaign import twins as v
+from ..campaign.dispatch import Where
 from ..campaign.store import campaign_dir
 from ..errors import InputError
 from ..files import FileRefused, write_output

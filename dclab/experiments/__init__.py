@@ -26,7 +26,7 @@ def _load() -> None:
         return
     _LOADED = True
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name in ("base", "runner"):
+        if info.name in ("base", "reps"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         exp = getattr(module, "EXPERIMENT", None)

@@ -23,7 +23,7 @@ from ..analysis.metrics import mean_std
 from ..analysis.stand_in import stack_label
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
-from ..flows import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
+from ..flowplan import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
 from ..testbed import Bed
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
@@ -328,7 +328,7 @@ class Experiment(ABC, Generic[OptionsT]):
     run_figure_name: ClassVar[str] = "run.png"  # the per-run figure in each rep directory
     run_figure_kind: ClassVar[str] = "run"  # what the per-run figure shows, for captions
     default: ClassVar[bool] = False  # the experiment `make demo` and `scenario show` use
-    # Repetitions share one testbed (experiments/runner.py, Session): ``measure`` must then
+    # Repetitions share one testbed (experiments/reps.py, Session): ``measure`` must then
     # leave the testbed running (no ``bed.finish()``) and put what its figure needs in the
     # repetition's directory.
     one_testbed: ClassVar[bool] = False

@@ -27,7 +27,7 @@ from ..analysis.metrics import distribution
 from ..endpoints import get_stack
 from ..endpoints.base import StackError, TransferResult, Workload
 from ..files import clip
-from ..flows import Bearer, Flow, FlowPlan
+from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed
 from ..testbed.rundir import write_json

@@ -19,7 +19,7 @@ from ..analysis.metrics import jain, leg_window_means, window_means
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import Workload
-from ..flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments
+from ..flowplan import Bearer, Flow, FlowPlan, PlanError, parse_assignments
 from ..scenario import Scenario, build
 from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, stand_in_output

@@ -30,7 +30,7 @@ from ..analysis.metrics import jain, mean_std, window_means
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import StackError, Workload
 from ..files import clip
-from ..flows import Bearer, Flow, FlowPlan
+from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, PacketSizeOptions, RepResult, Size, Summary, Table, _fmt

@@ -25,7 +25,7 @@ from ..endpoints.aioquic.hystart import EXITS, SlowStartExit
 from ..endpoints.base import Workload
 from ..errors import OptionError
 from ..files import clip
-from ..flows import Bearer, Flow, FlowPlan
+from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed
 from ..testbed.rundir import write_json

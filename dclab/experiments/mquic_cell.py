@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, StrictBool
 
 from ..endpoints.base import Workload
-from ..flows import Bearer, Flow, FlowPlan
+from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed, stats_ms
 from . import mquic_network as net

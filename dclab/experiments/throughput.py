@@ -21,7 +21,7 @@ from ..analysis import figures
 from ..analysis.metrics import pdcp_summary
 from ..analysis.stand_in import stack_label
 from ..endpoints.base import TransferResult, Workload
-from ..flows import Flow, FlowPlan, single_bearer_plan
+from ..flowplan import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
 from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, Table, _fmt, in_range, stand_in_output

@@ -9,7 +9,7 @@ from typing import Any
 import tomli_w
 
 from .. import lte
-from ..flows import FlowPlan
+from ..flowplan import FlowPlan
 from ..scenario import Scenario
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..analysis.figures import capacities_of, link_usage
 from ..analysis.records import Stats
-from ..flows import Bearer, FlowPlan
+from ..flowplan import Bearer, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
 from .bed import stats_ms

@@ -22,7 +22,7 @@ import tomli_w
 
 from ..analysis.records import StatsRecords
 from ..endpoints.base import TransferResult, Workload
-from ..flows import Flow, FlowPlan
+from ..flowplan import Flow, FlowPlan
 from ..paths import CLIENT_ADDR, DCEMU, SERVER_ADDR
 from ..scenario import Scenario
 from .dcemu_config import to_dcemu

@@ -20,7 +20,7 @@ from typing import Any
 from ..analysis.records import Stats, StatsRecords
 from ..endpoints import get_stack
 from ..endpoints.base import ClientSession, ClientSpec, ServerSpec, TransferResult, Workload
-from ..flows import Flow, FlowPlan
+from ..flowplan import Flow, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
 from .certs import make_certs

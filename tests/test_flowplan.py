@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from dclab.endpoints.base import Workload
-from dclab.flows import Bearer, Flow, FlowPlan, PlanError, parse_assignments, single_bearer_plan
+from dclab.flowplan import Bearer, Flow, FlowPlan, PlanError, parse_assignments, single_bearer_plan
 from dclab.paths import DCEMU
 from dclab.scenario import Scenario, build
 from dclab.testbed.dcemu_config import to_dcemu

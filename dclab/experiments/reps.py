@@ -20,7 +20,7 @@ from typing import Any
 from ..analysis.records import stats_file
 from ..endpoints import get_stack
 from ..errors import OptionError
-from ..flows import FlowPlan
+from ..flowplan import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario, ScenarioError, build, to_toml
 from ..testbed import NotReady, Testbed
