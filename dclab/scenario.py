@@ -21,7 +21,8 @@ from . import lte
 from .errors import InputError
 from .files import FileRefused, check_input, clip, read_toml
 
-PosMbps = Annotated[float, Field(gt=0, le=100_000)]
+# dcemu takes 1 kbit/s to 1000 Gbit/s (`dcemu limits`: direction.rate_bps); tests/test_limits.py
+PosMbps = Annotated[float, Field(ge=0.001, le=100_000)]
 DelayMs = Annotated[float, Field(ge=0, le=10_000)]
 LossPct = Annotated[float, Field(ge=0, le=100)]
 Share = Annotated[float, Field(ge=0, le=100)]
@@ -179,8 +180,8 @@ OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "
 
 # Allowed ranges, for messages ("> 0" marks an open lower bound).
 RANGES: dict[str, tuple[object, object]] = {
-    "batch": (1, 100_000), "split": (0, 100), "bw": ("> 0", 100_000), "delay": (0, 10_000),
-    "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "uplink_bw": ("> 0", 100_000),
+    "batch": (1, 100_000), "split": (0, 100), "bw": (0.001, 100_000), "delay": (0, 10_000),
+    "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "uplink_bw": (0.001, 100_000),
     "uplink_delay": (0, 10_000), "uplink_loss": (0, 100), "queue_packets": (1, 1_000_000), "uplink_queue_packets": (1, 1_000_000),
     "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
 }

@@ -116,6 +116,9 @@ enum Cmd {
     Check { scenario: PathBuf },
     /// Print the default scenario (the reference testbed) as TOML.
     Defaults,
+    /// Print every numeric bound of the scenario file as one JSON object, {"field": [lo,
+    /// hi]} (a leg direction's fields as "direction.*", a cell device's as "device.*").
+    Limits,
     /// Run the PDCP receiver offline on arrivals read from stdin.
     ///
     /// Input: one arrival per line, "<time_ms> <sn>", times non-decreasing, each line at
@@ -383,6 +386,13 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             std::io::stdout().write_all(text.as_bytes())?;
         }
         Cmd::Defaults => print!("{}", config::default_toml()),
+        Cmd::Limits => {
+            let limits: serde_json::Map<String, serde_json::Value> = config::LIMITS
+                .iter()
+                .map(|&(name, lo, hi)| (name.to_string(), serde_json::json!([lo, hi])))
+                .collect();
+            println!("{}", serde_json::Value::Object(limits));
+        }
         Cmd::CellCapacity { channel } => {
             let sum = dcemu::cell::summarize(&channel.series()?, NS_PER_MS);
             println!("{}", serde_json::to_string(&sum)?);

@@ -1572,7 +1572,8 @@ fn random_trace_lines_and_rates_never_panic() {
     runner(2048)
         .run(&text(), |t| {
             let r = dcemu::config::parse_rate(&dcemu::config::RateValue::Text(t.clone()));
-            if let Err(msg) = r {
+            if let Err(e) = r {
+                let msg = e.to_string();
                 prop_assert!(msg.chars().count() < 800, "{t:?}: {msg}");
             }
             Ok(())

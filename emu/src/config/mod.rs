@@ -25,4 +25,4 @@ pub use schema::{
     TraceFile,
 };
 pub use trace_file::{load_csv, load_mahimahi, parse_csv, parse_mahimahi};
-pub use validate::{fmt_num, parse_rate, validate, FieldError, MAX_T_REORDERING_MS};
+pub use validate::{fmt_num, parse_rate, validate, FieldError, LIMITS, MAX_T_REORDERING_MS};

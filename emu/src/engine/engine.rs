@@ -13,8 +13,7 @@ use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
 use super::processing::FixedDelay;
 use super::record::{
-    BearerRecord, CellRecord, DeviceRecord, DirRecord, EngineCounters, LegRecord, Record, RxRecord,
-    STATS_VERSION,
+    BearerRecord, CellRecord, DirRecord, EngineCounters, LegRecord, Record, RxRecord, STATS_VERSION,
 };
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
@@ -402,95 +401,10 @@ impl Engine {
             _ => {}
         }
         let first_new = self.outputs.len();
-        let Engine {
-            legs,
-            bearers,
-            pool,
-            outputs,
-            counters,
-            header_bytes,
-            leg_exits,
-            ..
-        } = self;
-        let hdr = *header_bytes;
         match due {
-            Due::Rx(b) => {
-                let BearerState {
-                    rx,
-                    delivered_bytes,
-                    delivered_packets,
-                    ..
-                } = &mut bearers[b];
-                if let Some(rx) = rx.as_mut() {
-                    rx.poll(t, &mut |ev| {
-                        on_rx_event(
-                            ev,
-                            pool,
-                            outputs,
-                            counters,
-                            delivered_bytes,
-                            delivered_packets,
-                            hdr,
-                        )
-                    });
-                }
-            }
-            Due::Down(l) => {
-                legs[l].down.poll(t, &mut |at, pkt| {
-                    if let Some(taps) = leg_exits.as_mut() {
-                        taps.push(LegExit {
-                            leg: l,
-                            at,
-                            bytes: pool.get(pkt.id).to_vec(),
-                        });
-                    }
-                    let BearerState {
-                        rx,
-                        delivered_bytes,
-                        delivered_packets,
-                        sn_mask,
-                        ..
-                    } = &mut bearers[pkt.bearer as usize];
-                    match rx.as_mut() {
-                        Some(rx) => {
-                            let sn = pkt.count & *sn_mask;
-                            rx.receive(at, sn, pkt, &mut |ev| {
-                                on_rx_event(
-                                    ev,
-                                    pool,
-                                    outputs,
-                                    counters,
-                                    delivered_bytes,
-                                    delivered_packets,
-                                    hdr,
-                                )
-                            });
-                        }
-                        None => {
-                            *delivered_bytes += (pkt.len - hdr) as u64;
-                            *delivered_packets += 1;
-                            counters.packets_out_down += 1;
-                            outputs.push_back(Output {
-                                dir: Dir::Down,
-                                id: pkt.id,
-                                at,
-                            });
-                        }
-                    }
-                });
-            }
-            Due::Up(l) => {
-                if let Some(up) = legs[l].up.as_mut() {
-                    up.poll(t, &mut |at, pkt| {
-                        counters.packets_out_up += 1;
-                        outputs.push_back(Output {
-                            dir: Dir::Up,
-                            id: pkt.id,
-                            at,
-                        });
-                    });
-                }
-            }
+            Due::Rx(b) => self.poll_rx(t, b),
+            Due::Down(l) => self.poll_down(t, l),
+            Due::Up(l) => self.poll_up(t, l),
             Due::Change => {
                 let what = self.schedule[self.next_change].1.clone();
                 self.next_change += 1;
@@ -505,6 +419,115 @@ impl Engine {
             Due::Exit | Due::Entry => unreachable!("handled above"),
         }
         self.hand_to_exit(first_new);
+    }
+
+    /// Bearer `b`'s receiver at `t`: t-Reordering expiries release what they may.
+    fn poll_rx(&mut self, t: Nanos, b: usize) {
+        let Engine {
+            bearers,
+            pool,
+            outputs,
+            counters,
+            header_bytes,
+            ..
+        } = self;
+        let BearerState {
+            rx,
+            delivered_bytes,
+            delivered_packets,
+            ..
+        } = &mut bearers[b];
+        if let Some(rx) = rx.as_mut() {
+            rx.poll(t, &mut |ev| {
+                on_rx_event(
+                    ev,
+                    pool,
+                    outputs,
+                    counters,
+                    delivered_bytes,
+                    delivered_packets,
+                    *header_bytes,
+                )
+            });
+        }
+    }
+
+    /// Leg `l`'s downlink at `t`: what leaves it goes to its bearer's receiver (or, in
+    /// bypass, straight to the client).
+    fn poll_down(&mut self, t: Nanos, l: usize) {
+        let Engine {
+            legs,
+            bearers,
+            pool,
+            outputs,
+            counters,
+            header_bytes,
+            leg_exits,
+            ..
+        } = self;
+        let hdr = *header_bytes;
+        legs[l].down.poll(t, &mut |at, pkt| {
+            if let Some(taps) = leg_exits.as_mut() {
+                taps.push(LegExit {
+                    leg: l,
+                    at,
+                    bytes: pool.get(pkt.id).to_vec(),
+                });
+            }
+            let BearerState {
+                rx,
+                delivered_bytes,
+                delivered_packets,
+                sn_mask,
+                ..
+            } = &mut bearers[pkt.bearer as usize];
+            match rx.as_mut() {
+                Some(rx) => {
+                    let sn = pkt.count & *sn_mask;
+                    rx.receive(at, sn, pkt, &mut |ev| {
+                        on_rx_event(
+                            ev,
+                            pool,
+                            outputs,
+                            counters,
+                            delivered_bytes,
+                            delivered_packets,
+                            hdr,
+                        )
+                    });
+                }
+                None => {
+                    *delivered_bytes += (pkt.len - hdr) as u64;
+                    *delivered_packets += 1;
+                    counters.packets_out_down += 1;
+                    outputs.push_back(Output {
+                        dir: Dir::Down,
+                        id: pkt.id,
+                        at,
+                    });
+                }
+            }
+        });
+    }
+
+    /// Leg `l`'s uplink at `t`: what leaves it goes to the server.
+    fn poll_up(&mut self, t: Nanos, l: usize) {
+        let Engine {
+            legs,
+            outputs,
+            counters,
+            ..
+        } = self;
+        if let Some(up) = legs[l].up.as_mut() {
+            up.poll(t, &mut |at, pkt| {
+                counters.packets_out_up += 1;
+                outputs.push_back(Output {
+                    dir: Dir::Up,
+                    id: pkt.id,
+                    at,
+                });
+            });
+        }
     }
 
     fn apply(&mut self, now: Nanos, what: ChangeKind) {
@@ -611,41 +634,22 @@ impl Engine {
             .iter_mut()
             .map(|l| {
                 let down_bytes = l.down.counters().bytes_out;
-                let downlink = DirRecord {
-                    counters: l.down.counters().clone(),
-                    queue_packets: l.down.queue_packets(),
-                    queue_bytes: l.down.queue_bytes(),
-                    in_flight: l.down.in_flight(),
-                    out_mbps: mbps(down_bytes - l.prev_down_bytes),
-                };
+                let downlink = DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes));
                 l.prev_down_bytes = down_bytes;
                 let uplink = l.up.as_ref().map(|u| {
                     let b = u.counters().bytes_out;
-                    let r = dir_record(u, mbps(b - l.prev_up_bytes));
+                    let r = DirRecord::of_link(u, mbps(b - l.prev_up_bytes));
                     l.prev_up_bytes = b;
                     r
                 });
                 let cell = match &l.down {
                     Downlink::Link(_) => None,
-                    Downlink::Cell(c) => Some(CellRecord {
-                        bandwidth_mhz: c.bandwidth_mhz(),
-                        rbs_per_tti: c.cell().n_rb(),
-                        ttis: c.cell_counters().ttis,
-                        idle_ttis: c.cell_counters().idle_ttis,
-                        devices: (0..l.device_bearers.len())
-                            .map(|d| {
-                                let counters = c.device_counters(d).clone();
-                                let out_mbps = mbps(counters.bytes_out - l.prev_device_bytes[d]);
-                                l.prev_device_bytes[d] = counters.bytes_out;
-                                DeviceRecord {
-                                    device: d,
-                                    bearer: l.device_bearers[d].clone(),
-                                    counters,
-                                    out_mbps,
-                                }
-                            })
-                            .collect(),
-                    }),
+                    Downlink::Cell(c) => Some(CellRecord::of(
+                        c,
+                        &l.device_bearers,
+                        &mut l.prev_device_bytes,
+                        mbps,
+                    )),
                 };
                 LegRecord {
                     name: l.name.clone(),
@@ -668,16 +672,7 @@ impl Engine {
                         .iter()
                         .map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l]))
                         .collect(),
-                    rx: b.rx.as_ref().map(|rx| {
-                        let mut wait = rx.counters().wait.summary_us();
-                        if kind != "summary" {
-                            wait.buckets.clear();
-                        }
-                        RxRecord {
-                            counters: rx.counters().clone(),
-                            wait,
-                        }
-                    }),
+                    rx: b.rx.as_ref().map(|rx| RxRecord::of(rx, kind == "summary")),
                     reorder_buffer: b.rx.as_ref().map_or(0, |rx| rx.occupancy()),
                     delivered_bytes: b.delivered_bytes,
                     delivered_packets: b.delivered_packets,
@@ -726,15 +721,6 @@ fn seed(base: u64, leg: usize, dir: u64) -> u64 {
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((leg as u64) << 8 | dir)
 }
 
-fn dir_record(d: &LinkDirection, out_mbps: f64) -> DirRecord {
-    DirRecord {
-        counters: d.counters().clone(),
-        queue_packets: d.queue_packets(),
-        queue_bytes: d.queue_bytes(),
-        in_flight: d.in_flight(),
-        out_mbps,
-    }
-}
 
 fn on_rx_event(
     ev: RxEvent<Pkt>,

@@ -6,10 +6,11 @@
 
 use serde::Serialize;
 
+use super::cell_leg::{CellDirection, Downlink};
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
-use crate::link::LinkCounters;
-use crate::pdcp::RxCounters;
+use crate::link::{LinkCounters, LinkDirection};
+use crate::pdcp::{PdcpRx, RxCounters};
 
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
@@ -170,4 +171,78 @@ pub struct RuntimeRecord {
     /// Write calls, and those that carried a run of more than one wire packet.
     pub tun_write_calls: u64,
     pub tun_joined_writes: u64,
+}
+
+// How the records are made from the engine's parts (the engine keeps the counters of the
+// previous interval, from which the rates are computed).
+
+impl DirRecord {
+    /// A leg's downlink (a link or a cell), `out_mbps` over the interval.
+    pub fn of_downlink(d: &Downlink, out_mbps: f64) -> DirRecord {
+        DirRecord {
+            counters: d.counters().clone(),
+            queue_packets: d.queue_packets(),
+            queue_bytes: d.queue_bytes(),
+            in_flight: d.in_flight(),
+            out_mbps,
+        }
+    }
+
+    /// A leg's uplink.
+    pub fn of_link(d: &LinkDirection, out_mbps: f64) -> DirRecord {
+        DirRecord {
+            counters: d.counters().clone(),
+            queue_packets: d.queue_packets(),
+            queue_bytes: d.queue_bytes(),
+            in_flight: d.in_flight(),
+            out_mbps,
+        }
+    }
+}
+
+impl CellRecord {
+    /// A cell leg's downlink: device `d` carries bearer `bearers[d]`; `prev_bytes[d]` holds
+    /// its bytes out at the previous record and is moved on; `mbps` turns bytes over the
+    /// interval into Mbit/s.
+    pub fn of(
+        c: &CellDirection,
+        bearers: &[String],
+        prev_bytes: &mut [u64],
+        mbps: impl Fn(u64) -> f64,
+    ) -> CellRecord {
+        CellRecord {
+            bandwidth_mhz: c.bandwidth_mhz(),
+            rbs_per_tti: c.cell().n_rb(),
+            ttis: c.cell_counters().ttis,
+            idle_ttis: c.cell_counters().idle_ttis,
+            devices: (0..bearers.len())
+                .map(|d| {
+                    let counters = c.device_counters(d).clone();
+                    let out_mbps = mbps(counters.bytes_out - prev_bytes[d]);
+                    prev_bytes[d] = counters.bytes_out;
+                    DeviceRecord {
+                        device: d,
+                        bearer: bearers[d].clone(),
+                        counters,
+                        out_mbps,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+impl RxRecord {
+    /// A receiver's counters and wait; the histogram's buckets only `with_buckets` (the
+    /// summary record's).
+    pub fn of<T: Copy>(rx: &PdcpRx<T>, with_buckets: bool) -> RxRecord {
+        let mut wait = rx.counters().wait.summary_us();
+        if !with_buckets {
+            wait.buckets.clear();
+        }
+        RxRecord {
+            counters: rx.counters().clone(),
+            wait,
+        }
+    }
 }

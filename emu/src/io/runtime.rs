@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind, Write};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -94,55 +95,212 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     preflight()?;
     // Before anything else, so a signal during setup still ends in a clean exit.
     let signals = Signals::new().context("installing signal handlers")?;
-    let t = &s.topology;
-    let server = Tun::create(&TunConfig {
-        name: t.server_tun.clone(),
-        netns: t.server_netns.clone(),
-        mtu: t.mtu,
-        local: t.server_addr,
-        peer: t.client_addr,
-        routes: vec![],
-        offload: opts.offload,
-    })
-    .context("setting up the server side")?;
-    let client = Tun::create(&TunConfig {
-        name: t.client_tun.clone(),
-        netns: t.client_netns.clone(),
-        mtu: t.mtu,
-        local: t.client_addr,
-        peer: t.server_addr,
-        routes: vec![],
-        offload: opts.offload,
-    })
-    .context("setting up the client side")?;
+    let mut r = Forwarding::set_up(s, opts, signals)?;
+    let stop = r.forward()?;
+    r.finish(stop)
+}
 
-    let mut waiter = Waiter::new(opts.spin_us)?;
-    waiter.set_busy_poll(opts.busy_poll);
-    waiter.add_fd(server.fd(), TOK_SERVER)?;
-    waiter.add_fd(client.fd(), TOK_CLIENT)?;
-    waiter.add_fd(signals.fd(), TOK_SIGNAL)?;
-    if opts.realtime {
-        super::timer::set_sched_fifo(10).context("--realtime: cannot get SCHED_FIFO")?;
+/// Why forwarding stopped: a signal, the duration, or a device that failed.
+struct Stop {
+    signal: Option<i32>,
+    fatal: Option<anyhow::Error>,
+}
+
+/// One run's parts, from the devices being set up to the summary being written.
+struct Forwarding {
+    server: Tun,
+    client: Tun,
+    signals: Signals,
+    waiter: Waiter,
+    clock: Clock,
+    engine: Engine,
+    io: TunIo,
+    stats: Box<dyn Write>,
+    pcap: Captures,
+    c: Counters,
+    end: Option<Nanos>,
+}
+
+impl Forwarding {
+    fn set_up(s: &Scenario, opts: &RunOptions, signals: Signals) -> Result<Forwarding> {
+        let t = &s.topology;
+        let device = |name: &str, netns: &str, local: Ipv4Addr, peer: Ipv4Addr| TunConfig {
+            name: name.to_string(),
+            netns: netns.to_string(),
+            mtu: t.mtu,
+            local,
+            peer,
+            routes: vec![],
+            offload: opts.offload,
+        };
+        let server = Tun::create(&device(&t.server_tun, &t.server_netns, t.server_addr, t.client_addr))
+            .context("setting up the server side")?;
+        let client = Tun::create(&device(&t.client_tun, &t.client_netns, t.client_addr, t.server_addr))
+            .context("setting up the client side")?;
+
+        let mut waiter = Waiter::new(opts.spin_us)?;
+        waiter.set_busy_poll(opts.busy_poll);
+        waiter.add_fd(server.fd(), TOK_SERVER)?;
+        waiter.add_fd(client.fd(), TOK_CLIENT)?;
+        waiter.add_fd(signals.fd(), TOK_SIGNAL)?;
+        if opts.realtime {
+            super::timer::set_sched_fifo(10).context("--realtime: cannot get SCHED_FIFO")?;
+        }
+        let stats = open_stats(s, opts)?;
+        let mut pcap = open_captures(s, opts)?;
+
+        let mut engine = Engine::new(s, t.mtu as usize + 64)?;
+        if !pcap.legs.is_empty() {
+            engine.tap_legs();
+        }
+        let clock = Clock::new();
+        pcap.unix_at_start = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64;
+        if let Some(p) = &opts.ready_file {
+            // PID and the Unix time (ns) of emulator time 0, to line stats up with endpoints;
+            // written whole (rename) so a watcher never reads half of it.
+            let tmp = p.with_extension("tmp");
+            std::fs::write(&tmp, format!("{} {}\n", std::process::id(), pcap.unix_at_start))
+                .and_then(|_| std::fs::rename(&tmp, p))
+                .with_context(|| format!("cannot write ready file {}", p.display()))?;
+        }
+        let io = TunIo::new(&server, opts.offload);
+        announce(s, opts, &io);
+        Ok(Forwarding {
+            server,
+            client,
+            signals,
+            waiter,
+            clock,
+            engine,
+            io,
+            stats,
+            pcap,
+            c: Counters::default(),
+            end: opts.duration.map(|d| d.as_nanos() as Nanos),
+        })
     }
 
+    /// What the engine has for now: its outputs written, its records out.
+    fn drain(&mut self) -> Result<()> {
+        self.pcap.leg_exits(self.engine.take_leg_exits());
+        self.io.flush_outputs(
+            &mut self.engine,
+            &self.server,
+            &self.client,
+            &self.clock,
+            &mut self.pcap,
+            &mut self.c,
+        );
+        for rec in self.engine.take_records() {
+            write_record(&mut self.stats, rec, &self.c, &self.io)?;
+        }
+        Ok(())
+    }
+
+    /// The loop: advance the engine, write what it delivers, sleep until its next
+    /// deadline or a packet, read the packets.
+    fn forward(&mut self) -> Result<Stop> {
+        let mut ready = Vec::with_capacity(4);
+        loop {
+            let now = self.clock.now();
+            self.engine.advance(now);
+            self.drain()?;
+            if let Some(sig) = self.signals.take() {
+                return Ok(Stop {
+                    signal: Some(sig),
+                    fatal: None,
+                });
+            }
+            if self.end.is_some_and(|e| now >= e) {
+                return Ok(Stop {
+                    signal: None,
+                    fatal: None,
+                });
+            }
+            let deadline = match (self.engine.next_deadline(), self.end) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            ready.clear();
+            self.waiter.wait(&self.clock, deadline, &mut ready)?;
+            self.c.wakeups += 1;
+            for &tok in &ready {
+                let (tun, dir) = match tok {
+                    TOK_SERVER => (&self.server, Dir::Down),
+                    TOK_CLIENT => (&self.client, Dir::Up),
+                    _ => continue,
+                };
+                let read = self.io.read_burst(
+                    &mut self.engine,
+                    tun,
+                    dir,
+                    &self.clock,
+                    &mut self.pcap,
+                    &mut self.c,
+                );
+                if let Err(e) = read {
+                    return Ok(Stop {
+                        signal: None,
+                        fatal: Some(e),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The summary record (with the runtime's figures) written last, the captures flushed.
+    fn finish(mut self, stop: Stop) -> Result<Record> {
+        let now = self.clock.now();
+        let mut summary = self.engine.summary(now);
+        self.drain()?;
+        let mut rt = runtime_record(&self.c, &self.io);
+        rt.tun_kernel_drops = [&self.server, &self.client]
+            .iter()
+            .map(|t| t.kernel_tx_dropped().unwrap_or(0))
+            .sum();
+        summary.runtime = Some(rt);
+        serde_json::to_writer(&mut self.stats, &summary)?;
+        self.stats.write_all(b"\n")?;
+        self.stats.flush()?;
+        self.pcap.flush()?;
+        if let Some(sig) = stop.signal {
+            eprintln!("dcemu: stopped by signal {sig}, devices removed");
+        }
+        match stop.fatal {
+            Some(e) => Err(e.context("forwarding stopped (final summary written)")),
+            None => Ok(summary),
+        }
+    }
+}
+
+/// The stats file (standard output without one, or "-").
+fn open_stats(s: &Scenario, opts: &RunOptions) -> Result<Box<dyn Write>> {
     let stats_path = opts.stats_path.clone().or_else(|| s.stats_path.clone());
-    let mut stats: Box<dyn Write> = match &stats_path {
+    Ok(match &stats_path {
         Some(p) if p.as_os_str() != "-" => {
             Box::new(BufWriter::new(File::create(p).with_context(|| {
                 format!("cannot create stats file {}", p.display())
             })?))
         }
         _ => Box::new(BufWriter::new(std::io::stdout())),
-    };
-    let pcap_path = opts.pcap_path.clone().or_else(|| s.pcap_path.clone());
+    })
+}
+
+/// The captures asked for: at the client's end, at the server's, and per leg.
+fn open_captures(s: &Scenario, opts: &RunOptions) -> Result<Captures> {
+    let snaplen = s.topology.mtu + 64;
     let open = |path: &Option<PathBuf>| -> Result<Option<PcapWriter>> {
         path.as_ref()
             .map(|p| {
-                PcapWriter::create(p, t.mtu + 64)
+                PcapWriter::create(p, snaplen)
                     .with_context(|| format!("cannot create pcap {}", p.display()))
             })
             .transpose()
     };
+    let pcap_path = opts.pcap_path.clone().or_else(|| s.pcap_path.clone());
     let mut pcap = Captures {
         client: open(&pcap_path)?,
         server: open(&opts.pcap_server_path)?,
@@ -157,27 +315,12 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
                 .push(open(&Some(dir.join(format!("{}.pcap", leg.name))))?);
         }
     }
+    Ok(pcap)
+}
 
-    let slot = t.mtu as usize + 64;
-    let mut engine = Engine::new(s, slot)?;
-    if !pcap.legs.is_empty() {
-        engine.tap_legs();
-    }
-    let clock = Clock::new();
-    let unix_at_start = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos() as u64;
-    pcap.unix_at_start = unix_at_start;
-    let end = opts.duration.map(|d| d.as_nanos() as Nanos);
-    if let Some(p) = &opts.ready_file {
-        // PID and the Unix time (ns) of emulator time 0, to line stats up with endpoints;
-        // written whole (rename) so a watcher never reads half of it.
-        let tmp = p.with_extension("tmp");
-        std::fs::write(&tmp, format!("{} {}\n", std::process::id(), unix_at_start))
-            .and_then(|_| std::fs::rename(&tmp, p))
-            .with_context(|| format!("cannot write ready file {}", p.display()))?;
-    }
+/// What the run does, on standard error before forwarding starts.
+fn announce(s: &Scenario, opts: &RunOptions, io: &TunIo) {
+    let t = &s.topology;
     eprintln!(
         "dcemu: forwarding {} ({}) <-> {} ({}), {} legs, {} bearers",
         t.server_netns,
@@ -187,9 +330,6 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
         s.legs.len(),
         s.bearers.len()
     );
-
-    let mut c = Counters::default();
-    let mut io = TunIo::new(&server, opts.offload);
     eprintln!("dcemu: TUN offload {}", io.describe());
     if opts.busy_poll {
         eprintln!("dcemu: busy polling (never sleeps; one core)");
@@ -201,71 +341,6 @@ pub fn run(s: &Scenario, opts: &RunOptions) -> Result<Record> {
     }
     if opts.realtime {
         eprintln!("dcemu: real-time priority (SCHED_FIFO)");
-    }
-    let mut ready = Vec::with_capacity(4);
-    let mut stop_signal = None;
-    let mut fatal = None;
-    'forward: loop {
-        let now = clock.now();
-        engine.advance(now);
-        pcap.leg_exits(engine.take_leg_exits());
-        io.flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
-        for rec in engine.take_records() {
-            write_record(&mut stats, rec, &c, &io)?;
-        }
-        if let Some(sig) = signals.take() {
-            stop_signal = Some(sig);
-            break;
-        }
-        if end.is_some_and(|e| now >= e) {
-            break;
-        }
-        let deadline = match (engine.next_deadline(), end) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        ready.clear();
-        waiter.wait(&clock, deadline, &mut ready)?;
-        c.wakeups += 1;
-        for &tok in &ready {
-            let read = match tok {
-                TOK_SERVER => {
-                    io.read_burst(&mut engine, &server, Dir::Down, &clock, &mut pcap, &mut c)
-                }
-                TOK_CLIENT => {
-                    io.read_burst(&mut engine, &client, Dir::Up, &clock, &mut pcap, &mut c)
-                }
-                _ => Ok(()),
-            };
-            if let Err(e) = read {
-                fatal = Some(e);
-                break 'forward;
-            }
-        }
-    }
-    let now = clock.now();
-    let mut summary = engine.summary(now);
-    pcap.leg_exits(engine.take_leg_exits());
-    io.flush_outputs(&mut engine, &server, &client, &clock, &mut pcap, &mut c);
-    for rec in engine.take_records() {
-        write_record(&mut stats, rec, &c, &io)?;
-    }
-    let mut rt = runtime_record(&c, &io);
-    rt.tun_kernel_drops = [&server, &client]
-        .iter()
-        .map(|t| t.kernel_tx_dropped().unwrap_or(0))
-        .sum();
-    summary.runtime = Some(rt);
-    serde_json::to_writer(&mut stats, &summary)?;
-    stats.write_all(b"\n")?;
-    stats.flush()?;
-    pcap.flush()?;
-    if let Some(sig) = stop_signal {
-        eprintln!("dcemu: stopped by signal {sig}, devices removed");
-    }
-    match fatal {
-        Some(e) => Err(e.context("forwarding stopped (final summary written)")),
-        None => Ok(summary),
     }
 }
 

@@ -7,6 +7,8 @@
 //! may legitimately reach 2^32 when the last COUNT of the space arrives. Using a wider type
 //! avoids the "COUNT wraps to 0" pitfall without a special case.
 
+use super::PdcpError;
+
 /// SN lengths the emulator accepts: 12 and 18 (NR) and 16 (the reference testbed).
 pub const SN_BITS_ALLOWED: [u8; 3] = [12, 16, 18];
 
@@ -18,13 +20,11 @@ pub struct SnSpace {
 
 impl SnSpace {
     /// An SN space of `bits` bits, or an error if `bits` is not 12, 16 or 18.
-    pub fn new(bits: u8) -> Result<Self, String> {
+    pub fn new(bits: u8) -> Result<Self, PdcpError> {
         if SN_BITS_ALLOWED.contains(&bits) {
             Ok(SnSpace { bits })
         } else {
-            Err(format!(
-                "PDCP SN length must be 12, 16 or 18 bits, got {bits}"
-            ))
+            Err(PdcpError::SnBits(bits))
         }
     }
 

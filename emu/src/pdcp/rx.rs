@@ -7,6 +7,7 @@
 //! ring of W = 2^(L-1) slots created up front.
 
 use super::count::SnSpace;
+use super::PdcpError;
 use crate::base::time::Nanos;
 use crate::base::Histogram;
 use serde::Serialize;
@@ -25,7 +26,7 @@ pub struct RxConfig {
 }
 
 impl RxConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PdcpError> {
         SnSpace::new(self.sn_bits).map(|_| ())
     }
 }
@@ -131,7 +132,7 @@ impl<T: Copy> PdcpRx<T> {
     }
 
     /// Creates a receiver, or explains why the configuration is invalid.
-    pub fn try_new(cfg: RxConfig) -> Result<Self, String> {
+    pub fn try_new(cfg: RxConfig) -> Result<Self, PdcpError> {
         let space = SnSpace::new(cfg.sn_bits)?;
         let init = cfg.initial_count as u64;
         Ok(PdcpRx {

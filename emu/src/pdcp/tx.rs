@@ -5,6 +5,7 @@
 //! then 10 on the second, then again). Duplication sends every PDU on all legs.
 
 use super::count::SnSpace;
+use super::PdcpError;
 use serde::Serialize;
 
 /// Leg indices are bits of a `u32`, so at most 32 legs.
@@ -97,22 +98,22 @@ impl SplitPattern {
     ///
     /// Shares use largest-remainder rounding so they sum to exactly `batch`; ties go to
     /// the lower position and a zero weight always gets zero PDUs.
-    pub fn new(batch: u32, ratio: &[f64]) -> Result<Self, String> {
+    pub fn new(batch: u32, ratio: &[f64]) -> Result<Self, PdcpError> {
         if batch == 0 {
-            return Err("split batch must be at least 1".into());
+            return Err(PdcpError::ZeroBatch);
         }
         if ratio.is_empty() || ratio.len() > MAX_LEGS {
-            return Err(format!(
-                "split ratio needs 1 to {MAX_LEGS} weights, got {}",
-                ratio.len()
-            ));
+            return Err(PdcpError::RatioLength {
+                max: MAX_LEGS,
+                got: ratio.len(),
+            });
         }
         if let Some(w) = ratio.iter().find(|w| !w.is_finite() || **w < 0.0) {
-            return Err(format!("split weight {w} is not a finite number >= 0"));
+            return Err(PdcpError::BadWeight(*w));
         }
         let total: f64 = ratio.iter().sum();
         if total <= 0.0 {
-            return Err("split ratio has no positive weight".into());
+            return Err(PdcpError::NoPositiveWeight);
         }
 
         let quotas: Vec<f64> = ratio.iter().map(|w| batch as f64 * w / total).collect();
@@ -217,30 +218,32 @@ pub struct PdcpTx {
 }
 
 impl PdcpTx {
-    pub fn new(mode: TxMode, sn_bits: u8, initial_count: u32) -> Result<Self, String> {
+    pub fn new(mode: TxMode, sn_bits: u8, initial_count: u32) -> Result<Self, PdcpError> {
         let space = SnSpace::new(sn_bits)?;
         let legs: Vec<usize> = match &mode {
             TxMode::Single { leg } => vec![*leg],
             TxMode::Split { legs, pattern } => {
                 if legs.len() != pattern.positions() {
-                    return Err(format!(
-                        "split has {} legs but a ratio of {} weights",
-                        legs.len(),
-                        pattern.positions()
-                    ));
+                    return Err(PdcpError::LegsAndWeights {
+                        legs: legs.len(),
+                        weights: pattern.positions(),
+                    });
                 }
                 legs.clone()
             }
             TxMode::Duplicate { legs } => legs.clone(),
         };
         if legs.is_empty() {
-            return Err("a bearer needs at least one leg".into());
+            return Err(PdcpError::NoLeg);
         }
-        if let Some(l) = legs.iter().find(|&&l| l >= MAX_LEGS) {
-            return Err(format!("leg index {l} >= {MAX_LEGS}"));
+        if let Some(&l) = legs.iter().find(|&&l| l >= MAX_LEGS) {
+            return Err(PdcpError::LegIndex {
+                leg: l,
+                max: MAX_LEGS,
+            });
         }
         if legs.iter().copied().collect::<LegSet>().len() != legs.len() {
-            return Err(format!("leg listed twice in {legs:?}"));
+            return Err(PdcpError::LegTwice(legs));
         }
         let per_leg = vec![0; legs.iter().max().unwrap() + 1];
         Ok(PdcpTx {
@@ -266,16 +269,15 @@ impl PdcpTx {
 
     /// Changes the split batch and ratio at runtime; the new batch starts from its
     /// beginning. Only valid for a split bearer with one weight per leg.
-    pub fn set_split(&mut self, batch: u32, ratio: &[f64]) -> Result<(), String> {
+    pub fn set_split(&mut self, batch: u32, ratio: &[f64]) -> Result<(), PdcpError> {
         let TxMode::Split { legs, pattern } = &mut self.mode else {
-            return Err("set_split on a bearer that is not split".into());
+            return Err(PdcpError::NotSplit);
         };
         if ratio.len() != legs.len() {
-            return Err(format!(
-                "split has {} legs but {} weights were given",
-                legs.len(),
-                ratio.len()
-            ));
+            return Err(PdcpError::LegsAndWeights {
+                legs: legs.len(),
+                weights: ratio.len(),
+            });
         }
         *pattern = SplitPattern::new(batch, ratio)?;
         Ok(())
