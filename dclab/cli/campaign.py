@@ -94,7 +94,6 @@ class BarProgress:
         self.task = self.bar.add_task(f"campaign {c.name}", total=total, n=f"0/{len(todo)}")
         self.current: cp.PlannedRun | None = None
         self.finished = 0  # runs finished (in parallel, not the plan's order)
-        self.total_s, self.done_s = total, 0.0
         self.plain = not err.is_terminal
         self.started = time.monotonic()
 
@@ -107,10 +106,9 @@ class BarProgress:
             self.bar.console.print(f"[red]error[/] {escape(run.label)}: {escape(str(error))}")  # text, not markup
         elif result is not None and not result.ok:
             self.bar.console.print(f"[yellow]failed[/] {escape(run.label)}: {escape(result.error or 'no result')}")
-        step = run.estimate_s * self.cal.get(run.experiment, 1.0)
-        self.done_s += step
         self.finished += 1
-        self.bar.update(self.task, advance=step, n=f"{self.finished}/{len(self.todo)}")
+        self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0),
+                        n=f"{self.finished}/{len(self.todo)}")
         if self.plain:
             outcome = "error" if error is not None else "ok" if result is not None and result.ok else "failed"
             self.bar.console.print(self.line(run, outcome), soft_wrap=True)  # one line, however long
@@ -119,7 +117,8 @@ class BarProgress:
         """``[12/240] LABEL: ok; 4.2 min so far, about 38.0 min left``: the time left scales
         the time so far by the estimated share still to do."""
         spent = time.monotonic() - self.started
-        left = spent * (self.total_s - self.done_s) / self.done_s if self.done_s > 0 else None
+        task = self.bar.tasks[self.task]  # its estimated seconds: in total, and of the runs done
+        left = spent * (task.total - task.completed) / task.completed if task.total and task.completed else None
         rest = f", about {hours(left)} left" if left is not None else ""
         return f"[{self.finished}/{len(self.todo)}] {escape(run.label)}: {outcome}; {hours(spent)} so far{rest}"
 

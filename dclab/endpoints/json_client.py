@@ -273,6 +273,7 @@ class JsonClientSession(ClientSession):
             except (OSError, subprocess.TimeoutExpired):
                 pass  # killed by _stop
         self._stop()
+        self._end_spawner()
 
     def _end_spawner(self) -> None:
         spawner, self._spawner = self._spawner, None
@@ -319,7 +320,6 @@ class JsonClientSession(ClientSession):
             for f in (proc.stdin, proc.stdout):
                 if f is not None:
                     f.close()
-        self._end_spawner()
 
 
 def _log_tail(path: Path) -> str:
