@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -150,12 +151,21 @@ def test_serve_answers_each_line_and_refuses_a_bad_one_without_network(tmp_path)
 def test_one_client_process_serves_many_workloads(veth_pair, certs, tmp_path):
     spec = ClientSpec(address=SERVER, port=PORT, workload=Workload.single(1), cc="reno", workdir=tmp_path / "cli",
                       certs=certs, timeout_s=20)  # fmt: skip
-    session = AioquicStack().session(spec, ["ip", "netns", "exec", veth_pair.client])
+    # the testbed's wrapper (the client dies with the thread that started it), and each
+    # workload from a thread that ends after it, as Testbed.run_clients calls a session
+    session = AioquicStack().session(spec, veth_pair.exec(veth_pair.client))
     assert session is not None
+
+    def in_thread(w: Workload):
+        out = []
+        t = threading.Thread(target=lambda: out.append(session.run(w)))
+        t.start()
+        t.join()
+        return out[0]
     try:
         with server(veth_pair, certs, tmp_path / "srv"):
-            rs = [session.run(w) for w in (Workload.single(300_000), Workload.ranges(500_001, 3, preconnect=True),
-                                           Workload.single(12345))]  # fmt: skip
+            rs = [in_thread(w) for w in (Workload.single(300_000), Workload.ranges(500_001, 3, preconnect=True),
+                                         Workload.single(12345))]  # fmt: skip
             for r in rs:
                 assert r.ok and r.bytes in (300_000, 500_001, 12345), r.error
             assert [r.extra["served"] for r in rs] == [1, 2, 3] and session.started == 1
@@ -164,7 +174,7 @@ def test_one_client_process_serves_many_workloads(veth_pair, certs, tmp_path):
             # a client that dies is replaced at the next workload, which still succeeds
             subprocess.run(["ip", "netns", "exec", veth_pair.client, "pkill", "-f", "h3_client --host"], check=True)
             time.sleep(0.2)
-            r = session.run(Workload.single(1000))
+            r = in_thread(Workload.single(1000))
             assert r.ok and r.extra["served"] == 1 and session.started == 2, r.error
     finally:
         session.close()

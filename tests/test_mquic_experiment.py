@@ -108,7 +108,7 @@ def test_improvement_is_measured_against_each_baseline():
 
 def test_a_download_record_takes_the_first_nfe_from_the_log():
     class R:
-        ok, error, completion_s, connections = True, None, 1.5, []
+        ok, error, completion_s, connections, extra = True, None, 1.5, [], {"served": 7}
 
     lines = [{"event": "nfe", "action": "sync", "group": "g"}, {"event": "round", "action": "mean", "group": "g"},
              {"event": "nfe", "action": "merged", "group": "g"},
@@ -119,7 +119,7 @@ def test_a_download_record_takes_the_first_nfe_from_the_log():
     lines[-1]["group_packets"] = 1200
     d = download_record("mquic", 1000, 4000, R(), lines)
     assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 3)  # merged: no sync
-    assert (d["stop_packets"], d["group_packets"], d["group"]) == (300, 1200, "g")
+    assert (d["stop_packets"], d["group_packets"], d["group"], d["served"]) == (300, 1200, "g", 7)
     assert (d["nfes_within_rtt"], d["delay_exits"], d["first_nfe_group_cwnd"], d["first_nfe_kind"]) == (2, 3, 90000, "delay")
     assert download_record("1c", 1000, 4000, R(), [])["nfes"] is None
 
@@ -154,6 +154,8 @@ def test_a_real_run_at_high_loss(tmp_path):
     reps = [json.loads((out / f"rep-0{i}" / "result.json").read_text()) for i in (1, 2)]
     assert reps[0]["details"]["order"] == ["1c", "3c", "mquic"] and reps[1]["details"]["order"] == ["3c", "mquic", "1c"]
     assert reps[0]["environment"]["testbed"] == reps[1]["environment"]["testbed"]
+    # one long-lived client served all six downloads, in order (no process per download)
+    assert [d["served"] for rep in reps for d in rep["details"]["downloads"]] == [1, 2, 3, 4, 5, 6]
     for rep in reps:
         for d in rep["details"]["downloads"]:
             assert d["ok"] and sum(c["bytes"] for c in d["conns"]) == d["size"] == 100_000

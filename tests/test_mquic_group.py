@@ -206,6 +206,35 @@ def test_server_appends_a_group_when_its_last_member_closes(tmp_path):
         groups.clear()
 
 
+def test_a_member_that_joins_after_the_others_left_is_in_the_same_group(tmp_path):
+    """A connection whose request came late (lost and sent again) joins after the other
+    members finished: the group waits for all n, so one group and one done line."""
+    from dclab.endpoints.aioquic.h3_server import MquicGroups, start_mquic_log
+    from dclab.endpoints.aioquic.mquic.controllers import groups
+
+    groups.clear()
+    log = tmp_path / "mquic.jsonl"
+    start_mquic_log(log)
+    mg = MquicGroups(log)
+    try:
+        a, b, c = fake_quic(), fake_quic(), fake_quic()
+        for q, conn, t in ((a, 0, 1.0), (b, 1, 1.1)):
+            assert mg.attach(q, f"group=g; conn={conn}; n=3".encode(), t) is None
+        mg.closed(a, now=2.0)
+        mg.closed(b, now=2.1)
+        assert log.read_text() == "" and "g" in groups  # two of three joined: not over
+        lose_one(a, 2.5)  # a controller that left reports nothing more to the group
+        assert mg.attach(c, b"group=g; conn=2; n=3", 3.0) is None
+        assert c._loss._cc.congestion_window == 10 * DATAGRAM // 3  # the group's share, not a new group's
+        mg.closed(c, now=4.0)
+        lines = read_log(log)
+        assert [(d["event"], d.get("conn")) for d in lines if d["event"] != "cwnd"] == [
+            ("join", 0), ("join", 1), ("join", 2), ("done", None)]  # fmt: skip
+        assert "g" not in groups
+    finally:
+        groups.clear()
+
+
 def test_server_log_is_empty_when_nothing_happened(tmp_path):
     from dclab.endpoints.aioquic.h3_server import MquicGroups, start_mquic_log, write_mquic_log
 

@@ -115,6 +115,10 @@ def test_a_campaign_runs_on_the_simulation_backend_beside_its_emulated_runs(tmp_
     assert ("backend sim: 16 of the 32 runs have no model of their own (ngtcp2 cubic: name a stand-in with "
             "--stand-in ngtcp2=aioquic); left out") in " ".join(r.stderr.split())
     assert "16 runs stored ok, 0 failed" in r.stdout
+    # standard error is a pipe, where rich draws no bar: one plain line per finished run
+    done = [x for x in r.stderr.splitlines() if x.startswith("[")]
+    assert [x.split("]")[0] for x in done] == [f"[{i}/16" for i in range(1, 17)], r.stderr
+    assert all(": ok; " in x and " so far, about " in x and x.endswith(" left") for x in done), done
     r = run_dclab("campaign", "run", "smoke", "--backend", "sim", "--stand-in", "ngtcp2=aioquic", env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "32 runs stored ok, 0 failed" in r.stdout

@@ -195,6 +195,8 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
     consecutive = 0
     pending = iter(enumerate(todo, 1))
     flying: dict[Future[RunRecord], tuple[int, PlannedRun]] = {}
+    # submitted and not yet moved into place: in flight, or being stored when a Ctrl-C came
+    unplaced: set[str] = set()
     try:
         # spawn: a fresh interpreter per process, not a fork of one holding the progress bar's thread
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -203,21 +205,24 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
                     while len(flying) < 2 * jobs and (item := next(pending, None)) is not None:
                         i, run = item
                         flying[pool.submit(_perform_apart, c.name, run, incoming_of(runs_dir / run.key))] = (i, run)
+                        unplaced.add(run.key)
                     if not flying:
                         return out
                     finished, _ = wait(flying, return_when=FIRST_COMPLETED)
                     for f in finished:
                         i, run = flying.pop(f)
                         consecutive = _store_apart(store, f, run, i, len(todo), runs_dir, progress, out, consecutive)
+                        unplaced.discard(run.key)
             except BaseException:
                 # Waits for the runs in flight (a Ctrl-C reached their processes too, so they end
                 # at once) and drops the rest; only then are their directories left alone.
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     finally:
-        # The pool's processes have ended: what the runs in flight left is not a result.
-        for _, run in flying.values():
-            shutil.rmtree(incoming_of(runs_dir / run.key), ignore_errors=True)
+        # The pool's processes have ended: what the runs in flight left is not a result,
+        # nor is a finished run's that the interruption caught before it was moved into place.
+        for key in unplaced:
+            shutil.rmtree(incoming_of(runs_dir / key), ignore_errors=True)
 
 
 def _store_apart(store: Store, f: Future[RunRecord], run: PlannedRun, i: int, n: int, runs_dir: Path,

@@ -95,7 +95,7 @@ SWEEPS: dict[str, SweepDef] = {
                  lambda v: {"link": f"lte:{v:g}m"}),
         SweepDef("distance-mean", "distance (m); a fixed rate at its level's mean capacity", list(lte.LEVELS.values()),
                  lambda v: {"bw": [_level_mean(v)], "split": [100.0]}),
-        # throughput --streams (issue 9, experiment 4: 1 to 16 streams on one connection).
+        # throughput --streams (the LTE study's experiment 4: 1 to 16 streams on one connection).
         SweepDef("streams", "concurrent streams on one connection (N)", [1, 2, 4, 8, 16], lambda v: {"streams": int(v)}),
     ]
 }

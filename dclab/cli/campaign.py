@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -77,7 +78,10 @@ def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedR
 
 
 class BarProgress:
-    """The runner's progress as a rich bar weighted by estimated time, a line per failure."""
+    """The runner's progress as a rich bar weighted by estimated time, a line per failure.
+    Where standard error is no terminal (a log file, nohup, a batch job) rich draws no bar,
+    so each finished run prints one plain line instead: its number, label, outcome and
+    the time left, estimated from the time taken so far."""
 
     def __init__(self, c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], waiting: str = "waiting for another dclab run ..."):
         self.cal = calibration(store)
@@ -89,10 +93,12 @@ class BarProgress:
                             TimeElapsedColumn(), TimeRemainingColumn(), console=err)
         self.task = self.bar.add_task(f"campaign {c.name}", total=total, n=f"0/{len(todo)}")
         self.current: cp.PlannedRun | None = None
-        self.i = 0
+        self.finished = 0  # runs finished (in parallel, not the plan's order)
+        self.plain = not err.is_terminal
+        self.started = time.monotonic()
 
     def start(self, run: cp.PlannedRun, i: int, n: int) -> None:
-        self.current, self.i = run, i
+        self.current = run
         self.bar.update(self.task, description=f"{self.workers}{run.label}")
 
     def done(self, run: cp.PlannedRun, ok: bool | None, why: str | None) -> None:
@@ -100,7 +106,21 @@ class BarProgress:
             self.bar.console.print(f"[red]error[/] {escape(run.label)}: {escape(why or '')}")  # text, not markup
         elif not ok:
             self.bar.console.print(f"[yellow]failed[/] {escape(run.label)}: {escape(why or 'no result')}")
-        self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0), n=f"{self.i}/{len(self.todo)}")
+        self.finished += 1
+        self.bar.update(self.task, advance=run.estimate_s * self.cal.get(run.experiment, 1.0),
+                        n=f"{self.finished}/{len(self.todo)}")
+        if self.plain:
+            outcome = "error" if ok is None else "ok" if ok else "failed"
+            self.bar.console.print(self.line(run, outcome), soft_wrap=True)  # one line, however long
+
+    def line(self, run: cp.PlannedRun, outcome: str) -> str:
+        """``[12/240] LABEL: ok; 4.2 min so far, about 38.0 min left``: the time left scales
+        the time so far by the estimated share still to do."""
+        spent = time.monotonic() - self.started
+        task = self.bar.tasks[self.task]  # its estimated seconds: in total, and of the runs done
+        left = spent * (task.total - task.completed) / task.completed if task.total and task.completed else None
+        rest = f", about {hours(left)} left" if left is not None else ""
+        return f"[{self.finished}/{len(self.todo)}] {escape(run.label)}: {outcome}; {hours(spent)} so far{rest}"
 
     def waiting(self) -> None:
         self.bar.console.print(self.waiting_text)

@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import time
 from abc import abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -217,13 +218,20 @@ class JsonClientSession(ClientSession):
     output. The process starts at the first workload; one that exits, or gives no line
     within the timeout plus ``STOP_S``, is stopped and the next workload starts another.
     Its standard error is appended to ``SESSION_LOG`` in the client's workdir. Only a
-    process's first workload has a start-up (``extra["startup_s"]``; None after it)."""
+    process's first workload has a start-up (``extra["startup_s"]``; None after it).
+
+    The process is started from a thread of the session's own, which lives until
+    :meth:`close`: the namespace wrapper's parent-death signal (``testbed/netns.py``)
+    fires when the *thread* that started a process ends, and each ``run`` may come from
+    a short-lived thread (``Testbed.run_clients`` starts one per flow), which would kill
+    the client right after its result line, before it closed its connections."""
 
     def __init__(self, stack: JsonClientStack, spec: ClientSpec, netns_exec: list[str]) -> None:
         self.stack, self.spec, self.netns_exec = stack, spec, netns_exec
         self.started = 0  # client processes started
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
+        self._spawner: ThreadPoolExecutor | None = None
 
     @property
     def log(self) -> Path:
@@ -257,28 +265,33 @@ class JsonClientSession(ClientSession):
         return r
 
     def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            if proc.stdin is not None:
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            try:
                 proc.stdin.close()  # end of input: the client ends after its current workload
-            proc.wait(timeout=CLOSE_S)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
+                proc.wait(timeout=CLOSE_S)
+            except (OSError, subprocess.TimeoutExpired):
+                pass  # killed by _stop
+        self._stop()
+        self._end_spawner()
+
+    def _end_spawner(self) -> None:
+        spawner, self._spawner = self._spawner, None
+        if spawner is not None:
+            spawner.shutdown()
 
     def _process(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         self._stop()
         Path(self.spec.workdir).mkdir(parents=True, exist_ok=True)
+        if self._spawner is None:
+            self._spawner = ThreadPoolExecutor(1, thread_name_prefix="client-session")
         with open(self.log, "ab") as err:  # the child keeps its own descriptor
-            self._proc = subprocess.Popen([*self.netns_exec, *self.stack.client_command(self.spec, None)],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)  # fmt: skip
+            self._proc = self._spawner.submit(
+                subprocess.Popen, [*self.netns_exec, *self.stack.client_command(self.spec, None)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+            ).result()  # fmt: skip
         self._buf = b""
         self.started += 1
         return self._proc

@@ -1,4 +1,4 @@
-"""The download experiment (issue 9, experiment 3 of Kyratzis & Cottis 2022): many short
+"""The download experiment (experiment 3 of Kyratzis & Cottis 2022): many short
 downloads of a few file sizes over one SC bearer on leg 1 (the study's device; with
 ``--link lte:LEVEL`` the cell), without resumption, resuming a session ticket, or
 resuming with the request in 0-RTT early data.

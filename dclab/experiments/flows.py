@@ -1,5 +1,5 @@
-"""The flows experiment: N QUIC against M TCP flows at once over one bottleneck (issue 9,
-item 3). ``--mix aioquic:reno=1,tcp:reno=5`` starts one client per flow, every client
+"""The flows experiment: N QUIC against M TCP flows at once over one bottleneck (the LTE
+study's fairness experiment). ``--mix aioquic:reno=1,tcp:reno=5`` starts one client per flow, every client
 downloading a large file (``--size``) and stopped at the end of the window; each flow's
 mean throughput over [warmup, duration] seconds from the clients' start comes from
 dcemu's per-bearer delivered bytes. Reported per flow, per protocol (flows grouped by

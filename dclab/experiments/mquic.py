@@ -164,9 +164,8 @@ class Mquic(Experiment[MquicOptions]):
                 bed.state["downloads"] = n = bed.state.get("downloads", 0) + 1
                 group = f"{bed.tag}-d{n}-r{result.rep}-{mode}-{size}"
                 before = pdcp_counters(bed) if counts_stalls(scenario) else None
-                # A new client process per download: with the long-lived client (persistent=True)
-                # the server's groups often stay open at high loss (cause not found yet).
-                r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)})["mq"]
+                # on the long-lived client: no process start-up between downloads
+                r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)}, persistent=True)["mq"]
                 mine = read_group(bed, group)
                 lines += mine
                 d = download_record(mode, size, paper_size, r, mine)

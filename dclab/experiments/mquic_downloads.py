@@ -119,6 +119,8 @@ def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[d
         # packets the group had sent when synchronization stopped (None: it never did), of all
         "stop_packets": stop.get("group_packets") if stop else None,
         "group_packets": done.get("group_packets") if done else None,
+        # the client process's workload count: 1, 2, 3 ... on the long-lived client
+        "served": r.extra.get("served"),
         "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
                    "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],
     }

@@ -101,6 +101,7 @@ def client_cc(cc: str) -> str:
     return cc.removeprefix("mquic-") if cc in ("mquic-reno", "mquic-cubic", "mquic-bbr") else cc
 
 CLOSE_WAIT_S = 3.0  # at most this long to close the connections after the workload
+ACK_FLUSH_S = 0.005  # before the close, for the last delayed ACK (aioquic's delay: 1 ms)
 
 
 class Obj:
@@ -530,8 +531,11 @@ async def workload(args: argparse.Namespace, run: Run) -> None:
             for p, conn in zip(measured, run.connections, strict=True):
                 p.fail_open(timeout_reason(args, conn.handshake_s is not None, p.refused))
         # Measurement done: print now, then close (the close only frees state and
-        # finishes the qlogs).
+        # finishes the qlogs). Before it, the last delayed ACK goes out (aioquic sends one
+        # 1 ms after a packet): a close is a single datagram that loss may take, and the
+        # server's mQUIC group ends when every member's data is acknowledged (h3_server.py).
         run.emit()
+        await asyncio.sleep(ACK_FLUSH_S)
         for proto in protocols:
             proto.close()
         left = min(CLOSE_WAIT_S, deadline + CLOSE_WAIT_S - time.monotonic())

@@ -96,7 +96,7 @@ def cc_error(name: str) -> str | None:
 class MquicGroups:
     """The server's side of mQUIC: attaches connections to groups of :data:`mq.groups`
     from request headers, detaches them when they close, and takes a group out of the
-    registry when its last member closed. A group's lines (docs/mquic.md, "The log"): a
+    registry when all its ``n`` members joined and the last one closed. A group's lines (docs/mquic.md, "The log"): a
     ``{"event": "join", ...}`` line per attach, each decision's ``Record.to_dict()`` and
     the cwnd samples, ordered by time (aioquic's clock, the event loop's), then one
     ``{"event": "done", ...}`` line. With ``log`` they are appended to that file (and
@@ -134,14 +134,16 @@ class MquicGroups:
 
     def closed(self, quic: Any, now: float | None = None) -> None:
         """The connection ended: it leaves its group; the group goes with its last member
-        and its lines are written (``now``: the event loop's time if None)."""
+        (once all ``n`` joined) and its lines are written (``now``: the event loop's time if None)."""
         cc = quic._loss._cc
         if not isinstance(cc, mq.MquicMember) or cc.group is None:
             return
         group_id = cc.group.name
         cc.detach()
         group = mq.groups.get(group_id)
-        if group is not None and not group.members:
+        # over when every one of its n connections joined and left (a late one would
+        # otherwise start a second group of the same name, apart from the first's state)
+        if group is not None and not group.members and group.joined >= group.params.n:
             lines = self._group_lines(group_id, now, finished=True)
             mq.groups.remove(group_id)
             self.lines.pop(group_id, None)

@@ -215,6 +215,7 @@ class Group:
         self.iw_bytes = _count("iw_bytes", 10 * mss if iw_bytes is None else iw_bytes, 1, 2**31)
         self.name = name
         self._members: list[ConnId] = []
+        self._joined = 0
         self._slow_start: dict[ConnId, bool] = {}  # each member's phase as last known
         self._gamma = params.gamma0
         self._nfes = 0
@@ -228,6 +229,13 @@ class Group:
     @property
     def members(self) -> tuple[ConnId, ...]:
         return tuple(self._members)
+
+    @property
+    def joined(self) -> int:
+        """Connections that joined so far, those that left included: a member whose
+        request comes late (its handshake or request lost and sent again) joins after the
+        others may have left, and the download is only over when all ``n`` did."""
+        return self._joined
 
     @property
     def gamma(self) -> float:
@@ -276,6 +284,7 @@ class Group:
         if len(self._members) >= self.params.n:
             raise ValueError(f"group {self.name!r} is full ({self.params.n} connections)")
         self._members.append(conn)
+        self._joined += 1
         self._slow_start[conn] = True
         self._round_pending.add(conn)
         self._rate_pending.add(conn)
