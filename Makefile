@@ -76,7 +76,7 @@ ROOT_TESTS := $(if $(filter 0,$(shell id -u)),--include-ignored)
 test: build check
 	cd emu && $(CARGO) test --profile checked --locked -- $(ROOT_TESTS)
 	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=20 tests
 
 bench: build
 	$(PY) bench/run.py

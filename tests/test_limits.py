@@ -67,7 +67,7 @@ def test_the_defaults_are_the_same_link_in_both_languages(limits):
     assert up["delay"]["mean_ms"] == s.uplink_delay and down["loss"] == {"model": "none"} == up["loss"]
     assert (down["queue_packets"], up["queue_packets"], down["delay_limit"]) == (
         s.queue_packets, s.uplink_queue_packets, s.delay_limit)
-    assert down["loss_at"] == s.loss_at and down["jitter_reorders"] is True and s.reorders_by_jitter()
+    assert down["loss_at"] == s.loss_at and down["jitter_reorders"] is True and s.reorders_by_jitter
     p = d["pdcp"]
     assert (p["sn_bits"], p["header_bytes"], p["t_reordering_ms"], p["reordering"], p["processing_ms"]) == (
         s.sn_bits, s.header_bytes, s.t_reordering, s.reordering, s.pdcp_processing)

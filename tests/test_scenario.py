@@ -32,7 +32,7 @@ def test_defaults_are_the_reference_testbed():
     [
         (["--batch", "0"], "--batch: must be at least 1 and at most 100000 (got 0)"),
         (["--loss", "0,120"], "--loss (leg 2): must be at least 0 and at most 100 (got 120.0)"),
-        (["--bw", "0,20"], "--bw (leg 1): must be above 0 and at most 100000"),
+        (["--bw", "0,20"], "--bw (leg 1): must be at least 0.001 and at most 100000"),
         (["--delay", "1,2,3"], "--delay: needs one value per leg (2, as --bw gives), got 3"),
         (["--split", "a:b"], "--split: expected numbers separated by ':'"),
         (["--split", "0:0"], "--split: at least one share must be above 0"),

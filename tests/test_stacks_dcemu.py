@@ -34,7 +34,7 @@ def test_short_download_through_dcemu(tmp_path, stack_name, cc):
     assert codes and all(c == 0 for c in codes), f"a successful client records exit status 0 ({codes})"
     check_bound(f"stacks.{stack_name}.{cc}.10mb_mbps", r.goodput_mbps)
     summary = records[-1]
-    dc = summary["bearers"][0]
-    assert dc["delivered_bytes"] >= size, "the body crossed the DC bearer"
-    [(_, first), (_, second)] = dc["tx_pdus"]
+    dc = summary.bearers[0]
+    assert dc.delivered_bytes >= size, "the body crossed the DC bearer"
+    [(_, first), (_, second)] = dc.tx_pdus
     assert 0 <= first - second <= 100, "batches of 100 split 1:1: the legs differ by one batch at most"

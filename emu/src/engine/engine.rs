@@ -634,7 +634,8 @@ impl Engine {
             .iter_mut()
             .map(|l| {
                 let down_bytes = l.down.counters().bytes_out;
-                let downlink = DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes));
+                let downlink =
+                    DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes));
                 l.prev_down_bytes = down_bytes;
                 let uplink = l.up.as_ref().map(|u| {
                     let b = u.counters().bytes_out;
@@ -720,7 +721,6 @@ enum Dl<'a> {
 fn seed(base: u64, leg: usize, dir: u64) -> u64 {
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((leg as u64) << 8 | dir)
 }
-
 
 fn on_rx_event(
     ev: RxEvent<Pkt>,

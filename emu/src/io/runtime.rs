@@ -133,10 +133,20 @@ impl Forwarding {
             routes: vec![],
             offload: opts.offload,
         };
-        let server = Tun::create(&device(&t.server_tun, &t.server_netns, t.server_addr, t.client_addr))
-            .context("setting up the server side")?;
-        let client = Tun::create(&device(&t.client_tun, &t.client_netns, t.client_addr, t.server_addr))
-            .context("setting up the client side")?;
+        let server = Tun::create(&device(
+            &t.server_tun,
+            &t.server_netns,
+            t.server_addr,
+            t.client_addr,
+        ))
+        .context("setting up the server side")?;
+        let client = Tun::create(&device(
+            &t.client_tun,
+            &t.client_netns,
+            t.client_addr,
+            t.server_addr,
+        ))
+        .context("setting up the client side")?;
 
         let mut waiter = Waiter::new(opts.spin_us)?;
         waiter.set_busy_poll(opts.busy_poll);
@@ -162,9 +172,12 @@ impl Forwarding {
             // PID and the Unix time (ns) of emulator time 0, to line stats up with endpoints;
             // written whole (rename) so a watcher never reads half of it.
             let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, format!("{} {}\n", std::process::id(), pcap.unix_at_start))
-                .and_then(|_| std::fs::rename(&tmp, p))
-                .with_context(|| format!("cannot write ready file {}", p.display()))?;
+            std::fs::write(
+                &tmp,
+                format!("{} {}\n", std::process::id(), pcap.unix_at_start),
+            )
+            .and_then(|_| std::fs::rename(&tmp, p))
+            .with_context(|| format!("cannot write ready file {}", p.display()))?;
         }
         let io = TunIo::new(&server, opts.offload);
         announce(s, opts, &io);

@@ -9,7 +9,9 @@ use super::names::check_name;
 use super::{bad, leg_index, within, MAX_MATCH_RULES};
 use crate::config::input::clip;
 use crate::config::model::{Bearer, Leg, Rule, Split};
-use crate::config::schema::{BearerFile, BearerMode, MatchFile, PortValue, ScenarioFile, SplitFile};
+use crate::config::schema::{
+    BearerFile, BearerMode, MatchFile, PortValue, ScenarioFile, SplitFile,
+};
 
 /// Every bearer of the file (one DC bearer over all legs when it lists none).
 pub(super) fn bearers(file: &ScenarioFile, legs: &[Leg]) -> Result<Vec<Bearer>> {
@@ -275,4 +277,3 @@ fn rule_spec(field: &str, m: &MatchFile) -> Result<Rule> {
             .transpose()?,
     })
 }
-

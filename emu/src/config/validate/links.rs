@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::names::check_name;
 use super::{bad, fmt_num, in_range, limit, within, FieldError, MAX_TRACES};
+use crate::cell::{rbs_for_bandwidth, CellSpec, DeviceSpec, FadingModel, SchedulerSpec};
 use crate::config::input::clip;
 use crate::config::model::{CellLeg, Leg};
 use crate::config::schema::{
@@ -16,7 +17,6 @@ use crate::config::schema::{
     TraceFile,
 };
 use crate::config::trace_file;
-use crate::cell::{rbs_for_bandwidth, CellSpec, DeviceSpec, FadingModel, SchedulerSpec};
 use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
 
 /// Every leg of the file, in order (names unique, traces read through `traces`).
@@ -41,12 +41,7 @@ pub(super) fn legs(file: &ScenarioFile, base: &Path, traces: &mut TraceCache) ->
                         "a cell models the downlink only (give it in the leg's downlink)",
                     )?;
                 }
-                Some(direction_spec(
-                    &format!("{f}.uplink"),
-                    u,
-                    base,
-                    traces,
-                )?)
+                Some(direction_spec(&format!("{f}.uplink"), u, base, traces)?)
             }
             None => None,
         };
@@ -108,9 +103,7 @@ pub fn parse_rate(v: &RateValue) -> std::result::Result<Option<u64>, RateError> 
                     })
                 }
             };
-            let n: f64 = n
-                .parse()
-                .map_err(|_| RateError::NotANumber(clip(s)))?;
+            let n: f64 = n.parse().map_err(|_| RateError::NotANumber(clip(s)))?;
             (n, mult)
         }
     };
@@ -271,13 +264,25 @@ pub(super) fn direction_spec(
         None => rate_spec(&format!("{field}.rate"), &d.rate)?,
     };
     if let Some(q) = d.queue_packets {
-        within(&format!("{field}.queue_packets"), "direction.queue_packets", q as f64)?;
+        within(
+            &format!("{field}.queue_packets"),
+            "direction.queue_packets",
+            q as f64,
+        )?;
     }
     if let Some(q) = d.queue_bytes {
-        within(&format!("{field}.queue_bytes"), "direction.queue_bytes", q as f64)?;
+        within(
+            &format!("{field}.queue_bytes"),
+            "direction.queue_bytes",
+            q as f64,
+        )?;
     }
     if let Some(q) = d.delay_limit {
-        within(&format!("{field}.delay_limit"), "direction.delay_limit", q as f64)?;
+        within(
+            &format!("{field}.delay_limit"),
+            "direction.delay_limit",
+            q as f64,
+        )?;
     }
     Ok(LinkSpec {
         rate,
@@ -371,8 +376,16 @@ pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<
 }
 
 fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
-    within(&format!("{f}.mean_sinr_db"), "device.mean_sinr_db", d.mean_sinr_db)?;
-    within(&format!("{f}.doppler_hz"), "device.doppler_hz", d.doppler_hz)?;
+    within(
+        &format!("{f}.mean_sinr_db"),
+        "device.mean_sinr_db",
+        d.mean_sinr_db,
+    )?;
+    within(
+        &format!("{f}.doppler_hz"),
+        "device.doppler_hz",
+        d.doppler_hz,
+    )?;
     let fading = match d.fading.as_str() {
         "rayleigh" => FadingModel::Rayleigh,
         "none" => FadingModel::None,
@@ -385,7 +398,11 @@ fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
         within(&format!("{f}.queue_bytes"), "device.queue_bytes", q as f64)?;
     }
     if let Some(q) = d.queue_packets {
-        within(&format!("{f}.queue_packets"), "device.queue_packets", q as f64)?;
+        within(
+            &format!("{f}.queue_packets"),
+            "device.queue_packets",
+            q as f64,
+        )?;
     }
     Ok(DeviceSpec {
         mean_sinr_db: d.mean_sinr_db,
@@ -395,4 +412,3 @@ fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
         queue_packets: d.queue_packets,
     })
 }
-

@@ -177,7 +177,11 @@ fn pdcp(p: &PdcpFile) -> Result<Pdcp> {
             format!("must be 12, 16 or 18 (got {})", p.sn_bits),
         )?;
     }
-    within("pdcp.header_bytes", "pdcp.header_bytes", p.header_bytes as f64)?;
+    within(
+        "pdcp.header_bytes",
+        "pdcp.header_bytes",
+        p.header_bytes as f64,
+    )?;
     let t_reordering = match p.t_reordering_ms {
         MsOrInf::Word(_) => None,
         MsOrInf::Ms(ms) => {
@@ -205,7 +209,11 @@ fn pdcp(p: &PdcpFile) -> Result<Pdcp> {
 
 /// The stats interval and the counts a scenario may list.
 fn limits(file: &ScenarioFile) -> Result<()> {
-    within("stats.interval_ms", "stats.interval_ms", file.stats.interval_ms)?;
+    within(
+        "stats.interval_ms",
+        "stats.interval_ms",
+        file.stats.interval_ms,
+    )?;
 
     if file.legs.is_empty() || file.legs.len() > MAX_LEGS {
         bad(
