@@ -1,7 +1,7 @@
 //! The `dcemu` command.
 
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -331,55 +331,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             workload,
             stats,
             duration,
-        } => {
-            let s = config::load(&scenario)?;
-            let mut w = dcemu::sim::load_workload(&workload)?;
-            if let Some(d) = duration {
-                anyhow::ensure!(
-                    d.is_finite() && d > 0.0 && d <= MAX_TIME_S as f64,
-                    "--duration: must be more than 0 and at most {MAX_TIME_S} (got {})",
-                    fmt_num(d)
-                );
-                w.duration = Some(from_ms(d * 1e3));
-            }
-            let controllers = |kind, transport, mss| {
-                let flavor = match transport {
-                    dcemu::sim::Transport::Quic => dcemu::model::cc::Flavor::Aioquic,
-                    dcemu::sim::Transport::Tcp => dcemu::model::cc::Flavor::Linux,
-                };
-                dcemu::model::cc::build(kind, flavor, mss)
-            };
-            let mut out = StatsOut::open(stats.as_deref())?;
-            let summary = dcemu::sim::run(&s, &w, &controllers, &mut out)?;
-            out.close()?;
-            if summary.ended == "horizon" {
-                let open: Vec<_> = summary
-                    .flows
-                    .iter()
-                    .filter(|f| f.done_ms.is_none())
-                    .collect();
-                let mut names: Vec<String> = open
-                    .iter()
-                    .take(10)
-                    .map(|f| format!("{} ({} of {} bytes)", f.name, f.bytes, f.size))
-                    .collect();
-                if open.len() > names.len() {
-                    names.push(format!("and {} more", open.len() - names.len()));
-                }
-                eprintln!(
-                    "dcemu: sim: stopped at {} s of virtual time, {} s after the last flow's \
-                     start (no --duration or duration_s given); {} of {} flows not done: {}",
-                    fmt_num(summary.t_ms / 1e3),
-                    dcemu::sim::DEFAULT_HORIZON_S,
-                    open.len(),
-                    summary.flows.len(),
-                    names.join(", ")
-                );
-            }
-            if stats.as_deref().is_none_or(|p| p.as_os_str() != "-") {
-                println!("{}", serde_json::to_string(&summary)?);
-            }
-        }
+        } => sim(&scenario, &workload, stats.as_deref(), duration)?,
         Cmd::Check { scenario } => {
             let s = config::load(&scenario)?;
             let text = toml::to_string_pretty(&s.file)?;
@@ -401,61 +353,131 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             channel,
             format: _,
             out,
-        } => {
-            let series = channel.series()?;
-            let times = dcemu::cell::mahimahi_opportunities(&series, NS_PER_MS, 1500);
-            anyhow::ensure!(
-                !times.is_empty(),
-                "--sinr-db: the channel carries not one 1500-byte packet in {} s; a trace \
-                 needs at least one",
-                fmt_num(channel.seconds)
-            );
-            let mut text = String::with_capacity(times.len() * 6);
-            for t in times {
-                text.push_str(&t.to_string());
-                text.push('\n');
-            }
-            if out.as_os_str() == "-" {
-                std::io::stdout().write_all(text.as_bytes())?;
-            } else {
-                std::fs::write(&out, text)
-                    .map_err(|e| anyhow::anyhow!("--out: cannot write {}: {e}", out.display()))?;
-            }
-        }
+        } => cell_trace(&channel, &out)?,
         Cmd::PdcpReplay {
             sn_bits,
             t_reordering,
             initial_count,
             out_of_order,
-        } => {
-            let t = match t_reordering.as_str() {
-                "inf" | "infinity" => None,
-                v => match v.parse::<f64>() {
-                    Ok(ms) if (0.0..=MAX_T_REORDERING_MS).contains(&ms) => Some(from_ms(ms)),
-                    _ => anyhow::bail!(
-                        "--t-reordering: must be a number of ms between 0 and {MAX_T_REORDERING_MS} \
-                         (1 hour), or \"inf\" (got {})",
-                        clip(v)
-                    ),
-                },
-            };
-            let opts = ReplayOptions {
-                sn_bits,
-                t_reordering: t,
-                initial_count,
-                out_of_order,
-            };
-            config::input::check_stdin("pdcp-replay")?;
-            let stdin = std::io::stdin();
-            let stdout = std::io::stdout();
-            run_replay(
-                &opts,
-                BufReader::new(stdin.lock()),
-                std::io::BufWriter::new(stdout.lock()),
-                std::io::stderr(),
-            )?;
-        }
+        } => pdcp_replay(sn_bits, &t_reordering, initial_count, out_of_order)?,
     }
+    Ok(())
+}
+
+/// `dcemu sim`: the scenario and workload on the simulation driver, its summary on stdout.
+fn sim(
+    scenario: &Path,
+    workload: &Path,
+    stats: Option<&Path>,
+    duration: Option<f64>,
+) -> anyhow::Result<()> {
+    let s = config::load(scenario)?;
+    let mut w = dcemu::sim::load_workload(workload)?;
+    if let Some(d) = duration {
+        anyhow::ensure!(
+            d.is_finite() && d > 0.0 && d <= MAX_TIME_S as f64,
+            "--duration: must be more than 0 and at most {MAX_TIME_S} (got {})",
+            fmt_num(d)
+        );
+        w.duration = Some(from_ms(d * 1e3));
+    }
+    let controllers = |kind, transport, mss| {
+        let flavor = match transport {
+            dcemu::sim::Transport::Quic => dcemu::model::cc::Flavor::Aioquic,
+            dcemu::sim::Transport::Tcp => dcemu::model::cc::Flavor::Linux,
+        };
+        dcemu::model::cc::build(kind, flavor, mss)
+    };
+    let mut out = StatsOut::open(stats)?;
+    let summary = dcemu::sim::run(&s, &w, &controllers, &mut out)?;
+    out.close()?;
+    if summary.ended == "horizon" {
+        let open: Vec<_> = summary
+            .flows
+            .iter()
+            .filter(|f| f.done_ms.is_none())
+            .collect();
+        let mut names: Vec<String> = open
+            .iter()
+            .take(10)
+            .map(|f| format!("{} ({} of {} bytes)", f.name, f.bytes, f.size))
+            .collect();
+        if open.len() > names.len() {
+            names.push(format!("and {} more", open.len() - names.len()));
+        }
+        eprintln!(
+            "dcemu: sim: stopped at {} s of virtual time, {} s after the last flow's \
+             start (no --duration or duration_s given); {} of {} flows not done: {}",
+            fmt_num(summary.t_ms / 1e3),
+            dcemu::sim::DEFAULT_HORIZON_S,
+            open.len(),
+            summary.flows.len(),
+            names.join(", ")
+        );
+    }
+    if stats.is_none_or(|p| p.as_os_str() != "-") {
+        println!("{}", serde_json::to_string(&summary)?);
+    }
+    Ok(())
+}
+
+/// `dcemu cell-trace`: the channel's transmission opportunities as a mahimahi trace.
+fn cell_trace(channel: &ChannelArgs, out: &Path) -> anyhow::Result<()> {
+    let series = channel.series()?;
+    let times = dcemu::cell::mahimahi_opportunities(&series, NS_PER_MS, 1500);
+    anyhow::ensure!(
+        !times.is_empty(),
+        "--sinr-db: the channel carries not one 1500-byte packet in {} s; a trace \
+         needs at least one",
+        fmt_num(channel.seconds)
+    );
+    let mut text = String::with_capacity(times.len() * 6);
+    for t in times {
+        text.push_str(&t.to_string());
+        text.push('\n');
+    }
+    if out.as_os_str() == "-" {
+        std::io::stdout().write_all(text.as_bytes())?;
+    } else {
+        std::fs::write(out, text)
+            .map_err(|e| anyhow::anyhow!("--out: cannot write {}: {e}", out.display()))?;
+    }
+    Ok(())
+}
+
+/// `dcemu pdcp-replay`: PDCP reception of the SNs on stdin, its releases on stdout.
+fn pdcp_replay(
+    sn_bits: u8,
+    t_reordering: &str,
+    initial_count: u32,
+    out_of_order: bool,
+) -> anyhow::Result<()> {
+    let t = match t_reordering {
+        "inf" | "infinity" => None,
+        v => match v.parse::<f64>() {
+            Ok(ms) if (0.0..=MAX_T_REORDERING_MS).contains(&ms) => Some(from_ms(ms)),
+            _ => anyhow::bail!(
+                "--t-reordering: must be a number of ms between 0 and {MAX_T_REORDERING_MS} \
+                 (1 hour), or \"inf\" (got {})",
+                clip(v)
+            ),
+        },
+    };
+    let opts = ReplayOptions {
+        sn_bits,
+        t_reordering: t,
+        initial_count,
+        out_of_order,
+    };
+    config::input::check_stdin("pdcp-replay")?;
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    run_replay(
+        &opts,
+        BufReader::new(stdin.lock()),
+        std::io::BufWriter::new(stdout.lock()),
+        std::io::stderr(),
+    )?;
     Ok(())
 }
 

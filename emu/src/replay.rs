@@ -114,49 +114,71 @@ pub fn run_replay(
     Ok(())
 }
 
+/// Why an input line was refused (the caller adds its number).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LineError {
+    #[error("expected `<time_ms> <sn>`, got {0}")]
+    Shape(String),
+    #[error("bad time {time}: {source}")]
+    Time { time: String, source: MsError },
+    #[error("bad SN {0}: not a non-negative integer")]
+    Sn(String),
+    #[error("SN {sn} does not fit in {bits} bits (must be < {modulus})")]
+    SnRange { sn: String, bits: u8, modulus: u32 },
+}
+
+/// Why a millisecond value was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MsError {
+    #[error("expected milliseconds like 12 or 12.345 (no sign, no exponent)")]
+    NotDecimal,
+    #[error("more than 6 decimals (nanosecond resolution)")]
+    TooPrecise,
+    #[error("must be at most {MAX_TIME_MS} ms (10 years)")]
+    TooLarge,
+}
+
 /// One input line: `None` for blank lines and comments, else (time in ns, SN).
-fn parse_line(line: &str, space: SnSpace) -> Result<Option<(Nanos, u32)>, String> {
+fn parse_line(line: &str, space: SnSpace) -> Result<Option<(Nanos, u32)>, LineError> {
     let body = line.split('#').next().unwrap_or("").trim();
     if body.is_empty() {
         return Ok(None);
     }
     let fields: Vec<&str> = body.split_whitespace().collect();
     let [time, sn] = fields[..] else {
-        return Err(format!(
-            "expected `<time_ms> <sn>`, got {}",
-            clip(line.trim())
-        ));
+        return Err(LineError::Shape(clip(line.trim())));
     };
-    let now = parse_ms(time).map_err(|e| format!("bad time {}: {e}", clip(time)))?;
+    let now = parse_ms(time).map_err(|source| LineError::Time {
+        time: clip(time),
+        source,
+    })?;
     if sn.is_empty() || !sn.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("bad SN {}: not a non-negative integer", clip(sn)));
+        return Err(LineError::Sn(clip(sn)));
     }
     match sn.parse::<u32>() {
         Ok(v) if v < space.modulus() => Ok(Some((now, v))),
-        _ => Err(format!(
-            "SN {} does not fit in {} bits (must be < {})",
-            clip_plain(sn),
-            space.bits(),
-            space.modulus()
-        )),
+        _ => Err(LineError::SnRange {
+            sn: clip_plain(sn),
+            bits: space.bits(),
+            modulus: space.modulus(),
+        }),
     }
 }
 
 /// Parses a non-negative decimal millisecond value ("12", "0.5", "3.000001") into exact
 /// nanoseconds. At most 6 decimals, unless the extra ones are zeros; at most
 /// [`MAX_TIME_MS`] (10 years).
-pub fn parse_ms(s: &str) -> Result<Nanos, String> {
+pub fn parse_ms(s: &str) -> Result<Nanos, MsError> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
     if int.is_empty() || !digits(int) || !digits(frac) {
-        return Err("expected milliseconds like 12 or 12.345 (no sign, no exponent)".into());
+        return Err(MsError::NotDecimal);
     }
-    let too_large = || format!("must be at most {MAX_TIME_MS} ms (10 years)");
     let (frac, extra) = frac.split_at(frac.len().min(6));
     if extra.bytes().any(|b| b != b'0') {
-        return Err("more than 6 decimals (nanosecond resolution)".into());
+        return Err(MsError::TooPrecise);
     }
-    let whole: u64 = int.parse().map_err(|_| too_large())?;
+    let whole: u64 = int.parse().map_err(|_| MsError::TooLarge)?;
     // Right-pad the fraction to 6 digits: "5" -> 500000 ns.
     let frac_ns = frac
         .bytes()
@@ -167,7 +189,7 @@ pub fn parse_ms(s: &str) -> Result<Nanos, String> {
         .checked_mul(NS_PER_MS)
         .and_then(|ns| ns.checked_add(frac_ns))
         .filter(|&ns| ns <= MAX_TIME_MS * NS_PER_MS)
-        .ok_or_else(too_large)
+        .ok_or(MsError::TooLarge)
 }
 
 #[cfg(test)]

@@ -246,6 +246,39 @@ def _t(w: dict[str, Any], key: str) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0.0
 
 
+def _judge(o: ObjectResult, w: dict[str, Any], stderr: str) -> tuple[int, str]:
+    """Sets ``o.ok`` and ``o.error`` from curl's report ``w`` of it; its HTTP status and version."""
+    code = int(w.get("response_code") or w.get("http_code") or 0)
+    version = str(w.get("http_version") or "")
+    problems = []
+    if w.get("exitcode"):
+        problems.append(f"curl error {w.get('exitcode')} ({w.get('errormsg') or stderr})")
+    if code != 200:
+        problems.append(f"HTTP status {code}")
+    if version != "2":
+        problems.append(f"HTTP version {version or 'none'}, not 2")
+    if o.bytes != o.size:
+        problems.append(f"got {o.bytes} of {o.size} bytes")
+    if o.bytes and o.last_byte_s is None:
+        problems.append("no request line in curl's trace, so no timings")
+    o.ok = not problems
+    o.error = "; ".join(problems) or None
+    return code, version
+
+
+def _warmup(reader: _Reports) -> tuple[dict[str, Any] | None, str | None]:
+    """The resumption warm-up's record (None: curl reported none) and why it failed (None: it did not)."""
+    warm = next((w for w in reader.reports if str(w.get("url_effective") or "").endswith("?warmup")), None)
+    tail = " ".join(reader.other)[-200:]
+    if warm is None:
+        return None, f"no report; {tail}"
+    code = int(warm.get("response_code") or 0)
+    record = {"duration_s": _t(warm, "time_total"), "http_code": code, "exitcode": warm.get("exitcode")}
+    if warm.get("exitcode") or code != 200:
+        return record, f"curl error {warm.get('exitcode')}, HTTP status {code}; {tail}"
+    return record, None
+
+
 class TcpStack(Stack):
     name = "tcp"
     transport = "tcp"
@@ -397,22 +430,7 @@ class TcpStack(Stack):
                     o.last_byte_s = start + _t(w, "time_total") if o.bytes else None
                     if int(w.get("num_connects") or 0) > 0 and _t(w, "time_appconnect"):
                         connections[c].handshake_s = start + _t(w, "time_appconnect")
-                code = int(w.get("response_code") or w.get("http_code") or 0)
-                version = str(w.get("http_version") or "")
-                http_codes[i], http_versions[i] = code, version
-                problems = []
-                if w.get("exitcode"):
-                    problems.append(f"curl error {w.get('exitcode')} ({w.get('errormsg') or stderr})")
-                if code != 200:
-                    problems.append(f"HTTP status {code}")
-                if version != "2":
-                    problems.append(f"HTTP version {version or 'none'}, not 2")
-                if o.bytes != o.size:
-                    problems.append(f"got {o.bytes} of {o.size} bytes")
-                if o.bytes and o.last_byte_s is None:
-                    problems.append("no request line in curl's trace, so no timings")
-                o.ok = not problems
-                o.error = "; ".join(problems) or None
+                http_codes[i], http_versions[i] = _judge(o, w, stderr)
             # One connection per process, or it is not the workload asked for.
             ports = sorted(
                 {w["local_port"] for w in reports.values() if isinstance(w.get("local_port"), int) and not w.get("exitcode")}
@@ -425,14 +443,10 @@ class TcpStack(Stack):
             if len(reader.tls) > warmups:
                 connections[c].resumed = reader.tls[warmups].resumed()
             if wl.resumption:  # a failed warm-up fails the workload, as for the other stacks
-                warm = next((w for w in reader.reports if str(w.get("url_effective") or "").endswith("?warmup")), None)
-                code = int(warm.get("response_code") or 0) if warm else 0
-                extra.setdefault("warmup", []).append(
-                    None if warm is None else {"duration_s": _t(warm, "time_total"), "http_code": code, "exitcode": warm.get("exitcode")}
-                )
-                if warm is None or warm.get("exitcode") or code != 200:
-                    why = "no report" if warm is None else f"curl error {warm.get('exitcode')}, HTTP status {code}"
-                    errs.append(f"resumption: the warm-up of connection {c} failed ({why}; {' '.join(reader.other)[-200:]})")
+                warm, failed = _warmup(reader)
+                extra.setdefault("warmup", []).append(warm)
+                if failed:
+                    errs.append(f"resumption: the warm-up of connection {c} failed ({failed})")
         # Data in the SYN acknowledged by the server, from the namespace's counter.
         grew = None if tfo_before is None or tfo_after is None else tfo_after[TFO_KEYS[0]] - tfo_before[TFO_KEYS[0]]
         extra["tfo_active"] = grew

@@ -289,38 +289,44 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
     Ok(Workload { duration, flows })
 }
 
+/// Why a quantile function's points were refused (the caller names the field).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QuantileError {
+    #[error("must list at most {MAX_QUANTILE_POINTS} points (got {0})")]
+    TooMany(usize),
+    #[error("at least two [probability, µs] points, the first at probability 0")]
+    TooFewOrNotFromZero,
+    #[error("point {point}: probability must be between 0 and 1 (got {got})")]
+    Probability { point: usize, got: String },
+    #[error("point {point}: µs must be between 0 and 1000000 (got {got})")]
+    Micros { point: usize, got: String },
+    #[error("point {0}: probabilities must rise and times must not fall")]
+    NotRising(usize),
+}
+
 /// Checks a quantile function's points: at least two, the first at probability 0,
 /// probabilities rising up to at most 1, times (µs, 0 to 1000000) not falling.
-fn quantile_points(points: &[(f64, f64)]) -> std::result::Result<Vec<(f64, Nanos)>, String> {
+fn quantile_points(points: &[(f64, f64)]) -> std::result::Result<Vec<(f64, Nanos)>, QuantileError> {
     if points.len() > MAX_QUANTILE_POINTS {
-        return Err(format!(
-            "must list at most {MAX_QUANTILE_POINTS} points (got {})",
-            points.len()
-        ));
+        return Err(QuantileError::TooMany(points.len()));
     }
     if points.len() < 2 || points[0].0 != 0.0 {
-        return Err("at least two [probability, µs] points, the first at probability 0".into());
+        return Err(QuantileError::TooFewOrNotFromZero);
     }
     let mut out: Vec<(f64, Nanos)> = Vec::with_capacity(points.len());
     for (i, &(p, us)) in points.iter().enumerate() {
         if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
-            return Err(format!(
-                "point {i}: probability must be between 0 and 1 (got {})",
-                fmt_num(p)
-            ));
+            let got = fmt_num(p);
+            return Err(QuantileError::Probability { point: i, got });
         }
         if !(us.is_finite() && (0.0..=1e6).contains(&us)) {
-            return Err(format!(
-                "point {i}: µs must be between 0 and 1000000 (got {})",
-                fmt_num(us)
-            ));
+            let got = fmt_num(us);
+            return Err(QuantileError::Micros { point: i, got });
         }
         let t = from_ms(us / 1e3);
         if let Some(&(p0, t0)) = out.last() {
             if p <= p0 || t < t0 {
-                return Err(format!(
-                    "point {i}: probabilities must rise and times must not fall"
-                ));
+                return Err(QuantileError::NotRising(i));
             }
         }
         out.push((p, t));
