@@ -13,7 +13,7 @@ size), checked against the scenario's MTU.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, cast
+from typing import Literal
 
 from .endpoints import get_stack
 from .endpoints.base import StackError, Workload
@@ -28,7 +28,7 @@ MIN_TCP_MSS = 536  # the MSS a TCP host must accept (RFC 9293); the study's ns-3
 MIN_QUIC_DATAGRAM = 1200  # the smallest max UDP payload QUIC allows (RFC 9000, 14)
 IPV4_TCP_HEADERS = 40  # IPv4 + TCP headers without options: MSS <= MTU - 40
 IPV4_UDP_HEADERS = 28  # IPv4 + UDP headers: a QUIC datagram's payload <= MTU - 28
-MAX_MTU = cast(int, RANGES["mtu"][1])  # the largest MTU a scenario may have
+MAX_MTU = int(RANGES["mtu"][1])  # the largest MTU a scenario may have
 
 
 class PlanError(InputError):

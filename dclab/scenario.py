@@ -16,16 +16,36 @@ from typing import Annotated, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 from . import lte
 from .errors import InputError
 from .files import FileRefused, check_input, clip, read_toml
 
+# Every bounded field's range, in one place: the model's constraints and the messages
+# both read it. Each sits within dcemu's bound for the field (`dcemu limits`, the
+# authority; tests/test_limits.py), so a value taken here is never refused by dcemu.
+RANGES: dict[str, tuple[float, float]] = {
+    "batch": (1, 100_000), "split": (0, 100), "bw": (0.001, 100_000), "delay": (0, 10_000),
+    "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "queue_packets": (1, 1_000_000),
+    "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
+}  # fmt: skip
+for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
+    RANGES[f"uplink_{_leg}"] = RANGES[_leg]
+
+
+def bounded(name: str, description: str | None = None) -> FieldInfo:
+    """The pydantic Field of ``name``'s range in RANGES."""
+    lo, hi = RANGES[name]
+    field: FieldInfo = Field(ge=lo, le=hi, description=description)
+    return field
+
+
 # dcemu takes 1 kbit/s to 1000 Gbit/s (`dcemu limits`: direction.rate_bps); tests/test_limits.py
-PosMbps = Annotated[float, Field(ge=0.001, le=100_000)]
-DelayMs = Annotated[float, Field(ge=0, le=10_000)]
-LossPct = Annotated[float, Field(ge=0, le=100)]
-Share = Annotated[float, Field(ge=0, le=100)]
+PosMbps = Annotated[float, bounded("bw")]
+DelayMs = Annotated[float, bounded("delay")]
+LossPct = Annotated[float, bounded("loss")]
+Share = Annotated[float, bounded("split")]
 
 
 MAX_SEED = 2**63 - 1  # dcemu's seed is a u64; repetition N of a run adds N - 1
@@ -40,11 +60,11 @@ class Scenario(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    batch: Annotated[int, Field(ge=1, le=100_000, description="PDCP split batch size, packets")] = 100
+    batch: Annotated[int, bounded("batch", description="PDCP split batch size, packets")] = 100
     split: Annotated[list[Share], Field(min_length=1, max_length=8, description="share per leg (percent or any ratio)")] = [50.0, 50.0]
     bw: Annotated[list[PosMbps], Field(min_length=1, max_length=8, description="downlink rate per leg, Mbit/s")] = [20.0, 20.0]
     delay: Annotated[list[DelayMs], Field(min_length=1, max_length=8, description="downlink delay per leg, ms")] = [10.0, 10.0]
-    delay_cov: Annotated[float, Field(ge=0, le=1, description="delay std / mean (normal jitter)")] = 0.1
+    delay_cov: Annotated[float, bounded("delay_cov", description="delay std / mean (normal jitter)")] = 0.1
     jitter_reorders: Annotated[StrictBool | None, Field(description=(
         "jitter may reorder packets (netem); False: order-preserving jitter, on every direction; None: "
         "the link's own (netem's on the legs, order-preserving over a cell, which delivers in order)"))] = None
@@ -54,20 +74,20 @@ class Scenario(BaseModel):
                     "time) or before it (it never queues)")] = "after-rate"
     duplicate: StrictBool = False
     reordering: StrictBool = True
-    t_reordering: Annotated[float | None, Field(ge=0, le=60_000, description="ms; None is infinity")] = 200.0
+    t_reordering: Annotated[float | None, bounded("t_reordering", description="ms; None is infinity")] = 200.0
     trace: Path | None = None
     uplink_bw: PosMbps = 20.0
     uplink_delay: DelayMs = 10.0
     uplink_loss: Annotated[LossPct, Field(description="random loss on the uplink (leg 1), percent")] = 0.0
-    queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-    uplink_queue_packets: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
-    delay_limit: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
-    pdcp_processing: Annotated[float, Field(ge=0, le=1000, description=(
+    queue_packets: Annotated[int, bounded("queue_packets")] = 100
+    uplink_queue_packets: Annotated[int, bounded("uplink_queue_packets")] = 10_000
+    delay_limit: Annotated[int, bounded("delay_limit")] = 10_000
+    pdcp_processing: Annotated[float, bounded("pdcp_processing", description=(
         "ms each PDCP entity holds every packet, each way (the study's proxies: about 1)"))] = 0.0
     sn_bits: Literal[12, 16, 18] = 16
-    header_bytes: Annotated[int, Field(ge=0, le=64)] = 2
-    mtu: Annotated[int, Field(ge=1280, le=9000)] = 1500
-    stats_interval_ms: Annotated[float, Field(ge=1, le=10_000)] = 10.0
+    header_bytes: Annotated[int, bounded("header_bytes")] = 2
+    mtu: Annotated[int, bounded("mtu")] = 1500
+    stats_interval_ms: Annotated[float, bounded("stats_interval_ms")] = 10.0
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 1
     link: Annotated[str | None, Field(description="lte:LEVEL: one LTE cell instead of the legs (dclab/lte.py)")] = None
 
@@ -178,13 +198,6 @@ KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}
 # The CLI option of a field where it is not --field-name.
 OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue"}
 
-# Allowed ranges, for messages ("> 0" marks an open lower bound).
-RANGES: dict[str, tuple[object, object]] = {
-    "batch": (1, 100_000), "split": (0, 100), "bw": (0.001, 100_000), "delay": (0, 10_000),
-    "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "uplink_bw": (0.001, 100_000),
-    "uplink_delay": (0, 10_000), "uplink_loss": (0, 100), "queue_packets": (1, 1_000_000), "uplink_queue_packets": (1, 1_000_000),
-    "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
-}
 
 
 def describe(e: ValidationError, as_file: bool = False) -> str:
@@ -204,7 +217,7 @@ def describe(e: ValidationError, as_file: bool = False) -> str:
             leg = f"[{int(loc[1])}]"
         if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and field in RANGES:
             lo, hi = RANGES[field]
-            lo_text = f"above {str(lo)[2:]}" if isinstance(lo, str) else f"at least {lo}"
+            lo_text = f"at least {lo}"
             got = err.get("input")
             shown = f"{got:g}" if isinstance(got, int | float) and abs(got) >= 1e15 else str(got)[:40]
             msg = f"must be {lo_text} and at most {hi} (got {shown})"

@@ -121,7 +121,7 @@ def test_a_twin_on_a_stand_in_has_a_key_of_its_own(monkeypatch):
                         ng.options.model_copy(update={"backend": "sim"}).model_dump(mode="json"))
     assert silent == "bc7040e0c99212a8"
     assert twin.key not in {ng.key, silent}
-    assert twin.label == "throughput ngtcp2 (aioquic model) cubic large-buffer batch=10 rep 1"
+    assert twin.label == "smoke: throughput ngtcp2 (aioquic model) cubic large-buffer batch=10 rep 1"
     # Naming a stand-in leaves the runs that do not need it as they were.
     assert v.sim_twin(tcp, {"ngtcp2": "aioquic"}).key == v.sim_twin(tcp).key == "eaee721de1a2cbb0"  # type: ignore[union-attr]
 

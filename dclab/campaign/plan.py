@@ -68,15 +68,19 @@ class PlannedRun:
     scenario: Scenario
     options: Options
     estimate_s: float
+    group: str = ""  # the campaign group that planned it (its name, or its number from 0)
 
     @property
     def label(self) -> str:
-        return f"{self.experiment} {self.config_label} {self.sweep}={self.value:g} rep {self.rep}"
+        """What the run is, for people: in a campaign whose groups differ only in options
+        (e.g. mquic-fidelity's variants) the group tells the runs apart."""
+        where = f"{self.group}: " if self.group else ""
+        return f"{where}{self.experiment} {self.config_label} {self.sweep}={self.value:g} rep {self.rep}"
 
     @property
     def config_label(self) -> str:
         """The configuration as shown: a simulated stand-in's model after its stack."""
-        return self.config.shown(getattr(self.options, "stand_in", None))
+        return self.config.shown(RunChoices.of(self.options).stand_ins or None)
 
 
 class CampaignFileError(InputError):
@@ -330,6 +334,7 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
     runs = []
     seen: set[str] = set()
     for g in c.groups:
+        group_name = str(g.get("name") or c.groups.index(g))
         changes = dict(g.get("scenario", {}))
         if changes.get("trace") and not Path(changes["trace"]).is_absolute():
             changes["trace"] = str(ROOT / changes["trace"])  # relative to the repository
@@ -366,7 +371,7 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
                                 continue
                             seen.add(key)
                             runs.append(PlannedRun(key, name, cfg, sname, p.value, rep, p.scenario, options,
-                                                   estimate(exp, p.scenario, options)))
+                                                   estimate(exp, p.scenario, options), group_name))
     return runs
 
 

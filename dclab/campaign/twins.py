@@ -53,7 +53,7 @@ def sim_twin(run: PlannedRun, stand_in: Mapping[str, str] | None = None,
     key = run_key(run.experiment, run.config, run.sweep, run.value, run.rep, run.scenario,
                   options.model_dump(mode="json"))
     return PlannedRun(key, run.experiment, run.config, run.sweep, run.value, run.rep, run.scenario, options,
-                      SIM_RUN_S + SIM_S_PER_S * max(0.0, run.estimate_s - OVERHEAD_S))
+                      SIM_RUN_S + SIM_S_PER_S * max(0.0, run.estimate_s - OVERHEAD_S), run.group)
 
 
 @dataclass
