@@ -348,14 +348,20 @@ def test_zero_rtt_through_dcemu(tmp_path, stack_name):
     plan = single_bearer_plan(Scenario(), [Flow("dl", stack_name, "dc", Workload(objects=(64 * KB,)), stack.default_cc)])
     with Testbed(Scenario(), plan, host_config_for(stack.transport, "default"), tmp_path) as tb:
         tb.start_servers()
-        plain = tb.run_clients(timeout_s=30)["dl"]
         zero_wl = Workload(objects=(64 * KB,), resumption=True, zero_rtt=True)
-        zero = tb.run_clients(timeout_s=30, workloads={"dl": zero_wl})["dl"]
+        # Five of each, alternating: the legs' jitter (10 ms +- 1 ms) moves one download's
+        # first byte by a few ms, so the saving is taken between the medians.
+        plains, zeros = [], []
+        for _ in range(5):
+            plains.append(tb.run_clients(timeout_s=30)["dl"])
+            zeros.append(tb.run_clients(timeout_s=30, workloads={"dl": zero_wl})["dl"])
         settings = dict(tb.settings)
         tb.finish()
-    assert plain.ok and zero.ok, (plain.error, zero.error)
-    assert plain.connections[0].resumed is False and plain.connections[0].early_data is False
-    assert zero.connections[0].resumed is True and zero.connections[0].early_data is True
+    for plain, zero in zip(plains, zeros, strict=True):
+        assert plain.ok and zero.ok, (plain.error, zero.error)
+        assert plain.connections[0].resumed is False and plain.connections[0].early_data is False
+        assert zero.connections[0].resumed is True and zero.connections[0].early_data is True
+    plain, zero = (sorted(rs, key=lambda r: r.first_byte_s)[2] for rs in (plains, zeros))  # the medians
     # About one round trip (20 ms) each: QUIC's handshake; TCP's SYN, by Fast Open (curl's TLS
     # resumption sends no early data)
     check_bound(f"resume.{stack_name}.zero_rtt_first_byte_saving_ms", (plain.first_byte_s - zero.first_byte_s) * 1000)

@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::de::DeserializeOwned;
 
 use super::input::{clip, clip_echoes, clip_plain, read_input};
-use super::model::Scenario;
+use super::scenario::Scenario;
 use super::schema::ScenarioFile;
 use super::validate::{validate, FieldError};
 

@@ -3,21 +3,21 @@
 //!
 //! Parsing is two steps: serde reads the file into the `*File` structs of [`schema`]
 //! (unknown fields and wrong types are rejected with their path), then
-//! [`validate()`] checks ranges and cross references and produces the [`model`] the
+//! [`validate()`] checks ranges and cross references and produces the validated [`scenario`] the
 //! engine is built from. [`load()`] ties the steps together; [`trace_file`] reads the
 //! bandwidth traces a scenario names; [`input`] is how every file dcemu is given is read
 //! (regular files below a size limit) and how a message cuts what it echoes.
 
 pub mod input;
 pub mod load;
-pub mod model;
+pub mod scenario;
 pub mod schema;
 pub mod trace_file;
 pub mod validate;
 
 pub use input::{clip, clip_echoes, clip_plain, read_input, ECHO_LIMIT, INPUT_LIMIT};
 pub use load::{load, parse, parse_toml};
-pub use model::{Bearer, CellLeg, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
+pub use scenario::{Bearer, CellLeg, Change, ChangeKind, Leg, Pdcp, Rule, Scenario, Split};
 pub use schema::{
     default_toml, BearerFile, BearerMode, CellDeviceFile, CellFile, ChangeFile, DelayFile,
     DirectionFile, DirectionName, InfWord, LegFile, LossFile, MatchFile, MsOrInf, PdcpFile,

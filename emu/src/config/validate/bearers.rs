@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::names::check_name;
 use super::{bad, leg_index, within, MAX_MATCH_RULES};
 use crate::config::input::clip;
-use crate::config::model::{Bearer, Leg, Rule, Split};
+use crate::config::scenario::{Bearer, Leg, Rule, Split};
 use crate::config::schema::{
     BearerFile, BearerMode, MatchFile, PortValue, ScenarioFile, SplitFile,
 };

@@ -11,7 +11,7 @@ use super::names::check_name;
 use super::{bad, fmt_num, in_range, limit, within, FieldError, MAX_TRACES};
 use crate::cell::{rbs_for_bandwidth, CellSpec, DeviceSpec, FadingModel, SchedulerSpec};
 use crate::config::input::clip;
-use crate::config::model::{CellLeg, Leg};
+use crate::config::scenario::{CellLeg, Leg};
 use crate::config::schema::{
     CellDeviceFile, CellFile, DelayFile, DirectionFile, LossAt, LossFile, RateValue, ScenarioFile,
     TraceFile,

@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::input::clip;
-use super::model::{Leg, Pdcp, Scenario};
+use super::scenario::{Leg, Pdcp, Scenario};
 use super::schema::{MsOrInf, PdcpFile, ScenarioFile, TopologyFile};
 use crate::base::time::from_ms;
 

@@ -10,7 +10,7 @@ use super::links::{delay_spec, loss_spec, rate_spec, trace_spec, TraceCache};
 use super::{bad, leg_index, within};
 use crate::base::time::{from_ms, Nanos};
 use crate::config::input::clip;
-use crate::config::model::{Bearer, Change, ChangeKind, Leg};
+use crate::config::scenario::{Bearer, Change, ChangeKind, Leg};
 use crate::config::schema::{BearerMode, ChangeFile, DirectionName, ScenarioFile, SplitChangeFile};
 
 pub(super) fn schedule(
