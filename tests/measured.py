@@ -117,9 +117,9 @@ BOUNDS: dict[str, Bound] = {
     "flows.quic_tcp_one_leg_jfi": Bound(lo=0.782, ceiling=1.0, what="aioquic reno and TCP cubic, 5 s"),  # 5: 0.838-0.965-0.999
     "plugin.4x50kb_2conns_s": Bound(hi=0.19, floor=0.02, what="mean completion, 2 reps"),  # 5: 0.151-0.160-0.161
     "plugin.2x50kb_2conns_batch10_s": Bound(hi=0.206, floor=0.02),  # 5: 0.163-0.173-0.178
-    "resume.aioquic.zero_rtt_first_byte_saving_ms": Bound(lo=27.0, what="one RTT of 20 ms and the handshake's work"),  # 5: 30.3-33.3-36.4
-    "resume.ngtcp2.zero_rtt_first_byte_saving_ms": Bound(lo=20.9),  # 5: 21.3-25.8-26.2
-    "resume.tcp.zero_rtt_first_byte_saving_ms": Bound(lo=20.45),  # 5: 23.4-25.2-26.0
+    "resume.aioquic.zero_rtt_first_byte_saving_ms": Bound(lo=26.4, what="one RTT of 20 ms and the handshake's work"),  # 5: 29.2-32.6-35.2
+    "resume.ngtcp2.zero_rtt_first_byte_saving_ms": Bound(lo=18.4),  # 5: 22.4-22.7-23.1
+    "resume.tcp.zero_rtt_first_byte_saving_ms": Bound(lo=19.7, what="the SYN's round trip, 20 ms"),  # 5: 22.1-24.3-27.0
     # every stack and controller, 10 MB through the default scenario (tests/test_stacks_dcemu.py)
     "stacks.aioquic.reno.10mb_mbps": Bound(lo=25.6, ceiling=QUIC_CEILING),  # 5: 28.0-31.6-35.7
     "stacks.aioquic.cubic.10mb_mbps": Bound(lo=24.5, ceiling=QUIC_CEILING),  # 5: 29.0-30.2-32.9
