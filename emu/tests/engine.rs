@@ -571,3 +571,189 @@ fn leg_taps_see_each_packet_leave_its_leg_before_the_receiver_reorders() {
     quiet.run_until(50 * NS_PER_MS);
     assert!(quiet.e.take_leg_exits().is_empty());
 }
+
+/// A UDP packet between the server (198.18.0.1) and the client address 198.18.0.`client`.
+fn udp_from(client: u8, seq: u32, total: usize, down: bool) -> Vec<u8> {
+    let mut p = udp(4433, 5000, seq, total, down);
+    let at = if down { 16 } else { 12 };
+    p[at + 3] = client;
+    p
+}
+
+/// Two legs, each with its own uplink, and a path bearer per client address.
+const TWO_PATHS: &str = r#"
+[[legs]]
+name = "a"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 5 }
+[legs.uplink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 3 }
+[[legs]]
+name = "b"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 20 }
+[legs.uplink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 7 }
+[[bearers]]
+name = "path-a"
+mode = "path"
+legs = ["a"]
+match = [{ client_addr = "198.18.0.2" }]
+[[bearers]]
+name = "path-b"
+mode = "path"
+legs = ["b"]
+match = [{ client_addr = "198.18.0.3" }]
+"#;
+
+#[test]
+fn path_bearers_pin_each_client_address_to_one_leg_both_ways() {
+    let mut h = Harness::new(TWO_PATHS);
+    h.inject(NS_PER_MS, Dir::Down, &udp_from(2, 1, 100, true));
+    h.inject(NS_PER_MS, Dir::Down, &udp_from(3, 2, 100, true));
+    h.inject(NS_PER_MS, Dir::Up, &udp_from(2, 3, 100, false));
+    h.inject(NS_PER_MS, Dir::Up, &udp_from(3, 4, 100, false));
+    h.run_until(50 * NS_PER_MS);
+    let mut got = h.written.clone();
+    got.sort_by_key(|w| w.2);
+    assert_eq!(
+        got,
+        vec![
+            (Dir::Down, 6 * NS_PER_MS, 1, 100),
+            (Dir::Down, 21 * NS_PER_MS, 2, 100),
+            (Dir::Up, 4 * NS_PER_MS, 3, 100),
+            (Dir::Up, 8 * NS_PER_MS, 4, 100),
+        ],
+        "each address's packets cross its own leg's downlink and uplink"
+    );
+    let rec = h.e.summary(h.now);
+    let modes: Vec<(&str, &str, bool)> = rec
+        .bearers
+        .iter()
+        .map(|b| (b.name.as_str(), b.mode.as_str(), b.rx.is_some()))
+        .collect();
+    assert_eq!(
+        modes,
+        vec![("path-a", "path", false), ("path-b", "path", false)],
+        "a path has no PDCP reordering"
+    );
+    assert_eq!(
+        rec.legs
+            .iter()
+            .map(|l| (
+                l.downlink.counters.packets_out,
+                l.uplink.as_ref().unwrap().counters.packets_out
+            ))
+            .collect::<Vec<_>>(),
+        vec![(1, 1), (1, 1)]
+    );
+}
+
+/// On a leg whose jitter reorders, a path hands packets over as they arrive (the transport
+/// sees the reordering), where a single-connectivity bearer's PDCP puts them back in order.
+#[test]
+fn a_path_delivers_as_its_leg_does_where_pdcp_would_reorder() {
+    let jittery = |mode: &str| {
+        format!(
+            r#"
+[[legs]]
+name = "a"
+[legs.downlink]
+rate = "unlimited"
+delay = {{ distribution = "normal", mean_ms = 10, std_ms = 4 }}
+[legs.uplink]
+rate = "unlimited"
+[[bearers]]
+name = "one"
+mode = "{mode}"
+legs = ["a"]
+"#
+        )
+    };
+    let mut orders = vec![];
+    for mode in ["path", "sc"] {
+        let mut h = Harness::new(&jittery(mode));
+        for i in 0..200u32 {
+            h.inject(
+                i as Nanos * 100 * NS_PER_US,
+                Dir::Down,
+                &udp(4433, 5000, i, 200, true),
+            );
+        }
+        h.run_until(NS_PER_S);
+        let seqs: Vec<u32> = h.written.iter().map(|w| w.2).collect();
+        assert_eq!(seqs.len(), 200, "{mode}: every packet is delivered once");
+        let out_of_order = seqs.windows(2).filter(|w| w[1] < w[0]).count();
+        orders.push(out_of_order);
+    }
+    assert!(
+        orders[0] >= 20,
+        "path: the jitter's reordering reaches the receiver ({orders:?})"
+    );
+    assert_eq!(orders[1], 0, "sc: PDCP restores order ({orders:?})");
+}
+
+#[test]
+fn a_path_bearer_is_one_leg_with_its_own_uplink() {
+    let cases = [
+        (
+            TWO_PATHS.replace("legs = [\"a\"]", "legs = [\"a\", \"b\"]"),
+            "bearers[0].legs: a path bearer takes exactly 1 leg (got 2)",
+        ),
+        (
+            TWO_PATHS.replace(
+                "legs = [\"b\"]",
+                "legs = [\"b\"]\nuplink_leg = \"a\"",
+            ),
+            "bearers[1].uplink_leg: a path bearer's uplink is its own leg's (b), got \"a\"",
+        ),
+        (
+            TWO_PATHS.replacen(
+                "[legs.uplink]\nrate = \"unlimited\"\ndelay = { distribution = \"constant\", ms = 7 }\n",
+                "",
+                1,
+            ),
+            "bearers[1].legs: a path bearer needs its leg to have an uplink (leg b has none)",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = parse(&text, Path::new(".")).unwrap_err();
+        assert!(format!("{err:#}").contains(want), "{err:#}");
+    }
+}
+
+#[test]
+fn extra_client_addresses_are_bench_addresses_of_their_own() {
+    let with = |addrs: &str| format!("[topology]\nclient_extra_addrs = {addrs}\n{TWO_PATHS}");
+    let ok = parse(&with(r#"["198.18.0.3"]"#), Path::new(".")).unwrap();
+    assert_eq!(
+        ok.topology.client_extra_addrs,
+        vec![std::net::Ipv4Addr::new(198, 18, 0, 3)]
+    );
+    let cases = [
+        (
+            r#"["10.0.0.3"]"#,
+            "topology.client_extra_addrs[0]: must be in 198.18.0.0/15 (got 10.0.0.3)",
+        ),
+        (
+            r#"["198.18.0.2"]"#,
+            "topology.client_extra_addrs[0]: 198.18.0.2 is already an address",
+        ),
+        (
+            r#"["198.18.0.3", "198.18.0.3"]"#,
+            "topology.client_extra_addrs[1]: 198.18.0.3 is already an address",
+        ),
+        (
+            r#"["198.18.0.3", "198.18.0.4", "198.18.0.5", "198.18.0.6", "198.18.0.7", "198.18.0.8", "198.18.0.9", "198.18.0.10"]"#,
+            "topology.client_extra_addrs: must list at most 7 addresses (got 8)",
+        ),
+    ];
+    for (addrs, want) in cases {
+        let err = parse(&with(addrs), Path::new(".")).unwrap_err();
+        assert!(format!("{err:#}").contains(want), "{addrs}: {err:#}");
+    }
+}

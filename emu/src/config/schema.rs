@@ -48,6 +48,11 @@ pub struct TopologyFile {
     pub server_addr: Ipv4Addr,
     #[serde(default = "d_client_addr")]
     pub client_addr: Ipv4Addr,
+    /// More addresses of the client, one per extra path of a multipath transport (each
+    /// matched to its leg by a `path` bearer's `client_addr` rule); the server routes them
+    /// into its device.
+    #[serde(default)]
+    pub client_extra_addrs: Vec<Ipv4Addr>,
     #[serde(default = "d_mtu")]
     pub mtu: u32,
     #[serde(default = "d_server_tun")]
@@ -85,6 +90,7 @@ impl Default for TopologyFile {
             client_netns: d_client_ns(),
             server_addr: d_server_addr(),
             client_addr: d_client_addr(),
+            client_extra_addrs: vec![],
             mtu: d_mtu(),
             server_tun: d_server_tun(),
             client_tun: d_client_tun(),
@@ -445,6 +451,9 @@ pub enum BearerMode {
     Sc,
     /// Every packet on every leg of the bearer.
     Dup,
+    /// One path of a multipath transport: pinned to one leg both ways (its uplink on that
+    /// leg's uplink), with no PDCP reordering, so the transport sees the leg as it is.
+    Path,
 }
 
 /// A port or an inclusive range "lo-hi".

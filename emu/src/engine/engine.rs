@@ -149,7 +149,7 @@ impl Engine {
         let mut bearers = Vec::new();
         for b in &s.bearers {
             let mode = match b.mode {
-                BearerMode::Sc => TxMode::Single { leg: b.legs[0] },
+                BearerMode::Sc | BearerMode::Path => TxMode::Single { leg: b.legs[0] },
                 BearerMode::Dup => TxMode::Duplicate {
                     legs: b.legs.clone(),
                 },
@@ -159,7 +159,8 @@ impl Engine {
                         .map_err(|e| anyhow::anyhow!("bearer {}: {e}", b.name))?,
                 },
             };
-            let rx = s.pdcp.reordering.then(|| {
+            // A path delivers as its leg does: the transport above sees any reordering.
+            let rx = (s.pdcp.reordering && b.mode != BearerMode::Path).then(|| {
                 PdcpRx::new(RxConfig {
                     sn_bits: s.pdcp.sn_bits,
                     t_reordering: s.pdcp.t_reordering,

@@ -131,21 +131,24 @@ impl Forwarding {
             local,
             peer,
             routes: vec![],
+            extra_local: vec![],
             offload: opts.offload,
         };
-        let server = Tun::create(&device(
-            &t.server_tun,
-            &t.server_netns,
-            t.server_addr,
-            t.client_addr,
-        ))
+        // The client's extra addresses (its other paths) are its own on its device and
+        // routed into the server's.
+        let server = Tun::create(&TunConfig {
+            routes: t
+                .client_extra_addrs
+                .iter()
+                .map(|a| format!("{a}/32"))
+                .collect(),
+            ..device(&t.server_tun, &t.server_netns, t.server_addr, t.client_addr)
+        })
         .context("setting up the server side")?;
-        let client = Tun::create(&device(
-            &t.client_tun,
-            &t.client_netns,
-            t.client_addr,
-            t.server_addr,
-        ))
+        let client = Tun::create(&TunConfig {
+            extra_local: t.client_extra_addrs.clone(),
+            ..device(&t.client_tun, &t.client_netns, t.client_addr, t.server_addr)
+        })
         .context("setting up the client side")?;
 
         let mut waiter = Waiter::new(opts.spin_us)?;

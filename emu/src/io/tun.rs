@@ -49,6 +49,9 @@ pub struct TunConfig {
     pub peer: Ipv4Addr,
     /// Extra prefixes routed into the device, e.g. "198.18.5.0/24".
     pub routes: Vec<String>,
+    /// More addresses of the endpoint on this device (one per path of a multipath
+    /// transport), each reaching the peer through the device.
+    pub extra_local: Vec<Ipv4Addr>,
     pub offload: Offload,
 }
 
@@ -308,6 +311,9 @@ impl Tun {
         let local = format!("{}/32", cfg.local);
         let peer = format!("{}/32", cfg.peer);
         ip(&["-n", ns, "addr", "add", &local, "peer", &peer, "dev", name])?;
+        for a in &cfg.extra_local {
+            ip(&["-n", ns, "addr", "add", &format!("{a}/32"), "dev", name])?;
+        }
         for r in &cfg.routes {
             ip(&["-n", ns, "route", "add", r, "dev", name])?;
         }
@@ -578,6 +584,7 @@ mod tests {
             local: a_local,
             peer: a_peer,
             routes: vec!["198.18.2.0/24".into()],
+            extra_local: vec![],
             offload: Offload::default(),
         };
         let cfg_b = TunConfig {
@@ -587,6 +594,7 @@ mod tests {
             local: b_local,
             peer: b_peer,
             routes: vec![],
+            extra_local: vec![],
             offload: Offload::default(),
         };
         let ta = Tun::create(&cfg_a).unwrap();
@@ -703,6 +711,7 @@ mod tests {
             local: Ipv4Addr::new(198, 18, 3, 1),
             peer: Ipv4Addr::new(198, 18, 3, 2),
             routes: vec![],
+            extra_local: vec![],
             offload: Offload::default(),
         }
     }
@@ -753,6 +762,7 @@ mod tests {
         let bad = TunConfig {
             netns: ns.clone(),
             routes: vec!["not-a-prefix".into()],
+            extra_local: vec![],
             ..cfg.clone()
         };
         let err = format!("{:#}", Tun::create(&bad).unwrap_err());

@@ -58,9 +58,17 @@ pub(super) fn bearers(file: &ScenarioFile, legs: &[Leg]) -> Result<Vec<Bearer>> 
             }
         };
         match b.mode {
-            BearerMode::Sc if leg_ids.len() != 1 => bad(
+            BearerMode::Sc | BearerMode::Path if leg_ids.len() != 1 => bad(
                 format!("{f}.legs"),
-                format!("an sc bearer takes exactly 1 leg (got {})", leg_ids.len()),
+                format!(
+                    "{} bearer takes exactly 1 leg (got {})",
+                    if b.mode == BearerMode::Sc {
+                        "an sc"
+                    } else {
+                        "a path"
+                    },
+                    leg_ids.len()
+                ),
             )?,
             BearerMode::Dc | BearerMode::Dup if leg_ids.is_empty() => {
                 bad(format!("{f}.legs"), "must list at least 1 leg")?
@@ -77,9 +85,33 @@ pub(super) fn bearers(file: &ScenarioFile, legs: &[Leg]) -> Result<Vec<Bearer>> 
             },
         };
         let uplink_leg = match &b.uplink_leg {
+            // A path's uplink is its own leg's: each path sees one leg, both ways.
+            None if b.mode == BearerMode::Path => {
+                let id = leg_ids[0];
+                if legs[id].uplink.is_none() {
+                    bad(
+                        format!("{f}.legs"),
+                        format!(
+                            "a path bearer needs its leg to have an uplink (leg {} has none)",
+                            legs[id].name
+                        ),
+                    )?;
+                }
+                Some(id)
+            }
             None => first_uplink,
             Some(n) => {
                 let id = leg_index(legs, &format!("{f}.uplink_leg"), n)?;
+                if b.mode == BearerMode::Path && id != leg_ids[0] {
+                    bad(
+                        format!("{f}.uplink_leg"),
+                        format!(
+                            "a path bearer's uplink is its own leg's ({}), got {}",
+                            legs[leg_ids[0]].name,
+                            clip(n)
+                        ),
+                    )?;
+                }
                 if legs[id].uplink.is_none() {
                     bad(
                         format!("{f}.uplink_leg"),

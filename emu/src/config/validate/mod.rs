@@ -140,6 +140,9 @@ pub fn validate(file: ScenarioFile, base: &Path) -> Result<Scenario> {
     })
 }
 
+/// One more client address per leg beyond the first, at most.
+const MAX_EXTRA_ADDRS: usize = MAX_LEGS - 1;
+
 fn topology(t: &TopologyFile) -> Result<()> {
     check_ns_name("topology.server_netns", &t.server_netns)?;
     check_ns_name("topology.client_netns", &t.client_netns)?;
@@ -156,6 +159,22 @@ fn topology(t: &TopologyFile) -> Result<()> {
             "topology.client_addr",
             "must differ from topology.server_addr",
         )?;
+    }
+    if t.client_extra_addrs.len() > MAX_EXTRA_ADDRS {
+        bad(
+            "topology.client_extra_addrs",
+            format!(
+                "must list at most {MAX_EXTRA_ADDRS} addresses (got {})",
+                t.client_extra_addrs.len()
+            ),
+        )?;
+    }
+    for (i, &a) in t.client_extra_addrs.iter().enumerate() {
+        let field = format!("topology.client_extra_addrs[{i}]");
+        check_bench_addr(&field, a)?;
+        if a == t.server_addr || a == t.client_addr || t.client_extra_addrs[..i].contains(&a) {
+            bad(field, format!("{a} is already an address of the topology"))?;
+        }
     }
     within("topology.mtu", "topology.mtu", t.mtu as f64)?;
     check_ifname("topology.server_tun", &t.server_tun)?;
