@@ -234,6 +234,9 @@ class Capabilities:
     # One client process runs many workloads in turn (Stack.session); without, each
     # workload starts its own process
     serve: bool = False
+    # Aggregates at the transport layer: a subflow (MPTCP) or path (multipath QUIC) from
+    # each of ClientSpec.paths; a flow on a ``paths`` bearer needs it
+    multipath: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,10 @@ class ClientSpec:
     qlog: bool = False
     quic_datagram: int | None = None  # max UDP payload a QUIC client sends; None: the stack's default
     keylog: bool = False  # TLS secrets into workdir/KEYLOG_FILE (NSS key log format)
+    # A multipath client's own address on each leg, in leg order: its first connection
+    # leaves from paths[0], further subflows or paths from the others. Empty: the client
+    # namespace's one address, chosen by the kernel (every single-path flow).
+    paths: tuple[str, ...] = ()
 
 
 @dataclass
