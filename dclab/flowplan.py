@@ -6,19 +6,24 @@ name, a stack with its congestion control, a server port, a bearer, and the work
 client fetches). The testbed starts one server per flow and renders the bearers into
 dcemu's scenario file; per-flow metrics are read by flow name from dcemu's per-bearer
 counters. Experiments build plans; nothing else knows which flows an experiment has.
-A plan also carries the run's packet sizes (the TCP MSS clamp, the QUIC max datagram
+A ``paths`` bearer aggregates at the transport layer instead: its flows' clients get an
+address per leg (``path_addresses``), and dcemu pins each address to its
+leg both ways (one ``path`` bearer per leg, ``{name}-leg{k}``), so every subflow or path
+of a multipath transport crosses exactly one leg. A plan also carries the run's packet sizes (the TCP MSS clamp, the QUIC max datagram
 size), checked against the scenario's MTU.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from ipaddress import IPv4Address
 from typing import Literal
 
-from .endpoints import get_stack
+from .endpoints import STACKS, get_stack
 from .endpoints.base import StackError, Workload
 from .errors import InputError
 from .files import clip
+from .paths import CLIENT_ADDR
 from .scenario import RANGES, Scenario
 
 PORT_BASE = 4433  # the study's DC port; further flows take the next free ports
@@ -39,12 +44,17 @@ class PlanError(InputError):
 class Bearer:
     """One PDCP bearer. ``legs`` are 1-based leg numbers (None: every leg). ``mode`` "dc"
     becomes "dup" when the scenario asks for duplication. ``split`` (a share per leg of
-    the bearer) overrides the scenario's split for this bearer."""
+    the bearer) overrides the scenario's split for this bearer. ``paths``: no PDCP, one
+    path per leg for a multipath transport (its stack needs ``Capabilities.multipath``)."""
 
     name: str
-    mode: Literal["dc", "sc", "dup"] = "dc"
+    mode: Literal["dc", "sc", "dup", "paths"] = "dc"
     legs: tuple[int, ...] | None = None
     split: tuple[float, ...] | None = None
+
+    def leg_numbers(self, n_legs: int) -> tuple[int, ...]:
+        """Its legs over a scenario of ``n_legs`` legs, in order."""
+        return self.legs or tuple(range(1, n_legs + 1))
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,7 @@ class FlowPlan:
         if len(set(names)) != len(names):
             raise PlanError(f"bearer names must be unique (got {', '.join(names)})")
         for b in bearers:
-            legs = b.legs or tuple(range(1, scenario.legs + 1))
+            legs = b.leg_numbers(scenario.legs)
             bad = [x for x in legs if not 1 <= x <= scenario.legs]
             if bad:
                 raise PlanError(f"bearer {b.name}: leg {bad[0]} does not exist (the scenario has {scenario.legs})")
@@ -91,6 +101,15 @@ class FlowPlan:
                 raise PlanError(f"bearer {b.name}: an SC bearer is on exactly one leg (got {len(legs)})")
             if b.split is not None and len(b.split) != len(legs):
                 raise PlanError(f"bearer {b.name}: split needs one share per leg of the bearer ({len(legs)})")
+            if b.mode == "paths" and (len(legs) < 2 or b.split is not None):
+                raise PlanError(f"bearer {b.name}: a paths bearer spans 2 legs or more and has no split "
+                                f"(the transport splits; got {len(legs)} legs)")
+        paths = [b.name for b in bearers if b.mode == "paths"]
+        if len(paths) > 1:  # the kernel's MPTCP path manager is one per namespace: every
+            # connection would open subflows from every paths bearer's addresses
+            raise PlanError(f"a plan has at most one paths bearer (got {', '.join(paths)})")
+        if paths and scenario.link is not None:
+            raise PlanError(f"bearer {paths[0]}: no paths bearer over a cell (--link), which is one leg")
         fnames = [f.name for f in flows]
         if len(set(fnames)) != len(fnames):
             raise PlanError(f"flow names must be unique (got {', '.join(fnames)})")
@@ -103,9 +122,14 @@ class FlowPlan:
             if f.bearer not in names:
                 raise PlanError(f"flow {f.name}: no bearer {f.bearer!r} (bearers: {', '.join(names)})")
             try:
-                cc = get_stack(f.stack).check(f.cc, f.workload)
+                stack = get_stack(f.stack)
+                cc = stack.check(f.cc, f.workload)
             except StackError as e:
                 raise PlanError(f"flow {f.name}: {e}") from None
+            if next(b for b in bearers if b.name == f.bearer).mode == "paths" and not stack.capabilities.multipath:
+                multi = ", ".join(n for n in STACKS if get_stack(n).capabilities.multipath)
+                raise PlanError(f"flow {f.name}: {f.stack} is one path; bearer {f.bearer} needs a multipath stack "
+                                f"({multi})")
             port = f.port
             if port is None:
                 while next_port in taken:
@@ -119,6 +143,20 @@ class FlowPlan:
     def default_bearer(self) -> str:
         """Where packets no flow claims go (the first bearer)."""
         return self.bearers[0].name
+
+    def bearer(self, name: str) -> Bearer:
+        return next(b for b in self.bearers if b.name == name)
+
+    def path_addresses(self, legs: int) -> dict[str, tuple[str, ...]]:
+        """The paths bearer's client addresses, one per leg in leg order: the client's own
+        (198.18.0.2) on its first leg, then the next ones (198.18.0.3, ...)."""
+        first = IPv4Address(CLIENT_ADDR)
+        return {b.name: tuple(str(first + k) for k in range(len(b.leg_numbers(legs))))
+                for b in self.bearers if b.mode == "paths"}
+
+    def client_paths(self, flow: Flow, legs: int) -> tuple[str, ...]:
+        """A flow's addresses for ``ClientSpec.paths`` (empty unless on a paths bearer)."""
+        return self.path_addresses(legs).get(flow.bearer, ())
 
     def flow(self, name: str) -> Flow:
         return next(f for f in self.flows if f.name == name)

@@ -100,6 +100,7 @@ BOUNDS: dict[str, Bound] = {
     "aioquic2020.dcemu_2mb_mbps": Bound(lo=22, ceiling=QUIC_CEILING),  # 5: 25.6-27.1-28.3
     "bbr.aioquic_dcemu_20mb_mbps": Bound(lo=29.1, ceiling=QUIC_CEILING),  # 5: 31.5-35.9-36.3
     "bbr.ngtcp2_dcemu_20mb_mbps": Bound(lo=9.64, ceiling=QUIC_CEILING),  # 5: 11.1-11.9-12.0
+    "mptcp.paths_10_30_10mb_mbps": Bound(lo=27.7, ceiling=TCP_CEILING, what="MPTCP, 10 MB over paths of 10 and 30 Mbit/s"),  # 5: 31.7-34.2-34.6
     "campaign_run.batch10_mbps": Bound(lo=23.4, ceiling=TCP_CEILING, what="TCP, 10 MB"),  # 5: 27.0-28.8-31.2
     "campaign_run.batch50_mbps": Bound(lo=25.4, ceiling=TCP_CEILING),  # 5: 27.0-31.3-31.5
     "campaign_run.batch100_mbps": Bound(lo=23.5, ceiling=TCP_CEILING),  # 5: 28.9-29.0-31.0

@@ -14,6 +14,8 @@ from dclab.paths import DCEMU
 from dclab.scenario import Scenario, build
 from dclab.testbed.dcemu_config import to_dcemu
 from dclab.testbed.hostconfig import host_config_for
+from dclab.testbed.sim_models import SimError
+from dclab.testbed.simbed import workload_toml
 
 W = Workload.single(1000)
 
@@ -53,6 +55,12 @@ def test_congestion_control_is_resolved_per_stack():
         ([Bearer("dc", split=(1, 2, 3))], [flow("a")], "split needs one share per leg of the bearer (2)"),
         ([Bearer("dc")], [flow("a", cc="vegas")], "flow a: --cc: aioquic offers reno, cubic, bbr (got 'vegas')"),
         ([Bearer("dc")], [flow("a", "nope")], "--stack: must be one of"),
+        ([Bearer("mp", "paths", (1,))], [flow("a", "mptcp", "mp")], "bearer mp: a paths bearer spans 2 legs or more"),
+        ([Bearer("mp", "paths", split=(1, 1))], [flow("a", "mptcp", "mp")], "and has no split"),
+        ([Bearer("m1", "paths"), Bearer("m2", "paths")], [flow("a", "mptcp", "m1")],
+         "at most one paths bearer (got m1, m2)"),
+        ([Bearer("mp", "paths")], [flow("a", "tcp", "mp")],
+         "flow a: tcp is one path; bearer mp needs a multipath stack (mptcp"),
     ],
 )
 def test_bad_plans_are_refused_naming_what_is_wrong(bearers, flows, message):
@@ -107,3 +115,35 @@ def test_one_leg_and_duplication(tmp_path):
     d = rendered(dup, FlowPlan.build([Bearer("dc"), Bearer("sc1", "sc", (1,))], [flow("a"), flow("b", bearer="sc1")], dup),
                  tmp_path)
     assert [b["mode"] for b in d["bearers"]] == ["dup", "sc"]  # duplication turns DC bearers only
+
+
+def test_a_paths_bearer_is_a_path_bearer_per_leg_each_from_its_own_client_address(tmp_path):
+    s = build(bw=[10.0, 20.0, 30.0], split=[1.0, 1.0, 1.0], delay=[5.0, 10.0, 20.0], loss=[0.0, 0.0, 0.0])
+    bearers = [Bearer("mp", "paths"), Bearer("sc2", "sc", (2,)), Bearer("dc")]
+    plan = FlowPlan.build(bearers, [flow("m", "mptcp", "mp"), flow("m2", "mptcp", "mp"), flow("s", "tcp", "sc2"),
+                                    flow("d", "tcp", "dc")], s)
+    addrs = ("198.18.0.2", "198.18.0.3", "198.18.0.4")
+    assert plan.path_addresses(3) == {"mp": addrs}
+    assert plan.client_paths(plan.flow("m"), 3) == addrs and plan.client_paths(plan.flow("s"), 3) == ()
+    d = rendered(s, plan, tmp_path)
+    assert d["topology"]["client_extra_addrs"] == ["198.18.0.3", "198.18.0.4"]  # .2 is the client's own
+    by = {b["name"]: b for b in d["bearers"]}
+    assert list(by) == ["mp-leg1", "mp-leg2", "mp-leg3", "sc2", "dc"] and d["default_bearer"] == "mp-leg1"
+    for k, addr in enumerate(addrs, start=1):
+        b = by[f"mp-leg{k}"]
+        assert b["mode"] == "path" and b["legs"] == [f"leg{k}"]  # dcemu takes its own leg's uplink
+        assert b["match"] == [{"server_port": 4433, "client_addr": addr}, {"server_port": 4434, "client_addr": addr}]
+    # Every leg carries an uplink (each path's own; the DC and SC bearers' is the first, leg 1).
+    assert all("uplink" in leg for leg in d["legs"])
+    # Without a paths bearer the uplink is leg 1's only, as in the study.
+    d = rendered(s, FlowPlan.build([Bearer("dc")], [flow("d", "mptcp")], s), tmp_path)
+    assert ["uplink" in leg for leg in d["legs"]] == [True, False, False] and not d["topology"]["client_extra_addrs"]
+
+
+def test_a_paths_bearer_is_refused_over_a_cell_and_by_the_simulation():
+    cell = build(link="lte:good")
+    with pytest.raises(PlanError, match=r"bearer mp: no paths bearer over a cell \(--link\)"):
+        FlowPlan.build([Bearer("mp", "paths", (1, 1))], [flow("a", "mptcp", "mp")], cell)
+    plan = FlowPlan.build([Bearer("mp", "paths")], [flow("a", "mptcp", "mp")], Scenario())
+    with pytest.raises(SimError, match="flow a: the simulation has no model of a multipath transport .* --backend emu"):
+        workload_toml(plan, plan.flows, host_config_for({"tcp"}, "default"), {}, 1.0)

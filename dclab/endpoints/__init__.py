@@ -12,6 +12,7 @@ from .base import Stack, StackError
 STACKS: dict[str, str] = {
     "aioquic": "dclab.endpoints.aioquic.adapter:AioquicStack",
     "aioquic-2020": "dclab.endpoints.aioquic2020.adapter:Aioquic2020Stack",
+    "mptcp": "dclab.endpoints.mptcp.adapter:MptcpStack",
     "ngtcp2": "dclab.endpoints.ngtcp2.adapter:Ngtcp2Stack",
     "quic-go": "dclab.endpoints.quicgo.adapter:QuicGoStack",
     "quinn": "dclab.endpoints.quinn.adapter:QuinnStack",

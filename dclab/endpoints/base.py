@@ -516,6 +516,12 @@ class Stack(ABC):
         """Per-namespace sysctls the server namespace needs for ``cc`` (kernel TCP)."""
         return {}
 
+    def server_setup(self) -> list[list[str]]:
+        """Commands (argument lists, no shell) the testbed runs in the server namespace
+        before the server starts, e.g. MPTCP's path manager limits; it fails the run,
+        naming the command, if one fails. The namespace goes with the run, and so do they."""
+        return []
+
     def version(self) -> str:
         return "unknown"
 

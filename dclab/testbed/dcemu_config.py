@@ -40,8 +40,11 @@ def cell_leg(s: Scenario, plan: FlowPlan) -> dict[str, Any]:
                                  s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter)}
 
 
-def legs(s: Scenario) -> list[dict[str, Any]]:
-    """Every downlink leg; the uplink rides on leg 1 only, as in the study."""
+def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
+    """Every downlink leg; the uplink rides on leg 1 only, as in the study, unless the plan
+    has a paths bearer: then every leg has the uplink's settings, so each path's uplink is
+    its own leg's (the DC and SC bearers' stays on leg 1)."""
+    every_uplink = any(b.mode == "paths" for b in plan.bearers)
     out = []
     for i in range(s.legs):
         rate = {"trace": {"path": str(Path(s.trace).resolve())}} if s.trace else {"rate": f"{s.bw[i]}mbit"}
@@ -50,7 +53,7 @@ def legs(s: Scenario) -> list[dict[str, Any]]:
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
                                    s.reorders_by_jitter, s.loss_at),
         }
-        if i == 0:
+        if i == 0 or every_uplink:
             leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
                                        s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter,
                                        s.loss_at)
@@ -59,8 +62,17 @@ def legs(s: Scenario) -> list[dict[str, Any]]:
 
 
 def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
-    out = []
+    """The plan's bearers; a paths bearer becomes one dcemu ``path`` bearer per leg,
+    ``{name}-leg{k}``, matching its flows' server ports from that leg's client address."""
+    out: list[dict[str, Any]] = []
+    addrs = plan.path_addresses(s.legs)
     for b in plan.bearers:
+        if b.mode == "paths":
+            ports = [f.port for f in plan.flows if f.bearer == b.name]
+            for leg, addr in zip(b.leg_numbers(s.legs), addrs[b.name], strict=True):
+                out.append({"name": path_bearer(b.name, leg), "mode": "path", "legs": [f"leg{leg}"],
+                            "match": [{"server_port": p, "client_addr": addr} for p in ports]})
+            continue
         mode = "dup" if b.mode == "dc" and s.duplicate else b.mode
         d: dict[str, Any] = {"name": b.name, "mode": mode}
         if b.legs is not None:
@@ -72,13 +84,21 @@ def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     return out
 
 
+def path_bearer(bearer: str, leg: int) -> str:
+    """The dcemu bearer of a paths bearer's path on ``leg`` (1-based)."""
+    return f"{bearer}-leg{leg}"
+
+
 def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
     """The dcemu scenario file. ``topology`` is the [topology] table (namespaces, devices,
     addresses)."""
+    paths = [a for addrs in plan.path_addresses(s.legs).values() for a in addrs[1:]]  # addrs[0]: the client's own
+    extra = {"client_extra_addrs": paths} if paths else {}
+    rendered = bearers(s, plan)
     doc = {
         "seed": s.seed,
-        "default_bearer": plan.default_bearer,
-        "topology": {**topology, "mtu": s.mtu},
+        "default_bearer": rendered[0]["name"] if plan.bearers[0].mode == "paths" else plan.default_bearer,
+        "topology": {**topology, "mtu": s.mtu, **extra},
         "pdcp": {
             "sn_bits": s.sn_bits,
             "header_bytes": s.header_bytes,
@@ -90,7 +110,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
         },
         "split": {"batch": s.batch, "ratio": list(s.split)},
         "stats": {"interval_ms": max(s.stats_interval_ms, plan.stats_interval_ms or 0.0)},
-        "legs": [cell_leg(s, plan)] if s.link is not None else legs(s),
-        "bearers": bearers(s, plan),
+        "legs": [cell_leg(s, plan)] if s.link is not None else legs(s, plan),
+        "bearers": rendered,
     }
     return tomli_w.dumps(doc)

@@ -55,6 +55,9 @@ def workload_toml(plan: FlowPlan, flows: Sequence[Flow], host: HostConfig, workl
     out = []
     for f in flows:
         assert f.port is not None and f.cc is not None
+        if plan.bearer(f.bearer).mode == "paths":
+            raise SimError(f"flow {f.name}: the simulation has no model of a multipath transport (MPTCP, "
+                           f"multipath QUIC) on bearer {f.bearer}: run it with --backend emu")
         r, m = model_for(f.stack, f.cc, stand_in or {})
         w = workloads.get(f.name) or f.workload
         if w.connections != 1 or len(w.objects) != 1:

@@ -194,6 +194,10 @@ class Testbed:
         for k, v in stack.server_sysctls(flow.cc).items():
             write_sysctl(k, v, self.ns.server)
             self.settings[f"{k} (server namespace)"] = read_sysctl(k, self.ns.server)
+        for cmd in stack.server_setup():
+            p = subprocess.run(self.ns.exec(self.ns.server, *cmd), capture_output=True, text=True, timeout=10)
+            if p.returncode != 0:
+                raise TestbedError(f"{stack.name} server of flow {flow.name}: {' '.join(cmd)} failed: {p.stderr.strip()}")
         workdir = self._dir("server", flow)
         spec = ServerSpec(port=flow.port, cc=flow.cc, workdir=workdir, certs=self.certs, address=SERVER_ADDR,
                           qlog=qlog or self.inspect.qlog, quic_datagram=self.plan.quic_datagram,
@@ -225,7 +229,8 @@ class Testbed:
         qlog = qlog or self.inspect.qlog
         spec = ClientSpec(address=SERVER_ADDR, port=flow.port, workload=workload or flow.workload, cc=flow.cc,
                           workdir=self._dir("client", flow), certs=self.certs, timeout_s=timeout_s,
-                          qlog=qlog, quic_datagram=self.plan.quic_datagram, keylog=self.inspect.keylog)  # fmt: skip
+                          qlog=qlog, quic_datagram=self.plan.quic_datagram, keylog=self.inspect.keylog,
+                          paths=self.plan.client_paths(flow, self.scenario.legs))  # fmt: skip
         stack = get_stack(flow.stack)
         if persistent:
             session = self.sessions.get((flow.name, qlog))

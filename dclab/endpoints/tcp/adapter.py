@@ -228,17 +228,25 @@ class _Reports(threading.Thread):
         return [self._mono(stamp, read, offset)[0] for stamp, read in self.tryings]
 
 
-def _tfo_counters(netns_exec: list[str]) -> dict[str, int] | None:
-    """The client namespace's TCP Fast Open counters (``TFO_KEYS``), None if unreadable."""
+def netstat_counters(netns_exec: list[str], group: str) -> dict[str, int] | None:
+    """A namespace's counters of one group of /proc/net/netstat (``TcpExt``, ``MPTcpExt``),
+    None if unreadable."""
     p = run_bounded([*netns_exec, "cat", "/proc/net/netstat"], 10.0)
-    lines = [ln.split() for ln in p.stdout.splitlines() if ln.startswith("TcpExt:")]
+    lines = [ln.split() for ln in p.stdout.splitlines() if ln.startswith(f"{group}:")]
     if p.returncode != 0 or len(lines) < 2:
         return None
-    values = dict(zip(lines[0][1:], lines[1][1:], strict=False))
     try:
-        return {k: int(values[k]) for k in TFO_KEYS}
-    except (KeyError, ValueError):
+        return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:], strict=True)}
+    except ValueError:
         return None
+
+
+def _tfo_counters(netns_exec: list[str]) -> dict[str, int] | None:
+    """The client namespace's TCP Fast Open counters (``TFO_KEYS``), None if unreadable."""
+    values = netstat_counters(netns_exec, "TcpExt")
+    if values is None or any(k not in values for k in TFO_KEYS):
+        return None
+    return {k: values[k] for k in TFO_KEYS}
 
 
 def _t(w: dict[str, Any], key: str) -> float:

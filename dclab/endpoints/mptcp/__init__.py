@@ -1,0 +1,1 @@
+"""Kernel MPTCP (``adapter.py``)."""
