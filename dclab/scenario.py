@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
 from . import lte
@@ -29,6 +29,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "batch": (1, 100_000), "split": (0, 100), "bw": (0.001, 100_000), "delay": (0, 10_000),
     "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "queue_packets": (1, 1_000_000),
     "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
+    "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8),
 }  # fmt: skip
 for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
     RANGES[f"uplink_{_leg}"] = RANGES[_leg]
@@ -49,6 +50,32 @@ Share = Annotated[float, bounded("split")]
 
 
 MAX_SEED = 2**63 - 1  # dcemu's seed is a u64; repetition N of a run adds N - 1
+
+
+class Outage(BaseModel):
+    """One leg down (every packet lost, both ways) from ``at_s`` seconds after dcemu starts
+    forwarding, for ``duration_s`` seconds, and back; "LEG:AT_S:DURATION_S" as text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    leg: Annotated[int, bounded("outage_leg")]
+    at_s: Annotated[float, bounded("outage_at_s")]
+    duration_s: Annotated[float, bounded("outage_duration_s")]
+
+    def __str__(self) -> str:
+        return f"{self.leg}:{self.at_s:g}:{self.duration_s:g}"
+
+
+def _outage(v: object) -> object:
+    """'2:6:2' into Outage's fields (a dict or an Outage passes through)."""
+    if not isinstance(v, str):
+        return v
+    parts = v.split(":")
+    try:
+        leg, at, dur = parts
+        return {"leg": int(leg), "at_s": float(at), "duration_s": float(dur)}
+    except ValueError:
+        raise ValueError(f"expected LEG:AT_S:DURATION_S, e.g. 2:6:2 (got {clip(v)})") from None
 
 
 class ScenarioError(InputError):
@@ -76,6 +103,10 @@ class Scenario(BaseModel):
     reordering: StrictBool = True
     t_reordering: Annotated[float | None, bounded("t_reordering", description="ms; None is infinity")] = 200.0
     trace: Path | None = None
+    traces: Annotated[list[Path] | None, Field(min_length=1, max_length=8, description=(
+        "a bandwidth trace per downlink leg (not with trace)"))] = None
+    outage: Annotated[Outage | None, BeforeValidator(_outage), Field(description=(
+        "LEG:AT_S:DURATION_S: that leg loses every packet both ways for the duration"))] = None
     uplink_bw: PosMbps = 20.0
     uplink_delay: DelayMs = 10.0
     uplink_loss: Annotated[LossPct, Field(description="random loss on the uplink (leg 1), percent")] = 0.0
@@ -122,8 +153,10 @@ class Scenario(BaseModel):
             lte.parse_link(self.link)  # raises naming --link
             if self.bw != [20.0, 20.0]:
                 raise ValueError("bw: not used with --link (the cell's capacity follows the channel)")
-            if self.trace is not None:
+            if self.trace is not None or self.traces is not None:
                 raise ValueError("trace: not used with --link (the cell's capacity follows the channel)")
+            if self.outage is not None:
+                raise ValueError("outage: not with --link (a leg of its own would be needed)")
             if self.duplicate:
                 raise ValueError("duplicate: needs two legs; --link gives one")
             if self.loss_at != "after-rate":
@@ -140,7 +173,20 @@ class Scenario(BaseModel):
             raise ValueError("split: at least one share must be above 0")
         if self.trace is not None:
             check_trace(Path(self.trace))
+        if self.traces is not None:
+            if self.trace is not None:
+                raise ValueError("traces: not with trace (one trace on every leg, or one per leg)")
+            if len(self.traces) != n:
+                raise ValueError(f"traces: needs one per leg ({n}, as --bw gives), got {len(self.traces)}")
+            for t in self.traces:
+                check_trace(Path(t))
+        if self.outage is not None and self.outage.leg > n:
+            raise ValueError(f"outage: leg {self.outage.leg} does not exist (the scenario has {n})")
         return self
+
+    def leg_trace(self, leg: int) -> Path | None:
+        """The trace of downlink leg ``leg`` (0-based), None: its fixed rate."""
+        return self.traces[leg] if self.traces is not None else self.trace
 
     @property
     def legs(self) -> int:
@@ -190,7 +236,8 @@ def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **ch
 
 # Fields added after the first campaign store: a run key includes them only when they
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
-ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing")
+ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing", "traces",
+                                 "outage")
 # An added field's value in those stores where it is not its default today: the jitter was
 # netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}
@@ -215,12 +262,14 @@ def describe(e: ValidationError, as_file: bool = False) -> str:
         leg = f" (leg {int(loc[1]) + 1})" if len(loc) > 1 and loc[1].isdigit() else ""
         if as_file and leg:
             leg = f"[{int(loc[1])}]"
-        if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and field in RANGES:
-            lo, hi = RANGES[field]
+        part = loc[1] if len(loc) > 1 and not loc[1].isdigit() else None  # a field of a nested record
+        bounds = RANGES.get(f"{field}_{part}" if part else field)
+        if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and bounds:
+            lo, hi = bounds
             lo_text = f"at least {lo}"
             got = err.get("input")
             shown = f"{got:g}" if isinstance(got, int | float) and abs(got) >= 1e15 else str(got)[:40]
-            msg = f"must be {lo_text} and at most {hi} (got {shown})"
+            msg = f"{part + ' ' if part else ''}must be {lo_text} and at most {hi} (got {shown})"
         elif err["type"] == "extra_forbidden":
             msg = f"unknown field (known: {', '.join(Scenario.model_fields)})"
         if as_file:  # a file's fields are named as in the file, not as options it never gave
@@ -248,6 +297,8 @@ def load(path: Path) -> Scenario:
         data["t_reordering"] = None
     if isinstance(data.get("trace"), str) and not Path(data["trace"]).is_absolute():
         data["trace"] = str((Path(path).parent / data["trace"]).resolve())
+    if isinstance(data.get("traces"), list):
+        data["traces"] = [str((Path(path).parent / t).resolve()) if isinstance(t, str) else t for t in data["traces"]]
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:

@@ -35,7 +35,7 @@ from .. import lte  # noqa: E402
 from . import cell  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
-from .plots import link_utilization  # noqa: E402
+from .plots import Span, link_utilization  # noqa: E402
 from .records import Stats, StatsRecords, stats_file  # noqa: E402
 from .stand_in import row_stack, stand_in_of  # noqa: E402
 
@@ -398,14 +398,14 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
 
 
 def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path: Path,
-               title: str | None = None, window_s: float = 3.0) -> Path:
+               title: str | None = None, window_s: float = 3.0, spans: tuple[Span, ...] = ()) -> Path:
     """Per-leg downlink throughput over the first ``window_s`` seconds after the request,
-    capacities dashed (``plots.link_utilization``)."""
+    capacities dashed, ``spans`` shaded (``plots.link_utilization``)."""
     title = title or f"link utilization: {Path(run_dir).name}"
     series = leg_series(read_stats(run_dir), t0_ms or 0.0)
     if not any(0 <= t <= window_s for pts in series.values() for t, _ in pts):
         return empty_figure(path, title, "no dcemu statistics for this run")
-    return link_utilization(series, list(capacities), Path(path), title, window_s)
+    return link_utilization(series, list(capacities), Path(path), title, window_s, spans)
 
 
 def capacities_of(scenario: dict) -> list[float | None]:
@@ -414,4 +414,4 @@ def capacities_of(scenario: dict) -> list[float | None]:
     if scenario.get("link"):
         return [lte.parse_link(scenario["link"]).capacity_mbps]
     bw = list(scenario.get("bw") or [])
-    return [None] * len(bw) if scenario.get("trace") else [float(x) for x in bw]
+    return [None] * len(bw) if scenario.get("trace") or scenario.get("traces") else [float(x) for x in bw]

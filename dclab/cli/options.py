@@ -132,8 +132,12 @@ def scenario_options(f: F) -> F:
         click.option("--pdcp-processing", type=float, metavar="MS",
                      help="Each PDCP entity holds every packet this long, each way: where it enters the emulated "
                           "network and where it leaves (0-1000 ms; the study's proxies took about 1) [default 0]."),
-        click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Bandwidth trace (mahimahi or CSV) on both downlinks instead of --bw."),
+        click.option("--trace", metavar="FILE[,FILE...]",
+                     help="Bandwidth trace (mahimahi or CSV) on every downlink instead of --bw, or one per leg "
+                          "(comma-separated, leg 1 first)."),
+        click.option("--outage", metavar="LEG:AT_S:DURATION_S",
+                     help="That leg loses every packet, both ways, from AT_S seconds after the emulator starts "
+                          "forwarding, for DURATION_S seconds (0.001-3600), e.g. 2:6:2."),
         click.option("--link", metavar="lte:LEVEL",
                      help="One LTE cell (20 MHz, PF, 512 kB per device) instead of the legs, each flow's bearer a "
                           "device at LEVEL: good, medium, poor, edge, or the study's distances 250m, 750m, 1500m, "
@@ -181,7 +185,13 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                                            f"(got {clip(t)})") from None
                 changes["t_reordering"] = value
         if kw.get("trace"):
-            changes["trace"] = Path(kw["trace"]).resolve()
+            files = [Path(t.strip()).resolve() for t in kw["trace"].split(",")]
+            for t in files:
+                if not t.is_file():
+                    raise sc.ScenarioError(f"--trace: no such file {clip(str(t))}")
+            changes["trace" if len(files) == 1 else "traces"] = files[0] if len(files) == 1 else files
+        if kw.get("outage") is not None:
+            changes["outage"] = kw["outage"]
         if kw.get("link") is not None:
             changes["link"] = kw["link"]
         if changes.get("link", base.link) and kw.get("bw") is not None:

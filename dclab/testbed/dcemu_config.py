@@ -47,7 +47,8 @@ def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     every_uplink = any(b.mode == "paths" for b in plan.bearers)
     out = []
     for i in range(s.legs):
-        rate = {"trace": {"path": str(Path(s.trace).resolve())}} if s.trace else {"rate": f"{s.bw[i]}mbit"}
+        trace = s.leg_trace(i)
+        rate = {"trace": {"path": str(Path(trace).resolve())}} if trace else {"rate": f"{s.bw[i]}mbit"}
         leg: dict[str, Any] = {
             "name": f"leg{i + 1}",
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
@@ -84,6 +85,26 @@ def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     return out
 
 
+def _loss(percent: float) -> dict[str, Any]:
+    return {"model": "bernoulli", "percent": percent}
+
+
+def schedule(s: Scenario, rendered_legs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scenario's outage as dcemu changes: its leg loses every packet, each direction
+    it has, from ``at_s``, and has its own loss again ``duration_s`` later."""
+    o = s.outage
+    if o is None:
+        return []
+    leg = rendered_legs[o.leg - 1]
+    start, end = o.at_s * 1e3, (o.at_s + o.duration_s) * 1e3
+    out = []
+    for direction, loss in (("downlink", s.loss[o.leg - 1]), ("uplink", s.uplink_loss)):
+        if direction in leg:
+            out += [{"at_ms": start, "leg": leg["name"], "direction": direction, "loss": _loss(100.0)},
+                    {"at_ms": end, "leg": leg["name"], "direction": direction, "loss": _loss(loss)}]
+    return sorted(out, key=lambda c: c["at_ms"])
+
+
 def path_bearer(bearer: str, leg: int) -> str:
     """The dcemu bearer of a paths bearer's path on ``leg`` (1-based)."""
     return f"{bearer}-leg{leg}"
@@ -95,6 +116,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
     paths = [a for addrs in plan.path_addresses(s.legs).values() for a in addrs[1:]]  # addrs[0]: the client's own
     extra = {"client_extra_addrs": paths} if paths else {}
     rendered = bearers(s, plan)
+    rendered_legs = [cell_leg(s, plan)] if s.link is not None else legs(s, plan)
     doc = {
         "seed": s.seed,
         "default_bearer": rendered[0]["name"] if plan.bearers[0].mode == "paths" else plan.default_bearer,
@@ -110,7 +132,10 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
         },
         "split": {"batch": s.batch, "ratio": list(s.split)},
         "stats": {"interval_ms": max(s.stats_interval_ms, plan.stats_interval_ms or 0.0)},
-        "legs": [cell_leg(s, plan)] if s.link is not None else legs(s, plan),
+        "legs": rendered_legs,
         "bearers": rendered,
     }
+    changes = schedule(s, rendered_legs)
+    if changes:
+        doc["schedule"] = changes
     return tomli_w.dumps(doc)

@@ -1,0 +1,376 @@
+"""Split at the link layer or the transport layer: one connection's traffic over two legs
+by PDCP Dual Connectivity (``pdcp``; ``pdcp-dup``: duplication), by the transport itself
+(``mptcp``: the kernel's MPTCP; ``mpquic``: noq's multipath QUIC; each subflow or path
+pinned to one leg both ways by a paths bearer), or not at all (``sc1``, ``sc2``: single
+connectivity on one leg), over the same scenario and seed.
+
+``--setting alone``: the flow alone downloads ``size`` bytes (goodput, completion time,
+each leg's throughput and utilization over the transfer, the reordering its receiver
+saw), then ``shorts`` downloads of ``short`` bytes one after another on fresh
+connections (their completion times). ``--setting fairness``: the flow against one TCP
+flow on each leg (SC bearers, ports 8000 and 9000), all downloading for ``duration``
+seconds: each flow's mean throughput over the window from dcemu's per-bearer records,
+Jain's index over the three, and per leg Jain's index of the aggregated flow's share of
+that leg (what the leg carried less the TCP flow) against the TCP flow: the coupled-
+congestion question, is the multipath flow fair to the single-path one on each
+bottleneck?
+
+Reordering the receiving transport saw (``reordered``): for PDCP bearers, SDUs that
+waited in the PDCP reordering buffer (what the transport is spared; the stalls are in
+the details); for MPTCP, segments the receiver queued out of order at the data level
+(``MPTcpExt OFOQueue``: reordering across subflows reaches it); for multipath QUIC,
+what noq's per-path counters report (None where it reports nothing). They count
+different things at different layers; the docs page (docs/split-layer.md) says how to
+read them side by side.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from ..analysis import completion, figures
+from ..analysis.metrics import jain, leg_window_means, pdcp_summary, window_means
+from ..analysis.records import Stats
+from ..endpoints.base import TransferResult, Workload
+from ..flowplan import Bearer, Flow, FlowPlan, PlanError
+from ..scenario import Scenario, build
+from ..testbed import Bed, stats_ms
+from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, in_range
+
+PORT = 4433
+TCP_PORTS = (8000, 9000)  # the TCP flows on leg 1 and leg 2 in the fairness setting
+STATS_INTERVAL_MS = 50.0
+MAX_SHORTS = 100
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How one connection uses the legs: the layer that splits, the bearer it needs, and
+    the stack it implies (None: ``--stack``)."""
+
+    name: str
+    layer: Literal["link", "transport", "none"]
+    stack: str | None
+    what: str
+
+    def bearer(self) -> Bearer:
+        if self.layer == "transport":
+            return Bearer("agg", "paths")
+        if self.layer == "none":
+            return Bearer("agg", "sc", (int(self.name[-1]),))
+        return Bearer("agg")
+
+
+AGGREGATIONS = {a.name: a for a in (
+    Aggregation("pdcp", "link", None, "PDCP Dual Connectivity: the bearer split over both legs, reordered at the device"),
+    Aggregation("pdcp-dup", "link", None, "PDCP duplication: every packet on both legs, the first copy kept"),
+    Aggregation("mptcp", "transport", "mptcp", "the kernel's Multipath TCP, a subflow per leg"),
+    Aggregation("mpquic", "transport", "noq", "multipath QUIC (noq, draft-ietf-quic-multipath), a path per leg"),
+    Aggregation("sc1", "none", None, "single connectivity on leg 1"),
+    Aggregation("sc2", "none", None, "single connectivity on leg 2"),
+)}  # fmt: skip
+AggregationName = Literal["pdcp", "pdcp-dup", "mptcp", "mpquic", "sc1", "sc2"]
+
+
+class SplitLayerOptions(StackOptions):
+    aggregation: AggregationName = Field("pdcp", description=(
+        "How the connection uses the two legs: " + "; ".join(f"{a.name}: {a.what}" for a in AGGREGATIONS.values())
+        + "."))
+    stack: StackName = Field("tcp", description=(
+        "Stack of pdcp, pdcp-dup, sc1 and sc2 (mptcp runs the kernel's MPTCP over the tcp stack's programs, mpquic "
+        "noq's multipath QUIC)."))
+    setting: Literal["alone", "fairness"] = Field("alone", description=(
+        "alone: the flow by itself (long then short downloads); fairness: against one TCP flow on each leg."))
+    size: Size = Field(20_000_000, description="Bytes of the long download (alone), or each flow asks for (fairness).",
+                       json_schema_extra={"show": "20MB"})
+    short: Size = Field(200_000, description="Bytes of each short download (alone).", json_schema_extra={"show": "200kB"})
+    shorts: Annotated[int, in_range(0, MAX_SHORTS)] = Field(5, description=(
+        f"Short downloads after the long one, one after another on fresh connections (0-{MAX_SHORTS}; alone)."))
+    duration: float = Field(30.0, ge=1, le=86400, description="Seconds measured in the fairness setting.")
+    timeout: float | None = Field(None, ge=1, le=86400, description="Seconds a download may take [default: from size and rate].")
+
+    @model_validator(mode="after")
+    def _stack_of_the_aggregation(self) -> "SplitLayerOptions":
+        implied = AGGREGATIONS[self.aggregation].stack
+        if implied is not None and "stack" in self.model_fields_set and self.stack != implied:
+            raise ValueError(f"stack: {self.aggregation} runs {implied}; --stack is for pdcp, pdcp-dup, sc1 and sc2 "
+                             f"(got {self.stack})")
+        if self.short < 1 and self.shorts:
+            raise ValueError("short: must be at least 1 byte")
+        return self
+
+    def flow_stack(self) -> str:
+        return AGGREGATIONS[self.aggregation].stack or self.stack
+
+
+def _counters(transfer: TransferResult | None) -> dict[str, Any]:
+    mptcp = (transfer.extra.get("mptcp") if transfer else None) or {}
+    return mptcp.get("counters") or {}
+
+
+def reordered(summary: Stats | None, aggregation: Aggregation, transfer: TransferResult | None) -> int | None:
+    """What the receiving transport was spared or saw of reordering (module docstring)."""
+    if aggregation.layer != "transport":
+        b = summary.bearer("agg") if summary else None
+        if b is None or b.rx is None:
+            return None
+        waited_none = sum(n for lo, n in b.rx.wait.buckets if lo == 0)
+        return b.rx.wait.count - waited_none
+    if aggregation.stack == "mptcp":  # the counters that grew: an absent one stayed put
+        return int(_counters(transfer).get("OFOQueue", 0)) if transfer and transfer.extra.get("mptcp") else None
+    stack = (transfer.extra.get("stack") if transfer else None) or {}
+    value = stack.get("reordered")
+    return int(value) if isinstance(value, int) else None
+
+
+def agg_bearers(summary: Stats | None) -> list[str]:
+    """The dcemu bearers of the aggregated flow: ``agg``, or a paths bearer's ``agg-leg*``."""
+    return [b.name for b in (summary.bearers if summary else []) if b.name == "agg" or b.name.startswith("agg-leg")]
+
+
+class SplitLayer(Experiment[SplitLayerOptions]):
+    name = "split-layer"
+    help = ("One connection over two legs, split at the link layer (PDCP DC, duplication), at the transport layer "
+            "(MPTCP, multipath QUIC, each path on one leg) or not at all (SC on leg 1 or 2): goodput, completion "
+            "times, each leg's use and reordering, alone or against a TCP flow on each leg with Jain's index.")
+    options_model = SplitLayerOptions
+    metrics = (Metric("goodput_mbps", "goodput", "Mbit/s"),
+               Metric("completion_s", "completion time", "s", digits=3),
+               Metric("short_completion_s", "short download completion (median)", "s", digits=3),
+               Metric("jfi", "Jain's fairness index", digits=3),
+               Metric("jfi_leg1", "JFI on leg 1", digits=3),
+               Metric("jfi_leg2", "JFI on leg 2", digits=3),
+               Metric("leg1_util", "leg 1 utilization", digits=3),
+               Metric("leg2_util", "leg 2 utilization", digits=3),
+               Metric("reordered", "reordered at the receiver", "packets", digits=0))
+    run_figure_name = "legs.png"
+    run_figure_kind = "legs"
+
+    def scenario(self, scenario: Scenario, options: SplitLayerOptions) -> Scenario:
+        return build(scenario, duplicate=options.aggregation == "pdcp-dup",
+                     stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS))
+
+    def plan(self, scenario: Scenario, options: SplitLayerOptions) -> FlowPlan:
+        o = options
+        if scenario.legs != 2:
+            raise PlanError(f"split-layer needs two legs (got {scenario.legs})")
+        bearers = [AGGREGATIONS[o.aggregation].bearer()]
+        flows = [Flow("agg", o.flow_stack(), "agg", Workload.single(o.size), o.cc, PORT)]
+        if o.setting == "fairness":
+            # TCP flows share the server namespace's congestion control with a TCP-family aggregated flow.
+            tcp_cc = o.cc if o.flow_stack() in ("tcp", "mptcp") else None
+            for leg, port in enumerate(TCP_PORTS, start=1):
+                bearers.append(Bearer(f"tcp{leg}", "sc", (leg,)))
+                flows.append(Flow(f"tcp{leg}", "tcp", f"tcp{leg}", Workload.single(o.size), tcp_cc, port))
+        return FlowPlan.build(bearers, flows, scenario, STATS_INTERVAL_MS)
+
+    def estimate_s(self, scenario: Scenario, options: SplitLayerOptions, capacity_mbps: float) -> float:
+        if options.setting == "fairness":
+            return 2.0 + options.duration
+        goodput = max(0.6 * capacity_mbps, 1.0)
+        return (options.size + options.shorts * options.short) * 8 / (goodput * 1e6) + options.shorts * 0.3
+
+    def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: SplitLayerOptions,
+                result: RepResult) -> RepResult:
+        if options.setting == "fairness":
+            return self._fairness(bed, plan, options, result)
+        return self._alone(bed, scenario, plan, options, result)
+
+    def _alone(self, bed: Bed, scenario: Scenario, plan: FlowPlan, o: SplitLayerOptions, result: RepResult) -> RepResult:
+        capacity = 2.0 if scenario.trace or scenario.traces else float(sum(scenario.bw))
+        timeout = o.timeout or self.timeout_s(plan, capacity)
+        r = bed.run_clients(timeout, flows=["agg"])["agg"]
+        shorts = [bed.run_clients(min(timeout, 60.0), flows=["agg"], workloads={"agg": Workload.single(o.short)})["agg"]
+                  for _ in range(o.shorts if r.ok else 0)]  # fmt: skip
+        records = bed.finish()
+        summary = records[-1] if records and records[-1].type == "summary" else None
+        t0 = stats_ms(bed, r.request_wall)
+        done = [s.completion_s for s in shorts if s.ok and s.completion_s is not None]
+        legs = (leg_window_means(records, t0, r.completion_s)
+                if records and t0 is not None and r.completion_s else {})  # fmt: skip
+        fixed = not (scenario.trace or scenario.traces)
+        agg = AGGREGATIONS[o.aggregation]
+        result.ok = r.ok and len(done) == o.shorts
+        failed_short = next((s.error for s in shorts if not s.ok), None)
+        result.error = r.error or (f"short download: {failed_short}" if failed_short else None)
+        result.metrics = {
+            "goodput_mbps": r.goodput_mbps, "completion_s": r.completion_s,
+            "short_completion_s": statistics.median(done) if done else None,
+            "leg1_util": legs["leg1"] / scenario.bw[0] if fixed and "leg1" in legs else None,
+            "leg2_util": legs["leg2"] / scenario.bw[1] if fixed and "leg2" in legs else None,
+            "reordered": reordered(summary, agg, r),
+        }  # fmt: skip
+        result.flows = [FlowResult.of(plan, "agg", r)]
+        result.details = {"aggregation": o.aggregation, "layer": agg.layer, "size": o.size, "short": o.short,
+                          "short_completion_all_s": [s.completion_s if s.ok else None for s in shorts],
+                          "leg_mbps": legs, "paths": self._paths(summary), "pdcp": self._pdcp(records, agg),
+                          "transport": self._transport(r), "client_udp_drops": bed.client_udp_drops,
+                          "outage": scenario.outage.model_dump() if scenario.outage else None}  # fmt: skip
+        result.t0_ms = t0
+        return result
+
+    def _fairness(self, bed: Bed, plan: FlowPlan, o: SplitLayerOptions, result: RepResult) -> RepResult:
+        start_wall = time.time()
+        transfers = bed.run_clients(o.duration + 2)  # cut at the end of the window: expected
+        records = bed.finish()
+        summary = records[-1] if records and records[-1].type == "summary" else None
+        t0 = stats_ms(bed, start_wall) or 0.0
+        means = window_means(records, t0, o.duration) if records else {}
+        legs = leg_window_means(records, t0, o.duration) if records else {}
+        parts = [means.get(b) for b in agg_bearers(summary)]
+        agg = sum(v for v in parts if v is not None) if parts and None not in parts else None
+        tcp = [means.get("tcp1"), means.get("tcp2")]
+        result.ok = agg is not None and None not in tcp and {"leg1", "leg2"} <= set(legs)
+        result.error = None if result.ok else "no dcemu statistics for the window"
+        result.flows = [FlowResult.of(plan, "agg", transfers.get("agg"), agg)] + [
+            FlowResult.of(plan, f"tcp{k}", transfers.get(f"tcp{k}"), tcp[k - 1]) for k in (1, 2)]
+        on_leg: dict[int, float] = {}
+        result.metrics = {"goodput_mbps": agg, "jfi": None, "jfi_leg1": None, "jfi_leg2": None,
+                          "reordered": reordered(summary, AGGREGATIONS[o.aggregation], transfers.get("agg"))}
+        if agg is not None and tcp[0] is not None and tcp[1] is not None and result.ok:
+            for k, t in ((1, tcp[0]), (2, tcp[1])):
+                on_leg[k] = max(legs[f"leg{k}"] - t, 0.0)  # the leg's output less the TCP flow's
+                result.metrics[f"jfi_leg{k}"] = jain([on_leg[k], t])
+            result.metrics["jfi"] = jain([agg, tcp[0], tcp[1]])
+        result.details = {"aggregation": o.aggregation, "layer": AGGREGATIONS[o.aggregation].layer,
+                          "window_s": o.duration, "size": o.size, "leg_mbps": legs, "agg_on_leg_mbps": on_leg,
+                          "paths": self._paths(summary), "transport": self._transport(transfers.get("agg"))}
+        result.t0_ms = t0
+        return result
+
+    @staticmethod
+    def _paths(summary: Stats | None) -> dict[str, dict[str, int]]:
+        """Per dcemu bearer of the aggregated flow: bytes delivered down and carried up, and
+        PDUs per leg: the proof of which legs carried it."""
+        out = {}
+        for name in agg_bearers(summary):
+            b = summary.bearer(name) if summary else None
+            if b is not None:
+                out[name] = {"delivered_bytes": b.delivered_bytes, "uplink_bytes": b.uplink_bytes,
+                             **{f"pdus_{leg}": n for leg, n in b.tx_pdus}}
+        return out
+
+    @staticmethod
+    def _pdcp(records: Sequence[Stats], agg: Aggregation) -> dict[str, Any]:
+        return pdcp_summary(records, "agg") if agg.layer != "transport" and records else {}
+
+    @staticmethod
+    def _transport(r: TransferResult | None) -> dict[str, Any]:
+        """What the stack reported of its subflows or paths (MPTCP's ``extra.mptcp``, the
+        QUIC stack's per-path ``extra.stack.paths``)."""
+        if r is None:
+            return {}
+        stack = r.extra.get("stack") or {}
+        return {k: v for k, v in (("mptcp", r.extra.get("mptcp")), ("paths", stack.get("paths"))) if v}
+
+    # -- output ----------------------------------------------------------------------------
+
+    def describe(self, rep: RepResult) -> str:
+        m = rep.metrics
+        if not rep.ok:
+            return f"failed: {rep.error}"
+        if m.get("jfi") is not None:
+            return (f"{m.get('goodput_mbps') or 0:.2f} Mbit/s against TCP on each leg, JFI {m['jfi']:.3f} "
+                    f"(leg 1 {m.get('jfi_leg1') or 0:.3f}, leg 2 {m.get('jfi_leg2') or 0:.3f})")
+        short = m.get("short_completion_s")
+        return (f"{m.get('goodput_mbps') or 0:.2f} Mbit/s" + (f", short {short * 1e3:.0f} ms" if short else "")
+                + f", reordered {m['reordered']}" * (m.get("reordered") is not None))
+
+    def headline(self, summary: Summary) -> str:
+        g = summary.metrics["goodput_mbps"]
+        agg = summary.options.get("aggregation")
+        if g.mean is None:
+            return f"{agg}: no successful run"
+        j = summary.metrics["jfi"].mean
+        return f"{agg}: goodput {g.mean:.2f} Mbit/s" + (f", JFI {j:.3f}" if j is not None else "")
+
+    def table(self, summary: Summary) -> Table:
+        """One row per metric this setting measured (the others stay out)."""
+        rows, failed = [], []
+        for m in self.metrics:
+            ms = summary.metrics[m.name]
+            if all(v is None for v in ms.runs):
+                continue
+            rows.append([m.axis, _fmt(ms.mean, m.digits), _fmt(ms.std, m.digits),
+                         f"{sum(v is not None for v in ms.runs)}/{summary.reps}"])
+            failed.append(ms.mean is None)
+        return Table([f"{summary.options.get('aggregation')} ({summary.stack} {summary.cc})", "mean", "std", "runs"],
+                     rows, failed)
+
+    def run_title(self, scenario: Scenario, options: SplitLayerOptions, result: RepResult) -> str:
+        stack = options.flow_stack()
+        outage = f", leg {scenario.outage.leg} down {scenario.outage.duration_s:g} s" if scenario.outage else ""
+        return f"split-layer {options.aggregation} ({stack} {result.cc}), {options.setting}{outage}"
+
+    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
+        """Each leg's throughput over the whole transfer (or window), the outage shaded."""
+        m = record.get("metrics") or {}
+        t0 = m.get("t0_ms") or 0.0
+        window = float(m.get("window_s") or (m.get("completion_s") or 3.0) + 0.5)
+        spans: tuple[figures.Span, ...] = ()
+        outage = scenario.get("outage")
+        if isinstance(outage, dict):
+            start = float(outage["at_s"]) - t0 / 1e3
+            spans = ((start, start + float(outage["duration_s"]), f"leg {outage['leg']} down"),)
+        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title, window, spans)
+
+    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+                      xlabel: str) -> list[tuple[Path, str]]:
+        """Goodput against the swept value (one series per aggregation); the median short
+        completion, the JFIs (fairness runs) and completion-time CDFs where runs have them."""
+        out = super().sweep_figures(rows, out_dir, stem, title, xlabel)
+        for name, label in (("short_completion_s", "median short completion (s)"), ("jfi", "Jain's index"),
+                            ("jfi_leg1", "JFI on leg 1"), ("jfi_leg2", "JFI on leg 2")):
+            if any(figures.metric_of(r, name) is not None for r in rows):
+                path = figures.metric_vs_param(rows, name, label, out_dir / f"{stem}-{name}.png", title, xlabel)
+                out.append((path, f"{title} ({label}: mean, std over repetitions)"))
+        downloads = completion_downloads(rows)
+        if downloads:
+            modes = list(dict.fromkeys(d["mode"] for d in downloads))
+            path = completion.completion_cdfs(downloads, modes, None, out_dir / f"{stem}-cdf.png", title)
+            out.append((path, f"{title} (completion times, every value of the sweep, one panel per size)"))
+        return out
+
+    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+        """Per value and series: every metric that has values (mean ± std)."""
+        names = [m for m in self.metrics if any(figures.metric_of(r, m.name) is not None for r in rows)]
+        tables = {m.name: {(d["value"], d["series"]): d for d in figures.metric_table(rows, m.name)} for m in names}
+        keys = list(dict.fromkeys(k for t in tables.values() for k in t))
+        body, failed = [], []
+        for key in keys:
+            cells = [key[0] or "-", key[1]]
+            for m in names:
+                d = tables[m.name].get(key)
+                cells.append("-" if d is None or d["mean"] is None else f"{_fmt(d['mean'], m.digits)} ± {_fmt(d['std'], m.digits)}")
+            n = max((tables[m.name][key]["n"] for m in names if key in tables[m.name]), default=0)
+            body.append([*cells, str(n)])
+            failed.append(n == 0)
+        return [("", Table(["value", "series", *(m.column() for m in names), "n"], body, failed))]
+
+
+def completion_downloads(rows: list[dict[str, Any]]) -> list[completion.Download]:
+    """Each run's long download and short downloads as ``completion`` downloads, the mode
+    being the run's series (its aggregation)."""
+    labels = figures.series_of(rows)
+    out: list[completion.Download] = []
+    for r in rows:
+        m = r.get("metrics") or {}
+        if not r.get("ok"):
+            continue
+        mode = labels[r["run_key"]]
+        if isinstance(m.get("completion_s"), (int, float)) and m.get("size"):
+            out.append({"mode": mode, "size": int(m["size"]), "ok": True, "completion_s": float(m["completion_s"])})
+        for t in m.get("short_completion_all_s") or []:
+            if isinstance(t, (int, float)) and m.get("short"):
+                out.append({"mode": mode, "size": int(m["short"]), "ok": True, "completion_s": float(t)})
+    return out
+
+
+EXPERIMENT = SplitLayer()

@@ -1,0 +1,138 @@
+"""The split-layer experiment: its options and plans per aggregation, what it counts as
+reordering, its completion downloads, and real runs (root): MPTCP alone through a leg
+outage (both legs carry it, leg 2 again after the outage) and PDCP against a TCP flow on
+each leg."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_dclab
+from pydantic import ValidationError
+
+from dclab.analysis.figures import read_stats
+from dclab.analysis.records import Bearer, Hist, Rx, Stats
+from dclab.endpoints.base import TransferResult
+from dclab.experiments.split_layer import AGGREGATIONS, EXPERIMENT, completion_downloads, reordered
+from dclab.scenario import build
+
+OPT = EXPERIMENT.options
+
+
+def test_each_aggregation_has_its_bearer_and_stack():
+    s = build()
+    modes = {}
+    for name in AGGREGATIONS:
+        if name == "mpquic" and "noq" not in __import__("dclab.endpoints", fromlist=["STACKS"]).STACKS:
+            continue
+        plan = EXPERIMENT.plan(EXPERIMENT.scenario(s, OPT(aggregation=name)), OPT(aggregation=name))
+        (b,) = plan.bearers
+        modes[name] = (b.mode, b.legs, plan.flows[0].stack, plan.flows[0].port)
+    assert modes["pdcp"] == ("dc", None, "tcp", 4433) and modes["pdcp-dup"] == ("dc", None, "tcp", 4433)
+    assert modes["mptcp"] == ("paths", None, "mptcp", 4433)
+    assert modes["sc1"] == ("sc", (1,), "tcp", 4433) and modes["sc2"] == ("sc", (2,), "tcp", 4433)
+    # Duplication is the aggregation's, whatever the scenario said.
+    assert EXPERIMENT.scenario(s, OPT(aggregation="pdcp-dup")).duplicate
+    assert not EXPERIMENT.scenario(build(duplicate=True), OPT(aggregation="mptcp")).duplicate
+
+
+def test_the_fairness_setting_adds_a_tcp_flow_on_each_leg_sharing_the_congestion_control():
+    o = OPT(aggregation="mptcp", setting="fairness", cc="reno")
+    plan = EXPERIMENT.plan(build(), o)
+    assert [(b.name, b.mode, b.legs) for b in plan.bearers] == [("agg", "paths", None), ("tcp1", "sc", (1,)),
+                                                                 ("tcp2", "sc", (2,))]
+    assert [(f.name, f.stack, f.cc, f.port) for f in plan.flows] == [("agg", "mptcp", "reno", 4433),
+                                                                     ("tcp1", "tcp", "reno", 8000),
+                                                                     ("tcp2", "tcp", "reno", 9000)]
+    q = EXPERIMENT.plan(build(), OPT(aggregation="pdcp", stack="aioquic", cc="reno", setting="fairness"))
+    assert [f.cc for f in q.flows] == ["reno", "cubic", "cubic"]  # TCP keeps its default beside QUIC
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"aggregation": "mptcp", "stack": "quic-go"}, "stack: mptcp runs mptcp; --stack is for pdcp, pdcp-dup, sc1 and sc2"),
+    ({"aggregation": "lte"}, "aggregation"),
+    ({"shorts": 101}, "shorts"),
+    ({"setting": "crowd"}, "setting"),
+])
+def test_bad_options_are_refused_naming_the_field(values, message):
+    with pytest.raises(ValidationError, match=message):
+        OPT(**values)
+
+
+def test_a_three_leg_scenario_is_refused():
+    with pytest.raises(ValueError, match="split-layer needs two legs"):
+        EXPERIMENT.plan(build(bw=[10.0, 10.0, 10.0], split=[1.0, 1.0, 1.0], delay=[5.0] * 3, loss=[0.0] * 3), OPT())
+
+
+def test_reordering_is_what_each_layer_saw():
+    # PDCP: deliveries that waited in the buffer (all but those of the zero-wait bucket).
+    wait = Hist(count=100, buckets=[(0.0, 70), (512.0, 20), (2048.0, 10)])
+    summary = Stats(type="summary", t_ms=1.0, bearers=[Bearer(name="agg", rx=Rx(wait=wait))])
+    assert reordered(summary, AGGREGATIONS["pdcp"], None) == 30
+    assert reordered(Stats(type="summary", t_ms=1.0, bearers=[Bearer(name="agg")]), AGGREGATIONS["pdcp"], None) is None
+    # MPTCP: the data-level out-of-order queue that grew; absent from those that grew is 0.
+    t = TransferResult(ok=True, bytes=1, extra={"mptcp": {"counters": {"OFOQueue": 812, "MPJoinSynAckRx": 1}}})
+    assert reordered(None, AGGREGATIONS["mptcp"], t) == 812
+    t.extra["mptcp"]["counters"] = {"MPJoinSynAckRx": 1}
+    assert reordered(None, AGGREGATIONS["mptcp"], t) == 0
+    assert reordered(None, AGGREGATIONS["mptcp"], TransferResult(ok=True, bytes=1)) is None
+
+
+def test_completion_downloads_are_each_runs_long_and_short_downloads_by_series():
+    def row(key: str, agg: str, ok: bool = True) -> dict:
+        return {"run_key": key, "ok": ok, "stack": "tcp", "cc": "cubic", "host_config": "tcp", "value": "1",
+                "options": {"aggregation": agg}, "scenario": {},
+                "metrics": {"size": 5_000_000, "short": 200_000, "completion_s": 1.5,
+                            "short_completion_all_s": [0.2, None, 0.3]}}
+    got = completion_downloads([row("a", "pdcp"), row("b", "mptcp"), row("c", "mptcp", ok=False)])
+    assert [(d["mode"], d["size"], d["completion_s"]) for d in got] == [
+        ("tcp aggregation=pdcp", 5_000_000, 1.5), ("tcp aggregation=pdcp", 200_000, 0.2),
+        ("tcp aggregation=pdcp", 200_000, 0.3), ("tcp aggregation=mptcp", 5_000_000, 1.5),
+        ("tcp aggregation=mptcp", 200_000, 0.2), ("tcp aggregation=mptcp", 200_000, 0.3)]
+
+
+def _rep(out: Path) -> dict:
+    return json.loads((out / "rep-01" / "result.json").read_text())
+
+
+@pytest.mark.root
+def test_mptcp_alone_survives_an_outage_of_leg_2_on_both_legs(tmp_path):
+    out = tmp_path / "run"
+    p = run_dclab("run", "split-layer", "--aggregation", "mptcp", "--size", "20MB", "--shorts", "2",
+                  "--outage", "2:2:1.5", "--reps", "1", "--out", str(out), timeout=300)
+    assert p.returncode == 0, p.stderr
+    rep = _rep(out)
+    assert rep["ok"], rep["error"]
+    d, m = rep["details"], rep["metrics"]
+    paths = d["paths"]
+    assert set(paths) == {"agg-leg1", "agg-leg2"} and all(v["delivered_bytes"] > 2_000_000 for v in paths.values())
+    assert paths["agg-leg1"]["pdus_leg1"] > 0 and paths["agg-leg2"]["pdus_leg2"] > 0 and len(paths["agg-leg2"]) == 3
+    assert len(d["short_completion_all_s"]) == 2 and m["short_completion_s"] > 0 and m["reordered"] > 0
+    assert d["outage"] == {"leg": 2, "at_s": 2.0, "duration_s": 1.5}
+    # Leg 2 carried nothing while down and carried the flow again after it came back.
+    stats = [r for r in read_stats(out / "rep-01") if r.type == "interval"]
+    def leg2_bytes(lo_ms: float, hi_ms: float) -> int:  # out of leg 2 (cumulative counters) between the two
+        at = [next(leg.downlink.bytes_out for leg in r.legs if leg.name == "leg2")
+              for t in (lo_ms, hi_ms) for r in [min(stats, key=lambda r: abs(r.t_ms - t))]]  # fmt: skip
+        return at[1] - at[0]
+    assert leg2_bytes(2300, 3400) == 0
+    assert leg2_bytes(3800, 3800 + 1000) > 1_000_000  # 20 Mbit/s is 2.5 MB a second
+    assert (out / "rep-01" / "legs.png").is_file()
+
+
+@pytest.mark.root
+def test_pdcp_against_a_tcp_flow_on_each_leg(tmp_path):
+    out = tmp_path / "run"
+    p = run_dclab("run", "split-layer", "--aggregation", "pdcp", "--setting", "fairness", "--duration", "5", "--reps",
+                  "1", "--out", str(out), timeout=300)
+    assert p.returncode == 0, p.stderr
+    rep = _rep(out)
+    assert rep["ok"], rep["error"]
+    m, flows = rep["metrics"], {f["name"]: f for f in rep["flows"]}
+    assert set(flows) == {"agg", "tcp1", "tcp2"} and all(f["mean_mbps"] > 1 for f in flows.values())
+    # Three flows on 2 x 20 Mbit/s: the window's total is most of the capacity.
+    assert 0.7 * 40 < sum(f["mean_mbps"] for f in flows.values()) <= 40
+    assert 1 / 3 < m["jfi"] <= 1 and 0.5 < m["jfi_leg1"] <= 1 and 0.5 < m["jfi_leg2"] <= 1
+    assert m["reordered"] > 0 and rep["details"]["agg_on_leg_mbps"]["1"] > 1
