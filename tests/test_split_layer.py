@@ -1,11 +1,12 @@
 """The split-layer experiment: its options and plans per aggregation, what it counts as
 reordering, its completion downloads, and real runs (root): MPTCP alone through a leg
-outage (both legs carry it, leg 2 again after the outage) and PDCP against a TCP flow on
-each leg."""
+outage (both legs carry it, leg 2 again after the outage), and a small campaign (MPTCP
+through an outage, PDCP against a TCP flow on each leg) and its report."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from dclab.analysis.figures import read_stats
 from dclab.analysis.records import Bearer, Hist, Rx, Stats
+from dclab.campaign.store import open_existing
 from dclab.endpoints.base import TransferResult
 from dclab.experiments.split_layer import AGGREGATIONS, EXPERIMENT, completion_downloads, reordered
 from dclab.scenario import build
@@ -122,17 +124,54 @@ def test_mptcp_alone_survives_an_outage_of_leg_2_on_both_legs(tmp_path):
     assert (out / "rep-01" / "legs.png").is_file()
 
 
+CAMPAIGN = """
+description = "split-layer in brief"
+reps = 1
+
+[split-layer]
+size = "5MB"
+shorts = 2
+duration = 4
+
+[[group]]
+name = "outage-mptcp"
+experiments = ["split-layer"]
+configs = [{ stack = "mptcp", cc = "cubic" }]
+sweeps = ["none"]
+scenario = { outage = "2:1.2:0.5" }
+options = { split-layer = { aggregation = "mptcp" } }
+
+[[group]]
+name = "fairness-pdcp"
+experiments = ["split-layer"]
+configs = [{ stack = "tcp", cc = "cubic" }]
+sweeps = ["none"]
+options = { split-layer = { aggregation = "pdcp", setting = "fairness" } }
+"""
+
+
 @pytest.mark.root
-def test_pdcp_against_a_tcp_flow_on_each_leg(tmp_path):
-    out = tmp_path / "run"
-    p = run_dclab("run", "split-layer", "--aggregation", "pdcp", "--setting", "fairness", "--duration", "5", "--reps",
-                  "1", "--out", str(out), timeout=300)
-    assert p.returncode == 0, p.stderr
-    rep = _rep(out)
-    assert rep["ok"], rep["error"]
-    m, flows = rep["metrics"], {f["name"]: f for f in rep["flows"]}
-    assert set(flows) == {"agg", "tcp1", "tcp2"} and all(f["mean_mbps"] > 1 for f in flows.values())
+def test_a_campaign_stores_both_settings_and_its_report_draws_every_figure(tmp_path):
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path / "results")}
+    f = tmp_path / "sl-brief.toml"
+    f.write_text(CAMPAIGN)
+    p = run_dclab("campaign", "run", str(f), env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {r["options"]["setting"] if "setting" in r["options"] else "alone": r
+            for r in open_existing(tmp_path / "results" / "sl-brief" / "store.sqlite").rows()}
+    fair, alone = rows["fairness"], rows["alone"]
+    assert fair["ok"] and alone["ok"], (fair["error"], alone["error"])
+    m, flows = fair["metrics"], {x["name"]: x for x in fair["flows"]}
+    assert set(flows) == {"agg", "tcp1", "tcp2"} and all(x["mean_mbps"] > 1 for x in flows.values())
     # Three flows on 2 x 20 Mbit/s: the window's total is most of the capacity.
-    assert 0.7 * 40 < sum(f["mean_mbps"] for f in flows.values()) <= 40
-    assert 1 / 3 < m["jfi"] <= 1 and 0.5 < m["jfi_leg1"] <= 1 and 0.5 < m["jfi_leg2"] <= 1
-    assert m["reordered"] > 0 and rep["details"]["agg_on_leg_mbps"]["1"] > 1
+    assert 0.7 * 40 < sum(x["mean_mbps"] for x in flows.values()) <= 40
+    assert 1 / 3 < m["jfi"] <= 1 and 0.5 < m["jfi_leg1"] <= 1 and 0.5 < m["jfi_leg2"] <= 1 and m["reordered"] > 0
+    assert alone["metrics"]["goodput_mbps"] > 5 and set(alone["metrics"]["paths"]) == {"agg-leg1", "agg-leg2"}
+    p = run_dclab("report", "sl-brief", env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    report = tmp_path / "results" / "sl-brief" / "report"
+    html = (report / "index.html").read_text()
+    for fig in ("split-layer-none-goodput_mbps.png", "split-layer-none-cdf.png", "split-layer-none-fairness.png",
+                "split-layer-none-outage-mptcp.png"):
+        assert (report / fig).stat().st_size > 10_000 and fig in html
+    assert "leg 2 down 0.5 s" in html and "mptcp (mptcp cubic)" in html

@@ -86,7 +86,10 @@ def series_of(rows: list[dict]) -> dict[str, str]:
     congestion control and none ran on a stand-in model, else 'stack cc host_config' (a
     stand-in's stack as ``stand_in.stack_label`` shows it); then any option or scenario
     field in which rows at the same swept value differ (a campaign's groups), as
-    ``name=value``."""
+    ``name=value``. Rows that all carry a ``series`` of their own (an experiment's view of
+    its runs) keep it."""
+    if rows and all(isinstance(r.get("series"), str) for r in rows):
+        return {r["run_key"]: r["series"] for r in rows}
     combos = {(row_stack(r), r.get("cc")) for r in rows}
     plain = len(combos) <= 1 and not any(stand_in_of(r) for r in rows)
     keys = [("options", k) for k in _differing(rows, "options")] + [("scenario", k) for k in _differing(rows, "scenario")]
@@ -263,8 +266,9 @@ def metric_vs_param(rows: list[Row], metric: str, ylabel: str, path: Path, title
             xs = [cats.index((d["value_num"], d["value"])) for d in pts]
         # Series sharing an x are drawn slightly apart so their error bars stay readable.
         dx = (i - (len(names) - 1) / 2) * step
+        # Categories (not numbers) are not joined: nothing lies between them.
         ax.errorbar([x + dx for x in xs], [d["mean"] for d in pts], yerr=[d["std"] for d in pts], marker="o",
-                    markersize=4, capsize=3, linewidth=1.3, label=series)
+                    markersize=4, capsize=3, linewidth=1.3 if numeric else 0, elinewidth=1.0, label=series)
     if not numeric:
         ax.set_xticks(range(len(cats)), [c[1] for c in cats], rotation=30 if len(cats) > 8 else 0)
     ax.set_xlabel(xlabel)

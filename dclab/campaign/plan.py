@@ -274,6 +274,8 @@ def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: in
             del scenario[name]
     if scenario.get("trace"):
         scenario["trace"] = _portable(Path(scenario["trace"]))
+    if scenario.get("traces"):
+        scenario["traces"] = [_portable(Path(t)) for t in scenario["traces"]]
     fields: list[Any] = [experiment, cfg.stack, cfg.cc, cfg.udp_buffer, sweep, value, rep, scenario,
                          options.get("size"), float(duration) if duration is not None else None]
     if extra.get("backend") == "sim":
@@ -338,6 +340,9 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
         changes = dict(g.get("scenario", {}))
         if changes.get("trace") and not Path(changes["trace"]).is_absolute():
             changes["trace"] = str(ROOT / changes["trace"])  # relative to the repository
+        if isinstance(changes.get("traces"), list):
+            changes["traces"] = [str(ROOT / t) if isinstance(t, str) and not Path(t).is_absolute() else t
+                                 for t in changes["traces"]]
         try:
             if (changes.get("link") or (base and base.link)) and "bw" in changes:
                 raise ScenarioError("bw: not used with link (the cell's capacity follows the channel)")

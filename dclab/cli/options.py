@@ -121,7 +121,7 @@ def scenario_options(f: F) -> F:
                           "netem's loss on the rate qdisc); every leg and the uplink [default after-rate]."),
         click.option("--queue", "queue_packets", type=int,
                      help="Downlink rate-stage queue per leg in packets (1-1000000) [default 100]."),
-        click.option("--uplink-bw", type=float, help="Uplink rate (leg 1) in Mbit/s [default 20]."),
+        click.option("--uplink-bw", type=float, help="Uplink rate (leg 1; every leg for a multipath flow's paths) in Mbit/s [default 20]."),
         click.option("--uplink-delay", type=float, help="Uplink delay (leg 1) in ms; jitter per --delay-cov [default 10]."),
         click.option("--uplink-loss", type=float, help="Random loss on the uplink (leg 1) in percent (0-100) [default 0]."),
         click.option("--uplink-queue", "uplink_queue_packets", type=int,

@@ -323,23 +323,58 @@ class SplitLayer(Experiment[SplitLayerOptions]):
 
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
-        """Goodput against the swept value (one series per aggregation); the median short
-        completion, the JFIs (fairness runs) and completion-time CDFs where runs have them."""
-        out = super().sweep_figures(rows, out_dir, stem, title, xlabel)
-        for name, label in (("short_completion_s", "median short completion (s)"), ("jfi", "Jain's index"),
-                            ("jfi_leg1", "JFI on leg 1"), ("jfi_leg2", "JFI on leg 2")):
-            if any(figures.metric_of(r, name) is not None for r in rows):
-                path = figures.metric_vs_param(rows, name, label, out_dir / f"{stem}-{name}.png", title, xlabel)
-                out.append((path, f"{title} ({label}: mean, std over repetitions)"))
-        downloads = completion_downloads(rows)
-        if downloads:
-            modes = list(dict.fromkeys(d["mode"] for d in downloads))
-            path = completion.completion_cdfs(downloads, modes, None, out_dir / f"{stem}-cdf.png", title)
-            out.append((path, f"{title} (completion times, every value of the sweep, one panel per size)"))
+        """Runs alone: goodput, the median short completion and the reordering against the
+        swept value (a run without a sweep: against its condition, e.g. an outage or the
+        traces), one series per aggregation, and completion-time CDFs. Runs against TCP:
+        each flow's throughput as bars with Jain's index overall and per leg, and the JFI
+        against the swept value. Runs through an outage: each leg's throughput over time."""
+        out: list[tuple[Path, str]] = []
+        none = all(r.get("sweep") == "none" for r in rows)
+        alone = _view([r for r in rows if not _fair(r)], none)
+        fair = _view([r for r in rows if _fair(r)], none)
+        xl = "condition" if none else xlabel
+        if alone:
+            for name, label in (("goodput_mbps", "goodput (Mbit/s)"), ("short_completion_s", "median short completion (s)"),
+                                ("reordered", "reordered at the receiver (packets)")):
+                if any(figures.metric_of(r, name) is not None for r in alone):
+                    path = figures.metric_vs_param(alone, name, label, out_dir / f"{stem}-{name}.png", title, xl)
+                    out.append((path, f"{title}, alone ({label}: mean, std over repetitions; one series per aggregation)"))
+            downloads = completion_downloads(alone)
+            if downloads:
+                modes = list(dict.fromkeys(d["mode"] for d in downloads))
+                path = completion.completion_cdfs(downloads, modes, None, out_dir / f"{stem}-cdf.png", title)
+                out.append((path, f"{title}, alone (completion times of every run's downloads, one panel per size)"))
+        if fair:
+            path = figures.flow_bars(fair, ["agg", "tcp1", "tcp2"], out_dir / f"{stem}-fairness.png",
+                                     f"{title}, against TCP on each leg", xlabel,
+                                     labels={"agg": "aggregated flow", "tcp1": "TCP on leg 1", "tcp2": "TCP on leg 2"},
+                                     annotate="jfi", more={"jfi_leg1": "JFI leg 1", "jfi_leg2": "JFI leg 2"})
+            out.append((path, f"{title}: each flow's mean throughput over the window (std over repetitions), one panel "
+                              f"per aggregation; Jain's index of the three and, per leg, of the aggregated flow's share "
+                              f"of that leg against its TCP flow"))
+            if not none:
+                path = figures.metric_vs_param(fair, "jfi", "Jain's index", out_dir / f"{stem}-jfi.png", title, xlabel)
+                out.append((path, f"{title}, against TCP on each leg (Jain's index: mean, std over repetitions)"))
+        for r in rows:  # one outage run per aggregation: the time series explains the goodput
+            if (r.get("scenario") or {}).get("outage") and r.get("ok") and r.get("rep") == 1 and r.get("run_path"):
+                agg = (r.get("options") or {}).get("aggregation")
+                path = out_dir / f"{stem}-outage-{agg}.png"
+                cap = f"{title}: {agg} ({r.get('stack')}), each leg's throughput through the outage (shaded), rep 1"
+                out.append((self.run_figure(Path(r["run_path"]), r, r.get("scenario") or {}, path, cap), cap))
         return out
 
     def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
-        """Per value and series: every metric that has values (mean ± std)."""
+        """Per value (or condition) and aggregation: every metric that has values (mean ±
+        std), alone and against TCP apart."""
+        none = all(r.get("sweep") == "none" for r in rows)
+        out = []
+        for caption, part in (("alone", [r for r in rows if not _fair(r)]),
+                              ("against a TCP flow on each leg", [r for r in rows if _fair(r)])):
+            if part:
+                out.append((caption, self._table(_view(part, none))))
+        return out
+
+    def _table(self, rows: list[dict[str, Any]]) -> Table:
         names = [m for m in self.metrics if any(figures.metric_of(r, m.name) is not None for r in rows)]
         tables = {m.name: {(d["value"], d["series"]): d for d in figures.metric_table(rows, m.name)} for m in names}
         keys = list(dict.fromkeys(k for t in tables.values() for k in t))
@@ -352,7 +387,38 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             n = max((tables[m.name][key]["n"] for m in names if key in tables[m.name]), default=0)
             body.append([*cells, str(n)])
             failed.append(n == 0)
-        return [("", Table(["value", "series", *(m.column() for m in names), "n"], body, failed))]
+        return Table(["value", "series", *(m.axis for m in names), "n"], body, failed)
+
+
+def _fair(r: dict[str, Any]) -> bool:
+    return (r.get("options") or {}).get("setting") == "fairness"
+
+
+def condition(r: dict[str, Any]) -> str:
+    """What a run without a sweep varied: an outage, traces, or nothing ("alone")."""
+    sc = r.get("scenario") or {}
+    if isinstance(sc.get("outage"), dict):
+        o = sc["outage"]
+        return f"leg {o.get('leg')} down {o.get('duration_s')} s"
+    traces = sc.get("traces") or ([sc["trace"]] if sc.get("trace") else [])
+    if traces:
+        return "traces " + " + ".join(Path(str(t)).parent.name for t in traces)
+    return "fairness" if _fair(r) else "alone"
+
+
+def _view(rows: list[dict[str, Any]], by_condition: bool) -> list[dict[str, Any]]:
+    """Rows as the figures should tell them apart: a series per aggregation and stack (not
+    by the setting or the scenario a group set), and for runs without a sweep, the
+    condition as the value."""
+    out = []
+    for r in rows:
+        agg = (r.get("options") or {}).get("aggregation")
+        stack = next((f.get("stack") for f in r.get("flows") or [] if f.get("name") == "agg"), r.get("stack"))
+        v = {**r, "series": f"{agg} ({stack} {r.get('cc')})"}
+        if by_condition:
+            v["value"], v["value_num"] = condition(r), None
+        out.append(v)
+    return out
 
 
 def completion_downloads(rows: list[dict[str, Any]]) -> list[completion.Download]:
