@@ -78,6 +78,8 @@ class FlowPlan:
     stats_interval_ms: float | None = None  # the experiment's wish for dcemu's stats records
     tcp_mss: int = TCP_MSS  # the testbed clamps SYNs' MSS to this in both namespaces
     quic_datagram: int | None = None  # max UDP payload QUIC stacks send; None: each stack's own default
+    # Sysctls the testbed sets in both namespaces for these flows (e.g. MPTCP's scheduler)
+    netns_sysctls: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def build(cls, bearers: list[Bearer], flows: list[Flow], scenario: Scenario,

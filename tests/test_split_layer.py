@@ -50,6 +50,8 @@ def test_the_fairness_setting_adds_a_tcp_flow_on_each_leg_sharing_the_congestion
                                                                      ("tcp2", "tcp", "reno", 9000)]
     q = EXPERIMENT.plan(build(), OPT(aggregation="pdcp", stack="aioquic", cc="reno", setting="fairness"))
     assert [f.cc for f in q.flows] == ["reno", "cubic", "cubic"]  # TCP keeps its default beside QUIC
+    # MPTCP's scheduler is set in both namespaces, for MPTCP only.
+    assert plan.netns_sysctls == (("net.mptcp.scheduler", "default"),) and q.netns_sysctls == ()
 
 
 @pytest.mark.parametrize("values, message", [
@@ -57,6 +59,7 @@ def test_the_fairness_setting_adds_a_tcp_flow_on_each_leg_sharing_the_congestion
     ({"aggregation": "lte"}, "aggregation"),
     ({"shorts": 101}, "shorts"),
     ({"setting": "crowd"}, "setting"),
+    ({"aggregation": "mptcp", "mptcp_scheduler": "nope"}, r"mptcp_scheduler: this kernel offers .*default.* \(got 'nope'\)"),
 ])
 def test_bad_options_are_refused_naming_the_field(values, message):
     with pytest.raises(ValidationError, match=message):
@@ -113,6 +116,7 @@ def test_mptcp_alone_survives_an_outage_of_leg_2_on_both_legs(tmp_path):
     assert paths["agg-leg1"]["pdus_leg1"] > 0 and paths["agg-leg2"]["pdus_leg2"] > 0 and len(paths["agg-leg2"]) == 3
     assert len(d["short_completion_all_s"]) == 2 and m["short_completion_s"] > 0 and m["reordered"] > 0
     assert d["outage"] == {"leg": 2, "at_s": 2.0, "duration_s": 1.5}
+    assert rep["environment"]["host_settings"]["net.mptcp.scheduler (namespaces)"] == "default"
     # Leg 2 carried nothing while down and carried the flow again after it came back.
     stats = [r for r in read_stats(out / "rep-01") if r.type == "interval"]
     def leg2_bytes(lo_ms: float, hi_ms: float) -> int:  # out of leg 2 (cumulative counters) between the two

@@ -29,7 +29,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -39,6 +39,8 @@ from ..analysis import completion, figures
 from ..analysis.metrics import jain, leg_window_means, pdcp_summary, window_means
 from ..analysis.records import Stats
 from ..endpoints.base import TransferResult, Workload
+from ..endpoints.mptcp.adapter import schedulers as mptcp_schedulers
+from ..files import clip
 from ..flowplan import Bearer, Flow, FlowPlan, PlanError
 from ..scenario import Scenario, build
 from ..testbed import Bed, stats_ms
@@ -95,9 +97,17 @@ class SplitLayerOptions(StackOptions):
         f"Short downloads after the long one, one after another on fresh connections (0-{MAX_SHORTS}; alone)."))
     duration: float = Field(30.0, ge=1, le=86400, description="Seconds measured in the fairness setting.")
     timeout: float | None = Field(None, ge=1, le=86400, description="Seconds a download may take [default: from size and rate].")
+    mptcp_scheduler: str = Field("default", description=(
+        "The kernel's MPTCP packet scheduler (net.mptcp.scheduler, in both namespaces), one of "
+        "net.mptcp.available_schedulers; with mptcp only."))
 
     @model_validator(mode="after")
     def _stack_of_the_aggregation(self) -> "SplitLayerOptions":
+        if self.mptcp_scheduler != "default" or "mptcp_scheduler" in self.model_fields_set:
+            offered = mptcp_schedulers()
+            if self.mptcp_scheduler not in offered:
+                raise ValueError(f"mptcp_scheduler: this kernel offers {', '.join(offered) or 'none (no MPTCP)'} "
+                                 f"(got {clip(self.mptcp_scheduler)})")
         implied = AGGREGATIONS[self.aggregation].stack
         if implied is not None and "stack" in self.model_fields_set and self.stack != implied:
             raise ValueError(f"stack: {self.aggregation} runs {implied}; --stack is for pdcp, pdcp-dup, sc1 and sc2 "
@@ -169,7 +179,10 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             for leg, port in enumerate(TCP_PORTS, start=1):
                 bearers.append(Bearer(f"tcp{leg}", "sc", (leg,)))
                 flows.append(Flow(f"tcp{leg}", "tcp", f"tcp{leg}", Workload.single(o.size), tcp_cc, port))
-        return FlowPlan.build(bearers, flows, scenario, STATS_INTERVAL_MS)
+        plan = FlowPlan.build(bearers, flows, scenario, STATS_INTERVAL_MS)
+        if o.flow_stack() == "mptcp":
+            plan = replace(plan, netns_sysctls=(("net.mptcp.scheduler", o.mptcp_scheduler),))
+        return plan
 
     def estimate_s(self, scenario: Scenario, options: SplitLayerOptions, capacity_mbps: float) -> float:
         if options.setting == "fairness":

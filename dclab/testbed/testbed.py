@@ -142,11 +142,11 @@ class Testbed:
                     raise TestbedError(f"kernel has no TCP congestion control {', '.join(absent)} (available: {' '.join(available)})")
                 self.journal.set_sysctl("net.ipv4.tcp_allowed_congestion_control", " ".join(allowed + missing))
         for ns in (self.ns.server, self.ns.client):
-            for name, value in self.host.netns_sysctls.items():
+            for name, value in [*self.host.netns_sysctls.items(), *self.plan.netns_sysctls]:
                 write_sysctl(name, value, ns)
         for name in ("net.core.rmem_default", "net.core.rmem_max", "net.ipv4.tcp_allowed_congestion_control"):
             self.settings[name] = read_sysctl(name)
-        for name in self.host.netns_sysctls:
+        for name in [*self.host.netns_sysctls, *(n for n, _ in self.plan.netns_sysctls)]:
             self.settings[f"{name} (namespaces)"] = read_sysctl(name, self.ns.client)
 
     def _start_emulator(self) -> None:

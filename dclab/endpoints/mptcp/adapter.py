@@ -62,6 +62,15 @@ _FIELDS = {"bytes_received": int, "data_segs_in": int, "rcv_ooopack": int, "segs
 _RCV_RTT = re.compile(r"\brcv_rtt:([\d.]+)")
 
 
+def schedulers() -> list[str]:
+    """The packet schedulers this kernel offers (``net.mptcp.available_schedulers``;
+    empty without MPTCP)."""
+    try:
+        return (MPTCP_SYSCTLS / "available_schedulers").read_text().split()
+    except OSError:
+        return []
+
+
 def _addr(endpoint: str) -> str:
     """'198.18.0.3%dcemu-x:54278' -> '198.18.0.3'."""
     return endpoint.rsplit(":", 1)[0].split("%", 1)[0]
