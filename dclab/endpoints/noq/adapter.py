@@ -58,9 +58,16 @@ after the request when validated), ``error`` (why a path did not open), and noq'
 ``lost_packets``, ``lost_bytes``, ``congestion_events``, ``udp_rx_bytes``/``_datagrams``
 (what the client received on it: the download's share) and ``udp_tx_bytes``/``_datagrams``.
 
+Flow control: 2 MiB per stream, not quinn's 64 MiB. noq-proto 1.4.0 ends a connection
+("too many gaps in stream buffer") once a stream holds more than 2048 received frames not yet
+read, in order or not (it lacks quinn-proto 0.11.19's merging of contiguous chunks); a
+reader lagging on a fast veth, or a loss on a fast path, reach that well within 64 MiB. 2 MiB
+stays below 2048 frames of 1200-byte datagrams, and caps a stream at 2 MiB per round trip
+(about 16 Mbit/s at 1 s of RTT, 170 at 100 ms).
+
 What else noq offers and does (read in the crates' source): congestion control Cubic
 (``TransportConfig``'s default, so ``ccs[0]``), NewReno (``reno``) and BBRv3 (``bbr``);
-datagrams, flow control, receive buffers, GSO/GRO, the pinned certificate, qlog (one JSON-SEQ
+datagrams, receive buffers, GSO/GRO, the pinned certificate, qlog (one JSON-SEQ
 ``*.sqlog`` per connection: the client's ``client-connN.sqlog``, the server's named after
 the original destination connection id) and key log as the quinn stack (``quinn/adapter.py``);
 workload: connections, assignment, parallel and sequential streams, byte ranges and

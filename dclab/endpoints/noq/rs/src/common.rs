@@ -28,9 +28,13 @@ pub const DEFAULT_MAX_PATHS: u32 = 8;
 /// The most paths --max-paths takes (path ids are 32 bits; far more than a testbed has legs).
 const MAX_PATHS: u32 = 64;
 
-/// Flow-control windows far above any bandwidth-delay product of the study, so that only
-/// the congestion controller limits a transfer (as the quinn stack).
-const STREAM_WINDOW: u32 = 64 * 1024 * 1024;
+/// Flow control per stream: not quinn's 64 MiB. noq-proto 1.4.0 ends a connection ("too
+/// many gaps in stream buffer") once a stream holds more than 2048 received frames not yet
+/// read, in order or not (it lacks quinn-proto 0.11.19's merging of contiguous chunks),
+/// which a reader lagging or a loss on a fast path reach well within 64 MiB. 2 MiB is
+/// fewer than 2048 frames of even 1200-byte datagrams; it caps a stream at 2 MiB per round
+/// trip (about 16 Mbit/s at 1 s, 170 at 100 ms).
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 /// What a sender keeps unacknowledged (in flight plus written ahead) per connection, over
 /// all its paths.
 const SEND_WINDOW: u64 = 16 * 1024 * 1024;
