@@ -11,6 +11,8 @@ QUICGO_SRC := dclab/endpoints/quicgo/go
 QUICGO := build/bin/dclab-quicgo
 QUINN_SRC := dclab/endpoints/quinn/rs
 QUINN := build/bin/dclab-quinn
+NOQ_SRC := dclab/endpoints/noq/rs
+NOQ := build/bin/dclab-noq
 
 .PHONY: setup build test check bench demo clean-net help
 
@@ -43,11 +45,11 @@ $(VENV2020)/.installed: requirements-aioquic2020.lock
 	$(VENV2020)/bin/pip check
 	touch $@
 
-build: setup $(QUICGO) $(QUINN)
+build: setup $(QUICGO) $(QUINN) $(NOQ)
 	cd emu && $(CARGO) build --release --locked
 
-# The quic-go and quinn stacks' programs (dclab/endpoints/quicgo/go, dclab/endpoints/quinn/rs),
-# pinned by go.sum and Cargo.lock; rebuilt only when their sources change.
+# The quic-go, quinn and noq stacks' programs (dclab/endpoints/quicgo/go, dclab/endpoints/quinn/rs,
+# dclab/endpoints/noq/rs), pinned by go.sum and Cargo.lock; rebuilt only when their sources change.
 $(QUICGO): $(wildcard $(QUICGO_SRC)/*.go) $(QUICGO_SRC)/go.mod $(QUICGO_SRC)/go.sum
 	@command -v go >/dev/null || { echo "Go is missing: install Go 1.26 or newer from go.dev/dl (Debian 12's golang-go is 1.19, too old); see dclab doctor"; exit 1; }
 	cd $(QUICGO_SRC) && go build -trimpath -o $(CURDIR)/$@ .
@@ -56,12 +58,18 @@ $(QUINN): $(wildcard $(QUINN_SRC)/src/*.rs) $(QUINN_SRC)/build.rs $(QUINN_SRC)/C
 	$(CARGO) build --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
 	install -D -m755 build/quinn-target/release/dclab-quinn $@
 
+$(NOQ): $(wildcard $(NOQ_SRC)/src/*.rs) $(NOQ_SRC)/build.rs $(NOQ_SRC)/Cargo.toml $(NOQ_SRC)/Cargo.lock
+	$(CARGO) build --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
+	install -D -m755 build/noq-target/release/dclab-noq $@
+
 # Static checks: formatting, lints, types, and no import running up a level.
 check: setup
 	cd emu && $(CARGO) fmt --check
 	cd emu && $(CARGO) clippy --release --locked --all-targets -- -D warnings
 	cd $(QUINN_SRC) && $(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target -- -D warnings
+	cd $(NOQ_SRC) && $(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --all-targets --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target -- -D warnings
 	@test -z "$$(gofmt -l $(QUICGO_SRC))" || { gofmt -l $(QUICGO_SRC); echo "gofmt: reformat the files above"; exit 1; }
 	cd $(QUICGO_SRC) && go vet ./...
 	bash emu/check-levels.sh
@@ -71,11 +79,12 @@ check: setup
 
 # dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`);
 # as root they include those #[ignore]d for needing root (namespaces, TUN devices). The
-# quinn program's tests use its release profile, so they reuse the dependencies `build` built.
+# quinn and noq programs' tests use their release profile, so they reuse the dependencies `build` built.
 ROOT_TESTS := $(if $(filter 0,$(shell id -u)),--include-ignored)
 test: build check
 	cd emu && $(CARGO) test --profile checked --locked -- $(ROOT_TESTS)
 	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
+	$(CARGO) test --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
 	$(PY) -m pytest -q --durations=20 tests
 
 bench: build

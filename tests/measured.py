@@ -131,6 +131,9 @@ BOUNDS: dict[str, Bound] = {
     "stacks.ngtcp2.bbr.10mb_mbps": Bound(lo=9.58, ceiling=QUIC_PMTUD_CEILING),  # 5: 11.4-11.8-12.5
     "stacks.ngtcp2.bbr2.10mb_mbps": Bound(lo=16.9, ceiling=QUIC_PMTUD_CEILING, tolerance=0.55, what=(
         "bimodal: a STARTUP that overflows a leg's queue holds PDCP for t-Reordering (one run of five)")),  # 5: 17.8-36.1-36.1
+    "stacks.noq.cubic.10mb_mbps": Bound(lo=19.5, ceiling=QUIC_PMTUD_CEILING),  # 5: 24.0-24.1-24.3
+    "stacks.noq.reno.10mb_mbps": Bound(lo=21.8, ceiling=QUIC_PMTUD_CEILING),  # 5: 26.8-27.0-27.1
+    "stacks.noq.bbr.10mb_mbps": Bound(lo=28.6, ceiling=QUIC_PMTUD_CEILING),  # 5: 35.2-35.3-35.6
     "stacks.quic-go.reno.10mb_mbps": Bound(lo=30, ceiling=QUIC_PMTUD_CEILING),  # 5: 36.9-37.0-37.1
     "stacks.quinn.cubic.10mb_mbps": Bound(lo=19.3, ceiling=QUIC_PMTUD_CEILING),  # 5: 23.7-23.8-24.1
     "stacks.quinn.reno.10mb_mbps": Bound(lo=21.7, ceiling=QUIC_PMTUD_CEILING),  # 5: 26.5-26.7-27.1

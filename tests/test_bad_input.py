@@ -94,7 +94,7 @@ RUN_OPTIONS = [
     (["throughput", "--on-error", "ignore"], "--on-error"),
     (["fairness", "--duration", "0"], "--duration"),
     (["fairness", "--stacks", "dc"], "--stacks: expected dc=VALUE"),
-    (["fairness", "--stacks", "dc=nope"], "--stack: must be one of aioquic, aioquic-2020, mptcp, ngtcp2, quic-go, quinn, tcp (got 'nope')"),
+    (["fairness", "--stacks", "dc=nope"], "--stack: must be one of aioquic, aioquic-2020, mptcp, ngtcp2, noq, quic-go, quinn, tcp (got 'nope')"),
     (["fairness", "--bw", "30"], "fairness needs two legs"),
 ]
 

@@ -19,7 +19,7 @@ from dclab.experiments.throughput import EXPERIMENT as THROUGHPUT
         (["throughput", "--size", "12XB"], "--size: expected a size like 100MB, 1GB or 5000000 (got '12XB')"),
         (["throughput", "--size", "0"], "--size: must be between 1 B and 100 GB"),
         (["throughput", "--timeout", "0"], "--timeout"),
-        (["throughput", "--stack", "quiche"], "'quiche' is not one of 'aioquic', 'aioquic-2020', 'mptcp', 'ngtcp2', 'quic-go', 'quinn', 'tcp'"),
+        (["throughput", "--stack", "quiche"], "'quiche' is not one of 'aioquic', 'aioquic-2020', 'mptcp', 'ngtcp2', 'noq', 'quic-go', 'quinn', 'tcp'"),
         (["throughput", "--cc", "vegas"], "aioquic offers reno, cubic, bbr (got 'vegas')"),
         (["throughput", "--stack", "tcp", "--cc", "bbr2"], "tcp offers cubic, reno, bbr (got 'bbr2')"),
         (["throughput", "--udp-buffer", "huge"], "'huge' is not one of 'default', 'large'"),

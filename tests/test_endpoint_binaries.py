@@ -1,8 +1,9 @@
-"""Our compiled stacks (quic-go, quinn) over a plain veth pair, what holds for both:
+"""Our compiled stacks (quic-go, quinn, noq) over a plain veth pair, what holds for all:
 several connections with parallel streams, sequential streams and assignment, byte ranges
 and pre-established connections, workloads they refuse, downloads that time out, and
 (slow) the goodput of 100 MB downloads with every controller, which the README quotes.
-What is each library's own is in test_endpoint_quicgo.py and test_endpoint_quinn.py."""
+What is each library's own is in test_endpoint_quicgo.py, test_endpoint_quinn.py and
+test_endpoint_noq.py."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ from conftest import SERVER
 from endpoint_binaries import MB, PORT, Bench, check_ok, sizes
 
 from dclab.endpoints.base import ClientSpec, Workload
+from dclab.endpoints.noq.adapter import NoqStack
 from dclab.endpoints.quicgo.adapter import QuicGoStack
 from dclab.endpoints.quinn.adapter import QuinnStack
 from dclab.testbed import netns
 
 # Per stack: how long after a handshake (or a body) its client may take to send the next
 # request (quic-go's goroutines are scheduled later than tokio's tasks on a loaded machine).
-STACKS = {"quic-go": (QuicGoStack(), 0.25), "quinn": (QuinnStack(), 0.05)}
+STACKS = {"quic-go": (QuicGoStack(), 0.25), "quinn": (QuinnStack(), 0.05), "noq": (NoqStack(), 0.05)}
+# How each refuses a path beyond the server's limit: HTTP/3's 404, noq's reset stream.
+NOT_FOUND = {"quic-go": "HTTP status 404", "quinn": "HTTP status 404",
+             "noq": "the server refused the request (1: not GET /<n> [bytes=A-B])"}
 
 pytestmark = pytest.mark.root
 
@@ -106,7 +111,7 @@ def test_server_answers_bad_paths_and_empty_bodies(bench, tmp_path):
         return {"rc": p.returncode, **json.loads(p.stdout.strip().splitlines()[-1])}
 
     d = run([10**12 + 1])  # beyond the server's limit: 404
-    assert d["rc"] == 1 and not d["ok"] and "HTTP status 404" in d["objects"][0]["error"]
+    assert d["rc"] == 1 and not d["ok"] and NOT_FOUND[bench.stack.name] in d["objects"][0]["error"]
     d = run([0, 1])
     assert d["rc"] == 0 and d["ok"] and [o["bytes"] for o in d["objects"]] == [0, 1]
 

@@ -43,7 +43,7 @@ def test_mix_is_parsed_with_each_stacks_default_cc():
 @pytest.mark.parametrize(
     "mix, message",
     [
-        ("quiche=1", "stack must be one of aioquic, aioquic-2020, mptcp, ngtcp2, quic-go, quinn, tcp (got 'quiche'"),
+        ("quiche=1", "stack must be one of aioquic, aioquic-2020, mptcp, ngtcp2, noq, quic-go, quinn, tcp (got 'quiche'"),
         ("aioquic:vegas=1", "aioquic offers reno, cubic, bbr (got 'vegas')"),
         ("tcp:bbr2=1", "tcp offers cubic, reno, bbr (got 'bbr2')"),
         ("tcp:reno=1,tcp:cubic=2", "TCP flows share the server namespace's congestion control; give them one (got cubic, reno)"),

@@ -214,13 +214,13 @@ def test_check_reports_every_problem_at_once():
 
 
 def test_registry():
-    assert list(STACKS) == ["aioquic", "aioquic-2020", "mptcp", "ngtcp2", "quic-go", "quinn", "tcp"]
+    assert list(STACKS) == ["aioquic", "aioquic-2020", "mptcp", "ngtcp2", "noq", "quic-go", "quinn", "tcp"]
     for name in STACKS:
         st = get_stack(name)
         assert st.name == name and st.ccs and st.default_cc == st.ccs[0]
     with pytest.raises(StackError) as e:
         get_stack("x")
-    assert str(e.value) == "--stack: must be one of aioquic, aioquic-2020, mptcp, ngtcp2, quic-go, quinn, tcp (got 'x')"
+    assert str(e.value) == "--stack: must be one of aioquic, aioquic-2020, mptcp, ngtcp2, noq, quic-go, quinn, tcp (got 'x')"
 
 
 def test_declared_capabilities():

@@ -14,6 +14,7 @@ STACKS: dict[str, str] = {
     "aioquic-2020": "dclab.endpoints.aioquic2020.adapter:Aioquic2020Stack",
     "mptcp": "dclab.endpoints.mptcp.adapter:MptcpStack",
     "ngtcp2": "dclab.endpoints.ngtcp2.adapter:Ngtcp2Stack",
+    "noq": "dclab.endpoints.noq.adapter:NoqStack",
     "quic-go": "dclab.endpoints.quicgo.adapter:QuicGoStack",
     "quinn": "dclab.endpoints.quinn.adapter:QuinnStack",
     "tcp": "dclab.endpoints.tcp.adapter:TcpStack",
