@@ -276,12 +276,18 @@ class SplitLayer(Experiment[SplitLayerOptions]):
 
     @staticmethod
     def _transport(r: TransferResult | None) -> dict[str, Any]:
-        """What the stack reported of its subflows or paths (MPTCP's ``extra.mptcp``, the
-        QUIC stack's per-path ``extra.stack.paths``)."""
+        """What the stack reported of its subflows or paths: MPTCP's ``extra.mptcp``, a
+        multipath QUIC stack's paths per connection (``extra.stack.connections[].paths``)."""
         if r is None:
             return {}
-        stack = r.extra.get("stack") or {}
-        return {k: v for k, v in (("mptcp", r.extra.get("mptcp")), ("paths", stack.get("paths"))) if v}
+        out: dict[str, Any] = {}
+        if r.extra.get("mptcp"):
+            out["mptcp"] = r.extra["mptcp"]
+        conns = (r.extra.get("stack") or {}).get("connections") or []
+        paths = [c.get("paths") for c in conns if isinstance(c, dict) and c.get("paths")]
+        if paths:
+            out["paths"] = paths
+        return out
 
     # -- output ----------------------------------------------------------------------------
 
