@@ -11,9 +11,9 @@ connections (their completion times). ``--setting fairness``: the flow against o
 flow on each leg (SC bearers, ports 8000 and 9000), all downloading for ``duration``
 seconds: each flow's mean throughput over the window from dcemu's per-bearer records,
 Jain's index over the three, and per leg Jain's index of the aggregated flow's share of
-that leg (what the leg carried less the TCP flow) against the TCP flow: the coupled-
-congestion question, is the multipath flow fair to the single-path one on each
-bottleneck?
+that leg (what the leg carried less the TCP flow) against the TCP flow, with the ratio of
+the two (``share_leg1``: 1 is a TCP flow's share, 0.5 half of it): the coupled-congestion
+question, is the multipath flow fair to the single-path one on each bottleneck?
 
 Reordering the receiving transport saw (``reordered``): for PDCP bearers, SDUs that
 waited in the PDCP reordering buffer (what the transport is spared; the stalls are in
@@ -157,6 +157,8 @@ class SplitLayer(Experiment[SplitLayerOptions]):
                Metric("jfi", "Jain's fairness index", digits=3),
                Metric("jfi_leg1", "JFI on leg 1", digits=3),
                Metric("jfi_leg2", "JFI on leg 2", digits=3),
+               Metric("share_leg1", "aggregated / TCP on leg 1", digits=2),
+               Metric("share_leg2", "aggregated / TCP on leg 2", digits=2),
                Metric("leg1_util", "leg 1 utilization", digits=3),
                Metric("leg2_util", "leg 2 utilization", digits=3),
                Metric("reordered", "reordered at the receiver", "packets", digits=0))
@@ -245,12 +247,15 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         result.flows = [FlowResult.of(plan, "agg", transfers.get("agg"), agg)] + [
             FlowResult.of(plan, f"tcp{k}", transfers.get(f"tcp{k}"), tcp[k - 1]) for k in (1, 2)]
         on_leg: dict[int, float] = {}
-        result.metrics = {"goodput_mbps": agg, "jfi": None, "jfi_leg1": None, "jfi_leg2": None,
+        result.metrics = {"goodput_mbps": agg, "jfi": None, "jfi_leg1": None, "jfi_leg2": None, "share_leg1": None,
+                          "share_leg2": None,
                           "reordered": reordered(summary, AGGREGATIONS[o.aggregation], transfers.get("agg"))}
         if agg is not None and tcp[0] is not None and tcp[1] is not None and result.ok:
             for k, t in ((1, tcp[0]), (2, tcp[1])):
                 on_leg[k] = max(legs[f"leg{k}"] - t, 0.0)  # the leg's output less the TCP flow's
                 result.metrics[f"jfi_leg{k}"] = jain([on_leg[k], t])
+                # Jain's index is symmetric: the ratio says which way (1: a TCP's share of the leg).
+                result.metrics[f"share_leg{k}"] = on_leg[k] / t if t > 0 else None
             result.metrics["jfi"] = jain([agg, tcp[0], tcp[1]])
         result.details = {"aggregation": o.aggregation, "layer": AGGREGATIONS[o.aggregation].layer,
                           "window_s": o.duration, "size": o.size, "leg_mbps": legs, "agg_on_leg_mbps": on_leg,
@@ -297,7 +302,8 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             return f"failed: {rep.error}"
         if m.get("jfi") is not None:
             return (f"{m.get('goodput_mbps') or 0:.2f} Mbit/s against TCP on each leg, JFI {m['jfi']:.3f} "
-                    f"(leg 1 {m.get('jfi_leg1') or 0:.3f}, leg 2 {m.get('jfi_leg2') or 0:.3f})")
+                    f"(leg 1 {m.get('jfi_leg1') or 0:.3f}, {m.get('share_leg1') or 0:.2f} of TCP's; "
+                    f"leg 2 {m.get('jfi_leg2') or 0:.3f}, {m.get('share_leg2') or 0:.2f})")
         short = m.get("short_completion_s")
         return (f"{m.get('goodput_mbps') or 0:.2f} Mbit/s" + (f", short {short * 1e3:.0f} ms" if short else "")
                 + f", reordered {m['reordered']}" * (m.get("reordered") is not None))
@@ -367,7 +373,8 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             path = figures.flow_bars(fair, ["agg", "tcp1", "tcp2"], out_dir / f"{stem}-fairness.png",
                                      f"{title}, against TCP on each leg", xlabel,
                                      labels={"agg": "aggregated flow", "tcp1": "TCP on leg 1", "tcp2": "TCP on leg 2"},
-                                     annotate="jfi", more={"jfi_leg1": "JFI leg 1", "jfi_leg2": "JFI leg 2"})
+                                     annotate="jfi", more={"jfi_leg1": "JFI leg 1", "jfi_leg2": "JFI leg 2",
+                                                           "share_leg1": "share leg 1", "share_leg2": "share leg 2"})
             out.append((path, f"{title}: each flow's mean throughput over the window (std over repetitions), one panel "
                               f"per aggregation; Jain's index of the three and, per leg, of the aggregated flow's share "
                               f"of that leg against its TCP flow"))
