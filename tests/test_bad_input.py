@@ -69,7 +69,11 @@ SCENARIO_OPTIONS = [
     (["--uplink-queue", "0"], "--uplink-queue: must be at least 1 and at most 1000000 (got 0)"),
     (["--uplink-queue", BIG], "--uplink-queue: must be at least 1 and at most 1000000"),
     (["--uplink-queue", "x"], "'x' is not a valid integer"),
-    (["--trace", "/nonexistent/trace.csv"], "does not exist"),
+    (["--trace", "/nonexistent/trace.csv"], "--trace: no such file '/nonexistent/trace.csv'"),
+    (["--trace", "data/traces/raca4g/4G_A_2018.01.27_13.58.29.csv,/nonexistent/b.csv"], "--trace: no such file '/nonexistent/b.csv'"),
+    (["--outage", "3:1:1"], "--outage: leg 3 does not exist (the scenario has 2)"),
+    (["--outage", "2:x:1"], "--outage: expected LEG:AT_S:DURATION_S, e.g. 2:6:2 (got '2:x:1')"),
+    (["--outage", "2:1:0"], "--outage: duration_s must be at least 0.001 and at most 3600 (got 0.0)"),
     (["--scenario", "/nonexistent.toml"], "does not exist"),
 ]
 

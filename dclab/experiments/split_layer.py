@@ -9,7 +9,8 @@ each leg's throughput and utilization over the transfer, the reordering its rece
 saw), then ``shorts`` downloads of ``short`` bytes one after another on fresh
 connections (their completion times). ``--setting fairness``: the flow against one TCP
 flow on each leg (SC bearers, ports 8000 and 9000), all downloading for ``duration``
-seconds: each flow's mean throughput over the window from dcemu's per-bearer records,
+seconds (each asks for more than the legs carry in that time, ``fairness_size``): each
+flow's mean throughput over the window from dcemu's per-bearer records,
 Jain's index over the three, and per leg Jain's index of the aggregated flow's share of
 that leg (what the leg carried less the TCP flow) against the TCP flow, with the ratio of
 the two (``share_leg1``: 1 is a TCP flow's share, 0.5 half of it): the coupled-congestion
@@ -50,6 +51,7 @@ PORT = 4433
 TCP_PORTS = (8000, 9000)  # the TCP flows on leg 1 and leg 2 in the fairness setting
 STATS_INTERVAL_MS = 50.0
 MAX_SHORTS = 100
+MIN_FAIR_SIZE, MAX_FAIR_SIZE = 1_000_000_000, 100_000_000_000  # bytes each flow asks for in the fairness setting
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,9 @@ class SplitLayerOptions(StackOptions):
         "noq's multipath QUIC)."))
     setting: Literal["alone", "fairness"] = Field("alone", description=(
         "alone: the flow by itself (long then short downloads); fairness: against one TCP flow on each leg."))
-    size: Size = Field(20_000_000, description="Bytes of the long download (alone), or each flow asks for (fairness).",
-                       json_schema_extra={"show": "20MB"})
+    size: Size = Field(20_000_000, description=(
+        "Bytes of the long download (alone); in the fairness setting each flow asks for at least this, 1 GB and twice "
+        "what the legs carry in the window, so none ends within it."), json_schema_extra={"show": "20MB"})
     short: Size = Field(200_000, description="Bytes of each short download (alone).", json_schema_extra={"show": "200kB"})
     shorts: Annotated[int, in_range(0, MAX_SHORTS)] = Field(5, description=(
         f"Short downloads after the long one, one after another on fresh connections (0-{MAX_SHORTS}; alone)."))
@@ -118,6 +121,14 @@ class SplitLayerOptions(StackOptions):
 
     def flow_stack(self) -> str:
         return AGGREGATIONS[self.aggregation].stack or self.stack
+
+
+def fairness_size(scenario: Scenario, o: SplitLayerOptions) -> int:
+    """What each flow asks for in the fairness setting: at least ``size`` and 1 GB, and
+    twice what every leg together carries in the window, so that no flow ends within it
+    (each flow's mean is taken over the whole window, as in the fairness experiment)."""
+    rate = sum(scenario.bw) * 1e6 if not (scenario.trace or scenario.traces) else 0.0
+    return int(min(MAX_FAIR_SIZE, max(o.size, MIN_FAIR_SIZE, 2 * rate * o.duration / 8)))
 
 
 def _counters(transfer: TransferResult | None) -> dict[str, Any]:
@@ -176,11 +187,13 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         bearers = [AGGREGATIONS[o.aggregation].bearer()]
         flows = [Flow("agg", o.flow_stack(), "agg", Workload.single(o.size), o.cc, PORT)]
         if o.setting == "fairness":
+            size = fairness_size(scenario, o)
+            flows = [replace(flows[0], workload=Workload.single(size))]
             # TCP flows share the server namespace's congestion control with a TCP-family aggregated flow.
             tcp_cc = o.cc if o.flow_stack() in ("tcp", "mptcp") else None
             for leg, port in enumerate(TCP_PORTS, start=1):
                 bearers.append(Bearer(f"tcp{leg}", "sc", (leg,)))
-                flows.append(Flow(f"tcp{leg}", "tcp", f"tcp{leg}", Workload.single(o.size), tcp_cc, port))
+                flows.append(Flow(f"tcp{leg}", "tcp", f"tcp{leg}", Workload.single(size), tcp_cc, port))
         plan = FlowPlan.build(bearers, flows, scenario, STATS_INTERVAL_MS)
         if o.flow_stack() == "mptcp":
             plan = replace(plan, netns_sysctls=(("net.mptcp.scheduler", o.mptcp_scheduler),))
