@@ -58,7 +58,7 @@ $(QUINN): $(wildcard $(QUINN_SRC)/src/*.rs) $(QUINN_SRC)/build.rs $(QUINN_SRC)/C
 	$(CARGO) build --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
 	install -D -m755 build/quinn-target/release/dclab-quinn $@
 
-$(NOQ): $(wildcard $(NOQ_SRC)/src/*.rs) $(NOQ_SRC)/build.rs $(NOQ_SRC)/Cargo.toml $(NOQ_SRC)/Cargo.lock
+$(NOQ): $(wildcard $(NOQ_SRC)/src/*.rs) $(QUINN_SRC)/src/workload.rs $(NOQ_SRC)/build.rs $(NOQ_SRC)/Cargo.toml $(NOQ_SRC)/Cargo.lock
 	$(CARGO) build --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
 	install -D -m755 build/noq-target/release/dclab-noq $@
 

@@ -14,7 +14,12 @@
 mod client;
 mod common;
 mod server;
+// The workload file and its checks are the quinn program's, shared as source (one contract).
+#[path = "../../../quinn/rs/src/workload.rs"]
 mod workload;
+
+/// The stack this program is, as its messages name it.
+pub const STACK: &str = "noq";
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

@@ -13,6 +13,9 @@ mod common;
 mod server;
 mod workload;
 
+/// The stack this program is, as its messages name it.
+pub const STACK: &str = "quinn";
+
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 

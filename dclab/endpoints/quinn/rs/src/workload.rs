@@ -123,10 +123,16 @@ impl Workload {
         }
         // Not implemented here: refused rather than ignored.
         if flag(&d, "resumption")? {
-            return Err("resumption: not implemented by the quinn client".into());
+            return Err(format!(
+                "resumption: not implemented by the {} client",
+                crate::STACK
+            ));
         }
         if flag(&d, "zero_rtt")? {
-            return Err("zero_rtt: not implemented by the quinn client".into());
+            return Err(format!(
+                "zero_rtt: not implemented by the {} client",
+                crate::STACK
+            ));
         }
         match d.get("cc_options") {
             None | Some(Value::Null) => {}
@@ -141,7 +147,8 @@ impl Workload {
                 }
                 if !knobs.is_empty() {
                     return Err(format!(
-                        "cc_options: the quinn client accepts none (got {})",
+                        "cc_options: the {} client accepts none (got {})",
+                        crate::STACK,
                         knobs.join(", ")
                     ));
                 }
