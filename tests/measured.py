@@ -122,7 +122,9 @@ BOUNDS: dict[str, Bound] = {
     "resume.ngtcp2.zero_rtt_first_byte_saving_ms": Bound(lo=18.4),  # 5: 22.4-22.7-23.1
     "resume.tcp.zero_rtt_first_byte_saving_ms": Bound(lo=19.7, what="the SYN's round trip, 20 ms"),  # 5: 22.1-24.3-27.0
     # every stack and controller, 10 MB through the default scenario (tests/test_stacks_dcemu.py)
-    "stacks.aioquic.reno.10mb_mbps": Bound(lo=25.6, ceiling=QUIC_CEILING),  # 5: 28.0-31.6-35.7
+    "stacks.aioquic.reno.10mb_mbps": Bound(lo=22.7, ceiling=QUIC_CEILING, tolerance=0.25, what=(
+        "aioquic NewReno: how many loss episodes slow start's overflow of a leg costs varies from run to run "
+        "(25.5 in a fresh clone's CI)")),  # 10: 23.9-29.1-35.8
     "stacks.aioquic.cubic.10mb_mbps": Bound(lo=24.5, ceiling=QUIC_CEILING),  # 5: 29.0-30.2-32.9
     "stacks.aioquic.bbr.10mb_mbps": Bound(lo=24.4, ceiling=QUIC_CEILING),  # 5: 29.7-30.1-35.3
     "stacks.aioquic-2020.reno.10mb_mbps": Bound(lo=28.4, ceiling=QUIC_CEILING),  # 5: 34.4-35.0-35.5
