@@ -757,3 +757,34 @@ fn extra_client_addresses_are_bench_addresses_of_their_own() {
         assert!(format!("{err:#}").contains(want), "{addrs}: {err:#}");
     }
 }
+
+#[test]
+fn packets_lost_on_a_leg_return_their_buffers() {
+    let text = r#"
+[pdcp]
+t_reordering_ms = 10
+[[legs]]
+name = "a"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 1 }
+loss = { model = "bernoulli", percent = 50 }
+"#;
+    let mut h = Harness::new(text);
+    for i in 0..200u32 {
+        h.inject(
+            i as Nanos * NS_PER_MS,
+            Dir::Down,
+            &udp(4433, 5000, i, 100, true),
+        );
+    }
+    h.run_until(400 * NS_PER_MS);
+    let rec = h.e.summary(h.now);
+    let lost = rec.legs[0].downlink.counters.dropped_loss_packets;
+    assert!(lost > 50 && lost < 150, "{lost}");
+    assert_eq!(h.written.len() as u64, 200 - lost);
+    assert_eq!(
+        rec.engine.buffers_in_use, 0,
+        "every lost packet's buffer is free again"
+    );
+}

@@ -6,7 +6,7 @@
 //!
 //! [`Downlink`] is what the engine drives: a plain [`LinkDirection`] or a [`CellDirection`].
 
-use crate::base::packet::Pkt;
+use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
 use crate::cell::{Cell, CellCounters, DeviceCounters};
 use crate::config::CellLeg;
@@ -62,6 +62,11 @@ impl CellDirection {
     pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
         self.advance(now);
         self.tail.poll(now, &mut self.counters, out);
+    }
+
+    /// Hands the buffers of packets lost on the link to `free`.
+    pub fn reclaim(&mut self, free: &mut impl FnMut(PktId)) {
+        self.tail.reclaim(free);
     }
 
     pub fn set_delay(&mut self, now: Nanos, dist: DelayDist) {
@@ -129,6 +134,13 @@ impl Downlink {
         match self {
             Downlink::Link(l) => l.enqueue(now, p),
             Downlink::Cell(c) => c.enqueue(now, p),
+        }
+    }
+
+    pub fn reclaim(&mut self, free: &mut impl FnMut(PktId)) {
+        match self {
+            Downlink::Link(l) => l.reclaim(free),
+            Downlink::Cell(c) => c.reclaim(free),
         }
     }
 

@@ -255,6 +255,7 @@ impl Engine {
             Dir::Down => self.send_down(now, pkt),
             Dir::Up => self.send_up(now, pkt),
         }
+        self.reclaim();
         self.hand_to_exit(first_new);
     }
 
@@ -263,6 +264,17 @@ impl Engine {
         if let Some(exit) = self.exit.as_mut() {
             for o in self.outputs.drain(from..) {
                 exit.push(o.at, o);
+            }
+        }
+    }
+
+    /// Takes back the buffers of packets the legs lost (their stages never free).
+    fn reclaim(&mut self) {
+        let Engine { legs, pool, .. } = self;
+        for leg in legs.iter_mut() {
+            leg.down.reclaim(&mut |id| pool.free(id));
+            if let Some(up) = leg.up.as_mut() {
+                up.reclaim(&mut |id| pool.free(id));
             }
         }
     }
@@ -419,6 +431,7 @@ impl Engine {
             }
             Due::Exit | Due::Entry => unreachable!("handled above"),
         }
+        self.reclaim();
         self.hand_to_exit(first_new);
     }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::delay::{DelayDist, DelayStage};
 use super::loss::{Loss, LossModel};
 use super::rate::{RateSpec, RateStage};
-use crate::base::packet::Pkt;
+use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
 
 /// Everything that shapes one direction of one leg.
@@ -82,6 +82,9 @@ pub struct LinkTail {
     /// The loss model is applied by `lose_before` (before the queueing stage), not `offer`.
     loss_before: bool,
     delay: DelayStage,
+    /// Buffers of packets lost or dropped at the delay limit, for the owner of the packet
+    /// pool to take back ([`LinkTail::reclaim`]); reused, so the hot path does not allocate.
+    dropped: Vec<PktId>,
 }
 
 impl LinkTail {
@@ -96,6 +99,14 @@ impl LinkTail {
                 spec.jitter_reorders,
                 sub_seed(seed, 2),
             ),
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Hands every dropped packet's buffer to `free` (the stages themselves never free).
+    pub fn reclaim(&mut self, free: &mut impl FnMut(PktId)) {
+        for id in self.dropped.drain(..) {
+            free(id);
         }
     }
 
@@ -104,8 +115,10 @@ impl LinkTail {
         if !self.loss_before && self.loss.lose() {
             c.dropped_loss_packets += 1;
             c.dropped_loss_bytes += p.len as u64;
+            self.dropped.push(p.id);
         } else if self.delay.enqueue(t, p).is_err() {
             c.dropped_delay_limit_packets += 1;
+            self.dropped.push(p.id);
         }
     }
 
@@ -197,6 +210,11 @@ impl LinkDirection {
     pub fn poll(&mut self, now: Nanos, out: &mut impl FnMut(Nanos, Pkt)) {
         self.advance(now);
         self.tail.poll(now, &mut self.counters, out);
+    }
+
+    /// Hands the buffers of packets lost on the link to `free`.
+    pub fn reclaim(&mut self, free: &mut impl FnMut(PktId)) {
+        self.tail.reclaim(free);
     }
 
     /// Changes the rate at `now` (see [`RateStage::set_spec`]).
