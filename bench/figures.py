@@ -10,7 +10,7 @@ from typing import Any
 from dclab.paths import DCEMU
 from dclab.testbed.emulator_mode import TUN_OFFLOADS
 
-SECTIONS = ("kernel", "unlimited", "delay", "lateness", "dc5g", "rate", "offload")
+SECTIONS = ("kernel", "unlimited", "delay", "lateness", "dc5g", "rate", "offload", "cells")
 SECTION_HELP = {
     "kernel": "plain veth between the two namespaces: TCP goodput, UDP kpps, RTT p50/p99",
     "unlimited": "dcemu, two unlimited legs, no delay: TCP, UDP, added RTT, CPU s/GB, lateness, packets lost inside dcemu",
@@ -19,6 +19,7 @@ SECTION_HELP = {
     "dc5g": "DC pair of 2 x 1 Gbit/s, 5 ms each way: TCP (iperf3) and ngtcp2 (dclab run throughput) goodput",
     "rate": "rate error of one leg at 20 Mbit/s and at 1 Gbit/s",
     "offload": "TUN offload modes all/read/write/none: TCP goodput, UDP kpps (skipped if dcemu lacks --tun-offload)",
+    "cells": "TCP through the nr:good carrier against its model capacity, and through EN-DC (lte:good + nr:good): lateness",
 }
 OFFLOAD_MODES = TUN_OFFLOADS
 
@@ -68,6 +69,18 @@ FIGURES: dict[str, Fig] = {
     "dc5g.ngtcp2_gbps": Fig("ngtcp2", "Gbit/s", ".2f"),
     "rate.error_pct_20mbit": Fig("rate error at 20 Mbit/s", "%", "+.3f"),
     "rate.error_pct_1gbit": Fig("rate error at 1 Gbit/s", "%", "+.3f"),
+    "cells.nr_tcp_gbps": Fig("TCP through nr:good", "Gbit/s", ".3f"),
+    "cells.nr_model_gbps": Fig("its model capacity", "Gbit/s", ".3f"),
+    "cells.nr_share_of_model": Fig("share of the model", "", ".3f"),
+    "cells.nr_lateness_p99_us": Fig("NR lateness p99", "us", ".1f"),
+    "cells.endc_tcp_gbps": Fig("TCP through EN-DC", "Gbit/s", ".3f"),
+    "cells.endc_lateness_p50_us": Fig("EN-DC lateness p50", "us", ".1f"),
+    "cells.endc_lateness_p99_us": Fig("EN-DC lateness p99", "us", ".1f"),
+    "cells.endc_service_lateness_p99_us": Fig("EN-DC timer p99", "us", ".1f"),
+    "cells.endc_paced_tcp_mbps": Fig("EN-DC, TCP paced", "Mbit/s", ".1f"),
+    "cells.endc_paced_lateness_p50_us": Fig("paced lateness p50", "us", ".1f"),
+    "cells.endc_paced_lateness_p99_us": Fig("paced lateness p99", "us", ".1f"),
+    "cells.endc_paced_service_lateness_p99_us": Fig("paced timer p99", "us", ".1f"),
 }
 for _sfx, _how in (("", "reordering on"), ("_no_reordering", "reordering off"), ("_busy_poll", "reordering on, --busy-poll")):
     FIGURES |= {

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.cells import section_cells
 from bench.figures import OFFLOAD_MODES, add, detail, log, record_run
 from bench.tools import (
     LARGE_TCP_BUFFERS,
@@ -25,6 +26,7 @@ from bench.tools import (
     pct,
     rate_error,
     rtts_ms,
+    runtime_of,
     scenario,
     set_sysctls,
     summary_of,
@@ -90,15 +92,15 @@ def section_unlimited(results: dict, tmp: Path) -> None:
                 tcp = tcp_gbps(ns)
             s = summary_of(emu)
             tcp_loss = dcemu_losses(s)
-            rt = s["runtime"]
+            rt = runtime_of(s)
             with Emulator(sc, tmp / f"udp-{i}") as emu, iperf_server(ns):
                 flood = udp_flood(ns)
             udp, us = flood["kpps"], summary_of(emu)
             udp_loss = dcemu_losses(us)
-            forwarded_kpps = us["runtime"]["tun_write_packets"] / flood["seconds"] / 1e3
+            forwarded_kpps = runtime_of(us).tun_write_packets / flood["seconds"] / 1e3
             detail(results, "unlimited_losses", {"rtt": rtt_loss, "tcp": tcp_loss, "udp": udp_loss})
-            detail(results, "unlimited_tcp_runtime", {k: rt[k] for k in ("cpu_user_s", "cpu_sys_s", "tun_read_packets", "tun_write_packets",
-                                                                         "wakeups") if k in rt} | {"forwarded_bytes": forwarded_bytes(s)})
+            kept = ("cpu_user_s", "cpu_sys_s", "tun_read_packets", "tun_write_packets", "wakeups")
+            detail(results, "unlimited_tcp_runtime", {k: getattr(rt, k) for k in kept} | {"forwarded_bytes": forwarded_bytes(s)})
             record_run(results, "unlimited", i, {
                 "unlimited.rtt_p50_us": pct(rtt, .5) * 1e3, "unlimited.rtt_p99_us": pct(rtt, .99) * 1e3,
                 "unlimited.added_rtt_p50_us": pct(rtt, .5) * 1e3 - base_us, "unlimited.added_rtt_p99_us": pct(rtt, .99) * 1e3 - base_us,
@@ -106,8 +108,8 @@ def section_unlimited(results: dict, tmp: Path) -> None:
                 "unlimited.added_rtt_p50_us_busy_poll": pct(rtt_busy, .5) * 1e3 - base_us,
                 "unlimited.added_rtt_p99_us_busy_poll": pct(rtt_busy, .99) * 1e3 - base_us,
                 "unlimited.tcp_gbps": tcp,
-                "unlimited.cpu_s_per_gb": (rt["cpu_user_s"] + rt["cpu_sys_s"]) / (forwarded_bytes(s) / 1e9),
-                "unlimited.lateness_p50_us": rt["lateness"]["p50_us"], "unlimited.lateness_p99_us": rt["lateness"]["p99_us"],
+                "unlimited.cpu_s_per_gb": (rt.cpu_user_s + rt.cpu_sys_s) / (forwarded_bytes(s) / 1e9),
+                "unlimited.lateness_p50_us": rt.lateness.p50_us, "unlimited.lateness_p99_us": rt.lateness.p99_us,
                 "unlimited.lost_packets": sum(rtt_loss.values()) + sum(tcp_loss.values()),
                 "unlimited.udp_kpps": udp, "unlimited.lost_packets_udp": sum(udp_loss.values()),
                 "unlimited.udp_forwarded_kpps": forwarded_kpps, "unlimited.udp_receiver_drops": flood["rcvbuf_errors"],
@@ -144,14 +146,14 @@ def section_lateness(results: dict, tmp: Path) -> None:
                 with Emulator(text, tmp / f"default{suffix}-{i}", args) as emu, iperf_server(ns):
                     mbps = tcp_gbps(ns) * 1e3
                 s = summary_of(emu)
-            rt, rx = s["runtime"], s["bearers"][0].get("rx") or {}
+            rt, rx = runtime_of(s), s.bearers[0].rx
             values = {f"lateness.tcp_mbps{suffix}": mbps}
             for k in ("lateness", "service_lateness", "write_cost"):
                 for q in ("p50", "p99"):
-                    values[f"lateness.{k}_{q}_us{suffix}"] = rt[k][f"{q}_us"]
+                    values[f"lateness.{k}_{q}_us{suffix}"] = getattr(getattr(rt, k), f"{q}_us")
             # A t-Reordering expiry releases everything held at one instant.
-            values[f"lateness.t_reordering_expiries{suffix}"] = rx.get("timer_expiries", 0)
-            values[f"lateness.reorder_buffer_high_water{suffix}"] = rx.get("buffer_high_water", 0)
+            values[f"lateness.t_reordering_expiries{suffix}"] = rx.timer_expiries if rx else 0
+            values[f"lateness.reorder_buffer_high_water{suffix}"] = rx.buffer_high_water if rx else 0
             record_run(results, "lateness", i, values)
 
 
@@ -202,9 +204,9 @@ def section_dc5g(results: dict, tmp: Path) -> None:
                 with Emulator(sc, tmp / f"tcp-{i}-{key}") as emu, iperf_server(ns):
                     gbps[key] = tcp_gbps(ns)
                 s = summary_of(emu)
-                drops[key] = [leg["downlink"]["dropped_queue_packets"] for leg in s["legs"]]
+                drops[key] = [leg.downlink.dropped_queue_packets for leg in s.legs]
             # s: the overflowing run's summary (the last of the two)
-            expiries = sum(b["rx"]["timer_expiries"] for b in s["bearers"] if b.get("rx"))
+            expiries = sum(b.rx.timer_expiries for b in s.bearers if b.rx)
             record_run(results, "dc5g", i, {**gbps, "dc5g.t_reordering_expiries": expiries},
                        note=f"leg queue drops {drops['dc5g.tcp_gbps']} (8 MB), {drops['dc5g.tcp_overflow_gbps']} (64 MB)")
     _dclab_throughput_ngtcp2(results, tmp / "ngtcp2")
@@ -226,11 +228,11 @@ def section_rate(results: dict, tmp: Path) -> None:
                 with Emulator(text, tmp / f"{key}-{i}") as emu, iperf_server(ns):
                     r = rate_error(ns, bps, length)
                 s = summary_of(emu)
-            r["leg_queue_drops"] = s["legs"][0]["downlink"]["dropped_queue_packets"]
+            r["leg_queue_drops"] = s.legs[0].downlink.dropped_queue_packets
             r["saturated"] = r["leg_queue_drops"] > 0
             # A dcemu stall longer than the leg's queue lasts (1000 packets) idles the
             # leg: the packets wait unread in the kernel. Kept so a low run is explained.
-            r["dcemu_max_lateness_ms"] = s["runtime"]["lateness"]["max_us"] / 1e3
+            r["dcemu_max_lateness_ms"] = runtime_of(s).lateness.max_us / 1e3
             detail(results, f"rate_{key}", r)
             detail(results, f"rate_{key}_saturated", r["saturated"])
             record_run(results, "rate", i, {f"rate.error_pct_{key}": r["error_pct"]},
@@ -271,7 +273,7 @@ def section_offload(results: dict, tmp: Path) -> None:
 
 SECTION_FUNCS: dict[str, Callable[[dict, Path], None]] = {
     "kernel": section_kernel, "unlimited": section_unlimited, "delay": section_delay, "lateness": section_lateness,
-    "dc5g": section_dc5g, "rate": section_rate, "offload": section_offload,
+    "dc5g": section_dc5g, "rate": section_rate, "offload": section_offload, "cells": section_cells,
 }
 
 

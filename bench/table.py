@@ -105,6 +105,23 @@ ROWS: list[Row] = [
     Row("Rate error at 1 Gbit/s", "rate.error_pct_1gbit", None, Target("abs<=", 1.0, "within 1 %"), note=_rate_note("1gbit")),
     *[Row(f"TCP goodput, two unlimited legs, TUN offload `{m}`", f"offload.tcp_gbps_{m}") for m in OFFLOAD_MODES],
     *[Row(f"UDP packets/s (64-byte payload), TUN offload `{m}`", f"offload.udp_kpps_{m}") for m in ("all", "none")],
+    Row("TCP goodput through an NR carrier (nr:good: 100 MHz, 256QAM, 4 layers, DDDSU, HARQ; iperf3 -R 8 s after "
+        "2 s of slow start, 5 ms each way, large buffers)", "cells.nr_tcp_gbps", None, Target(">=", 1.0, ">= 1 Gbit/s")),
+    Row("  the device's capacity in the model (dcemu cell-capacity, 600 s, less HARQ's resent tenth)", "cells.nr_model_gbps"),
+    Row("  TCP's share of it", "cells.nr_share_of_model", None, Target(">=", 0.9, ">= 0.9 (within 10 %)")),
+    Row("  departure lateness, p99 (a slot's block leaves at once: 100 packets written one after another)",
+        "cells.nr_lateness_p99_us"),
+    Row("TCP goodput through EN-DC (lte:good master + nr:good secondary, static split in their capacities' ratio)",
+        "cells.endc_tcp_gbps"),
+    Row("  departure lateness with both cells, p50", "cells.endc_lateness_p50_us"),
+    Row("  departure lateness with both cells, p99", "cells.endc_lateness_p99_us"),
+    Row("  earliest packet of each write batch (timer precision), p99", "cells.endc_service_lateness_p99_us"),
+    Row("EN-DC with TCP paced at 40 Mbit/s (iperf3 -b 40M), the lateness section's rate", "cells.endc_paced_tcp_mbps"),
+    Row("  departure lateness, p50", "cells.endc_paced_lateness_p50_us"),
+    Row("  departure lateness, p99 (HARQ's late blocks hold PDCP, which then releases a burst at one instant)",
+        "cells.endc_paced_lateness_p99_us"),
+    Row("  earliest packet of each write batch (timer precision), p99", "cells.endc_paced_service_lateness_p99_us", None,
+        Target("<=", 200.0, "<= 200 us")),
 ]
 
 
@@ -139,7 +156,8 @@ def render_table(r: dict) -> str:
         if d is None and k is None:
             continue
         label = row.label + (row.note(r) if row.note else "")
-        lines.append(f"| {label} | {fmt_figure(row.dcemu, d) if d else '-'} | {fmt_figure(row.kernel, k) if k else '-'} | "
+        lines.append(f"| {label} | {fmt_figure(row.dcemu, d) if d and row.dcemu else '-'} | "
+                     f"{fmt_figure(row.kernel, k) if k and row.kernel else '-'} | "
                      f"{target_cell(row, figs)} |")
     env = r.get("environment", {})
     only = "" if r.get("sections") == list(SECTIONS) else f" (sections: {', '.join(r.get('sections', []))})"

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dclab.analysis.records import Runtime, Stats
 from dclab.paths import SERVER_ADDR as SERVER
 from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces, sh
@@ -196,20 +197,27 @@ def note_config(results: dict, name: str, scenario_text: str, extra_args: tuple[
     results["dcemu"]["configs"].setdefault(name, {"extra_args": list(extra_args), "scenario": scenario_text})
 
 
-def summary_of(emu: Emulator) -> dict:
+def summary_of(emu: Emulator) -> Stats:
     s = emu.summary()
     if s is None:
         raise RuntimeError(f"dcemu wrote no summary: {emu.log.read_text().strip()[-500:]}")
     return s
 
 
-def dcemu_losses(s: dict) -> dict[str, int]:
+def runtime_of(s: Stats) -> Runtime:
+    """The real-time runtime's figures of a summary (a real run always has them)."""
+    if s.runtime is None:
+        raise RuntimeError("dcemu's summary has no runtime figures")
+    return s.runtime
+
+
+def dcemu_losses(s: Stats) -> dict[str, int]:
     """dcemu's own losses in a summary: packets the kernel dropped on the TUN queue before
     dcemu read them, failed TUN writes, and arrivals dropped for want of a packet buffer."""
-    rt, eng = s["runtime"], s.get("engine", {})
-    return {"tun_kernel_drops": int(rt.get("tun_kernel_drops", 0)), "tun_write_errors": int(rt.get("tun_write_errors", 0)),
-            "dropped_no_buffer": int(eng.get("dropped_no_buffer", 0))}
+    rt = runtime_of(s)
+    return {"tun_kernel_drops": rt.tun_kernel_drops, "tun_write_errors": rt.tun_write_errors,
+            "dropped_no_buffer": s.engine.dropped_no_buffer}
 
 
-def forwarded_bytes(s: dict) -> int:
-    return sum(leg["downlink"]["bytes_out"] + (leg.get("uplink") or {}).get("bytes_out", 0) for leg in s["legs"])
+def forwarded_bytes(s: Stats) -> int:
+    return sum(leg.downlink.bytes_out + (leg.uplink.bytes_out if leg.uplink else 0) for leg in s.legs)

@@ -85,6 +85,11 @@ class CellLink:
         return {"mean_sinr_db": sinr_db(self.distance_m), "doppler_hz": DOPPLER_HZ, "fading": "rayleigh",
                 "queue_bytes": QUEUE_BYTES}
 
+    def cell(self, devices: int) -> dict[str, object]:
+        """dcemu's ``[legs.downlink.cell]`` with ``devices`` devices at this level."""
+        return {"bandwidth_mhz": BANDWIDTH_MHZ, "scheduler": SCHEDULER,
+                "devices": [self.device() for _ in range(devices)]}
+
     def __str__(self) -> str:
         return f"lte:{self.level}"
 

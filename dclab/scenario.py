@@ -18,7 +18,7 @@ import tomli_w
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
-from . import lte
+from . import lte, nr, radio
 from .errors import InputError
 from .files import FileRefused, check_input, clip, read_toml
 
@@ -29,7 +29,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "batch": (1, 100_000), "split": (0, 100), "bw": (0.001, 100_000), "delay": (0, 10_000),
     "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "queue_packets": (1, 1_000_000),
     "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
-    "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8),
+    "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8), "x2_delay": (0, 1000),
 }  # fmt: skip
 for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
     RANGES[f"uplink_{_leg}"] = RANGES[_leg]
@@ -120,7 +120,11 @@ class Scenario(BaseModel):
     mtu: Annotated[int, bounded("mtu")] = 1500
     stats_interval_ms: Annotated[float, bounded("stats_interval_ms")] = 10.0
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 1
-    link: Annotated[str | None, Field(description="lte:LEVEL: one LTE cell instead of the legs (dclab/lte.py)")] = None
+    link: Annotated[str | None, Field(description=(
+        "cells instead of the legs: lte:LEVEL, nr:LEVEL or endc:LTE_LEVEL,NR_LEVEL (dclab/radio.py)"))] = None
+    x2_delay: Annotated[float | None, bounded("x2_delay", description=(
+        "ms one way over the X2/Xn hop from the master's PDCP (leg 1) to every other leg, for split and "
+        "duplicated packets; None: no hop"))] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -138,9 +142,9 @@ class Scenario(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _one_leg_for_a_cell(cls, data: object) -> object:
-        """With a cell there is one leg: per-leg lists still at their two-leg defaults
-        become one entry."""
-        if isinstance(data, dict) and data.get("link"):
+        """With one cell there is one leg: per-leg lists still at their two-leg defaults
+        become one entry (EN-DC keeps two)."""
+        if isinstance(data, dict) and data.get("link") and not str(data["link"]).startswith("endc:"):
             data = dict(data)
             for name, default in (("split", [50.0, 50.0]), ("delay", [10.0, 10.0]), ("loss", [0.0, 0.0])):
                 if name not in data or list(data[name]) == default:
@@ -150,24 +154,25 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _legs_agree(self) -> "Scenario":
         if self.link is not None:
-            lte.parse_link(self.link)  # raises naming --link
+            cells = radio.parse_link(self.link)  # raises naming --link
             if self.bw != [20.0, 20.0]:
                 raise ValueError("bw: not used with --link (the cell's capacity follows the channel)")
             if self.trace is not None or self.traces is not None:
                 raise ValueError("trace: not used with --link (the cell's capacity follows the channel)")
-            if self.outage is not None:
-                raise ValueError("outage: not with --link (a leg of its own would be needed)")
-            if self.duplicate:
-                raise ValueError("duplicate: needs two legs; --link gives one")
+            if self.outage is not None and cells.legs == 1:
+                raise ValueError("outage: not with one cell (a leg of its own would be needed; endc: has two)")
+            if self.duplicate and cells.legs == 1:
+                raise ValueError("duplicate: needs two legs; one cell gives one (endc: gives two)")
             if self.loss_at != "after-rate":
                 raise ValueError("loss_at: only after-rate with --link (a cell has no rate stage to put loss before)")
             if self.queue_packets != 100:
-                raise ValueError(f"queue_packets: not used with --link (each device has its own "
-                                 f"{lte.QUEUE_BYTES // 1000} kB queue at the cell, dclab/lte.py)")
+                raise ValueError(f"queue_packets: not used with --link (each device has its own queue at "
+                                 f"the cell: {lte.QUEUE_BYTES // 1000} kB in LTE, dclab/lte.py; "
+                                 f"{nr.QUEUE_BYTES // 1000} kB in NR, dclab/nr.py)")
         n = self.legs
         for name in ("split", "delay", "loss"):
             if len(getattr(self, name)) != n:
-                given_by = "--link gives one" if self.link is not None else "as --bw gives"
+                given_by = f"--link {self.link} gives {n}" if self.link is not None else "as --bw gives"
                 raise ValueError(f"{name}: needs one value per leg ({n}, {given_by}), got {len(getattr(self, name))}")
         if sum(self.split) <= 0:
             raise ValueError("split: at least one share must be above 0")
@@ -180,6 +185,8 @@ class Scenario(BaseModel):
                 raise ValueError(f"traces: needs one per leg ({n}, as --bw gives), got {len(self.traces)}")
             for t in self.traces:
                 check_trace(Path(t))
+        if self.x2_delay is not None and n < 2:
+            raise ValueError("x2_delay: needs a secondary leg (two legs or more; endc: gives two)")
         if self.outage is not None and self.outage.leg > n:
             raise ValueError(f"outage: leg {self.outage.leg} does not exist (the scenario has {n})")
         return self
@@ -190,8 +197,8 @@ class Scenario(BaseModel):
 
     @property
     def legs(self) -> int:
-        """Downlink legs: one with --link (the cell), else one per --bw value."""
-        return 1 if self.link is not None else len(self.bw)
+        """Downlink legs: one per cell of --link, else one per --bw value."""
+        return radio.parse_link(self.link).legs if self.link is not None else len(self.bw)
 
     def delay_std(self, leg: int) -> float:
         return self.delay[leg] * self.delay_cov
@@ -205,10 +212,10 @@ class Scenario(BaseModel):
         return self.jitter_reorders if self.jitter_reorders is not None else self.link is None
 
     @property
-    def cell(self) -> lte.CellLink | None:
+    def cell(self) -> radio.RadioLink | None:
         """``link`` parsed (None: legs, no cell); the one place it is read (a property,
         not a cache, so that a copy with another link never shows a stale cell)."""
-        return None if self.link is None else lte.parse_link(self.link)
+        return None if self.link is None else radio.parse_link(self.link)
 
     def jitter(self) -> str:
         """The jitter as run, for summary lines and records: 'none', 'reordering (netem)'
@@ -237,7 +244,7 @@ def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **ch
 # Fields added after the first campaign store: a run key includes them only when they
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
 ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing", "traces",
-                                 "outage")
+                                 "outage", "x2_delay")
 # An added field's value in those stores where it is not its default today: the jitter was
 # netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}

@@ -6,6 +6,7 @@ import subprocess
 import tomllib
 
 import pytest
+import tomli_w
 from click.testing import CliRunner
 
 from dclab import scenario as sc
@@ -231,7 +232,7 @@ def test_loss_placement_and_pdcp_processing_reach_dcemu(tmp_path):
 
 
 def test_lte_levels_are_the_study_distances():
-    from dclab import lte
+    from dclab import lte, radio
 
     # TR 36.942 macro path loss, 46 dBm, 9 dB noise figure over 20 MHz: computed, not typed.
     assert round(lte.noise_dbm(), 1) == -92.0
@@ -239,8 +240,9 @@ def test_lte_levels_are_the_study_distances():
     assert round(lte.path_loss_db(1000), 1) == 128.1
     assert [lte.parse_link(x).level for x in ("lte:250m", "lte:2500m", "lte:poor")] == ["good", "edge", "poor"]
     cell = sc.build(sc.Scenario(), link="lte:750m").cell
-    assert cell == lte.CellLink("medium") and str(cell) == "lte:medium" and cell.capacity_mbps == 23.9
-    assert cell.device()["mean_sinr_db"] == 14.6 and sc.Scenario().cell is None
+    assert cell == radio.RadioLink("lte", (lte.CellLink("medium"),)) and str(cell) == "lte:medium"
+    assert cell.capacity_mbps == 23.9 and cell.legs == 1
+    assert cell.cells[0].device()["mean_sinr_db"] == 14.6 and sc.Scenario().cell is None
     for bad in ("lte:far", "wifi:good", "lte", "lte:300m"):
         with pytest.raises(ValueError, match="--link: expected lte:LEVEL"):
             lte.parse_link(bad)
@@ -251,8 +253,17 @@ def test_lte_levels_are_the_study_distances():
     [
         (["--link", "lte:far"], "--link: expected lte:LEVEL with LEVEL one of good, medium, poor, edge, 250m"),
         (["--link", "lte:good", "--bw", "30"], "--bw: not used with --link"),
-        (["--link", "lte:good", "--duplicate"], "--duplicate: needs two legs; --link gives one"),
-        (["--link", "lte:good", "--delay", "12,12"], "--delay: needs one value per leg (1, --link gives one), got 2"),
+        (["--link", "lte:good", "--duplicate"], "--duplicate: needs two legs; one cell gives one (endc: gives two)"),
+        (["--link", "lte:good", "--delay", "12,12"],
+         "--delay: needs one value per leg (1, --link lte:good gives 1), got 2"),
+        (["--link", "endc:good,good", "--delay", "12"],
+         "--delay: needs one value per leg (2, --link endc:good,good gives 2), got 1"),
+        (["--link", "nr:far"], "--link: NR level one of good, medium, poor, edge, 150m, 200m, 400m, 700m (got 'far')"),
+        (["--link", "endc:good"], "--link: expected endc:LTE_LEVEL,NR_LEVEL (got 'endc:good')"),
+        (["--link", "umts:good"], "--link: expected lte:LEVEL, nr:LEVEL or endc:LTE_LEVEL,NR_LEVEL (got 'umts:good')"),
+        (["--link", "nr:good", "--outage", "1:1:1"], "--outage: not with one cell"),
+        (["--link", "nr:good", "--x2-delay", "3"], "--x2-delay: needs a secondary leg"),
+        (["--x2-delay", "1001"], "--x2-delay"),
     ],
 )
 def test_bad_links_are_refused_naming_the_option(args, message):
@@ -287,6 +298,69 @@ def test_lte_link_renders_one_cell_leg_that_dcemu_accepts(tmp_path, link, sinr):
     f.write_text(r.output)
     p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_nr_levels_are_computed_from_the_uma_path_loss():
+    from dclab import nr, radio
+
+    # TR 38.901 UMa at 3.5 GHz, 46 dBm, 9 dB noise figure over 100 MHz.
+    assert round(nr.noise_dbm(), 1) == -85.0
+    assert [nr.sinr_db(d, los) for d, los in nr.LEVELS.values()] == [44.1, 16.5, 4.9, -4.6]
+    # 150 m LOS: d3D = 151.8 m; 28 + 22 log10(151.8) + 20 log10(3.5) = 86.9 dB.
+    assert round(nr.path_loss_db(150, True), 1) == 86.9
+    link = radio.parse_link("endc:750m,150m")
+    assert str(link) == "endc:medium,good" and link.legs == 2
+    # HARQ resends a tenth: 1553.4 sent, 1398.1 for the device.
+    assert link.capacities == [23.9, 1398.1] and link.capacity_mbps == 1422.0
+
+
+def test_nr_and_endc_links_render_cells_that_dcemu_accepts(tmp_path):
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--link", "endc:good,medium", "--delay", "10,4",
+                                 "--x2-delay", "3"])
+    assert r.exit_code == 0, r.output
+    d = tomllib.loads(r.output)
+    lte_leg, nr_leg = d["legs"]
+    assert "cell" in lte_leg["downlink"] and "uplink" in lte_leg and "uplink" not in nr_leg
+    assert lte_leg["downlink"]["cell"].get("rat", "lte") == "lte"
+    cell = nr_leg["downlink"]["cell"]
+    assert cell["rat"] == "nr" and cell["nr"] == {"numerology": 1, "layers": 4, "tdd": "DDDSU"}
+    assert cell["devices"] == [{"mean_sinr_db": 16.5, "doppler_hz": 10.0, "fading": "rayleigh",
+                                "queue_bytes": 3_000_000}]
+    assert nr_leg["downlink"]["delay"]["mean_ms"] == 4.0
+    # The X2 hop to the secondary leg, none before the master's.
+    assert nr_leg["x2"]["delay"] == {"distribution": "constant", "ms": 3.0} and "x2" not in lte_leg
+    # The DC bearer over both legs, reordered by PDCP.
+    assert [b["name"] for b in d["bearers"]] == ["dc"] and d["pdcp"]["reordering"] is True
+    s = sc.build(link="endc:good,medium", duplicate=True)
+    assert s.legs == 2 and s.split == [50.0, 50.0]
+    one = tomllib.loads(CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--link", "nr:good"]).output)
+    assert len(one["legs"]) == 1 and one["pdcp"]["reordering"] is True  # NR's RLC delivers out of order
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    for name, text in (("endc", r.output), ("nr", tomli_w.dumps(one))):
+        f = tmp_path / f"{name}.toml"
+        f.write_text(text)
+        p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+
+
+def test_nr_capacity_table_is_the_carriers_own():
+    """The table's numbers against `dcemu cell-capacity` (one seed of an hour: within 5 %)."""
+    import json
+
+    from dclab import nr
+
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    for name, (d, los) in nr.LEVELS.items():
+        if name == "edge":
+            continue  # 8.5 Mbit/s, mostly out of range: one seed's hour differs by more
+        p = subprocess.run([str(DCEMU), "cell-capacity", "--rat", "nr", "--bandwidth-mhz", str(nr.BANDWIDTH_MHZ),
+                            "--layers", str(nr.LAYERS), "--tdd", nr.TDD, "--doppler", str(nr.DOPPLER_HZ),
+                            "--sinr-db", str(nr.sinr_db(d, los)), "--seconds", "3600"],
+                           capture_output=True, text=True, check=True)
+        mean = json.loads(p.stdout)["mean_mbps"]
+        assert abs(mean / nr.SENT_MBPS[name] - 1) < 0.05, (name, mean)
 
 
 def test_lte_capacity_table_is_the_cells_own():

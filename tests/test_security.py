@@ -490,7 +490,7 @@ def test_no_reader_blocks_on_a_fifo_in_a_subprocess(tmp_path):
 def test_messages_name_what_the_user_gave(tmp_path):
     p = tmp_path / "s.toml"
     p.write_text('link = "lte:good"\nduplicate = true\n')
-    with pytest.raises(sc.ScenarioError, match="duplicate: needs two legs; link gives one$"):
+    with pytest.raises(sc.ScenarioError, match=r"duplicate: needs two legs; one cell gives one \(endc: gives two\)$"):
         sc.load(p)
     p.write_text("split = [1.0, 2.0, 3.0]\n")
     with pytest.raises(sc.ScenarioError, match=r"split: needs one value per leg \(2, as bw gives\), got 3$"):

@@ -31,7 +31,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .. import lte  # noqa: E402
+from .. import radio  # noqa: E402
 from . import cell  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
@@ -414,8 +414,8 @@ def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path
 
 def capacities_of(scenario: dict) -> list[float | None]:
     """Configured downlink rate per leg of a stored scenario (None for trace-driven legs;
-    a cell's level: its mean capacity for one device, dclab/lte.py)."""
+    a cell's level: its mean capacity for one device, dclab/radio.py)."""
     if scenario.get("link"):
-        return [lte.parse_link(scenario["link"]).capacity_mbps]
+        return list(radio.parse_link(scenario["link"]).capacities)
     bw = list(scenario.get("bw") or [])
     return [None] * len(bw) if scenario.get("trace") or scenario.get("traces") else [float(x) for x in bw]

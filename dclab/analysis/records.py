@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 1
+STATS_VERSION = 2
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -69,7 +69,7 @@ class Direction(_Record):
 
 
 class Device(_Record):
-    """One device of an LTE cell (``DeviceRecord`` with ``cell::DeviceCounters``)."""
+    """One device of an LTE or NR cell (``DeviceRecord`` with ``cell::DeviceCounters``)."""
 
     device: int = 0
     bearer: str = ""
@@ -84,10 +84,18 @@ class Device(_Record):
     capacity_bits: int = 0
     rbs: int = 0
     cqi: int = 0
+    # HARQ and blockage (version 2; dcemu leaves each out while 0)
+    harq_failed: int = 0
+    harq_retx: int = 0
+    harq_lost_packets: int = 0
+    harq_lost_bytes: int = 0
+    blocked_ttis: int = 0
     out_mbps: float = 0.0
 
 
 class Cell(_Record):
+    rat: str = "lte"  # version 2; LTE before
+    tti_us: float = 1000.0
     bandwidth_mhz: float = 0.0
     rbs_per_tti: int = 0
     ttis: int = 0
@@ -100,6 +108,7 @@ class Leg(_Record):
     downlink: Direction = Direction()
     uplink: Direction | None = None
     cell: Cell | None = None  # on a cell leg only
+    x2: Direction | None = None  # the X2/Xn hop before a secondary leg (version 2)
 
 
 class Rx(_Record):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import radio
 from .. import scenario as sc
 from ..files import clip
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
@@ -138,10 +139,15 @@ def scenario_options(f: F) -> F:
         click.option("--outage", metavar="LEG:AT_S:DURATION_S",
                      help="That leg loses every packet, both ways, from AT_S seconds after the emulator starts "
                           "forwarding, for DURATION_S seconds (0.001-3600), e.g. 2:6:2."),
-        click.option("--link", metavar="lte:LEVEL",
-                     help="One LTE cell (20 MHz, PF, 512 kB per device) instead of the legs, each flow's bearer a "
-                          "device at LEVEL: good, medium, poor, edge, or the study's distances 250m, 750m, 1500m, "
-                          "2500m; --delay and --loss are the core network's. Table: dclab/lte.py."),
+        click.option("--link", metavar="lte:LEVEL|nr:LEVEL|endc:LTE_LEVEL,NR_LEVEL",
+                     help="Cells instead of the legs, each flow's bearer a device at LEVEL: lte: one LTE cell (20 MHz, "
+                          "PF, 512 kB per device; good, medium, poor, edge or the study's 250m, 750m, 1500m, 2500m; "
+                          "dclab/lte.py); nr: one NR carrier (n78: 100 MHz, 4 layers, DDDSU, HARQ; good, medium, poor, "
+                          "edge or 150m, 200m, 400m, 700m; dclab/nr.py); endc: EN-DC, the LTE master on leg 1 and the "
+                          "NR secondary on leg 2 (docs/endc.md). --delay and --loss are the core network's."),
+        click.option("--x2-delay", type=float, metavar="MS",
+                     help="One-way delay of the X2/Xn hop from the master's PDCP (leg 1) to every other leg, for split "
+                          "and duplicated packets (0-1000 ms) [default: no hop]."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -194,10 +200,17 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
             changes["outage"] = kw["outage"]
         if kw.get("link") is not None:
             changes["link"] = kw["link"]
+        if kw.get("x2_delay") is not None:
+            changes["x2_delay"] = kw["x2_delay"]
         if changes.get("link", base.link) and kw.get("bw") is not None:
             raise sc.ScenarioError("--bw: not used with --link (the cell's capacity follows the channel)")
         # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
-        n = 1 if changes.get("link", base.link) else len(changes.get("bw", base.bw))
+        link = changes.get("link", base.link)
+        try:
+            n = radio.parse_link(str(link)).legs if link else len(changes.get("bw", base.bw))
+        except ValueError:
+            n = 1  # a bad --link: the scenario's check below names it
+
         for name in ("split", "delay", "loss"):
             if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):
                 changes[name] = [getattr(base, name)[0]] * n

@@ -8,7 +8,6 @@ from typing import Any
 
 import tomli_w
 
-from .. import lte
 from ..flowplan import FlowPlan
 from ..scenario import Scenario
 
@@ -26,18 +25,33 @@ def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_m
     return d
 
 
-def cell_leg(s: Scenario, plan: FlowPlan) -> dict[str, Any]:
-    """``--link lte:LEVEL``: one leg, ``leg1``, whose downlink is the cell (one device per
-    bearer, all at the level's SINR) followed by --delay and --loss (the core network);
-    the uplink is the ordinary one."""
-    down = _direction({}, s.queue_packets, s.delay[0], s.delay_std(0), s.delay_limit, s.loss[0], s.reorders_by_jitter)
-    del down["queue_packets"]  # the cell has a queue per device
+def x2(s: Scenario) -> dict[str, Any]:
+    """The X2/Xn hop to a secondary leg: --x2-delay one way, no rate limit."""
+    return {"rate": "unlimited", "queue_packets": 1_000_000,
+            "delay": {"distribution": "constant", "ms": s.x2_delay}}
+
+
+def cell_legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
+    """``--link``: leg ``k``'s downlink is the ``k``-th cell (one device per bearer on the
+    leg, in bearer order, as dcemu counts them, all at the level's SINR) followed by the
+    leg's --delay and --loss (the core network); the uplink is the ordinary one, on leg 1
+    (EN-DC's master)."""
     assert s.cell is not None
-    down["cell"] = {"bandwidth_mhz": lte.BANDWIDTH_MHZ, "scheduler": lte.SCHEDULER,
-                    "devices": [s.cell.device() for _ in plan.bearers]}
-    return {"name": "leg1", "downlink": down,
-            "uplink": _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
-                                 s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter)}
+    out = []
+    for i, cell in enumerate(s.cell.cells):
+        down = _direction({}, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
+                          s.reorders_by_jitter)
+        del down["queue_packets"]  # the cell has a queue per device
+        down["cell"] = cell.cell(sum(1 for b in plan.bearers if b.legs is None or i + 1 in b.legs))
+        leg: dict[str, Any] = {"name": f"leg{i + 1}", "downlink": down}
+        if i > 0 and s.x2_delay is not None:
+            leg["x2"] = x2(s)
+        if i == 0:
+            leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
+                                       s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss,
+                                       s.reorders_by_jitter)
+        out.append(leg)
+    return out
 
 
 def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
@@ -54,6 +68,8 @@ def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
                                    s.reorders_by_jitter, s.loss_at),
         }
+        if i > 0 and s.x2_delay is not None:
+            leg["x2"] = x2(s)
         if i == 0 or every_uplink:
             leg["uplink"] = _direction({"rate": f"{s.uplink_bw}mbit"}, s.uplink_queue_packets, s.uplink_delay,
                                        s.uplink_delay * s.delay_cov, s.delay_limit, s.uplink_loss, s.reorders_by_jitter,
@@ -116,7 +132,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
     paths = [a for addrs in plan.path_addresses(s.legs).values() for a in addrs[1:]]  # addrs[0]: the client's own
     extra = {"client_extra_addrs": paths} if paths else {}
     rendered = bearers(s, plan)
-    rendered_legs = [cell_leg(s, plan)] if s.link is not None else legs(s, plan)
+    rendered_legs = cell_legs(s, plan) if s.link is not None else legs(s, plan)
     doc = {
         "seed": s.seed,
         "default_bearer": rendered[0]["name"] if plan.bearers[0].mode == "paths" else plan.default_bearer,
@@ -125,9 +141,10 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
             "sn_bits": s.sn_bits,
             "header_bytes": s.header_bytes,
             "t_reordering_ms": "inf" if s.t_reordering is None else s.t_reordering,
-            # A cell's queue drops leave holes the receiver would wait t-Reordering for,
-            # and one leg has nothing to reorder.
-            "reordering": s.reordering and s.link is None,
+            # One LTE cell has nothing to reorder (its RLC delivers in order), and its queue
+            # drops would leave holes the receiver waits t-Reordering for; NR's RLC hands
+            # HARQ-delayed packets up out of order, and EN-DC splits, so PDCP reorders.
+            "reordering": s.reordering and (s.cell is None or s.cell.kind != "lte"),
             "processing_ms": s.pdcp_processing,
         },
         "split": {"batch": s.batch, "ratio": list(s.split)},

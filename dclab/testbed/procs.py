@@ -30,7 +30,7 @@ def alive(pid: int, start: str | None) -> bool:
         return False
 
 
-def stop_group(p: subprocess.Popen[bytes], grace_s: float) -> None:
+def stop_group(p: subprocess.Popen[bytes] | subprocess.Popen[str], grace_s: float) -> None:
     """Stops a child started in its own session, if it still runs: SIGTERM to its process
     group (so it can clean up), then SIGKILL after ``grace_s``; waits for it."""
     if p.poll() is not None:

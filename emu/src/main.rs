@@ -166,9 +166,25 @@ struct ChannelArgs {
     /// Mean SINR in dB (-30 to 60).
     #[arg(long, allow_negative_numbers = true)]
     sinr_db: f64,
-    /// Cell bandwidth in MHz: 1.4, 3, 5, 10, 15 or 20.
+    /// Cell bandwidth in MHz: LTE 1.4, 3, 5, 10, 15 or 20; NR one of the numerology's
+    /// (TS 38.101-1/-2: up to 50 at numerology 0, 100 at 1 and 2, 400 at 3).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true)]
     bandwidth_mhz: f64,
+    /// Radio: "lte" (1 ms TTIs, 120 data REs per RB) or "nr" (TS 38.214 TBS per slot).
+    #[arg(long, default_value = "lte", value_parser = ["lte", "nr"])]
+    rat: String,
+    /// NR: numerology µ, 0 to 3 (slots of 1 ms / 2^µ).
+    #[arg(long, default_value_t = 1)]
+    numerology: u8,
+    /// NR: MIMO layers, 1 to 4.
+    #[arg(long, default_value_t = 2)]
+    layers: u8,
+    /// NR: "qam256" or "qam64" (the MCS and CQI tables of TS 38.214).
+    #[arg(long, default_value = "qam256", value_parser = ["qam256", "qam64"])]
+    mcs_table: String,
+    /// NR: a TDD pattern of D, S and U slots such as DDDSU (default: FDD).
+    #[arg(long)]
+    tdd: Option<String>,
     /// Maximum Doppler shift in Hz (0 to 2000); 5 is a pedestrian at 2 GHz.
     #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     doppler: f64,
@@ -184,10 +200,11 @@ struct ChannelArgs {
 }
 
 impl ChannelArgs {
-    /// Bits per 1 ms TTI, TTI by TTI.
-    fn series(&self) -> anyhow::Result<Vec<u64>> {
+    /// Bits per TTI (NR: per slot), TTI by TTI, and the TTI.
+    fn series(&self) -> anyhow::Result<(Vec<u64>, u64)> {
         use dcemu::cell::{
-            capacity_series, device_seed, rbs_for_bandwidth, DeviceSpec, FadingModel,
+            device_seed, phy_capacity_series, rbs_for_bandwidth, DeviceSpec, FadingModel, McsTable,
+            NrCarrier, NrSpec, Phy, TddPattern,
         };
         let check = |name: &str, v: f64, lo: f64, hi: f64| {
             anyhow::ensure!(
@@ -206,24 +223,57 @@ impl ChannelArgs {
             "--seconds: must be above 0 and at most 86400 (got {})",
             fmt_num(self.seconds)
         );
-        anyhow::ensure!(
-            rbs_for_bandwidth(self.bandwidth_mhz).is_some(),
-            "--bandwidth-mhz: must be 1.4, 3, 5, 10, 15 or 20 (got {})",
-            fmt_num(self.bandwidth_mhz)
-        );
+        let phy = if self.rat == "nr" {
+            anyhow::ensure!(
+                self.numerology <= 3,
+                "--numerology: must be 0 to 3 (got {})",
+                self.numerology
+            );
+            anyhow::ensure!(
+                dcemu::cell::nr::numerology::prbs_for_bandwidth(
+                    self.numerology,
+                    self.bandwidth_mhz
+                )
+                .is_some(),
+                "--bandwidth-mhz: numerology {} has {:?} MHz (got {})",
+                self.numerology,
+                dcemu::cell::nr::numerology::bandwidths(self.numerology),
+                fmt_num(self.bandwidth_mhz)
+            );
+            anyhow::ensure!(
+                (1..=4).contains(&self.layers),
+                "--layers: must be 1 to 4 (got {})",
+                self.layers
+            );
+            let mut spec = NrSpec::new(self.numerology, self.bandwidth_mhz, self.layers);
+            if self.mcs_table == "qam64" {
+                spec.mcs_table = McsTable::Qam64;
+            }
+            if let Some(t) = &self.tdd {
+                spec.tdd = Some(TddPattern::parse(t).map_err(|e| anyhow::anyhow!("--tdd: {e}"))?);
+            }
+            Phy::Nr(NrCarrier::new(&spec)?)
+        } else {
+            let n_rb = rbs_for_bandwidth(self.bandwidth_mhz).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--bandwidth-mhz: must be 1.4, 3, 5, 10, 15 or 20 (got {})",
+                    fmt_num(self.bandwidth_mhz)
+                )
+            })?;
+            Phy::Lte { n_rb }
+        };
+        let tti = match &phy {
+            Phy::Nr(c) => c.slot(),
+            Phy::Lte { .. } => NS_PER_MS,
+        };
         let fading = match self.fading.as_str() {
             "none" => FadingModel::None,
             _ => FadingModel::Rayleigh,
         };
         let d = DeviceSpec::new(self.sinr_db, self.doppler, fading);
-        let ttis = (self.seconds * 1000.0).round().max(1.0) as usize;
-        capacity_series(
-            self.bandwidth_mhz,
-            &d,
-            NS_PER_MS,
-            device_seed(self.seed, 0),
-            ttis,
-        )
+        let ttis = (self.seconds * 1e9 / tti as f64).round().max(1.0) as usize;
+        let series = phy_capacity_series(&phy, &d, tti, device_seed(self.seed, 0), ttis)?;
+        Ok((series, tti))
     }
 }
 
@@ -346,7 +396,8 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             println!("{}", serde_json::Value::Object(limits));
         }
         Cmd::CellCapacity { channel } => {
-            let sum = dcemu::cell::summarize(&channel.series()?, NS_PER_MS);
+            let (series, tti) = channel.series()?;
+            let sum = dcemu::cell::summarize(&series, tti);
             println!("{}", serde_json::to_string(&sum)?);
         }
         Cmd::CellTrace {
@@ -423,8 +474,8 @@ fn sim(
 
 /// `dcemu cell-trace`: the channel's transmission opportunities as a mahimahi trace.
 fn cell_trace(channel: &ChannelArgs, out: &Path) -> anyhow::Result<()> {
-    let series = channel.series()?;
-    let times = dcemu::cell::mahimahi_opportunities(&series, NS_PER_MS, 1500);
+    let (series, tti) = channel.series()?;
+    let times = dcemu::cell::mahimahi_opportunities(&series, tti, 1500);
     anyhow::ensure!(
         !times.is_empty(),
         "--sinr-db: the channel carries not one 1500-byte packet in {} s; a trace \

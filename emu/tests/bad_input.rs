@@ -1690,3 +1690,100 @@ fn random_replay_input_never_panics() {
     );
     assert!(ok.get() > 0, "no random replay input was valid");
 }
+
+#[test]
+fn bad_nr_cells_are_refused_naming_the_field() {
+    let dir = Scratch::new("nr");
+    let cell = "[[legs]]\nname = 'nr'\n[legs.downlink.cell]\n";
+    let dev = "[[legs.downlink.cell.devices]]\nmean_sinr_db = 20\n";
+    let f = "legs[0].downlink.cell";
+    let cases = [
+        (
+            format!("{cell}rat = 'umts'\n{dev}"),
+            format!("{f}.rat: must be \"lte\" or \"nr\" (got \"umts\")"),
+        ),
+        (
+            format!("{cell}nr = {{ layers = 2 }}\n{dev}"),
+            format!("{f}.nr: an LTE cell has no NR carrier: set rat = \"nr\""),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nbandwidth_mhz = 100\nnr = {{ numerology = 0 }}\n{dev}"),
+            format!("{f}.bandwidth_mhz: numerology 0 has 5, 10, 15, 20, 25, 30, 40, 50 MHz (got 100)"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ numerology = 5 }}\n{dev}"),
+            format!("{f}.nr.numerology: must be 0 to 3 (got 5)"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ tdd = 'DDXU' }}\n{dev}"),
+            format!("{f}.nr.tdd: a TDD pattern has only D, S and U slots (got 'X')"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ layers = 8 }}\n{dev}"),
+            format!("{f}.nr.layers: must be 1 to 4 (got 8)"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ mcs_table = 'qam1024' }}\n{dev}"),
+            format!("{f}.nr.mcs_table: must be \"qam256\" or \"qam64\" (got \"qam1024\")"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nharq = {{ bler = 0.7 }}\n{dev}"),
+            format!("{f}.harq.bler: HARQ block error rate 0.7: must be between 0 and 0.5"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nharq = {{ max_tx = 0 }}\n{dev}"),
+            format!("{f}.harq.max_tx: HARQ transmissions 0: must be 1 to 8"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\n{dev}blockage = {{ periods = [[1, 0]] }}\n"),
+            format!(
+                "{f}.devices[0].blockage.periods[0]: [START_S, DURATION_S] with START_S >= 0, \
+                 DURATION_S > 0, both within 1000000 s (got [1, 0])"
+            ),
+        ),
+        (
+            format!("{cell}rat = 'nr'\n{dev}blockage = {{ periods = [[1, 2], [2, 1]] }}\n"),
+            format!(
+                "{f}.devices[0].blockage.periods[1]: blockage period 1 starts before the \
+                 previous one ends, or lasts 0"
+            ),
+        ),
+        (
+            format!("{cell}rat = 'nr'\n{dev}blockage = {{ mean_clear_ms = 100, mean_blocked_ms = 0 }}\n"),
+            format!(
+                "{f}.devices[0].blockage.mean_clear_ms: mean blockage durations 100 and 0 ms: \
+                 each must be between 1 and 3600000"
+            ),
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let s = dir.file(&format!("s{i}.toml"), text);
+        let s = s.to_str().unwrap();
+        check(
+            &["check", s],
+            "",
+            1,
+            &format!("invalid scenario {s}: {want}"),
+        );
+    }
+    // The X2 hop is a wire.
+    let s = dir.file(
+        "x2.toml",
+        &format!("{cell}rat = 'nr'\n{dev}[legs.x2.cell]\ndevices = [{{ mean_sinr_db = 1 }}]\n"),
+    );
+    let (code, out) = dcemu(&["check", s.to_str().unwrap()], "");
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("legs[0].x2.cell: the X2 hop is a wire between base stations, not a cell"),
+        "{out}"
+    );
+    // A valid NR cell passes, and `check` says so.
+    let ok = dir.file(
+        "ok.toml",
+        &format!(
+            "{cell}rat = 'nr'\nbandwidth_mhz = 100\nnr = {{ layers = 4, tdd = 'DDDSU' }}\n{dev}"
+        ),
+    );
+    let (code, out) = dcemu(&["check", ok.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{out}");
+}

@@ -788,3 +788,161 @@ loss = { model = "bernoulli", percent = 50 }
         "every lost packet's buffer is free again"
     );
 }
+
+/// One NR cell leg (numerology 1, 40 MHz, 2 layers, DDDSU) with one device at CQI 15.
+fn nr_scenario(harq: &str) -> String {
+    format!(
+        r#"
+[stats]
+interval_ms = 500
+[pdcp]
+t_reordering_ms = 20
+[[legs]]
+name = "nr"
+[legs.downlink]
+delay = {{ distribution = "constant", ms = 5 }}
+[legs.downlink.cell]
+rat = "nr"
+bandwidth_mhz = 40
+scheduler = "rr"
+{harq}
+[legs.downlink.cell.nr]
+layers = 2
+tdd = "DDDSU"
+[[legs.downlink.cell.devices]]
+mean_sinr_db = 31
+fading = "none"
+queue_bytes = 3000000
+[legs.uplink]
+rate = "unlimited"
+delay = {{ distribution = "constant", ms = 5 }}
+"#
+    )
+}
+
+#[test]
+fn an_nr_cell_leg_carries_its_slots_blocks_and_hands_back_what_harq_loses() {
+    use dcemu::cell::{NrCarrier, NrSpec, TddPattern};
+    let mut spec = NrSpec::new(1, 40.0, 2);
+    spec.tdd = Some(TddPattern::parse("DDDSU").unwrap());
+    let carrier = NrCarrier::new(&spec).unwrap();
+    // 1 Gbit/s offered for 1 s, above the carrier's 106 PRBs at MCS 27 on 2 layers.
+    let capacity_mbps = carrier.mean_bits_per_slot(15) * 2000.0 / 1e6;
+    assert!(
+        capacity_mbps > 250.0 && capacity_mbps < 400.0,
+        "{capacity_mbps}"
+    );
+    for (harq, lossy) in [("", false), ("harq = { bler = 0.2, max_tx = 1 }", true)] {
+        let mut h = Harness::new(&nr_scenario(harq));
+        for i in 0..83_000u32 {
+            h.inject(
+                i as Nanos * 12_000,
+                Dir::Down,
+                &udp(4433, 5000, i, 1500, true),
+            );
+        }
+        h.run_until(1200 * NS_PER_MS);
+        let rec = h.e.summary(h.now);
+        let cell = rec.legs[0].cell.as_ref().expect("a cell record");
+        assert_eq!(
+            (cell.rat, cell.tti_us, cell.rbs_per_tti),
+            ("nr", 500.0, 106)
+        );
+        let d = &cell.devices[0].counters;
+        assert_eq!(d.cqi, 15);
+        // Packets leave at the end of a downlink or special slot, plus 5 ms.
+        assert!(h
+            .written
+            .iter()
+            .all(|w| (w.1 - 5 * NS_PER_MS) % 500_000 == 0
+                && ((w.1 - 5 * NS_PER_MS) / 500_000) % 5 != 0));
+        let bits: f64 = h
+            .written
+            .iter()
+            .filter(|w| w.1 > 200 * NS_PER_MS && w.1 <= 1000 * NS_PER_MS)
+            .map(|w| (w.3 + 2) as f64 * 8.0)
+            .sum();
+        let mbps = bits / 0.8 / 1e6;
+        // Default HARQ (BLER 0.1, 4 transmissions): a tenth of the slots resend; with
+        // BLER 0.2 and no retransmission a fifth of the blocks is lost instead.
+        let share = if lossy { 0.8 } else { 0.9 };
+        assert!(
+            (mbps / (capacity_mbps * share) - 1.0).abs() < 0.03,
+            "{harq}: {mbps} of {capacity_mbps}"
+        );
+        if lossy {
+            assert!(d.harq_lost_packets > 1000 && d.harq_retx == 0);
+        } else {
+            assert!(d.harq_retx > 100 && d.harq_lost_packets < 10);
+        }
+        // Lost or not, every buffer comes back once the queue drains.
+        h.run_until(3000 * NS_PER_MS);
+        assert_eq!(h.e.summary(h.now).engine.buffers_in_use, 0, "{harq}");
+        let json = serde_json::to_value(&rec).unwrap();
+        assert_eq!(json["legs"][0]["cell"]["rat"], "nr");
+        assert!(
+            json["legs"][0]["cell"]["devices"][0]["harq_failed"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+}
+
+#[test]
+fn split_packets_cross_the_x2_hop_to_a_secondary_leg_and_its_own_bearers_do_not() {
+    let text = r#"
+[pdcp]
+reordering = false
+[split]
+batch = 2
+ratio = [1, 1]
+[[legs]]
+name = "master"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 5 }
+[[legs]]
+name = "secondary"
+[legs.downlink]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 5 }
+[legs.x2]
+rate = "unlimited"
+delay = { distribution = "constant", ms = 7 }
+[[bearers]]
+name = "dc"
+mode = "dc"
+match = [{ server_port = 4433 }]
+[[bearers]]
+name = "sn"
+mode = "sc"
+legs = ["secondary"]
+match = [{ server_port = 4434 }]
+"#;
+    let mut h = Harness::new(text);
+    for i in 0..10u32 {
+        h.inject(
+            i as Nanos * NS_PER_MS,
+            Dir::Down,
+            &udp(4433, 5000, i, 100, true),
+        );
+    }
+    h.inject(20 * NS_PER_MS, Dir::Down, &udp(4434, 5000, 100, 100, true));
+    h.run_until(100 * NS_PER_MS);
+    // A batch of 2 at 1:1 alternates: even sequence numbers on the master (5 ms), odd ones over X2
+    // and the secondary (12 ms); the secondary's own bearer takes 5 ms.
+    for w in &h.written {
+        let sent = if w.2 == 100 { 20 } else { w.2 as Nanos };
+        let delay = if w.2 % 2 == 1 && w.2 != 100 { 12 } else { 5 };
+        assert_eq!(w.1, (sent + delay) * NS_PER_MS, "{w:?}");
+    }
+    assert_eq!(h.written.len(), 11);
+    let rec = h.e.summary(h.now);
+    let x2 = rec.legs[1].x2.as_ref().expect("an X2 record");
+    assert_eq!((x2.counters.packets_in, x2.counters.packets_out), (5, 5));
+    assert!(rec.legs[0].x2.is_none());
+    let json = serde_json::to_value(&rec).unwrap();
+    assert!(json["legs"][0].get("x2").is_none() && json["legs"][1]["x2"]["packets_out"] == 5);
+    assert_eq!(rec.engine.buffers_in_use, 0);
+}

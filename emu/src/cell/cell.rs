@@ -31,7 +31,11 @@ use anyhow::{bail, ensure};
 use serde::Serialize;
 
 use super::amc::{self, db_to_linear};
+use super::blockage::{Blockage, BlockageSpec};
 use super::fading::{Fading, FadingModel};
+use super::harq::{Harq, HarqSpec, Pending};
+use super::nr::{NrCarrier, NrSpec};
+use super::phy::Phy;
 use super::scheduler::{Demand, Scheduler, SchedulerSpec};
 use crate::base::packet::Pkt;
 use crate::base::time::{Nanos, NS_PER_MS};
@@ -50,6 +54,8 @@ pub struct DeviceSpec {
     /// Queue limits at the base station (`None` = unlimited); the head counts whole.
     pub queue_bytes: Option<u64>,
     pub queue_packets: Option<u32>,
+    /// Line-of-sight blockage (`None`: never blocked).
+    pub blockage: Option<BlockageSpec>,
 }
 
 impl DeviceSpec {
@@ -61,6 +67,7 @@ impl DeviceSpec {
             fading,
             queue_bytes: Some(DEFAULT_QUEUE_BYTES),
             queue_packets: None,
+            blockage: None,
         }
     }
 
@@ -75,6 +82,9 @@ impl DeviceSpec {
             "Doppler {} Hz must be >= 0",
             self.doppler_hz
         );
+        if let Some(b) = &self.blockage {
+            b.validate()?;
+        }
         Ok(())
     }
 }
@@ -82,27 +92,72 @@ impl DeviceSpec {
 /// The cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellSpec {
-    /// Channel bandwidth: 1.4, 3, 5, 10, 15 or 20 MHz (6 to 100 RBs).
+    /// Channel bandwidth: LTE 1.4, 3, 5, 10, 15 or 20 MHz (6 to 100 RBs); NR that of `nr`.
     pub bandwidth_mhz: f64,
     pub scheduler: SchedulerSpec,
     pub devices: Vec<DeviceSpec>,
-    /// TTI length (1 ms in LTE).
+    /// TTI length (1 ms in LTE; NR's slot).
     pub tti: Nanos,
+    /// An NR carrier (`None`: LTE).
+    pub nr: Option<NrSpec>,
+    /// HARQ retransmissions (`None`: every transport block arrives).
+    pub harq: Option<HarqSpec>,
 }
 
 impl CellSpec {
-    /// A cell with a 1 ms TTI.
+    /// An LTE cell with a 1 ms TTI and no HARQ.
     pub fn new(bandwidth_mhz: f64, scheduler: SchedulerSpec, devices: Vec<DeviceSpec>) -> Self {
         CellSpec {
             bandwidth_mhz,
             scheduler,
             devices,
             tti: NS_PER_MS,
+            nr: None,
+            harq: None,
+        }
+    }
+
+    /// An NR cell: TTIs of the carrier's slot, HARQ at the spec given.
+    pub fn nr(
+        carrier: NrSpec,
+        scheduler: SchedulerSpec,
+        devices: Vec<DeviceSpec>,
+        harq: Option<HarqSpec>,
+    ) -> Self {
+        CellSpec {
+            bandwidth_mhz: carrier.bandwidth_mhz,
+            scheduler,
+            devices,
+            tti: super::nr::numerology::slot_duration(carrier.numerology.min(3)),
+            nr: Some(carrier),
+            harq,
+        }
+    }
+
+    /// The radio this spec describes (errors: an invalid carrier).
+    pub fn phy(&self) -> anyhow::Result<Phy> {
+        match &self.nr {
+            None => amc::rbs_for_bandwidth(self.bandwidth_mhz)
+                .map(|n_rb| Phy::Lte { n_rb })
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "bandwidth {} MHz: LTE has 1.4, 3, 5, 10, 15 and 20 MHz",
+                        self.bandwidth_mhz
+                    )
+                }),
+            Some(nr) => Ok(Phy::Nr(NrCarrier::new(nr)?)),
         }
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
-        if amc::rbs_for_bandwidth(self.bandwidth_mhz).is_none() {
+        if let Some(nr) = &self.nr {
+            NrCarrier::new(nr)?;
+            ensure!(
+                self.tti == super::nr::numerology::slot_duration(nr.numerology)
+                    && self.bandwidth_mhz == nr.bandwidth_mhz,
+                "an NR cell's TTI and bandwidth are its carrier's"
+            );
+        } else if amc::rbs_for_bandwidth(self.bandwidth_mhz).is_none() {
             bail!(
                 "bandwidth {} MHz: LTE has 1.4, 3, 5, 10, 15 and 20 MHz",
                 self.bandwidth_mhz
@@ -111,6 +166,9 @@ impl CellSpec {
         ensure!(!self.devices.is_empty(), "a cell needs at least one device");
         ensure!(self.tti > 0, "a TTI of 0 ns");
         self.scheduler.validate()?;
+        if let Some(h) = &self.harq {
+            h.validate()?;
+        }
         for (i, d) in self.devices.iter().enumerate() {
             d.validate()
                 .map_err(|e| anyhow::anyhow!("device {i}: {e}"))?;
@@ -136,6 +194,24 @@ pub struct DeviceCounters {
     pub rbs: u64,
     /// CQI in the last TTI run.
     pub cqi: u8,
+    /// HARQ: transport blocks that failed, retransmissions sent (their RBs are in `rbs`,
+    /// their bits not in `capacity_bits`), and packets lost with a block that failed its
+    /// last transmission. Left out of records while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub harq_failed: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub harq_retx: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub harq_lost_packets: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub harq_lost_bytes: u64,
+    /// TTIs run while the device's line of sight was blocked.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub blocked_ttis: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -155,10 +231,10 @@ pub fn device_seed(cell_seed: u64, device: usize) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The bits per TTI a device would get with all `rbs_for_bandwidth(bandwidth_mhz)` RBs,
-/// TTI by TTI for `n_ttis` TTIs from index 0, its fading seeded with `seed` (pass
-/// [`device_seed`] to follow device `d` of a cell that is busy in every TTI): a capacity
-/// trace of the channel.
+/// The bits per TTI a device would get with all `rbs_for_bandwidth(bandwidth_mhz)` RBs of
+/// an LTE cell, TTI by TTI for `n_ttis` TTIs from index 0, its fading seeded with `seed`
+/// (pass [`device_seed`] to follow device `d` of a cell that is busy in every TTI): a
+/// capacity trace of the channel.
 pub fn capacity_series(
     bandwidth_mhz: f64,
     device: &DeviceSpec,
@@ -166,19 +242,47 @@ pub fn capacity_series(
     seed: u64,
     n_ttis: usize,
 ) -> anyhow::Result<Vec<u64>> {
-    device.validate()?;
     let Some(n_rb) = amc::rbs_for_bandwidth(bandwidth_mhz) else {
         bail!("bandwidth {bandwidth_mhz} MHz: LTE has 1.4, 3, 5, 10, 15 and 20 MHz");
     };
+    phy_capacity_series(&Phy::Lte { n_rb }, device, tti, seed, n_ttis)
+}
+
+/// As [`capacity_series`], for any radio: all RBs of `phy` in each TTI, blockage included,
+/// HARQ not (the bits sent, not those received).
+pub fn phy_capacity_series(
+    phy: &Phy,
+    device: &DeviceSpec,
+    tti: Nanos,
+    seed: u64,
+    n_ttis: usize,
+) -> anyhow::Result<Vec<u64>> {
+    device.validate()?;
     ensure!(tti > 0, "a TTI of 0 ns");
     let mut f = Fading::new(device.fading, device.doppler_hz, tti, seed);
+    let mut block = device
+        .blockage
+        .as_ref()
+        .map(|b| Blockage::new(b, blockage_seed(seed)));
     let mean = db_to_linear(device.mean_sinr_db);
+    let n_rb = phy.n_rb();
     Ok((0..n_ttis as u64)
         .map(|n| {
             f.advance_to(n);
-            amc::tb_bits(amc::cqi_from_sinr(mean * f.power()), n_rb)
+            let g = block.as_mut().map_or(1.0, |b| b.factor_at(n * tti));
+            phy.tb_bits(phy.cqi(mean * f.power() * g), n_rb, n)
         })
         .collect())
+}
+
+/// A device's blockage seed, from its fading seed (a stream of its own).
+fn blockage_seed(fading_seed: u64) -> u64 {
+    device_seed(fading_seed, 7)
+}
+
+/// The HARQ draws' seed: a stream past every device's (a cell has at most 1000).
+fn harq_seed(cell_seed: u64) -> u64 {
+    device_seed(cell_seed, 1 << 20)
 }
 
 #[derive(Debug)]
@@ -190,6 +294,7 @@ struct Device {
     /// Bits of the head already served.
     head_sent_bits: u64,
     fading: Fading,
+    blockage: Option<Blockage>,
     counters: DeviceCounters,
 }
 
@@ -197,9 +302,16 @@ struct Device {
 #[derive(Debug)]
 pub struct Cell {
     tti: Nanos,
+    phy: Phy,
     n_rb: u32,
     devices: Vec<Device>,
     scheduler: Scheduler,
+    harq: Option<Harq>,
+    /// Scratch: the HARQ blocks due in the TTI being run.
+    due: Vec<Pending>,
+    /// Packets lost with a block that failed its last transmission, for the owner of the
+    /// packet pool ([`Cell::reclaim`]).
+    lost: Vec<Pkt>,
     /// Index of the next TTI to run.
     next_tti: u64,
     /// The TTI index the scheduler's averages are at.
@@ -218,7 +330,8 @@ impl Cell {
     /// A cell at time 0 (errors: an invalid spec, see [`CellSpec::validate`]).
     pub fn new(spec: &CellSpec, seed: u64) -> anyhow::Result<Self> {
         spec.validate()?;
-        let n_rb = amc::rbs_for_bandwidth(spec.bandwidth_mhz).expect("validated");
+        let phy = spec.phy()?;
+        let n_rb = phy.n_rb();
         let n = spec.devices.len();
         let devices = spec
             .devices
@@ -233,14 +346,31 @@ impl Cell {
                 ),
                 head_sent_bits: 0,
                 fading: Fading::new(d.fading, d.doppler_hz, spec.tti, device_seed(seed, i)),
+                blockage: d
+                    .blockage
+                    .as_ref()
+                    .map(|b| Blockage::new(b, blockage_seed(device_seed(seed, i)))),
                 counters: DeviceCounters::default(),
             })
             .collect();
+        let scheduler = match spec.scheduler {
+            SchedulerSpec::ProportionalFair { tc_ttis, rbg: None } => {
+                SchedulerSpec::ProportionalFair {
+                    tc_ttis,
+                    rbg: Some(phy.rbg()),
+                }
+            }
+            other => other,
+        };
         Ok(Cell {
             tti: spec.tti,
             n_rb,
             devices,
-            scheduler: Scheduler::new(spec.scheduler, n_rb, n),
+            scheduler: Scheduler::new(scheduler, n_rb, n),
+            harq: spec.harq.map(|h| Harq::new(h, harq_seed(seed))),
+            due: Vec::new(),
+            lost: Vec::new(),
+            phy,
             next_tti: 0,
             sched_tti: 0,
             backlogged: 0,
@@ -275,7 +405,7 @@ impl Cell {
         c.queue_bytes += p.len as u64;
         d.queue.push_back(p);
         if d.queue.len() == 1 {
-            if self.backlogged == 0 {
+            if !self.busy() {
                 // The cell wakes up: the first TTI that starts at or after `now`.
                 let first = now.div_ceil(self.tti);
                 self.counters.idle_ttis += first.saturating_sub(self.next_tti);
@@ -290,8 +420,21 @@ impl Cell {
     /// packet served but not yet polled); `None` when idle.
     pub fn next_deadline(&self) -> Option<Nanos> {
         self.ready.front().map(|r| r.0).or_else(|| {
-            (self.backlogged > 0).then(|| self.next_tti.saturating_add(1).saturating_mul(self.tti))
+            self.busy()
+                .then(|| self.next_tti.saturating_add(1).saturating_mul(self.tti))
         })
+    }
+
+    /// Whether TTIs must run: data queued, or a HARQ block waiting to be sent again.
+    fn busy(&self) -> bool {
+        self.backlogged > 0 || self.harq.as_ref().is_some_and(|h| !h.is_empty())
+    }
+
+    /// Hands the packets HARQ lost to `free` (the cell never frees a buffer).
+    pub fn reclaim(&mut self, free: &mut impl FnMut(Pkt)) {
+        for p in self.lost.drain(..) {
+            free(p);
+        }
     }
 
     /// Runs every TTI the clock has passed and emits, in order, every packet served by
@@ -324,7 +467,19 @@ impl Cell {
 
     /// The bits `device` would get with all RBs at its CQI of the last TTI run.
     pub fn capacity_bits(&self, device: usize) -> u64 {
-        amc::tb_bits(self.devices[device].counters.cqi, self.n_rb)
+        let last = self.next_tti.saturating_sub(1);
+        self.phy
+            .tb_bits(self.devices[device].counters.cqi, self.n_rb, last)
+    }
+
+    /// The radio (LTE or NR).
+    pub fn phy(&self) -> &Phy {
+        &self.phy
+    }
+
+    /// TTI (slot) length.
+    pub fn tti(&self) -> Nanos {
+        self.tti
     }
 
     /// PF: `device`'s average throughput in bits per TTI as of the last TTI run.
@@ -334,7 +489,7 @@ impl Cell {
 
     /// Runs the TTIs that start before `now` while data is queued.
     fn advance(&mut self, now: Nanos) {
-        while self.backlogged > 0 && self.next_tti.saturating_mul(self.tti) < now {
+        while self.busy() && self.next_tti.saturating_mul(self.tti) < now {
             self.run_tti(self.next_tti);
             self.next_tti += 1;
         }
@@ -342,24 +497,44 @@ impl Cell {
 
     fn run_tti(&mut self, n: u64) {
         self.scheduler.skip(n - self.sched_tti);
+        let start = n.saturating_mul(self.tti);
+        let end = (n + 1).saturating_mul(self.tti);
+        let phy = &self.phy;
         for (d, dev) in self.devices.iter_mut().enumerate() {
             dev.fading.advance_to(n);
-            let cqi = amc::cqi_from_sinr(dev.mean_sinr * dev.fading.power());
+            let mut sinr = dev.mean_sinr * dev.fading.power();
+            if let Some(b) = dev.blockage.as_mut() {
+                if b.blocked_at(start) {
+                    sinr *= b.factor_at(start);
+                    dev.counters.blocked_ttis += 1;
+                }
+            }
+            let cqi = phy.cqi(sinr);
             dev.counters.cqi = cqi;
             let need_bits = (dev.counters.queue_bytes * 8).saturating_sub(dev.head_sent_bits);
             self.demand[d] = Demand {
-                need_rb: amc::rbs_needed(cqi, need_bits).unwrap_or(0),
-                bits_per_rb: amc::bits_per_rb(cqi),
+                need_rb: phy.rbs_needed(cqi, need_bits, n).unwrap_or(0),
+                bits_per_rb: phy.bits_per_rb(cqi, n),
             };
         }
-        self.scheduler.allocate(&self.demand, &mut self.rbs);
-        let end = (n + 1).saturating_mul(self.tti);
+        let free = self.retransmit(n, end);
+        self.scheduler
+            .allocate_within(free, &self.demand, &mut self.rbs);
         for (d, dev) in self.devices.iter_mut().enumerate() {
             let c = &mut dev.counters;
-            let bits = amc::tb_bits(c.cqi, self.rbs[d]);
+            let bits = self.phy.tb_bits(c.cqi, self.rbs[d], n);
             self.bits[d] = bits;
             c.capacity_bits += bits;
             c.rbs += self.rbs[d] as u64;
+            // Whether this TTI's block fails: its packets then wait for the retransmission.
+            let failed = bits > 0 && self.harq.as_mut().is_some_and(|h| h.fails());
+            let mut held = match (&mut self.harq, failed) {
+                (Some(h), true) => {
+                    c.harq_failed += 1;
+                    Some(h.list())
+                }
+                _ => None,
+            };
             // Serve the head, segment by segment.
             let mut credit = bits;
             while let Some(&p) = dev.queue.front() {
@@ -373,17 +548,82 @@ impl Cell {
                 dev.queue.pop_front();
                 c.queue_packets -= 1;
                 c.queue_bytes -= p.len as u64;
-                c.packets_out += 1;
-                c.bytes_out += p.len as u64;
-                self.ready.push_back((end, d, p));
+                match held.as_mut() {
+                    Some(list) => list.push(p),
+                    None => {
+                        c.packets_out += 1;
+                        c.bytes_out += p.len as u64;
+                        self.ready.push_back((end, d, p));
+                    }
+                }
                 if dev.queue.is_empty() {
                     self.backlogged -= 1;
+                }
+            }
+            if let (Some(h), Some(pkts)) = (self.harq.as_mut(), held) {
+                let block = Pending {
+                    due: 0,
+                    device: d,
+                    prbs: self.rbs[d],
+                    tx: 1,
+                    pkts,
+                };
+                if let Err(pkts) = h.failed(n, block) {
+                    // One transmission allowed: the block is lost.
+                    lose(c, &mut self.lost, &pkts);
+                    h.recycle(pkts);
                 }
             }
         }
         self.scheduler.update(&self.bits);
         self.sched_tti = n + 1;
         self.counters.ttis += 1;
+    }
+
+    /// Sends the HARQ blocks due in TTI `n` (ending at `end`) first, each on the RBs it had;
+    /// returns the RBs left for new data. A block that finds no room (or an uplink slot)
+    /// waits for the next TTI.
+    fn retransmit(&mut self, n: u64, end: Nanos) -> u32 {
+        let Some(h) = self.harq.as_mut().filter(|h| !h.is_empty()) else {
+            return self.n_rb;
+        };
+        let mut free = self.n_rb;
+        h.take_due(n, &mut self.due);
+        for mut block in self.due.drain(..) {
+            if !self.phy.has_downlink(n) || block.prbs > free {
+                h.defer(n, block);
+                continue;
+            }
+            free -= block.prbs;
+            block.tx += 1;
+            let c = &mut self.devices[block.device].counters;
+            c.harq_retx += 1;
+            c.rbs += block.prbs as u64;
+            if h.fails() {
+                c.harq_failed += 1;
+                if let Err(pkts) = h.failed(n, block) {
+                    lose(c, &mut self.lost, &pkts);
+                    h.recycle(pkts);
+                }
+            } else {
+                for &p in &block.pkts {
+                    c.packets_out += 1;
+                    c.bytes_out += p.len as u64;
+                    self.ready.push_back((end, block.device, p));
+                }
+                h.recycle(block.pkts);
+            }
+        }
+        free
+    }
+}
+
+/// Counts `pkts` lost by HARQ and keeps them for [`Cell::reclaim`].
+fn lose(c: &mut DeviceCounters, lost: &mut Vec<Pkt>, pkts: &[Pkt]) {
+    for &p in pkts {
+        c.harq_lost_packets += 1;
+        c.harq_lost_bytes += p.len as u64;
+        lost.push(p);
     }
 }
 

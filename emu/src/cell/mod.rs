@@ -1,4 +1,4 @@
-//! An LTE cell's downlink shared by several devices (UEs): a drop-tail queue per device at
+//! An LTE or NR cell's downlink shared by several devices (UEs): a drop-tail queue per device at
 //! the base station, a MAC scheduler every TTI of 1 ms (round robin or proportional fair),
 //! and per device a capacity that follows its channel: mean SINR × a flat Rayleigh fading
 //! gain per TTI -> CQI (ns-3 LENA's PiroEW2010 AMC) -> bits per resource block (CQI table
@@ -11,9 +11,17 @@
 //! - [`scheduler`]: round robin and proportional fair over RBs / RBGs.
 //! - [`cell`](mod@cell): the cell: specs, queues, TTI loop, counters, capacity series.
 //! - [`capacity`]: a capacity series' mean and spread, and as a mahimahi trace.
+//! - [`nr`]: an NR carrier: numerology, PRBs, TS 38.214 MCS, CQI and TBS, layers, TDD.
+//! - [`phy`]: LTE or NR, as the TTI loop asks for them.
+//! - [`harq`]: block errors at a target rate and retransmissions a round trip later.
+//! - [`blockage`]: line-of-sight blockage, a two-state process or fixed periods.
 //!
-//! Limits (what it does not model): no HARQ or retransmissions (every transport block
-//! arrives; no BLER), no frequency-selective fading (one gain for all RBs of a TTI, so PF
+//! An NR cell runs the same loop with the carrier's slot as its TTI, its PRBs, MCS and
+//! TBS, HARQ on (by default) and optional blockage; `docs/endc.md` says what is 3GPP and
+//! what is simplified.
+//!
+//! Limits (what it does not model): no HARQ in an LTE cell unless given (every transport
+//! block arrives), no frequency-selective fading (one gain for all RBs of a TTI, so PF
 //! gains nothing from frequency diversity), no uplink, no CQI reporting delay or
 //! quantization error (the scheduler sees the current TTI's CQI exactly), no control
 //! channel limits (any number of devices per TTI), no PSS/SSS/PBCH overhead, one
@@ -22,18 +30,29 @@
 //! `config::CellLeg`, `engine::CellDirection`).
 
 pub mod amc;
+pub mod blockage;
 pub mod capacity;
 // The room and its main file share the name the issue gave them.
 #[allow(clippy::module_inception)]
 pub mod cell;
 pub mod fading;
+pub mod harq;
+pub mod nr;
+pub mod phy;
 pub mod scheduler;
 
 pub use amc::{cqi_from_sinr_db, rbs_for_bandwidth, tb_bits};
+pub use blockage::{Blockage, BlockageSpec};
 pub use capacity::{mahimahi_opportunities, summarize, CapacitySummary};
 pub use cell::{
-    capacity_series, device_seed, Cell, CellCounters, CellSpec, DeviceCounters, DeviceSpec,
-    DEFAULT_QUEUE_BYTES,
+    capacity_series, device_seed, phy_capacity_series, Cell, CellCounters, CellSpec,
+    DeviceCounters, DeviceSpec, DEFAULT_QUEUE_BYTES,
 };
 pub use fading::{Fading, FadingModel};
+pub use harq::{HarqSpec, Pending};
+pub use nr::{McsTable, NrCarrier, NrSpec, TddPattern};
+pub use phy::Phy;
 pub use scheduler::{Demand, Scheduler, SchedulerSpec};
+
+#[cfg(test)]
+mod nr_cell_tests;

@@ -105,18 +105,27 @@ impl Scheduler {
 
     /// Splits the TTI's RBs: `rbs[d]` gets device `d`'s share (`rbs.len() == demand.len()`).
     pub fn allocate(&mut self, demand: &[Demand], rbs: &mut [u32]) {
+        self.allocate_within(self.n_rb, demand, rbs);
+    }
+
+    /// As [`Scheduler::allocate`], with only the first `available` RBs free (the rest
+    /// carry HARQ retransmissions).
+    pub fn allocate_within(&mut self, available: u32, demand: &[Demand], rbs: &mut [u32]) {
         debug_assert_eq!(demand.len(), rbs.len());
+        let available = available.min(self.n_rb);
         rbs.fill(0);
         for (l, d) in self.left.iter_mut().zip(demand) {
             *l = if d.bits_per_rb > 0.0 { d.need_rb } else { 0 };
         }
         match self.spec {
-            SchedulerSpec::RoundRobin => self.round_robin(rbs),
-            SchedulerSpec::ProportionalFair { .. } => self.proportional_fair(demand, rbs),
+            SchedulerSpec::RoundRobin => self.round_robin(available, rbs),
+            SchedulerSpec::ProportionalFair { .. } => {
+                self.proportional_fair(available, demand, rbs)
+            }
         }
     }
 
-    fn round_robin(&mut self, rbs: &mut [u32]) {
+    fn round_robin(&mut self, available: u32, rbs: &mut [u32]) {
         let n = rbs.len();
         if n == 0 {
             return;
@@ -127,7 +136,7 @@ impl Scheduler {
                 .map(|i| (self.rr_next + i) % n)
                 .filter(|&d| self.left[d] > 0),
         );
-        let mut free = self.n_rb;
+        let mut free = available;
         while !self.order.is_empty() && free > 0 {
             let m = self.order.len() as u32;
             let share = free / m;
@@ -159,10 +168,10 @@ impl Scheduler {
         }
     }
 
-    fn proportional_fair(&mut self, demand: &[Demand], rbs: &mut [u32]) {
+    fn proportional_fair(&mut self, available: u32, demand: &[Demand], rbs: &mut [u32]) {
         let mut start = 0;
-        while start < self.n_rb {
-            let mut free = self.rbg.min(self.n_rb - start);
+        while start < available {
+            let mut free = self.rbg.min(available - start);
             start += free;
             while free > 0 {
                 let mut best: Option<(usize, f64)> = None;

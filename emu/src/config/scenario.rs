@@ -45,6 +45,8 @@ pub struct Leg {
     pub downlink: LinkSpec,
     pub uplink: Option<LinkSpec>,
     pub cell: Option<CellLeg>,
+    /// The X2/Xn hop before the leg, for split and duplicated PDUs.
+    pub x2: Option<LinkSpec>,
 }
 
 /// A leg whose downlink rate stage is an LTE cell.

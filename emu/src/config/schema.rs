@@ -219,6 +219,11 @@ pub struct LegFile {
     pub downlink: DirectionFile,
     #[serde(default)]
     pub uplink: Option<DirectionFile>,
+    /// The X2/Xn hop from the master's PDCP to this leg (a secondary node's), crossed by the
+    /// downlink PDUs of `dc` and `dup` bearers before the leg's own stages: its rate,
+    /// delay and loss (no cell). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x2: Option<DirectionFile>,
 }
 
 fn d_legs() -> Vec<LegFile> {
@@ -231,11 +236,13 @@ fn d_legs() -> Vec<LegFile> {
             name: "leg1".into(),
             downlink: DirectionFile::default(),
             uplink: Some(uplink),
+            x2: None,
         },
         LegFile {
             name: "leg2".into(),
             downlink: DirectionFile::default(),
             uplink: None,
+            x2: None,
         },
     ]
 }
@@ -349,14 +356,24 @@ pub struct DirectionFile {
     pub cell: Option<CellFile>,
 }
 
-/// `[legs.downlink.cell]`: an LTE cell's downlink. Device `k` is the `k`-th bearer (in
-/// file order) whose downlink legs include this leg.
+/// `[legs.downlink.cell]`: an LTE or NR cell's downlink. Device `k` is the `k`-th bearer
+/// (in file order) whose downlink legs include this leg.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CellFile {
-    /// 1.4, 3, 5, 10, 15 or 20 MHz (6 to 100 resource blocks).
+    /// "lte" (default) or "nr".
+    #[serde(default = "d_rat")]
+    pub rat: String,
+    /// LTE: 1.4, 3, 5, 10, 15 or 20 MHz (6 to 100 resource blocks). NR: a bandwidth of the
+    /// numerology (TS 38.101-1/-2), e.g. 100 MHz at numerology 1 (273 PRBs).
     #[serde(default = "d_bandwidth")]
     pub bandwidth_mhz: f64,
+    /// NR only: the carrier (`[legs.downlink.cell.nr]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr: Option<NrFile>,
+    /// HARQ (`[legs.downlink.cell.harq]`): NR has it by default, LTE only when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harq: Option<HarqFile>,
     /// "rr" (round robin) or "pf" (proportional fair).
     #[serde(default = "d_scheduler")]
     pub scheduler: String,
@@ -369,6 +386,116 @@ pub struct CellFile {
 
 fn d_bandwidth() -> f64 {
     20.0
+}
+fn d_rat() -> String {
+    "lte".into()
+}
+
+/// `[legs.downlink.cell.nr]`: an NR carrier (see `cell::nr`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NrFile {
+    /// µ, 0 to 3: subcarrier spacing 15·2^µ kHz, slots of 1 ms / 2^µ.
+    #[serde(default = "d_numerology")]
+    pub numerology: u8,
+    /// "qam256" (TS 38.214 Tables 5.1.3.1-2 and 5.2.2.1-3) or "qam64" (-1 and -2).
+    #[serde(default = "d_mcs_table")]
+    pub mcs_table: String,
+    /// MIMO layers, 1 to 4.
+    #[serde(default = "d_layers")]
+    pub layers: u8,
+    /// PDSCH symbols of a downlink slot (1 to 14) and of a special slot (0 to 14).
+    #[serde(default = "d_pdsch")]
+    pub pdsch_symbols: u32,
+    #[serde(default = "d_special")]
+    pub special_pdsch_symbols: u32,
+    /// DMRS REs per PRB (0 to 48) and xOverhead (0, 6, 12 or 18).
+    #[serde(default = "d_dmrs")]
+    pub dmrs_re: u32,
+    #[serde(default)]
+    pub overhead_re: u32,
+    /// A TDD pattern of D, S and U slots such as "DDDSU"; absent = FDD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tdd: Option<String>,
+}
+
+fn d_numerology() -> u8 {
+    1
+}
+fn d_mcs_table() -> String {
+    "qam256".into()
+}
+fn d_layers() -> u8 {
+    2
+}
+fn d_pdsch() -> u32 {
+    12
+}
+fn d_special() -> u32 {
+    8
+}
+fn d_dmrs() -> u32 {
+    12
+}
+
+/// `[legs.downlink.cell.harq]`: block errors and retransmissions (see `cell::harq`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HarqFile {
+    /// Probability that a transmission fails, 0 to 0.5 (the CQI's target is 0.1).
+    #[serde(default = "d_bler")]
+    pub bler: f64,
+    /// Slots from a transmission to its retransmission, 1 to 1000.
+    #[serde(default = "d_harq_rtt")]
+    pub rtt_slots: u32,
+    /// Transmissions of a block at most, 1 to 8.
+    #[serde(default = "d_max_tx")]
+    pub max_tx: u8,
+}
+
+fn d_bler() -> f64 {
+    0.1
+}
+/// 5G-LENA's defaults: 2 slots from the data to its HARQ feedback (N1) and 2 more until
+/// the retransmission is scheduled (N2).
+pub fn d_harq_rtt() -> u32 {
+    4
+}
+fn d_max_tx() -> u8 {
+    4
+}
+
+impl Default for HarqFile {
+    fn default() -> Self {
+        HarqFile {
+            bler: d_bler(),
+            rtt_slots: d_harq_rtt(),
+            max_tx: d_max_tx(),
+        }
+    }
+}
+
+/// A device's line-of-sight blockage: `{ mean_clear_ms, mean_blocked_ms, loss_db }` (a
+/// two-state process) or `{ periods = [[START_S, DURATION_S], ...], loss_db }`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum BlockageFile {
+    Markov {
+        mean_clear_ms: f64,
+        mean_blocked_ms: f64,
+        #[serde(default = "d_blockage_loss")]
+        loss_db: f64,
+    },
+    Periods {
+        periods: Vec<[f64; 2]>,
+        #[serde(default = "d_blockage_loss")]
+        loss_db: f64,
+    },
+}
+
+/// 30 dB: about what a human body in the way costs a link at mmWave frequencies.
+fn d_blockage_loss() -> f64 {
+    30.0
 }
 fn d_scheduler() -> String {
     "pf".into()
@@ -394,6 +521,9 @@ pub struct CellDeviceFile {
     pub queue_bytes: Option<u64>,
     #[serde(default)]
     pub queue_packets: Option<u32>,
+    /// Line-of-sight blockage (absent: never blocked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blockage: Option<BlockageFile>,
 }
 
 fn d_doppler() -> f64 {

@@ -67,6 +67,7 @@ impl CellDirection {
     /// Hands the buffers of packets lost on the link to `free`.
     pub fn reclaim(&mut self, free: &mut impl FnMut(PktId)) {
         self.tail.reclaim(free);
+        self.cell.reclaim(&mut |p| free(p.id));
     }
 
     pub fn set_delay(&mut self, now: Nanos, dist: DelayDist) {

@@ -47,6 +47,9 @@ struct LegState {
     name: String,
     down: Downlink,
     up: Option<LinkDirection>,
+    /// The X2/Xn hop split and duplicated PDUs cross before `down`.
+    x2: Option<LinkDirection>,
+    prev_x2_bytes: u64,
     prev_down_bytes: u64,
     prev_up_bytes: u64,
     /// Cell legs: per device, bytes out of the cell at the last record; its bearer's name.
@@ -78,6 +81,7 @@ enum Due {
     Exit,
     Entry,
     Change,
+    X2(usize),
     Down(usize),
     Up(usize),
     Stats,
@@ -140,6 +144,11 @@ impl Engine {
                     .uplink
                     .as_ref()
                     .map(|u| LinkDirection::new(u, seed(s.seed, i, 1))),
+                x2: l
+                    .x2
+                    .as_ref()
+                    .map(|x| LinkDirection::new(x, seed(s.seed, i, 2))),
+                prev_x2_bytes: 0,
                 prev_down_bytes: 0,
                 prev_up_bytes: 0,
                 prev_device_bytes: vec![0; device_bearers.len()],
@@ -272,6 +281,9 @@ impl Engine {
     fn reclaim(&mut self) {
         let Engine { legs, pool, .. } = self;
         for leg in legs.iter_mut() {
+            if let Some(x2) = leg.x2.as_mut() {
+                x2.reclaim(&mut |id| pool.free(id));
+            }
             leg.down.reclaim(&mut |id| pool.free(id));
             if let Some(up) = leg.up.as_mut() {
                 up.reclaim(&mut |id| pool.free(id));
@@ -290,6 +302,9 @@ impl Engine {
         };
         pkt.count = count;
         pkt.len += self.header_bytes;
+        // The master's PDCP reaches a secondary node's leg over X2 (an SC or path bearer
+        // on that leg is the secondary's own).
+        let via_x2 = matches!(bearer.mode, BearerMode::Dc | BearerMode::Dup);
         let mut first = true;
         for leg in legs.iter() {
             let mut p = pkt;
@@ -303,7 +318,12 @@ impl Engine {
                 }
             }
             first = false;
-            if !self.legs[leg].down.enqueue(now, p) {
+            let l = &mut self.legs[leg];
+            let taken = match l.x2.as_mut() {
+                Some(x2) if via_x2 => x2.enqueue(now, p),
+                _ => l.down.enqueue(now, p),
+            };
+            if !taken {
                 self.pool.free(p.id);
             }
         }
@@ -370,6 +390,9 @@ impl Engine {
             Due::Change,
         );
         for (i, l) in self.legs.iter().enumerate() {
+            consider(l.x2.as_ref().and_then(|x| x.next_deadline()), Due::X2(i));
+        }
+        for (i, l) in self.legs.iter().enumerate() {
             consider(l.down.next_deadline(), Due::Down(i));
         }
         for (i, l) in self.legs.iter().enumerate() {
@@ -416,6 +439,7 @@ impl Engine {
         let first_new = self.outputs.len();
         match due {
             Due::Rx(b) => self.poll_rx(t, b),
+            Due::X2(l) => self.poll_x2(t, l),
             Due::Down(l) => self.poll_down(t, l),
             Due::Up(l) => self.poll_up(t, l),
             Due::Change => {
@@ -462,6 +486,19 @@ impl Engine {
                     delivered_packets,
                     *header_bytes,
                 )
+            });
+        }
+    }
+
+    /// Leg `l`'s X2 hop at `t`: what crosses it enters the leg at its own instant.
+    fn poll_x2(&mut self, t: Nanos, l: usize) {
+        let LegState { x2, down, .. } = &mut self.legs[l];
+        let pool = &mut self.pool;
+        if let Some(x2) = x2.as_mut() {
+            x2.poll(t, &mut |at, pkt| {
+                if !down.enqueue(at, pkt) {
+                    pool.free(pkt.id);
+                }
             });
         }
     }
@@ -657,6 +694,12 @@ impl Engine {
                     l.prev_up_bytes = b;
                     r
                 });
+                let x2 = l.x2.as_ref().map(|x| {
+                    let b = x.counters().bytes_out;
+                    let r = DirRecord::of_link(x, mbps(b - l.prev_x2_bytes));
+                    l.prev_x2_bytes = b;
+                    r
+                });
                 let cell = match &l.down {
                     Downlink::Link(_) => None,
                     Downlink::Cell(c) => Some(CellRecord::of(
@@ -671,6 +714,7 @@ impl Engine {
                     downlink,
                     uplink,
                     cell,
+                    x2,
                 }
             })
             .collect();

@@ -15,7 +15,7 @@ use crate::pdcp::{PdcpRx, RxCounters};
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
 /// (`dclab/analysis/records.py`, `STATS_VERSION`) refuses versions it does not know.
-pub const STATS_VERSION: u32 = 1;
+pub const STATS_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
@@ -42,14 +42,21 @@ pub struct LegRecord {
     pub downlink: DirRecord,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uplink: Option<DirRecord>,
-    /// The downlink's LTE cell, on a cell leg only.
+    /// The downlink's LTE or NR cell, on a cell leg only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cell: Option<CellRecord>,
+    /// The X2/Xn hop before the leg, where it has one (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x2: Option<DirRecord>,
 }
 
-/// An LTE cell: its TTIs and one entry per device.
+/// A cell: its TTIs and one entry per device.
 #[derive(Clone, Debug, Serialize)]
 pub struct CellRecord {
+    /// "lte" or "nr".
+    pub rat: &'static str,
+    /// TTI (NR: slot) length in µs.
+    pub tti_us: f64,
     pub bandwidth_mhz: f64,
     /// Resource blocks per TTI.
     pub rbs_per_tti: u32,
@@ -67,7 +74,9 @@ pub struct DeviceRecord {
     pub bearer: String,
     /// bytes_in, packets_in, bytes_out, packets_out (out of the cell, before loss and
     /// delay), dropped_bytes, dropped_packets (queue full), queue_bytes, queue_packets,
-    /// capacity_bits and rbs (allocated by the scheduler), cqi (of the last TTI run).
+    /// capacity_bits and rbs (allocated by the scheduler), cqi (of the last TTI run); with
+    /// HARQ or blockage, harq_failed, harq_retx, harq_lost_packets, harq_lost_bytes and
+    /// blocked_ttis (each left out while 0).
     #[serde(flatten)]
     pub counters: DeviceCounters,
     /// Bytes out of the cell over the interval, Mbit/s.
@@ -211,6 +220,11 @@ impl CellRecord {
         mbps: impl Fn(u64) -> f64,
     ) -> CellRecord {
         CellRecord {
+            rat: match c.cell().phy() {
+                crate::cell::Phy::Lte { .. } => "lte",
+                crate::cell::Phy::Nr(_) => "nr",
+            },
+            tti_us: c.cell().tti() as f64 / 1e3,
             bandwidth_mhz: c.bandwidth_mhz(),
             rbs_per_tti: c.cell().n_rb(),
             ttis: c.cell_counters().ttis,

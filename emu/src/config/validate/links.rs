@@ -9,12 +9,18 @@ use anyhow::Result;
 
 use super::names::check_name;
 use super::{bad, fmt_num, in_range, limit, within, FieldError, MAX_TRACES};
-use crate::cell::{rbs_for_bandwidth, CellSpec, DeviceSpec, FadingModel, SchedulerSpec};
+use crate::cell::blockage::BlockageError;
+use crate::cell::harq::HarqError;
+use crate::cell::nr::numerology::{bandwidths as nr_bandwidths, prbs_for_bandwidth};
+use crate::cell::{
+    rbs_for_bandwidth, BlockageSpec, CellSpec, DeviceSpec, FadingModel, HarqSpec, McsTable, NrSpec,
+    SchedulerSpec, TddPattern,
+};
 use crate::config::input::clip;
 use crate::config::scenario::{CellLeg, Leg};
 use crate::config::schema::{
-    CellDeviceFile, CellFile, DelayFile, DirectionFile, LossAt, LossFile, RateValue, ScenarioFile,
-    TraceFile,
+    BlockageFile, CellDeviceFile, CellFile, DelayFile, DirectionFile, HarqFile, LossAt, LossFile,
+    NrFile, RateValue, ScenarioFile, TraceFile,
 };
 use crate::config::trace_file;
 use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
@@ -45,6 +51,18 @@ pub(super) fn legs(file: &ScenarioFile, base: &Path, traces: &mut TraceCache) ->
             }
             None => None,
         };
+        let x2 = match &l.x2 {
+            Some(x) => {
+                if x.cell.is_some() {
+                    bad(
+                        format!("{f}.x2.cell"),
+                        "the X2 hop is a wire between base stations, not a cell",
+                    )?;
+                }
+                Some(direction_spec(&format!("{f}.x2"), x, base, traces)?)
+            }
+            None => None,
+        };
         let cell = match &l.downlink.cell {
             Some(c) => Some(CellLeg {
                 spec: cell_spec(&format!("{f}.downlink"), &l.downlink, c)?,
@@ -57,6 +75,7 @@ pub(super) fn legs(file: &ScenarioFile, base: &Path, traces: &mut TraceCache) ->
             downlink,
             uplink,
             cell,
+            x2,
         });
     }
     Ok(legs)
@@ -333,7 +352,23 @@ pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<
         )?;
     }
     let f = format!("{field}.cell");
-    if rbs_for_bandwidth(c.bandwidth_mhz).is_none() {
+    let nr = match c.rat.as_str() {
+        "lte" => {
+            if c.nr.is_some() {
+                bad(
+                    format!("{f}.nr"),
+                    "an LTE cell has no NR carrier: set rat = \"nr\"",
+                )?;
+            }
+            None
+        }
+        "nr" => Some(nr_spec(&f, c)?),
+        other => bad(
+            format!("{f}.rat"),
+            format!("must be \"lte\" or \"nr\" (got {})", clip(other)),
+        )?,
+    };
+    if nr.is_none() && rbs_for_bandwidth(c.bandwidth_mhz).is_none() {
         bad(
             format!("{f}.bandwidth_mhz"),
             format!(
@@ -372,7 +407,176 @@ pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<
         .enumerate()
         .map(|(i, d)| device_spec(&format!("{f}.devices[{i}]"), d))
         .collect::<Result<Vec<_>>>()?;
-    Ok(CellSpec::new(c.bandwidth_mhz, scheduler, devices))
+    let harq = match (&c.harq, nr.is_some()) {
+        (Some(h), _) => Some(harq_spec(&format!("{f}.harq"), h)?),
+        (None, true) => Some(harq_spec(&format!("{f}.harq"), &HarqFile::default())?),
+        (None, false) => None,
+    };
+    Ok(match nr {
+        Some(nr) => CellSpec::nr(nr, scheduler, devices, harq),
+        None => CellSpec {
+            harq,
+            ..CellSpec::new(c.bandwidth_mhz, scheduler, devices)
+        },
+    })
+}
+
+/// The NR carrier of cell `c` (`f` its path).
+fn nr_spec(f: &str, c: &CellFile) -> Result<NrSpec> {
+    let n =
+        c.nr.clone()
+            .unwrap_or_else(|| toml::from_str::<NrFile>("").expect("every NR field has a default"));
+    let g = format!("{f}.nr");
+    if n.numerology > 3 {
+        bad(
+            format!("{g}.numerology"),
+            format!("must be 0 to 3 (got {})", n.numerology),
+        )?;
+    }
+    if prbs_for_bandwidth(n.numerology, c.bandwidth_mhz).is_none() {
+        bad(
+            format!("{f}.bandwidth_mhz"),
+            format!(
+                "numerology {} has {} MHz (got {})",
+                n.numerology,
+                nr_bandwidths(n.numerology)
+                    .iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                fmt_num(c.bandwidth_mhz)
+            ),
+        )?;
+    }
+    let mcs_table = match n.mcs_table.as_str() {
+        "qam256" => McsTable::Qam256,
+        "qam64" => McsTable::Qam64,
+        other => bad(
+            format!("{g}.mcs_table"),
+            format!("must be \"qam256\" or \"qam64\" (got {})", clip(other)),
+        )?,
+    };
+    if !(1..=4).contains(&n.layers) {
+        bad(
+            format!("{g}.layers"),
+            format!("must be 1 to 4 (got {})", n.layers),
+        )?;
+    }
+    if !(1..=14).contains(&n.pdsch_symbols) {
+        bad(
+            format!("{g}.pdsch_symbols"),
+            format!("must be 1 to 14 (got {})", n.pdsch_symbols),
+        )?;
+    }
+    if n.special_pdsch_symbols > 14 {
+        bad(
+            format!("{g}.special_pdsch_symbols"),
+            format!("must be 0 to 14 (got {})", n.special_pdsch_symbols),
+        )?;
+    }
+    if n.dmrs_re > 48 || n.dmrs_re >= 12 * n.pdsch_symbols {
+        bad(
+            format!("{g}.dmrs_re"),
+            format!(
+                "must be 0 to 48 and leave data in {} PDSCH symbols (got {})",
+                n.pdsch_symbols, n.dmrs_re
+            ),
+        )?;
+    }
+    if ![0, 6, 12, 18].contains(&n.overhead_re) {
+        bad(
+            format!("{g}.overhead_re"),
+            format!("must be 0, 6, 12 or 18 (got {})", n.overhead_re),
+        )?;
+    }
+    let tdd = match &n.tdd {
+        None => None,
+        Some(t) => Some(TddPattern::parse(t).or_else(|e| bad(format!("{g}.tdd"), e.to_string()))?),
+    };
+    let spec = NrSpec {
+        numerology: n.numerology,
+        bandwidth_mhz: c.bandwidth_mhz,
+        mcs_table,
+        layers: n.layers,
+        pdsch_symbols: n.pdsch_symbols,
+        special_pdsch_symbols: n.special_pdsch_symbols,
+        dmrs_re: n.dmrs_re,
+        overhead_re: n.overhead_re,
+        tdd,
+    };
+    // Whatever is left (overheads that eat a slot) the carrier itself refuses.
+    spec.validate().or_else(|e| bad(g.clone(), e.to_string()))?;
+    Ok(spec)
+}
+
+fn harq_spec(f: &str, h: &HarqFile) -> Result<HarqSpec> {
+    let spec = HarqSpec {
+        bler: h.bler,
+        rtt_slots: h.rtt_slots,
+        max_tx: h.max_tx,
+    };
+    spec.validate().or_else(|e| {
+        let field = match e {
+            HarqError::Bler(_) => "bler",
+            HarqError::Rtt(_) => "rtt_slots",
+            HarqError::MaxTx(_) => "max_tx",
+        };
+        bad(format!("{f}.{field}"), e.to_string())
+    })?;
+    Ok(spec)
+}
+
+fn blockage_spec(f: &str, b: &BlockageFile) -> Result<BlockageSpec> {
+    let spec = match b {
+        BlockageFile::Markov {
+            mean_clear_ms,
+            mean_blocked_ms,
+            loss_db,
+        } => BlockageSpec::Markov {
+            mean_clear_ms: *mean_clear_ms,
+            mean_blocked_ms: *mean_blocked_ms,
+            loss_db: *loss_db,
+        },
+        BlockageFile::Periods { periods, loss_db } => {
+            let mut out = Vec::with_capacity(periods.len());
+            for (i, &[start, dur]) in periods.iter().enumerate() {
+                if !(start.is_finite()
+                    && dur.is_finite()
+                    && start >= 0.0
+                    && dur > 0.0
+                    && start + dur <= 1e6)
+                {
+                    bad(
+                        format!("{f}.periods[{i}]"),
+                        format!(
+                            "[START_S, DURATION_S] with START_S >= 0, DURATION_S > 0, both within \
+                             1000000 s (got [{}, {}])",
+                            fmt_num(start),
+                            fmt_num(dur)
+                        ),
+                    )?;
+                }
+                out.push((from_s(start), from_s(dur)));
+            }
+            BlockageSpec::Periods {
+                periods: out,
+                loss_db: *loss_db,
+            }
+        }
+    };
+    spec.validate().or_else(|e| {
+        let field = match e {
+            BlockageError::Loss(_) => "loss_db".to_string(),
+            BlockageError::Mean(..) => "mean_clear_ms".to_string(),
+            BlockageError::Overlap(i) => format!("periods[{i}]"),
+        };
+        bad(format!("{f}.{field}"), e.to_string())
+    })?;
+    Ok(spec)
+}
+
+fn from_s(s: f64) -> crate::base::time::Nanos {
+    (s * 1e9).round() as crate::base::time::Nanos
 }
 
 fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
@@ -404,11 +608,16 @@ fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
             q as f64,
         )?;
     }
+    let blockage = match &d.blockage {
+        None => None,
+        Some(b) => Some(blockage_spec(&format!("{f}.blockage"), b)?),
+    };
     Ok(DeviceSpec {
         mean_sinr_db: d.mean_sinr_db,
         doppler_hz: d.doppler_hz,
         fading,
         queue_bytes: d.queue_bytes,
         queue_packets: d.queue_packets,
+        blockage,
     })
 }
