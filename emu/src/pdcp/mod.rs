@@ -5,6 +5,7 @@
 //! Everything here is clock-free: functions take `now` and report deadlines.
 
 pub mod count;
+pub mod ddds;
 pub mod rx;
 pub mod tx;
 
