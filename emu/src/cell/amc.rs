@@ -114,15 +114,18 @@ pub fn spectral_efficiency(sinr: f64) -> f64 {
 /// The CQI for a linear SINR: the highest whose efficiency does not exceed the spectral
 /// efficiency; 0 when even CQI 1 is out of reach (also for a SINR of 0 or NaN).
 pub fn cqi_from_sinr(sinr: f64) -> u8 {
+    cqi_within(sinr, CQI_TABLE[1..].iter().map(CqiEntry::efficiency))
+}
+
+/// The CQI a linear SINR reaches in a table whose CQIs 1, 2, ... have `efficiencies`
+/// (increasing): how many do not exceed the SINR's spectral efficiency (0 for 0 or NaN).
+/// LTE's table and NR's two share it.
+pub fn cqi_within(sinr: f64, efficiencies: impl Iterator<Item = f64>) -> u8 {
     let s = spectral_efficiency(sinr);
     if s.is_nan() {
         return 0;
     }
-    // Efficiencies increase with the CQI: count those not above s.
-    CQI_TABLE[1..]
-        .iter()
-        .take_while(|c| c.efficiency() <= s)
-        .count() as u8
+    efficiencies.take_while(|&e| e <= s).count() as u8
 }
 
 /// The CQI for a SINR in dB.

@@ -169,7 +169,12 @@ impl Blockage {
         self.blocked
     }
 
-    /// The SINR factor at `t`: 1 when clear, `10^(-loss/10)` when blocked.
+    /// The SINR factor while blocked: `10^(-loss/10)`.
+    pub fn factor(&self) -> f64 {
+        self.factor
+    }
+
+    /// The SINR factor at `t`: 1 when clear, [`Blockage::factor`] when blocked.
     pub fn factor_at(&mut self, t: Nanos) -> f64 {
         if self.blocked_at(t) {
             self.factor

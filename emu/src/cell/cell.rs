@@ -505,7 +505,7 @@ impl Cell {
             let mut sinr = dev.mean_sinr * dev.fading.power();
             if let Some(b) = dev.blockage.as_mut() {
                 if b.blocked_at(start) {
-                    sinr *= b.factor_at(start);
+                    sinr *= b.factor();
                     dev.counters.blocked_ttis += 1;
                 }
             }

@@ -14,7 +14,7 @@
 //! selects the highest MCS whose efficiency does not exceed the CQI's (as 5G-LENA's
 //! `NrAmc` does), so MCS and CQI agree on modulation and differ only in code-rate steps.
 
-use crate::cell::amc::spectral_efficiency;
+use crate::cell::amc::cqi_within;
 
 /// Which pair of MCS and CQI tables a cell uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -174,14 +174,7 @@ impl McsTable {
 
     /// The CQI for a linear SINR (0 = out of range, also for 0 or NaN).
     pub fn cqi_from_sinr(self, sinr: f64) -> u8 {
-        let s = spectral_efficiency(sinr);
-        if s.is_nan() {
-            return 0;
-        }
-        self.cqi()[1..]
-            .iter()
-            .take_while(|c| c.efficiency() <= s)
-            .count() as u8
+        cqi_within(sinr, self.cqi()[1..].iter().map(Mcs::efficiency))
     }
 
     /// The MCS index a CQI (1-15) selects: the highest whose efficiency does not exceed the
