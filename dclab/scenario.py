@@ -30,6 +30,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "delay_cov": (0, 1), "loss": (0, 100), "t_reordering": (0, 60_000), "queue_packets": (1, 1_000_000),
     "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
     "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8), "x2_delay": (0, 1000),
+    "report_period": (1, 1000), "target_delay": (0, 10_000), "sn_at_s": (0, 86_400), "sn_interruption_ms": (0, 60_000),
 }  # fmt: skip
 for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
     RANGES[f"uplink_{_leg}"] = RANGES[_leg]
@@ -76,6 +77,58 @@ def _outage(v: object) -> object:
         return {"leg": int(leg), "at_s": float(at), "duration_s": float(dur)}
     except ValueError:
         raise ValueError(f"expected LEG:AT_S:DURATION_S, e.g. 2:6:2 (got {clip(v)})") from None
+
+
+class SnEvent(BaseModel):
+    """A secondary node event on leg 2 (EN-DC's NR leg), ``at_s`` seconds after dcemu
+    starts forwarding: a release (everything on leg 1), an addition (leg 2 again) or a
+    change (leg 2 carries nothing for ``interruption_ms``, then serves as a new
+    secondary); what the secondary held is forwarded or, with ``buffered`` "lose", lost.
+    As text: "release@AT_S", "add@AT_S", "change@AT_S[:INTERRUPTION_MS]", each with an
+    optional ":lose" (docs/endc.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    event: Literal["release", "add", "change"]
+    at_s: Annotated[float, bounded("sn_at_s")]
+    interruption_ms: Annotated[float, bounded("sn_interruption_ms")] = 50.0
+    buffered: Literal["forward", "lose"] = "forward"
+
+    def __str__(self) -> str:
+        text = f"{self.event}@{self.at_s:g}"
+        if self.event == "change":
+            text += f":{self.interruption_ms:g}"
+        return text + (":lose" if self.buffered == "lose" else "")
+
+
+def _sn_event(v: object) -> object:
+    """'change@6:80:lose' into SnEvent's fields (a dict or an SnEvent passes through)."""
+    if not isinstance(v, str):
+        return v
+    event, _, rest = v.strip().partition("@")
+    parts = rest.split(":") if rest else []
+    out: dict[str, object] = {"event": event}
+    if parts and parts[-1] in ("lose", "forward"):
+        out["buffered"] = parts.pop()
+    try:
+        if event not in ("release", "add", "change") or not 1 <= len(parts) <= (2 if event == "change" else 1):
+            raise ValueError
+        out["at_s"] = float(parts[0])
+        if len(parts) == 2:
+            out["interruption_ms"] = float(parts[1])
+    except ValueError:
+        raise ValueError("expected release@AT_S, add@AT_S or change@AT_S[:INTERRUPTION_MS], each with an optional "
+                         f":lose, e.g. change@6:80 (got {clip(v)})") from None
+    return out
+
+
+def _sn_events(v: object) -> object:
+    """A comma-separated text into its events."""
+    if isinstance(v, str):
+        return [_sn_event(x) for x in v.split(",") if x.strip()]
+    if isinstance(v, list):
+        return [_sn_event(x) for x in v]
+    return v
 
 
 class ScenarioError(InputError):
@@ -125,6 +178,17 @@ class Scenario(BaseModel):
     x2_delay: Annotated[float | None, bounded("x2_delay", description=(
         "ms one way over the X2/Xn hop from the master's PDCP (leg 1) to every other leg, for split and "
         "duplicated packets; None: no hop"))] = None
+    split_policy: Annotated[Literal["static", "ddds", "delay-aware"], Field(description=(
+        "how PDCP places packets on the legs: static (batch and split), ddds (as much as each secondary leg's "
+        "flow-control reports ask for, TS 38.425, the rest on leg 1) or delay-aware (each packet on the leg of "
+        "the earliest expected delivery); docs/endc.md"))] = "static"
+    report_period: Annotated[float, bounded("report_period", description=(
+        "ms between a secondary leg's flow-control reports (ddds, delay-aware)"))] = 10.0
+    target_delay: Annotated[float, bounded("target_delay", description=(
+        "ms of queue a secondary leg asks for beyond its feedback loop (ddds)"))] = 10.0
+    sn_events: Annotated[list[SnEvent] | None, BeforeValidator(_sn_events), Field(description=(
+        "secondary node events on leg 2, in time order: release@AT_S, add@AT_S, change@AT_S[:INTERRUPTION_MS], "
+        "each with an optional :lose"))] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -187,6 +251,21 @@ class Scenario(BaseModel):
                 check_trace(Path(t))
         if self.x2_delay is not None and n < 2:
             raise ValueError("x2_delay: needs a secondary leg (two legs or more; endc: gives two)")
+        if self.sn_events is not None:
+            if n < 2:
+                raise ValueError("sn_events: needs a secondary leg (two legs or more; endc: gives two)")
+            if not 1 <= len(self.sn_events) <= 100:
+                raise ValueError(f"sn_events: give 1 to 100 events (got {len(self.sn_events)})")
+            times = [e.at_s for e in self.sn_events]
+            if times != sorted(times):
+                raise ValueError("sn_events: give the events in time order")
+        if self.split_policy != "static":
+            if n < 2:
+                raise ValueError(f"split_policy: {self.split_policy} needs a secondary leg (two legs or more, "
+                                 "the first the master's; endc: gives two)")
+            if self.duplicate:
+                raise ValueError(f"split_policy: {self.split_policy} splits; duplicate sends every packet on "
+                                 "every leg")
         if self.outage is not None and self.outage.leg > n:
             raise ValueError(f"outage: leg {self.outage.leg} does not exist (the scenario has {n})")
         return self
@@ -217,6 +296,14 @@ class Scenario(BaseModel):
         not a cache, so that a copy with another link never shows a stale cell)."""
         return None if self.link is None else radio.parse_link(self.link)
 
+    def split_text(self) -> str:
+        """The split as run, for titles and summary lines: "batch 100, split 50:50", or
+        the flow-controlled policy with its parameters."""
+        if self.split_policy == "static":
+            return f"batch {self.batch}, split {':'.join(f'{x:g}' for x in self.split)}"
+        target = f", target {self.target_delay:g} ms" if self.split_policy == "ddds" else ""
+        return f"split {self.split_policy} (reports every {self.report_period:g} ms{target})"
+
     def jitter(self) -> str:
         """The jitter as run, for summary lines and records: 'none', 'reordering (netem)'
         or 'order-preserving', with the coefficient of variation."""
@@ -244,7 +331,8 @@ def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **ch
 # Fields added after the first campaign store: a run key includes them only when they
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
 ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing", "traces",
-                                 "outage", "x2_delay")
+                                 "outage", "x2_delay", "split_policy", "report_period", "target_delay",
+                                 "sn_events")
 # An added field's value in those stores where it is not its default today: the jitter was
 # netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}
@@ -266,11 +354,14 @@ def describe(e: ValidationError, as_file: bool = False) -> str:
             field, msg = (x.strip() for x in msg.split(":", 1))
         field = field.lstrip("-").replace("-", "_")
         option = (field or "scenario") if as_file else OPTIONS.get(field, "--" + (field or "scenario").replace("_", "-"))
-        leg = f" (leg {int(loc[1]) + 1})" if len(loc) > 1 and loc[1].isdigit() else ""
+        item = "event" if field == "sn_events" else "leg"  # the per-leg lists', or the events'
+        leg = f" ({item} {int(loc[1]) + 1})" if len(loc) > 1 and loc[1].isdigit() else ""
         if as_file and leg:
             leg = f"[{int(loc[1])}]"
         part = loc[1] if len(loc) > 1 and not loc[1].isdigit() else None  # a field of a nested record
-        bounds = RANGES.get(f"{field}_{part}" if part else field)
+        if field == "sn_events" and len(loc) > 2:
+            part = loc[2]
+        bounds = RANGES.get(f"sn_{part}" if field == "sn_events" else f"{field}_{part}" if part else field)
         if err["type"] in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"} and bounds:
             lo, hi = bounds
             lo_text = f"at least {lo}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 import tomli_w
@@ -264,6 +265,19 @@ def test_lte_levels_are_the_study_distances():
         (["--link", "nr:good", "--outage", "1:1:1"], "--outage: not with one cell"),
         (["--link", "nr:good", "--x2-delay", "3"], "--x2-delay: needs a secondary leg"),
         (["--x2-delay", "1001"], "--x2-delay"),
+        (["--link", "nr:good", "--split-policy", "ddds"],
+         "--split-policy: ddds needs a secondary leg (two legs or more, the first the master's"),
+        (["--split-policy", "delay-aware", "--duplicate"],
+         "--split-policy: delay-aware splits; duplicate sends every packet on every leg"),
+        (["--split-policy", "credit"], "'credit' is not one of 'static', 'ddds', 'delay-aware'"),
+        (["--report-period", "0.5"], "--report-period: must be at least 1 and at most 1000 (got 0.5)"),
+        (["--target-delay", "-1"], "--target-delay: must be at least 0 and at most 10000 (got -1"),
+        (["--link", "nr:good", "--sn-events", "change@1"], "--sn-events: needs a secondary leg (two legs or more; endc: gives two)"),
+        (["--link", "endc:good,good", "--sn-events", "swap@1"],
+         "--sn-events: expected release@AT_S, add@AT_S or change@AT_S[:INTERRUPTION_MS]"),
+        (["--link", "endc:good,good", "--sn-events", "add@2,release@1"], "--sn-events: give the events in time order"),
+        (["--link", "endc:good,good", "--sn-events", "add@1,change@2:70000"],
+         "--sn-events (event 2): interruption_ms must be at least 0 and at most 60000 (got 70000.0)"),
     ],
 )
 def test_bad_links_are_refused_naming_the_option(args, message):
@@ -292,11 +306,15 @@ def test_lte_link_renders_one_cell_leg_that_dcemu_accepts(tmp_path, link, sinr):
     s = sc.build(link=link)
     assert s.legs == 1 and s.delay == [10.0] and s.split == [50.0]
     assert sc.capacity_mbps(s) == {"lte:good": 64.1, "lte:1500m": 4.05}[link]
+    assert_dcemu_accepts(tmp_path / "lte.toml", r.output)
+
+
+def assert_dcemu_accepts(path: Path, text: str) -> None:
+    """``dcemu check`` takes ``text`` (skips where dcemu is not built)."""
     if not DCEMU.exists():
         pytest.skip("dcemu not built")
-    f = tmp_path / "lte.toml"
-    f.write_text(r.output)
-    p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
+    path.write_text(text)
+    p = subprocess.run([str(DCEMU), "check", str(path)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
 
@@ -433,3 +451,36 @@ def test_a_cell_keeps_packet_order_unless_asked_and_says_so():
 
     assert key(cell) == key(sc.build(link="lte:good", jitter_reorders=False))
     assert key(asked) != key(cell)
+
+
+def test_flow_controlled_splits_render_for_dcemu(tmp_path):
+    args = ["scenario", "show", "--dcemu", "--link", "endc:good,good", "--x2-delay", "5"]
+    static = tomllib.loads(CliRunner().invoke(app, args).output)
+    # The static split renders as before the policies existed.
+    assert static["split"] == {"batch": 100, "ratio": [50.0, 50.0]}
+    r = CliRunner().invoke(app, [*args, "--split-policy", "ddds", "--report-period", "5", "--target-delay", "20"])
+    assert r.exit_code == 0, r.output
+    d = tomllib.loads(r.output)
+    assert d["split"] == {"batch": 100, "ratio": [50.0, 50.0], "policy": "ddds", "period_ms": 5.0,
+                          "target_delay_ms": 20.0}
+    s = sc.build(link="endc:good,good", split_policy="delay-aware")
+    assert s.split_text() == "split delay-aware (reports every 10 ms)"
+    assert sc.build(split_policy="ddds").split_text() == "split ddds (reports every 10 ms, target 10 ms)"
+    assert sc.Scenario().split_text() == "batch 100, split 50:50"
+    assert_dcemu_accepts(tmp_path / "endc.toml", r.output)
+
+
+def test_secondary_node_events_render_as_dcemu_schedule_changes(tmp_path):
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--link", "endc:good,good", "--outage", "1:0.5:1",
+                                 "--sn-events", "change@1:80, release@2:lose ,add@3"])
+    assert r.exit_code == 0, r.output
+    d = tomllib.loads(r.output)
+    events = [(c["at_ms"], c["secondary"]) for c in d["schedule"] if "secondary" in c]
+    assert events == [(1000.0, {"event": "change", "interruption_ms": 80.0, "buffered": "forward"}),
+                      (2000.0, {"event": "release", "interruption_ms": 50.0, "buffered": "lose"}),
+                      (3000.0, {"event": "add", "interruption_ms": 50.0, "buffered": "forward"})]
+    assert all(c["leg"] == "leg2" for c in d["schedule"] if "secondary" in c)
+    assert [c["at_ms"] for c in d["schedule"]] == sorted(c["at_ms"] for c in d["schedule"])
+    s = sc.build(link="endc:good,good", sn_events="change@1:80,release@2:lose")
+    assert [str(e) for e in s.sn_events or []] == ["change@1:80", "release@2:lose"]
+    assert_dcemu_accepts(tmp_path / "sn.toml", r.output)

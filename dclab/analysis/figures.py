@@ -32,7 +32,7 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import radio  # noqa: E402
-from . import cell  # noqa: E402
+from . import cell, split_bearer  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
 from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
 from .plots import Span, link_utilization  # noqa: E402
@@ -170,6 +170,23 @@ PDCP_STALLS: dict[str, tuple[str, Any]] = {
 def _us_to_ms(us: object) -> float | None:
     v = _number(us)
     return None if v is None else v / 1e3
+
+
+def pdcp_stalls_vs_param(rows: list[Row], key: str, path: Path, title: str, xlabel: str) -> Path | None:
+    """One of the PDCP receiver's stall statistics (a key of PDCP_STALLS) against the
+    swept value, per series; None where no run kept its receiver's counters."""
+    label, read = PDCP_STALLS[key]
+    with_stalls = [{**r, "metrics": {**(r.get("metrics") or {}), f"pdcp_{key}": read(_pdcp_of(r))}}
+                   for r in rows if _pdcp_of(r).get("rx")]
+    if not with_stalls:
+        return None
+    return metric_vs_param(with_stalls, f"pdcp_{key}", label, path, title, xlabel)
+
+
+def _pdcp_of(r: Row) -> dict[str, Any]:
+    """A stored run's PDCP summary (``metrics.pdcp``), {} without one."""
+    p = (r.get("metrics") or {}).get("pdcp")
+    return p if isinstance(p, dict) else {}
 
 
 def pdcp_stall_table(rows: list[Row]) -> list[dict[str, Any]]:
@@ -410,6 +427,22 @@ def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path
     if not any(0 <= t <= window_s for pts in series.values() for t, _ in pts):
         return empty_figure(path, title, "no dcemu statistics for this run")
     return link_utilization(series, list(capacities), Path(path), title, window_s, spans)
+
+
+def shows_split(scenario: dict) -> bool:
+    """Whether a stored scenario's runs are drawn as a split bearer's (``split_usage``):
+    EN-DC, a flow-controlled split, or secondary node events."""
+    return (scenario.get("split_policy") or "static") != "static" or bool(scenario.get("sn_events")) \
+        or str(scenario.get("link") or "").startswith("endc:")
+
+
+def split_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path: Path, title: str,
+                bearer: str = "dc") -> Path:
+    """The split bearer's figure over the whole run (``split_bearer.split_figure``)."""
+    s = split_bearer.split_series(read_stats(run_dir), bearer, t0_ms or 0.0)
+    if not s.t:
+        return empty_figure(path, title, f"no dcemu statistics of bearer {bearer} for this run")
+    return split_bearer.split_figure(s, capacities, Path(path), title)
 
 
 def capacities_of(scenario: dict) -> list[float | None]:

@@ -90,6 +90,10 @@ class Device(_Record):
     harq_lost_packets: int = 0
     harq_lost_bytes: int = 0
     blocked_ttis: int = 0
+    # TTIs run with data queued, and the bits the device could have had in them (its
+    # blocks and the idle resource blocks): the rate flow control reads
+    busy_ttis: int = 0
+    busy_capacity_bits: int = 0
     out_mbps: float = 0.0
 
 
@@ -103,12 +107,27 @@ class Cell(_Record):
     devices: list[Device] = []
 
 
+class Secondary(_Record):
+    """A leg's secondary node once an event happened to it (``SnRecord``): its state, the
+    packets being forwarded now, and its events and packets, cumulative."""
+
+    state: str = "active"
+    forwarding_packets: int = 0
+    releases: int = 0
+    additions: int = 0
+    changes: int = 0
+    forwarded_packets: int = 0
+    lost_packets: int = 0
+    interrupted_ms: float = 0.0
+
+
 class Leg(_Record):
     name: str = ""
     downlink: Direction = Direction()
     uplink: Direction | None = None
     cell: Cell | None = None  # on a cell leg only
     x2: Direction | None = None  # the X2/Xn hop before a secondary leg (version 2)
+    secondary: Secondary | None = None  # once a secondary node event happened on the leg
 
 
 class Rx(_Record):
@@ -127,6 +146,29 @@ class Rx(_Record):
     wait: Hist = Hist()
 
 
+class FlowLeg(_Record):
+    """A secondary leg of a flow-controlled split (``FlowLegRecord``): its reports
+    (cumulative), the last one the master received (None before the first) and the
+    master's credit for it now."""
+
+    leg: str = ""
+    reports_made: int = 0
+    reports_received: int = 0
+    desired_bytes: int | None = None
+    reported_queue_bytes: int | None = None
+    reported_rate_mbps: float | None = None
+    credit_bytes: int = 0
+    unseen_bytes: int = 0
+
+
+class Flow(_Record):
+    """A flow-controlled split (``FlowRecord``): ddds or delay-aware."""
+
+    policy: str = ""
+    master_rate_mbps: float | None = None
+    secondaries: list[FlowLeg] = []
+
+
 class Bearer(_Record):
     name: str = ""
     mode: str = ""
@@ -138,6 +180,7 @@ class Bearer(_Record):
     delivered_mbps: float = 0.0
     uplink_bytes: int = 0
     uplink_packets: int = 0
+    flow: Flow | None = None  # a flow-controlled split's (version 2)
 
 
 class Engine(_Record):

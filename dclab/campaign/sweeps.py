@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import lte
+from .. import lte, nr
 from ..errors import OptionError
 from ..files import clip
 from ..scenario import Scenario, ScenarioError, build
@@ -95,6 +95,17 @@ SWEEPS: dict[str, SweepDef] = {
                  lambda v: {"link": f"lte:{v:g}m"}),
         SweepDef("distance-mean", "distance (m); a fixed rate at its level's mean capacity", list(lte.LEVELS.values()),
                  lambda v: {"bw": [_level_mean(v)], "split": [100.0]}),
+        # EN-DC (docs/endc.md): the NR secondary's level with the LTE master good, the LTE
+        # master's with the NR secondary good; the X2/Xn hop; a flow-controlled split's
+        # reporting period and target queue delay.
+        SweepDef("nr-distance", "NR secondary's distance (m), LTE master good", [d for d, _ in nr.LEVELS.values()],
+                 lambda v: {"link": f"endc:good,{v:g}m"}),
+        SweepDef("lte-distance", "LTE master's distance (m), NR secondary good", list(lte.LEVELS.values()),
+                 lambda v: {"link": f"endc:{v:g}m,good"}),
+        SweepDef("x2-delay", "X2/Xn delay, one way (ms)", [0, 2, 5, 10, 20], lambda v: {"x2_delay": v}),
+        SweepDef("report-period", "flow-control reporting period (ms)", [5, 10, 20, 50, 100],
+                 lambda v: {"report_period": v}),
+        SweepDef("target-delay", "ddds target queue delay (ms)", [0, 5, 10, 20, 50], lambda v: {"target_delay": v}),
         # throughput --streams (the LTE study's experiment 4: 1 to 16 streams on one connection).
         SweepDef("streams", "concurrent streams on one connection (N)", [1, 2, 4, 8, 16], lambda v: {"streams": int(v)}),
     ]

@@ -73,8 +73,8 @@ def _command(exp: Experiment) -> click.Command:
         stack = stack_label(plan.stack_label(), RunChoices.of(options).stand_ins)
         links = f"link {shown.link}" if shown.link else f"bw {shown.bw} Mbit/s"
         err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, {links}, "
-                  f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, split {shown.split}, "
-                  f"batch {shown.batch}, seed {shown.seed} -> {out_dir}")
+                  f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, {shown.split_text()}, "
+                  f"seed {shown.seed} -> {out_dir}")
         try:
             summary = run_with_progress(reps, out_dir, exp.describe,
                                         lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait,

@@ -72,7 +72,7 @@ def shell(seed: int | None, host_config: str, server_cmd: str | None, server_por
     except FileRefused as e:
         raise click.UsageError(str(e)) from None
     what = " ".join(cmd) if cmd else "an interactive shell"
-    err.print(f"[bold]shell[/]: bw {s.bw} Mbit/s, delay {s.delay} ms, loss {s.loss} %, split {s.split}, batch {s.batch}, "
+    err.print(f"[bold]shell[/]: bw {s.bw} Mbit/s, delay {s.delay} ms, loss {s.loss} %, {s.split_text()}, "
               f"host {host_config} -> {run_dir}")
     try:
         o = run_shell(s, HOST_CHOICES[host_config], run_dir, list(cmd) or None, server_cmd, server_port,

@@ -420,13 +420,17 @@ class Experiment(ABC, Generic[OptionsT]):
     # -- figures and tables, from records (a RepResult.record() or a store row) ------------
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
-        """The time-series figure of one run (default: per-leg link utilization)."""
+        """The time-series figure of one run (default: per-leg link utilization over its
+        first seconds; over EN-DC or a flow-controlled split, the DC bearer's legs, queues
+        and reports over the whole run)."""
         t0 = (record.get("metrics") or {}).get("t0_ms") or 0.0
+        if figures.shows_split(scenario):
+            return figures.split_usage(run_dir, t0, figures.capacities_of(scenario), path, title)
         return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title)
 
     def run_title(self, scenario: Scenario, options: OptionsT, result: RepResult) -> str:
         stack = stack_label(result.stack, RunChoices.of(options).stand_ins)
-        return f"{self.name}: {stack} {result.cc}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
+        return f"{self.name}: {stack} {result.cc}, {scenario.split_text()}"
 
     def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
         """Per sweep (default): the primary metric against the swept value, one line per series."""

@@ -51,6 +51,9 @@ class DownloadOptions(StackOptions):
     count: int = Field(10, ge=1, le=1000, description="Downloads of each size per repetition.")
     timeout: float = Field(30.0, ge=1, le=3600, description="Seconds one download may take (with the warm-up "
                            "connection).")
+    bearer: Literal["sc", "dc"] = Field("sc", description="sc: over one SC bearer on leg 1 (the study's); dc: over "
+                                       "the DC bearer, split over the legs as the scenario says (EN-DC: the LTE master "
+                                       "and the NR secondary, --split-policy).")
 
     @field_validator("sizes")
     @classmethod
@@ -121,7 +124,8 @@ class Download(Experiment[DownloadOptions]):
             stack.check(o.cc, wl)
         except StackError as e:
             raise StackError(f"--resume {o.resume}: {e}") from None
-        return FlowPlan.build([Bearer("sc", "sc", (1,))], [Flow("dl", o.stack, "sc", wl, o.cc, PORT)], scenario,
+        bearer = Bearer("sc", "sc", (1,)) if o.bearer == "sc" else Bearer("dc")
+        return FlowPlan.build([bearer], [Flow("dl", o.stack, bearer.name, wl, o.cc, PORT)], scenario,
                               STATS_INTERVAL_MS)
 
     def estimate_s(self, scenario: Scenario, options: DownloadOptions, capacity_mbps: float) -> float:

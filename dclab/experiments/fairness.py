@@ -134,7 +134,7 @@ class Fairness(Experiment[FairnessOptions]):
 
     def run_title(self, scenario: Scenario, options: FairnessOptions, result: RepResult) -> str:
         stack = stack_label(result.stack, options.stand_in)
-        return (f"fairness: {stack}, batch {scenario.batch}, split {':'.join(f'{x:g}' for x in scenario.split)}"
+        return (f"fairness: {stack}, {scenario.split_text()}"
                 + (", duplication" if scenario.duplicate else ""))
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:

@@ -114,6 +114,9 @@ class Throughput(Experiment[ThroughputOptions]):
         """The goodput figure; with runs of several streams, also their median per-stream
         completion time (runs of one stream have none)."""
         out = super().sweep_figures(rows, out_dir, stem, title, xlabel)
+        stalls = figures.pdcp_stalls_vs_param(rows, "expiries", out_dir / f"{stem}-expiries.png", title, xlabel)
+        if stalls is not None:
+            out.append((stalls, f"{title} (t-Reordering expiries per run: mean, std over repetitions)"))
         if any((r.get("metrics") or {}).get("stream_completion_median_s") is not None for r in rows):
             path = figures.metric_vs_param(rows, "stream_completion_median_s", "median stream completion (s)",
                                            out_dir / f"{stem}-streams.png", title, xlabel)
@@ -139,8 +142,8 @@ class Throughput(Experiment[ThroughputOptions]):
 
     def run_title(self, scenario: Scenario, options: ThroughputOptions, result: RepResult) -> str:
         streams = f", {options.streams} streams" if options.streams > 1 else ""
-        return (f"{stack_label(result.stack, options.stand_in)} {result.cc}, {options.size / 1e6:g} MB{streams}, batch {scenario.batch}, "
-                f"split {':'.join(f'{x:g}' for x in scenario.split)}")
+        return (f"{stack_label(result.stack, options.stand_in)} {result.cc}, {options.size / 1e6:g} MB{streams}, "
+                f"{scenario.split_text()}")
 
     def describe(self, rep: RepResult) -> str:
         g = rep.metrics.get("goodput_mbps")

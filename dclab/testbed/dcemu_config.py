@@ -3,6 +3,7 @@ bearers (each matching its flows' server ports), and the run's topology."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,17 @@ def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
             d["legs"] = [f"leg{x}" for x in b.legs]
         d["match"] = [{"server_port": f.port} for f in plan.flows if f.bearer == b.name]
         if b.split is not None:
-            d["split"] = {"batch": s.batch, "ratio": list(b.split)}
+            d["split"] = split(s, b.split)
         out.append(d)
+    return out
+
+
+def split(s: Scenario, ratio: Sequence[float]) -> dict[str, Any]:
+    """A dcemu [split] table: the batch and ``ratio``, and the flow control's policy and
+    parameters when it is not static."""
+    out: dict[str, Any] = {"batch": s.batch, "ratio": list(ratio)}
+    if s.split_policy != "static":
+        out.update(policy=s.split_policy, period_ms=s.report_period, target_delay_ms=s.target_delay)
     return out
 
 
@@ -106,14 +116,17 @@ def _loss(percent: float) -> dict[str, Any]:
 
 
 def schedule(s: Scenario, rendered_legs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The scenario's outage as dcemu changes: its leg loses every packet, each direction
-    it has, from ``at_s``, and has its own loss again ``duration_s`` later."""
+    """The scenario's changes for dcemu: the outage (its leg loses every packet, each
+    direction it has, from ``at_s``, and has its own loss again ``duration_s`` later) and
+    the secondary node events on leg 2."""
+    out = [{"at_ms": e.at_s * 1e3, "leg": rendered_legs[1]["name"],
+            "secondary": {"event": e.event, "interruption_ms": e.interruption_ms, "buffered": e.buffered}}
+           for e in s.sn_events or []]
     o = s.outage
     if o is None:
-        return []
+        return out
     leg = rendered_legs[o.leg - 1]
     start, end = o.at_s * 1e3, (o.at_s + o.duration_s) * 1e3
-    out = []
     for direction, loss in (("downlink", s.loss[o.leg - 1]), ("uplink", s.uplink_loss)):
         if direction in leg:
             out += [{"at_ms": start, "leg": leg["name"], "direction": direction, "loss": _loss(100.0)},
@@ -147,7 +160,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
             "reordering": s.reordering and (s.cell is None or s.cell.kind != "lte"),
             "processing_ms": s.pdcp_processing,
         },
-        "split": {"batch": s.batch, "ratio": list(s.split)},
+        "split": split(s, s.split),
         "stats": {"interval_ms": max(s.stats_interval_ms, plan.stats_interval_ms or 0.0)},
         "legs": rendered_legs,
         "bearers": rendered,

@@ -1787,3 +1787,92 @@ fn bad_nr_cells_are_refused_naming_the_field() {
     let (code, out) = dcemu(&["check", ok.to_str().unwrap()], "");
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn bad_flow_controlled_splits_are_refused_naming_the_field() {
+    let dir = Scratch::new("flow");
+    let legs = "[[legs]]\nname = 'a'\n[[legs]]\nname = 'b'\n";
+    let cases = [
+        (
+            format!("[split]\npolicy = 'credit'\n{legs}"),
+            "split.policy: unknown variant `credit`, expected one of `static`, `ddds`, \
+             `delay-aware`"
+                .to_string(),
+        ),
+        (
+            format!("[split]\npolicy = 'ddds'\nperiod_ms = 0\n{legs}"),
+            "split.period_ms: must be between 1 and 1000 (got 0)".to_string(),
+        ),
+        (
+            format!("[split]\npolicy = 'ddds'\nmin_bytes = 10\n{legs}"),
+            "split.min_bytes: must be between 1500 and 1000000000 (got 10)".to_string(),
+        ),
+        (
+            format!("[split]\npolicy = 'delay-aware'\ntarget_delay_ms = -1\n{legs}"),
+            "split.target_delay_ms: must be between 0 and 10000 (got -1)".to_string(),
+        ),
+        (
+            "[split]\npolicy = 'ddds'\n[[legs]]\nname = 'a'\n".to_string(),
+            "split.policy: ddds needs a dc bearer over 2 legs or more (the first is the \
+             master's), got dc over 1"
+                .to_string(),
+        ),
+        (
+            format!(
+                "{legs}[[bearers]]\nname = 'x'\nmode = 'dup'\nsplit = {{ policy = 'ddds' }}\n"
+            ),
+            "bearers[0].split.policy: ddds needs a dc bearer over 2 legs or more (the first \
+             is the master's), got dup over 2"
+                .to_string(),
+        ),
+        (
+            format!("{legs}[[schedule]]\nat_ms = 5\nsecondary = {{ event = 'change' }}\n"),
+            "schedule[0].leg: required: the secondary's leg".to_string(),
+        ),
+        (
+            format!("{legs}[[schedule]]\nat_ms = 5\nleg = 'a'\nsecondary = {{ event = 'release' }}\n"),
+            "schedule[0].leg: leg \"a\" is bearer dc's master (its first leg), not a secondary"
+                .to_string(),
+        ),
+        (
+            format!(
+                "{legs}[[bearers]]\nname = 's'\nmode = 'sc'\nlegs = ['b']\n[[schedule]]\nat_ms = 5\n\
+                 leg = 'b'\nsecondary = {{ event = 'add' }}\n"
+            ),
+            "schedule[0].leg: no dc or dup bearer uses leg \"b\"".to_string(),
+        ),
+        (
+            format!(
+                "{legs}[[schedule]]\nat_ms = 5\nleg = 'b'\n\
+                 secondary = {{ event = 'change', interruption_ms = 1e6 }}\n"
+            ),
+            "schedule[0].secondary.interruption_ms: must be between 0 and 60000 (got 1000000)"
+                .to_string(),
+        ),
+        (
+            format!("{legs}[[schedule]]\nat_ms = 5\nleg = 'b'\nsecondary = {{ event = 'swap' }}\n"),
+            "unknown variant `swap`, expected one of `release`, `add`, `change`".to_string(),
+        ),
+        (
+            format!("[split]\npolicy = 'ddds'\n{legs}[[schedule]]\nat_ms = 5\nsplit = {{ batch = 5 }}\n"),
+            "schedule[0].split: bearer dc's split is flow-controlled (policy ddds): only a \
+             static split's batch and ratio change"
+                .to_string(),
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let s = dir.file(&format!("s{i}.toml"), text);
+        let (code, out) = dcemu(&["check", s.to_str().unwrap()], "");
+        assert_eq!(code, 1, "{text}: {out}");
+        assert!(out.contains(want), "{text}: want {want}, got {out}");
+    }
+    let ok = dir.file(
+        "ok.toml",
+        &format!(
+            "[split]\npolicy = 'delay-aware'\nperiod_ms = 5\n{legs}[[schedule]]\nat_ms = 5\n\
+             leg = 'b'\nsecondary = {{ event = 'change', buffered = 'lose' }}\n"
+        ),
+    );
+    let (code, out) = dcemu(&["check", ok.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{out}");
+}

@@ -1,79 +1,14 @@
 //! The whole core in virtual time: classifier -> PDCP tx -> legs -> PDCP rx, with
 //! scheduled changes and stats, driven by a fake clock.
 
-use std::path::Path;
+mod harness;
 
 use dcemu::base::time::{Nanos, NS_PER_MS, NS_PER_S, NS_PER_US};
+use std::path::Path;
+
 use dcemu::config::parse;
-use dcemu::engine::{Dir, Engine, Output};
-
-fn udp(sport: u16, dport: u16, seq: u32, total: usize, down: bool) -> Vec<u8> {
-    let (src, dst) = if down {
-        ([198, 18, 0, 1], [198, 18, 0, 2])
-    } else {
-        ([198, 18, 0, 2], [198, 18, 0, 1])
-    };
-    let mut p = vec![0u8; total];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    p[9] = 17;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    p[20..22].copy_from_slice(&sport.to_be_bytes());
-    p[22..24].copy_from_slice(&dport.to_be_bytes());
-    p[28..32].copy_from_slice(&seq.to_be_bytes());
-    p
-}
-
-/// Drives the engine like the runtime: packets arrive at given instants, the clock jumps
-/// from deadline to deadline. Returns what was written: (dir, at, seq, bytes).
-struct Harness {
-    e: Engine,
-    now: Nanos,
-    written: Vec<(Dir, Nanos, u32, usize)>,
-}
-
-impl Harness {
-    fn new(text: &str) -> Harness {
-        let s = parse(text, Path::new(".")).unwrap();
-        Harness {
-            e: Engine::new(&s, 2048).unwrap(),
-            now: 0,
-            written: vec![],
-        }
-    }
-
-    fn inject(&mut self, at: Nanos, dir: Dir, pkt: &[u8]) {
-        self.run_until(at);
-        let id = self.e.alloc_buffer().unwrap();
-        self.e.pool_mut().slot_mut(id)[..pkt.len()].copy_from_slice(pkt);
-        self.e.ingress(at, dir, id, pkt.len());
-        self.drain();
-    }
-
-    fn run_until(&mut self, t: Nanos) {
-        while let Some(d) = self.e.next_deadline() {
-            if d > t {
-                break;
-            }
-            self.now = d;
-            self.e.advance(d);
-            self.drain();
-        }
-        self.now = t;
-        self.e.advance(t);
-        self.drain();
-    }
-
-    fn drain(&mut self) {
-        while let Some(Output { dir, id, at }) = self.e.outputs().pop_front() {
-            let b = self.e.pool().get(id);
-            let seq = u32::from_be_bytes(b[28..32].try_into().unwrap());
-            self.written.push((dir, at, seq, b.len()));
-            self.e.release(id);
-        }
-    }
-}
+use dcemu::engine::{Dir, Engine};
+use harness::{nr40_cell, udp, Harness};
 
 const TWO_LEGS: &str = r#"
 [split]
@@ -791,6 +726,7 @@ loss = { model = "bernoulli", percent = 50 }
 
 /// One NR cell leg (numerology 1, 40 MHz, 2 layers, DDDSU) with one device at CQI 15.
 fn nr_scenario(harq: &str) -> String {
+    let cell = nr40_cell(harq);
     format!(
         r#"
 [stats]
@@ -801,18 +737,7 @@ t_reordering_ms = 20
 name = "nr"
 [legs.downlink]
 delay = {{ distribution = "constant", ms = 5 }}
-[legs.downlink.cell]
-rat = "nr"
-bandwidth_mhz = 40
-scheduler = "rr"
-{harq}
-[legs.downlink.cell.nr]
-layers = 2
-tdd = "DDDSU"
-[[legs.downlink.cell.devices]]
-mean_sinr_db = 31
-fading = "none"
-queue_bytes = 3000000
+{cell}
 [legs.uplink]
 rate = "unlimited"
 delay = {{ distribution = "constant", ms = 5 }}

@@ -208,6 +208,12 @@ pub struct DeviceCounters {
     /// TTIs run while the device's line of sight was blocked.
     #[serde(skip_serializing_if = "is_zero")]
     pub blocked_ttis: u64,
+    /// TTIs run while the device had data queued, and the bits it could have had in them
+    /// (its block plus one on the resource blocks left idle): over the busy time, the rate
+    /// a flow-controlled split reads (`pdcp/service_rate.rs`). A device whose queue a slot
+    /// empties was given less than it could take; its served bytes would say only that.
+    pub busy_ttis: u64,
+    pub busy_capacity_bits: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -293,6 +299,8 @@ struct Device {
     queue: VecDeque<Pkt>,
     /// Bits of the head already served.
     head_sent_bits: u64,
+    /// Bits queued at the start of the TTI being run.
+    need_bits: u64,
     fading: Fading,
     blockage: Option<Blockage>,
     counters: DeviceCounters,
@@ -345,6 +353,7 @@ impl Cell {
                     d.queue_packets.map_or(256, |l| (l as usize).min(16 * 1024)),
                 ),
                 head_sent_bits: 0,
+                need_bits: 0,
                 fading: Fading::new(d.fading, d.doppler_hz, spec.tti, device_seed(seed, i)),
                 blockage: d
                     .blockage
@@ -448,6 +457,31 @@ impl Cell {
         }
     }
 
+    /// `device`'s queue limit in bytes (a packet limit at `mtu` bytes a packet).
+    pub fn queue_limit_bytes(&self, device: usize, mtu: u64) -> Option<u64> {
+        let d = &self.devices[device];
+        let by_packets = d.limit_packets.map(|p| p as u64 * mtu);
+        match (d.limit_bytes, by_packets) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Takes every packet queued for `device` at `now` (a head partly sent is taken
+    /// whole); blocks HARQ holds stay in the air.
+    pub fn take_queue(&mut self, now: Nanos, device: usize) -> Vec<Pkt> {
+        self.advance(now);
+        let d = &mut self.devices[device];
+        if d.queue.is_empty() {
+            return Vec::new();
+        }
+        self.backlogged -= 1;
+        d.head_sent_bits = 0;
+        d.counters.queue_bytes = 0;
+        d.counters.queue_packets = 0;
+        d.queue.drain(..).collect()
+    }
+
     pub fn counters(&self, device: usize) -> &DeviceCounters {
         &self.devices[device].counters
     }
@@ -512,6 +546,7 @@ impl Cell {
             let cqi = phy.cqi(sinr);
             dev.counters.cqi = cqi;
             let need_bits = (dev.counters.queue_bytes * 8).saturating_sub(dev.head_sent_bits);
+            dev.need_bits = need_bits;
             self.demand[d] = Demand {
                 need_rb: phy.rbs_needed(cqi, need_bits, n).unwrap_or(0),
                 bits_per_rb: phy.bits_per_rb(cqi, n),
@@ -520,12 +555,21 @@ impl Cell {
         let free = self.retransmit(n, end);
         self.scheduler
             .allocate_within(free, &self.demand, &mut self.rbs);
+        let idle = free.saturating_sub(self.rbs.iter().sum());
         for (d, dev) in self.devices.iter_mut().enumerate() {
             let c = &mut dev.counters;
             let bits = self.phy.tb_bits(c.cqi, self.rbs[d], n);
             self.bits[d] = bits;
             c.capacity_bits += bits;
             c.rbs += self.rbs[d] as u64;
+            if dev.need_bits > 0 {
+                c.busy_ttis += 1;
+                c.busy_capacity_bits += if idle > 0 {
+                    self.phy.tb_bits(c.cqi, self.rbs[d] + idle, n)
+                } else {
+                    bits
+                };
+            }
             // Whether this TTI's block fails: its packets then wait for the retransmission.
             let failed = bits > 0 && self.harq.as_mut().is_some_and(|h| h.fails());
             let mut held = match (&mut self.harq, failed) {
@@ -679,6 +723,60 @@ mod tests {
             );
         }
         (out, rbs)
+    }
+
+    /// What flow control reads: saturated, a device's busy capacity is its blocks; lightly
+    /// loaded (each TTI empties its queue), it is what the whole cell would have carried,
+    /// not the little it served.
+    #[test]
+    fn busy_capacity_is_what_the_device_could_have_had() {
+        let sinr = amc::sinr_threshold_db(15) + 0.01;
+        let spec = CellSpec::new(5.0, SchedulerSpec::RoundRobin, vec![unlimited(flat(sinr))]);
+        let mut cell = Cell::new(&spec, 1).unwrap();
+        saturate(&mut cell, 100);
+        let c = cell.counters(0);
+        assert_eq!((c.busy_ttis, c.busy_capacity_bits), (100, c.capacity_bits));
+        assert_eq!(c.busy_capacity_bits, 100 * 16664);
+        let mut cell = Cell::new(&spec, 1).unwrap();
+        let mut out = Vec::new();
+        // One 1500-byte packet every 4 TTIs: 100 busy TTIs of 400.
+        for n in 0..400u64 {
+            if n % 4 == 0 {
+                cell.enqueue(n * MS, 0, pkt(n as u32, 1500)).unwrap();
+            }
+            cell.poll((n + 1) * MS, &mut |t, d, p| out.push((t, d, p)));
+        }
+        let c = cell.counters(0);
+        assert_eq!(c.busy_ttis, 100);
+        assert_eq!(c.bytes_out, 100 * 1500);
+        assert_eq!(
+            c.busy_capacity_bits,
+            100 * 16664,
+            "all 25 RBs, not the packet's"
+        );
+        assert!(c.capacity_bits < 100 * 13_000);
+    }
+
+    #[test]
+    fn taking_a_queue_empties_it_and_the_cell_idles() {
+        let spec = CellSpec::new(5.0, SchedulerSpec::RoundRobin, vec![unlimited(flat(20.0))]);
+        let mut cell = Cell::new(&spec, 1).unwrap();
+        for i in 0..100 {
+            cell.enqueue(0, 0, pkt(i, 1500)).unwrap();
+        }
+        let mut out = Vec::new();
+        cell.poll(2 * MS, &mut |t, d, p| out.push((t, d, p)));
+        let left = cell.counters(0).queue_packets;
+        let taken = cell.take_queue(2 * MS, 0);
+        assert_eq!(taken.len() as u64, left);
+        assert_eq!(taken[0].id as usize, out.len(), "the rest, in order");
+        let c = cell.counters(0);
+        assert_eq!((c.queue_packets, c.queue_bytes), (0, 0));
+        assert_eq!(cell.next_deadline(), None, "nothing left to serve");
+        assert!(cell.take_queue(3 * MS, 0).is_empty());
+        cell.enqueue(5 * MS, 0, pkt(999, 1500)).unwrap();
+        cell.poll(20 * MS, &mut |t, d, p| out.push((t, d, p)));
+        assert_eq!(out.last().unwrap().2.id, 999);
     }
 
     #[test]

@@ -62,6 +62,47 @@ pub struct CellLeg {
 pub struct Split {
     pub batch: u32,
     pub ratio: Vec<f64>,
+    pub policy: SplitPolicy,
+}
+
+/// How a DC bearer places its PDUs (see docs/endc.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SplitPolicy {
+    /// By the batch and ratio.
+    Static,
+    /// Each secondary leg gets what its reports ask for (TS 38.425), the rest the master's.
+    Ddds(FlowSpec),
+    /// Each PDU on the leg with the earliest expected delivery.
+    DelayAware(FlowSpec),
+}
+
+/// The flow control of a split bearer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowSpec {
+    /// A report from each secondary every `period`.
+    pub period: Nanos,
+    /// `ddds`: the secondary's queue target beyond its feedback loop.
+    pub target_delay: Nanos,
+    /// The least a secondary asks for, and its credit before its first report.
+    pub min_bytes: u64,
+}
+
+impl SplitPolicy {
+    pub fn flow(&self) -> Option<&FlowSpec> {
+        match self {
+            SplitPolicy::Static => None,
+            SplitPolicy::Ddds(f) | SplitPolicy::DelayAware(f) => Some(f),
+        }
+    }
+
+    /// As the scenario file spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SplitPolicy::Static => "static",
+            SplitPolicy::Ddds(_) => "ddds",
+            SplitPolicy::DelayAware(_) => "delay-aware",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -115,4 +156,17 @@ pub enum ChangeKind {
         batch: Option<u32>,
         ratio: Option<Vec<f64>>,
     },
+    Secondary {
+        leg: usize,
+        event: SnEvent,
+    },
+}
+
+/// A secondary node event (docs/endc.md): `forward` keeps the split bearers' packets the
+/// secondary held (to the master's leg on a release, to the leg again after a change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnEvent {
+    Release { forward: bool },
+    Add,
+    Change { interruption: Nanos, forward: bool },
 }

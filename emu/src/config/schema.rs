@@ -170,6 +170,40 @@ pub struct SplitFile {
     /// Share per leg; default: equal shares over the bearer's legs.
     #[serde(default)]
     pub ratio: Option<Vec<f64>>,
+    /// How PDUs are placed on the legs: `static` (batch and ratio), `ddds` or
+    /// `delay-aware` (flow-controlled by the secondary legs' reports; the bearer's first
+    /// leg is the master's).
+    #[serde(default)]
+    pub policy: SplitPolicyName,
+    /// Flow control: the secondary legs report every `period_ms`.
+    #[serde(default = "d_period")]
+    pub period_ms: f64,
+    /// `ddds`: the queue delay the secondary asks for beyond its feedback loop.
+    #[serde(default = "d_target_delay")]
+    pub target_delay_ms: f64,
+    /// Flow control: the least a secondary asks for, and what it may get before its
+    /// first report.
+    #[serde(default = "d_min_bytes")]
+    pub min_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SplitPolicyName {
+    #[default]
+    Static,
+    Ddds,
+    DelayAware,
+}
+
+fn d_period() -> f64 {
+    10.0
+}
+fn d_target_delay() -> f64 {
+    10.0
+}
+fn d_min_bytes() -> u64 {
+    15_000
 }
 
 fn d_batch() -> u32 {
@@ -180,6 +214,10 @@ impl Default for SplitFile {
         SplitFile {
             batch: d_batch(),
             ratio: None,
+            policy: SplitPolicyName::Static,
+            period_ms: d_period(),
+            target_delay_ms: d_target_delay(),
+            min_bytes: d_min_bytes(),
         }
     }
 }
@@ -661,6 +699,9 @@ pub struct ChangeFile {
     /// New split (batch and/or ratio) for `bearer`, or every split bearer.
     #[serde(default)]
     pub split: Option<SplitChangeFile>,
+    /// A secondary node event on `leg`: the split bearers' leg other than their first.
+    #[serde(default)]
+    pub secondary: Option<SecondaryFile>,
     #[serde(default)]
     pub bearer: Option<String>,
 }
@@ -672,6 +713,40 @@ pub struct SplitChangeFile {
     pub batch: Option<u32>,
     #[serde(default)]
     pub ratio: Option<Vec<f64>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecondaryFile {
+    pub event: SecondaryEventName,
+    /// `change`: how long the leg carries nothing before the new secondary serves it.
+    #[serde(default = "d_interruption")]
+    pub interruption_ms: f64,
+    /// `release`, `change`: what becomes of the split bearers' packets the secondary
+    /// holds (and those reaching it meanwhile): forwarded (to the master's leg on a
+    /// release, to the new secondary after a change) or lost.
+    #[serde(default)]
+    pub buffered: BufferedName,
+}
+
+fn d_interruption() -> f64 {
+    50.0
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SecondaryEventName {
+    Release,
+    Add,
+    Change,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferedName {
+    #[default]
+    Forward,
+    Lose,
 }
 
 /// The built-in default scenario (the reference testbed) as TOML text.

@@ -70,6 +70,20 @@ impl CellDirection {
         self.cell.reclaim(&mut |p| free(p.id));
     }
 
+    /// Takes `bearer`'s queued packets at `now` (see [`Cell::take_queue`]).
+    pub fn take_bearer(&mut self, now: Nanos, bearer: u16) -> Vec<Pkt> {
+        self.advance(now);
+        match self
+            .device_of_bearer
+            .get(bearer as usize)
+            .copied()
+            .flatten()
+        {
+            Some(d) => self.cell.take_queue(now, d),
+            None => Vec::new(),
+        }
+    }
+
     pub fn set_delay(&mut self, now: Nanos, dist: DelayDist) {
         self.advance(now);
         self.tail.set_delay(dist);
@@ -120,6 +134,23 @@ impl CellDirection {
         self.cell.poll(now, &mut |t, _d, p| tail.offer(t, p, c));
     }
 }
+
+/// What a leg's queue holds for one bearer and how fast it can serve it: what flow
+/// control reads of a leg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Service {
+    pub queued_bytes: u64,
+    /// Bytes the leg could serve the bearer while it had data queued: a link's served
+    /// bytes, a cell's blocks including the idle resource blocks it could have had.
+    pub capacity_bytes: u64,
+    /// Time the queue had data to serve.
+    pub busy: Nanos,
+    /// What the queue can hold, in bytes (a packet limit at 1500 bytes a packet).
+    pub limit_bytes: Option<u64>,
+}
+
+/// Bytes a packet limit stands for in `Service::limit_bytes`.
+const LIMIT_PACKET_BYTES: u64 = 1500;
 
 /// A leg's downlink: the rate-stage pipeline or a cell.
 // The common rate-stage pipeline stays inline (no indirection on its hot path).
@@ -184,6 +215,48 @@ impl Downlink {
         match self {
             Downlink::Link(l) => l.in_flight(),
             Downlink::Cell(c) => c.tail.in_flight(),
+        }
+    }
+
+    /// Takes `bearer`'s packets still queued at `now` (a secondary node's, at its
+    /// release or change).
+    pub fn take_bearer(&mut self, now: Nanos, bearer: u16) -> Vec<Pkt> {
+        match self {
+            Downlink::Link(l) => l.take_bearer(now, bearer),
+            Downlink::Cell(c) => c.take_bearer(now, bearer),
+        }
+    }
+
+    /// The leg's service of `bearer` as of `now`: a cell's for the bearer's device (a
+    /// bearer without one here has none), a link's for everything it carries.
+    pub fn service(&self, bearer: usize, now: Nanos) -> Service {
+        match self {
+            Downlink::Link(l) => {
+                let (capacity_bytes, busy) = l.service(now);
+                Service {
+                    queued_bytes: l.queue_bytes(),
+                    capacity_bytes,
+                    busy,
+                    limit_bytes: l.queue_limit_bytes(LIMIT_PACKET_BYTES),
+                }
+            }
+            Downlink::Cell(c) => match c.device_of_bearer.get(bearer).copied().flatten() {
+                Some(d) => {
+                    let k = c.cell.counters(d);
+                    Service {
+                        queued_bytes: k.queue_bytes,
+                        capacity_bytes: k.busy_capacity_bits / 8,
+                        busy: k.busy_ttis * c.cell.tti(),
+                        limit_bytes: c.cell.queue_limit_bytes(d, LIMIT_PACKET_BYTES),
+                    }
+                }
+                None => Service {
+                    queued_bytes: 0,
+                    capacity_bytes: 0,
+                    busy: 0,
+                    limit_bytes: None,
+                },
+            },
         }
     }
 }

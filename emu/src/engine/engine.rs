@@ -11,17 +11,20 @@ use std::collections::VecDeque;
 
 use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
+use super::flow_control::{FlowControl, FlowLeg};
 use super::processing::FixedDelay;
 use super::record::{
     BearerRecord, CellRecord, DirRecord, EngineCounters, LegRecord, Record, RxRecord, STATS_VERSION,
 };
+use super::secondary::{Divert, SecondaryNode, Target};
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
+use crate::base::time::from_ms;
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::base::Histogram;
-use crate::config::{BearerMode, ChangeKind, Scenario};
-use crate::link::{LinkDirection, RateSpec};
-use crate::pdcp::{PdcpRx, PdcpTx, RxConfig, RxEvent, SplitPattern, TxMode};
+use crate::config::{BearerMode, ChangeKind, Scenario, SnEvent};
+use crate::link::{LinkDirection, LinkSpec, RateSpec};
+use crate::pdcp::{LegSet, PdcpRx, PdcpTx, RxConfig, RxEvent, SplitPattern, TxMode};
 
 /// A packet ready to be written: to the client (`Down`) or to the server (`Up`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,8 +50,11 @@ struct LegState {
     name: String,
     down: Downlink,
     up: Option<LinkDirection>,
-    /// The X2/Xn hop split and duplicated PDUs cross before `down`.
+    /// The X2/Xn hop split and duplicated PDUs cross before `down`, and its mean delay.
     x2: Option<LinkDirection>,
+    x2_hop: Nanos,
+    /// The secondary node on this leg, once an event happened to it.
+    sn: Option<SecondaryNode>,
     prev_x2_bytes: u64,
     prev_down_bytes: u64,
     prev_up_bytes: u64,
@@ -62,6 +68,8 @@ struct BearerState {
     mode: BearerMode,
     legs: Vec<usize>,
     tx: PdcpTx,
+    /// A flow-controlled split's reports and policy (None: static).
+    flow: Option<FlowControl>,
     /// None: reordering off, PDUs bypass the receiver.
     rx: Option<PdcpRx<Pkt>>,
     sn_mask: u32,
@@ -81,6 +89,8 @@ enum Due {
     Exit,
     Entry,
     Change,
+    Flow(usize),
+    Sn(usize),
     X2(usize),
     Down(usize),
     Up(usize),
@@ -148,6 +158,8 @@ impl Engine {
                     .x2
                     .as_ref()
                     .map(|x| LinkDirection::new(x, seed(s.seed, i, 2))),
+                x2_hop: l.x2.as_ref().map_or(0, mean_delay),
+                sn: None,
                 prev_x2_bytes: 0,
                 prev_down_bytes: 0,
                 prev_up_bytes: 0,
@@ -162,12 +174,22 @@ impl Engine {
                 BearerMode::Dup => TxMode::Duplicate {
                     legs: b.legs.clone(),
                 },
+                BearerMode::Dc if b.split.policy.flow().is_some() => TxMode::Steered {
+                    legs: b.legs.clone(),
+                },
                 BearerMode::Dc => TxMode::Split {
                     legs: b.legs.clone(),
                     pattern: SplitPattern::new(b.split.batch, &b.split.ratio)
                         .map_err(|e| anyhow::anyhow!("bearer {}: {e}", b.name))?,
                 },
             };
+            let flow_legs: Vec<FlowLeg> = b
+                .legs
+                .iter()
+                .enumerate()
+                .map(|(k, &l)| flow_leg(&s.legs[l], l, k == 0))
+                .collect();
+            let flow = FlowControl::new(b.split.policy, &flow_legs);
             // A path delivers as its leg does: the transport above sees any reordering.
             let rx = (s.pdcp.reordering && b.mode != BearerMode::Path).then(|| {
                 PdcpRx::new(RxConfig {
@@ -183,6 +205,7 @@ impl Engine {
                 legs: b.legs.clone(),
                 tx: PdcpTx::new(mode, s.pdcp.sn_bits, s.pdcp.initial_count)
                     .map_err(|e| anyhow::anyhow!("bearer {}: {e}", b.name))?,
+                flow,
                 rx,
                 sn_mask: (1u32 << s.pdcp.sn_bits) - 1,
                 uplink_leg: b.uplink_leg,
@@ -292,19 +315,31 @@ impl Engine {
     }
 
     fn send_down(&mut self, now: Nanos, mut pkt: Pkt) {
-        let bearer = &mut self.bearers[pkt.bearer as usize];
+        let b = pkt.bearer as usize;
+        let bearer = &mut self.bearers[b];
+        let len = pkt.len + self.header_bytes;
+        let legs_now = &self.legs;
+        let BearerState { tx, flow, .. } = bearer;
+        let next = match flow.as_mut() {
+            Some(fc) => tx.try_next_steered(|count, _| {
+                let master = legs_now[fc.master_leg()].down.service(b, now);
+                fc.steer(now, count, len, master.queued_bytes)
+            }),
+            None => tx.try_next(),
+        };
         // All 2^32 COUNTs used (soon, with pdcp.initial_count near the top): a COUNT must
         // never repeat, so the bearer sends nothing more.
-        let Some((count, _sn, legs)) = bearer.tx.try_next() else {
+        let Some((count, _sn, legs)) = next else {
             self.counters.dropped_count_exhausted += 1;
             self.pool.free(pkt.id);
             return;
         };
+        let legs = self.usable(b, legs);
         pkt.count = count;
         pkt.len += self.header_bytes;
         // The master's PDCP reaches a secondary node's leg over X2 (an SC or path bearer
         // on that leg is the secondary's own).
-        let via_x2 = matches!(bearer.mode, BearerMode::Dc | BearerMode::Dup);
+        let via_x2 = matches!(self.bearers[b].mode, BearerMode::Dc | BearerMode::Dup);
         let mut first = true;
         for leg in legs.iter() {
             let mut p = pkt;
@@ -321,7 +356,12 @@ impl Engine {
             let l = &mut self.legs[leg];
             let taken = match l.x2.as_mut() {
                 Some(x2) if via_x2 => x2.enqueue(now, p),
-                _ => l.down.enqueue(now, p),
+                _ => {
+                    if let Some(fc) = self.bearers[b].flow.as_mut() {
+                        fc.arrived(leg, count);
+                    }
+                    l.down.enqueue(now, p)
+                }
             };
             if !taken {
                 self.pool.free(p.id);
@@ -389,6 +429,12 @@ impl Engine {
             self.schedule.get(self.next_change).map(|c| c.0),
             Due::Change,
         );
+        for (i, b) in self.bearers.iter().enumerate() {
+            consider(b.flow.as_ref().map(|f| f.next_deadline()), Due::Flow(i));
+        }
+        for (i, l) in self.legs.iter().enumerate() {
+            consider(l.sn.as_ref().and_then(|s| s.next_deadline()), Due::Sn(i));
+        }
         for (i, l) in self.legs.iter().enumerate() {
             consider(l.x2.as_ref().and_then(|x| x.next_deadline()), Due::X2(i));
         }
@@ -439,6 +485,8 @@ impl Engine {
         let first_new = self.outputs.len();
         match due {
             Due::Rx(b) => self.poll_rx(t, b),
+            Due::Flow(b) => self.poll_flow(t, b),
+            Due::Sn(l) => self.poll_sn(t, l),
             Due::X2(l) => self.poll_x2(t, l),
             Due::Down(l) => self.poll_down(t, l),
             Due::Up(l) => self.poll_up(t, l),
@@ -490,12 +538,138 @@ impl Engine {
         }
     }
 
+    /// Bearer `b`'s flow control at `t`: the secondaries' reports made and received.
+    fn poll_flow(&mut self, t: Nanos, b: usize) {
+        let Engine { legs, bearers, .. } = self;
+        if let Some(fc) = bearers[b].flow.as_mut() {
+            fc.poll(t, |leg, at| legs[leg].down.service(b, at));
+        }
+    }
+
+    /// The legs a PDU of bearer `b` may take now: a leg whose secondary node is away is
+    /// left out (a PDU left with none goes on the bearer's master's leg).
+    fn usable(&mut self, b: usize, legs: LegSet) -> LegSet {
+        let away = |l: usize| self.legs[l].sn.as_ref().is_some_and(|s| !s.is_active());
+        if !legs.iter().any(away) {
+            return legs;
+        }
+        let kept: LegSet = legs.iter().filter(|&l| !away(l)).collect();
+        let out = if kept.is_empty() {
+            LegSet::single(self.bearers[b].legs[0])
+        } else {
+            kept
+        };
+        self.bearers[b].tx.recount(legs, out);
+        out
+    }
+
+    /// The split bearers (dc, dup) that use leg `l` as a secondary.
+    fn split_bearers_on(&self, l: usize) -> Vec<usize> {
+        (0..self.bearers.len())
+            .filter(|&b| {
+                let x = &self.bearers[b];
+                matches!(x.mode, BearerMode::Dc | BearerMode::Dup)
+                    && x.legs[0] != l
+                    && x.legs.contains(&l)
+            })
+            .collect()
+    }
+
+    /// A secondary node event on leg `l` at `now` (see `engine/secondary.rs`).
+    fn secondary_event(&mut self, now: Nanos, l: usize, event: SnEvent) {
+        let split = self.split_bearers_on(l);
+        let hop = self.legs[l].x2_hop;
+        let sn = self.legs[l].sn.get_or_insert_with(SecondaryNode::new);
+        match event {
+            SnEvent::Release { forward } => sn.release(now, forward),
+            SnEvent::Add => sn.add(now),
+            SnEvent::Change {
+                interruption,
+                forward,
+            } => sn.change(now, interruption, forward),
+        }
+        let active = sn.is_active();
+        if !active {
+            // What the leaving node holds of the split bearers.
+            let LegState { down, sn, .. } = &mut self.legs[l];
+            let sn = sn.as_mut().expect("set above");
+            for &b in &split {
+                for p in down.take_bearer(now, b as u16) {
+                    let how = sn.divert(now, hop);
+                    sn.hold(p, how);
+                    if how == Divert::Lose {
+                        self.pool.free(p.id);
+                    }
+                }
+            }
+        }
+        for &b in &split {
+            if let Some(fc) = self.bearers[b].flow.as_mut() {
+                fc.set_active(l, active);
+            }
+        }
+    }
+
+    /// Leg `l`'s secondary node at `t`: an interruption ends, forwarded packets arrive.
+    fn poll_sn(&mut self, t: Nanos, l: usize) {
+        let mut due = Vec::new();
+        let resumed = match self.legs[l].sn.as_mut() {
+            Some(sn) => sn.poll(t, &mut |at, target, p| due.push((at, target, p))),
+            None => false,
+        };
+        if resumed {
+            for b in self.split_bearers_on(l) {
+                if let Some(fc) = self.bearers[b].flow.as_mut() {
+                    fc.set_active(l, true);
+                }
+            }
+        }
+        for (at, target, p) in due {
+            let bearer = &mut self.bearers[p.bearer as usize];
+            let to = match target {
+                Target::Leg => {
+                    if let Some(fc) = bearer.flow.as_mut() {
+                        fc.arrived(l, p.count);
+                    }
+                    l
+                }
+                Target::Master => bearer.legs[0],
+            };
+            if !self.legs[to].down.enqueue(at, p) {
+                self.pool.free(p.id);
+            }
+        }
+    }
+
     /// Leg `l`'s X2 hop at `t`: what crosses it enters the leg at its own instant.
     fn poll_x2(&mut self, t: Nanos, l: usize) {
-        let LegState { x2, down, .. } = &mut self.legs[l];
-        let pool = &mut self.pool;
+        let Engine {
+            legs,
+            bearers,
+            pool,
+            ..
+        } = self;
+        let LegState {
+            x2,
+            down,
+            sn,
+            x2_hop,
+            ..
+        } = &mut legs[l];
         if let Some(x2) = x2.as_mut() {
             x2.poll(t, &mut |at, pkt| {
+                // The secondary is away: what reaches it is forwarded or lost.
+                if let Some(sn) = sn.as_mut().filter(|s| !s.is_active()) {
+                    let how = sn.divert(at, *x2_hop);
+                    sn.hold(pkt, how);
+                    if how == Divert::Lose {
+                        pool.free(pkt.id);
+                    }
+                    return;
+                }
+                if let Some(fc) = bearers[pkt.bearer as usize].flow.as_mut() {
+                    fc.arrived(l, pkt.count);
+                }
                 if !down.enqueue(at, pkt) {
                     pool.free(pkt.id);
                 }
@@ -606,6 +780,7 @@ impl Engine {
                 Dl::Link(l) => l.set_loss(now, loss),
                 Dl::Cell(c) => c.set_loss(now, loss),
             },
+            ChangeKind::Secondary { leg, event } => self.secondary_event(now, leg, event),
             ChangeKind::Split {
                 bearer,
                 batch,
@@ -715,6 +890,7 @@ impl Engine {
                     uplink,
                     cell,
                     x2,
+                    secondary: l.sn.as_ref().map(|s| s.record()),
                 }
             })
             .collect();
@@ -738,6 +914,7 @@ impl Engine {
                     delivered_mbps: mbps(b.delivered_bytes - b.prev_delivered_bytes),
                     uplink_bytes: b.uplink_bytes,
                     uplink_packets: b.uplink_packets,
+                    flow: b.flow.as_ref().map(|f| f.record(|l| leg_names[l].clone())),
                 };
                 b.prev_delivered_bytes = b.delivered_bytes;
                 r
@@ -774,6 +951,27 @@ impl Engine {
 enum Dl<'a> {
     Link(&'a mut LinkDirection),
     Cell(&'a mut CellDirection),
+}
+
+/// A direction's mean delay.
+fn mean_delay(spec: &LinkSpec) -> Nanos {
+    from_ms(spec.delay.mean_ms().max(0.0))
+}
+
+/// Leg `l` as a flow-controlled split sees it; the master (`first`) has no hop.
+fn flow_leg(leg: &crate::config::Leg, l: usize, first: bool) -> FlowLeg {
+    FlowLeg {
+        leg: l,
+        hop: match &leg.x2 {
+            Some(x2) if !first => mean_delay(x2),
+            _ => 0,
+        },
+        delay: mean_delay(&leg.downlink),
+        known_bps: match (&leg.cell, &leg.downlink.rate) {
+            (None, RateSpec::Fixed { bps }) => Some(*bps as f64),
+            _ => None,
+        },
+    }
 }
 
 fn seed(base: u64, leg: usize, dir: u64) -> u64 {

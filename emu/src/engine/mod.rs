@@ -7,8 +7,10 @@ pub mod classifier;
 // The room is named after its main part; classifier and records sit beside it.
 #[allow(clippy::module_inception)]
 pub mod engine;
+pub mod flow_control;
 pub mod processing;
 pub mod record;
+pub mod secondary;
 
 pub use cell_leg::{CellDirection, Downlink};
 pub use classifier::{five_tuple, Classifier, Dir, FiveTuple};

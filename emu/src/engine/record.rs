@@ -7,6 +7,8 @@
 use serde::Serialize;
 
 use super::cell_leg::{CellDirection, Downlink};
+use super::flow_control::FlowRecord;
+use super::secondary::SnRecord;
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
 use crate::link::{LinkCounters, LinkDirection};
@@ -48,6 +50,9 @@ pub struct LegRecord {
     /// The X2/Xn hop before the leg, where it has one (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub x2: Option<DirRecord>,
+    /// The leg's secondary node, once an event (release, addition, change) happened to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secondary: Option<SnRecord>,
 }
 
 /// A cell: its TTIs and one entry per device.
@@ -112,6 +117,9 @@ pub struct BearerRecord {
     pub delivered_mbps: f64,
     pub uplink_bytes: u64,
     pub uplink_packets: u64,
+    /// A flow-controlled split's reports and credit (absent for a static split).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowRecord>,
 }
 
 /// A PDCP receiver's counters and its reorder-wait histogram. The histogram is cumulative,

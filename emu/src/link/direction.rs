@@ -248,6 +248,22 @@ impl LinkDirection {
         self.rate.depth_bytes()
     }
 
+    /// The rate stage's queue limit in bytes (a packet limit at `mtu` bytes a packet).
+    pub fn queue_limit_bytes(&self, mtu: u64) -> Option<u64> {
+        self.rate.limit_bytes(mtu)
+    }
+
+    /// Takes `bearer`'s packets from the rate stage at `now` (those past it are sent).
+    pub fn take_bearer(&mut self, now: Nanos, bearer: u16) -> Vec<Pkt> {
+        self.advance(now);
+        self.rate.take_where(now, |p| p.bearer == bearer)
+    }
+
+    /// Bytes served by the rate stage, and its busy time up to `now`.
+    pub fn service(&self, now: Nanos) -> (u64, Nanos) {
+        (self.rate.served_bytes(), self.rate.busy(now))
+    }
+
     /// Packets waiting out their delay.
     pub fn in_flight(&self) -> u32 {
         self.tail.in_flight()

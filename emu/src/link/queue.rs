@@ -72,6 +72,23 @@ impl DropTail {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Removes and returns the packets `take` selects; the others keep their order. `take`
+    /// sees each packet once, in order.
+    pub fn take_where(&mut self, mut take: impl FnMut(&Pkt) -> bool) -> Vec<Pkt> {
+        let mut out = Vec::new();
+        let mut kept = VecDeque::with_capacity(self.q.len());
+        for p in self.q.drain(..) {
+            if take(&p) {
+                self.bytes -= p.len as u64;
+                out.push(p);
+            } else {
+                kept.push_back(p);
+            }
+        }
+        self.q = kept;
+        out
+    }
 }
 
 #[cfg(test)]

@@ -244,6 +244,12 @@ pub struct RateStage {
     opp_next: u64,
     /// When the head next needs attention (departure, rate boundary, opportunity).
     next_event: Option<Nanos>,
+    /// Bytes that departed, and the time the stage had a packet in service: the rate a
+    /// flow-controlled split reads (`pdcp/service_rate.rs`).
+    served_bytes: u64,
+    busy_done: Nanos,
+    /// Start of the busy period in progress.
+    busy_since: Option<Nanos>,
 }
 
 impl RateStage {
@@ -262,7 +268,30 @@ impl RateStage {
             carry_at: 0,
             opp_next: 0,
             next_event: None,
+            served_bytes: 0,
+            busy_done: 0,
+            busy_since: None,
         }
+    }
+
+    /// The queue's limit in bytes: its byte limit, or its packet limit at `mtu` bytes
+    /// each, whichever is lower (`None`: unlimited).
+    pub fn limit_bytes(&self, mtu: u64) -> Option<u64> {
+        let by_packets = self.queue.limit_packets.map(|p| p as u64 * mtu);
+        match (self.queue.limit_bytes, by_packets) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Bytes served so far.
+    pub fn served_bytes(&self) -> u64 {
+        self.served_bytes
+    }
+
+    /// Time with a packet in service up to `now` (served up to the last `advance`).
+    pub fn busy(&self, now: Nanos) -> Nanos {
+        self.busy_done + self.busy_since.map_or(0, |b| now.saturating_sub(b))
     }
 
     /// Queues `p` arriving at `now`; `Err(p)` = tail drop (a limit would be exceeded).
@@ -314,6 +343,37 @@ impl RateStage {
         self.advance(now);
     }
 
+    /// Takes the queued packets `take` selects at `now`, the one in service too (its
+    /// service is lost; the next starts at `now`).
+    pub fn take_where(&mut self, now: Nanos, take: impl Fn(&Pkt) -> bool) -> Vec<Pkt> {
+        self.advance(now);
+        let head_taken = self.in_service && self.queue.front().is_some_and(&take);
+        let mut taken_at = Vec::with_capacity(self.queue.len());
+        let out = self.queue.take_where(|p| {
+            let t = take(p);
+            taken_at.push(t);
+            t
+        });
+        let mut i = 0;
+        self.arrivals.retain(|_| {
+            i += 1;
+            !taken_at[i - 1]
+        });
+        if head_taken {
+            self.in_service = false;
+            self.work = 0;
+            self.carry = 0;
+            self.cursor = self.cursor.max(now);
+        }
+        if self.queue.is_empty() {
+            if let Some(b) = self.busy_since.take() {
+                self.busy_done += now.saturating_sub(b);
+            }
+        }
+        self.advance(now);
+        out
+    }
+
     /// Packets queued, including the one in service.
     pub fn depth_packets(&self) -> u32 {
         self.queue.len() as u32
@@ -342,6 +402,13 @@ impl RateStage {
                     self.arrivals.pop_front();
                     self.in_service = false;
                     self.ready.push_back((t, p));
+                    self.served_bytes += p.len as u64;
+                    let next_starts_now = self.arrivals.front().is_some_and(|&a| a <= t);
+                    if !next_starts_now {
+                        if let Some(b) = self.busy_since.take() {
+                            self.busy_done += t.saturating_sub(b);
+                        }
+                    }
                 }
                 Served::Pending(t) => {
                     self.next_event = t;
@@ -352,6 +419,7 @@ impl RateStage {
     }
 
     fn start_head(&mut self, start: Nanos, len: u32) {
+        self.busy_since.get_or_insert(start);
         self.cursor = start;
         self.work = len as u128 * UNITS_PER_BYTE;
         if self.carry_at == start {
@@ -821,5 +889,48 @@ pub(crate) mod tests {
         assert!(s.enqueue(0, pkt(2, 501)).is_err());
         s.enqueue(0, pkt(3, 500)).unwrap();
         assert_eq!(s.depth_bytes(), 3000);
+    }
+
+    #[test]
+    fn busy_time_covers_service_and_not_idling() {
+        // 1250 bytes at 10 Mbit/s: 1 ms each.
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 10_000_000 }, None, None);
+        let mut out = Vec::new();
+        s.enqueue(0, pkt(0, 1250)).unwrap();
+        s.enqueue(0, pkt(1, 1250)).unwrap();
+        s.poll(NS_PER_S / 1000, &mut |t, p| out.push((t, p)));
+        assert_eq!(s.busy(NS_PER_S / 1000), NS_PER_S / 1000);
+        s.poll(10 * NS_PER_S / 1000, &mut |t, p| out.push((t, p)));
+        // Busy 2 ms, idle since.
+        assert_eq!(s.busy(10 * NS_PER_S / 1000), 2 * NS_PER_S / 1000);
+        assert_eq!(s.served_bytes(), 2500);
+        s.enqueue(20 * NS_PER_S / 1000, pkt(2, 1250)).unwrap();
+        s.poll(20 * NS_PER_S / 1000 + NS_PER_S / 2000, &mut |t, p| {
+            out.push((t, p))
+        });
+        assert_eq!(s.busy(20 * NS_PER_S / 1000 + NS_PER_S / 2000), 2_500_000);
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn taking_packets_keeps_the_rest_in_order_and_restarts_service() {
+        // 1250 bytes at 10 Mbit/s: 1 ms each; bearers 0 and 1 alternate.
+        let mut s = RateStage::new(RateSpec::Fixed { bps: 10_000_000 }, None, None);
+        for i in 0..6u32 {
+            let mut p = pkt(i, 1250);
+            p.bearer = (i % 2) as u16;
+            s.enqueue(0, p).unwrap();
+        }
+        let mut out = Vec::new();
+        s.poll(NS_PER_S / 2000, &mut |t, p| out.push((t, p.id)));
+        // Half-way through packet 0 (bearer 0, in service): take bearer 0.
+        let taken = s.take_where(NS_PER_S / 2000, |p| p.bearer == 0);
+        assert_eq!(taken.iter().map(|p| p.id).collect::<Vec<_>>(), [0, 2, 4]);
+        assert_eq!((s.depth_packets(), s.depth_bytes()), (3, 3750));
+        s.poll(NS_PER_S, &mut |t, p| out.push((t, p.id)));
+        // Packet 1 starts at 0.5 ms: done at 1.5, 2.5, 3.5 ms.
+        let ms = NS_PER_S / 1000;
+        assert_eq!(out, [(3 * ms / 2, 1), (5 * ms / 2, 3), (7 * ms / 2, 5)]);
+        assert_eq!(s.busy(NS_PER_S), 7 * ms / 2);
     }
 }

@@ -28,6 +28,12 @@ pub struct Ddds {
     /// The highest COUNT the secondary has passed to its lower layers (TS 38.425's
     /// "highest transmitted NR PDCP SN"); `None`: none yet.
     pub highest_transmitted: Option<u32>,
+    /// The secondary's rate estimate in bytes per second (TS 38.425's "desired data
+    /// rate"); 0: none yet.
+    pub desired_rate: u64,
+    /// What the secondary holds for the bearer, in bytes: not a TS 38.425 field (a
+    /// dcemu addition the delay-aware policy reads, `pdcp/delay_aware.rs`).
+    pub queued_bytes: u64,
 }
 
 /// The secondary's desired buffer size: `rate_bps × target_delay` (at least `min_bytes`)
@@ -111,6 +117,12 @@ mod tests {
     use crate::base::time::NS_PER_MS;
 
     const MS: Nanos = NS_PER_MS;
+    const REPORT: Ddds = Ddds {
+        desired_buffer_bytes: 0,
+        highest_transmitted: None,
+        desired_rate: 0,
+        queued_bytes: 0,
+    };
 
     #[test]
     fn the_desired_size_is_the_target_queue_less_what_is_held() {
@@ -137,11 +149,13 @@ mod tests {
         c.on_report(&Ddds {
             desired_buffer_bytes: 10_000,
             highest_transmitted: Some(0),
+            ..REPORT
         });
         assert_eq!((c.credit(), c.unseen_bytes()), (8500, 1500));
         c.on_report(&Ddds {
             desired_buffer_bytes: 1000,
             highest_transmitted: Some(1),
+            ..REPORT
         });
         assert_eq!((c.credit(), c.unseen_bytes(), c.reports()), (1000, 0, 2));
     }
@@ -197,6 +211,7 @@ mod tests {
                         Ddds {
                             desired_buffer_bytes: d,
                             highest_transmitted: highest,
+                            ..REPORT
                         },
                     ));
                     next_report += period;

@@ -6,7 +6,9 @@
 
 pub mod count;
 pub mod ddds;
+pub mod delay_aware;
 pub mod rx;
+pub mod service_rate;
 pub mod tx;
 
 /// What a PDCP entity refuses to be built with (the scenario's validation names the

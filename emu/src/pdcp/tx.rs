@@ -197,6 +197,9 @@ pub enum TxMode {
     },
     /// Every PDU on every leg.
     Duplicate { legs: Vec<usize> },
+    /// One leg per PDU, chosen by the caller (a flow-controlled split,
+    /// `engine/flow_control.rs`); `legs[0]` is the master's.
+    Steered { legs: Vec<usize> },
 }
 
 /// Transmit statistics.
@@ -231,7 +234,7 @@ impl PdcpTx {
                 }
                 legs.clone()
             }
-            TxMode::Duplicate { legs } => legs.clone(),
+            TxMode::Duplicate { legs } | TxMode::Steered { legs } => legs.clone(),
         };
         if legs.is_empty() {
             return Err(PdcpError::NoLeg);
@@ -284,8 +287,18 @@ impl PdcpTx {
     }
 
     /// Numbers the next PDU: (COUNT, SN, legs to send it on), or `None` once all 2^32
-    /// COUNTs have been used (a COUNT must never repeat under the same key).
+    /// COUNTs have been used (a COUNT must never repeat under the same key). A steered
+    /// bearer sends it on its master's leg.
     pub fn try_next(&mut self) -> Option<(u32, u32, LegSet)> {
+        self.try_next_steered(|_, legs| legs[0])
+    }
+
+    /// Like `try_next`; a steered bearer sends the PDU on `steer(count, legs)`, which must
+    /// be one of its `legs` (anything else panics).
+    pub fn try_next_steered(
+        &mut self,
+        steer: impl FnOnce(u32, &[usize]) -> usize,
+    ) -> Option<(u32, u32, LegSet)> {
         if self.next_count > u32::MAX as u64 {
             return None;
         }
@@ -295,12 +308,27 @@ impl PdcpTx {
             TxMode::Single { leg } => LegSet::single(*leg),
             TxMode::Split { legs, pattern } => LegSet::single(legs[pattern.next_position()]),
             TxMode::Duplicate { legs } => legs.iter().copied().collect(),
+            TxMode::Steered { legs } => {
+                let leg = steer(count, legs);
+                assert!(legs.contains(&leg), "steered to leg {leg}, not in {legs:?}");
+                LegSet::single(leg)
+            }
         };
         self.counters.pdus += 1;
         for l in legs {
             self.counters.per_leg[l] += 1;
         }
         Some((count, self.space.sn(count as u64), legs))
+    }
+
+    /// The last PDU went on `to` instead of `from` (its legs were away): its counts move.
+    pub fn recount(&mut self, from: LegSet, to: LegSet) {
+        for l in from {
+            self.counters.per_leg[l] -= 1;
+        }
+        for l in to {
+            self.counters.per_leg[l] += 1;
+        }
     }
 
     /// Like `try_next`; panics once the COUNT space is used up (2^32 PDUs on a bearer,
@@ -453,6 +481,18 @@ mod tests {
         let mut single = PdcpTx::new(TxMode::Single { leg: 1 }, 12, 0).unwrap();
         assert!(single.set_split(4, &[1.0, 1.0]).is_err());
         assert_eq!(legs_of(&mut single, 2), [1, 1]);
+    }
+
+    #[test]
+    fn steering_sends_where_the_caller_says() {
+        let mut tx = PdcpTx::new(TxMode::Steered { legs: vec![2, 0] }, 12, 0).unwrap();
+        let (c, _, l) = tx.try_next_steered(|c, legs| legs[c as usize % 2]).unwrap();
+        assert_eq!((c, l.iter().collect::<Vec<_>>()), (0, vec![2]));
+        let (c, _, l) = tx.try_next_steered(|c, legs| legs[c as usize % 2]).unwrap();
+        assert_eq!((c, l.iter().collect::<Vec<_>>()), (1, vec![0]));
+        // Without a steer: the master's leg.
+        assert_eq!(tx.next().2.iter().collect::<Vec<_>>(), [2]);
+        assert_eq!(tx.counters().per_leg, [1, 0, 2]);
     }
 
     #[test]

@@ -3,14 +3,16 @@
 
 use std::net::Ipv4Addr;
 
+use crate::base::time::from_ms;
+
 use anyhow::Result;
 
 use super::names::check_name;
 use super::{bad, leg_index, within, MAX_MATCH_RULES};
 use crate::config::input::clip;
-use crate::config::scenario::{Bearer, Leg, Rule, Split};
+use crate::config::scenario::{Bearer, FlowSpec, Leg, Rule, Split, SplitPolicy};
 use crate::config::schema::{
-    BearerFile, BearerMode, MatchFile, PortValue, ScenarioFile, SplitFile,
+    BearerFile, BearerMode, MatchFile, PortValue, ScenarioFile, SplitFile, SplitPolicyName,
 };
 
 /// Every bearer of the file (one DC bearer over all legs when it lists none).
@@ -77,11 +79,12 @@ pub(super) fn bearers(file: &ScenarioFile, legs: &[Leg]) -> Result<Vec<Bearer>> 
         }
         // Only DC bearers split; the others ignore the global split.
         let split = match (&b.split, b.mode) {
-            (Some(s), _) => split_spec(&format!("{f}.split"), s, leg_ids.len())?,
-            (None, BearerMode::Dc) => split_spec("split", &file.split, leg_ids.len())?,
+            (Some(s), _) => split_spec(&format!("{f}.split"), s, b.mode, leg_ids.len())?,
+            (None, BearerMode::Dc) => split_spec("split", &file.split, b.mode, leg_ids.len())?,
             (None, _) => Split {
                 batch: file.split.batch,
                 ratio: vec![1.0; leg_ids.len()],
+                policy: SplitPolicy::Static,
             },
         };
         let uplink_leg = match &b.uplink_leg {
@@ -219,14 +222,51 @@ pub(super) fn check_ratio(field: &str, r: &[f64], legs: usize) -> Result<()> {
     Ok(())
 }
 
-/// The split of a bearer with `legs` legs: one share per leg.
-fn split_spec(field: &str, s: &SplitFile, legs: usize) -> Result<Split> {
+/// The split of a `mode` bearer with `legs` legs: one share per leg, and its policy.
+fn split_spec(field: &str, s: &SplitFile, mode: BearerMode, legs: usize) -> Result<Split> {
     within(&format!("{field}.batch"), "split.batch", s.batch as f64)?;
     let ratio = s.ratio.clone().unwrap_or_else(|| vec![1.0; legs]);
     check_ratio(&format!("{field}.ratio"), &ratio, legs)?;
+    within(
+        &format!("{field}.period_ms"),
+        "split.period_ms",
+        s.period_ms,
+    )?;
+    within(
+        &format!("{field}.target_delay_ms"),
+        "split.target_delay_ms",
+        s.target_delay_ms,
+    )?;
+    within(
+        &format!("{field}.min_bytes"),
+        "split.min_bytes",
+        s.min_bytes as f64,
+    )?;
+    let flow = FlowSpec {
+        period: from_ms(s.period_ms),
+        target_delay: from_ms(s.target_delay_ms),
+        min_bytes: s.min_bytes,
+    };
+    let policy = match s.policy {
+        SplitPolicyName::Static => SplitPolicy::Static,
+        SplitPolicyName::Ddds => SplitPolicy::Ddds(flow),
+        SplitPolicyName::DelayAware => SplitPolicy::DelayAware(flow),
+    };
+    if policy.flow().is_some() && (mode != BearerMode::Dc || legs < 2) {
+        bad(
+            format!("{field}.policy"),
+            format!(
+                "{} needs a dc bearer over 2 legs or more (the first is the master's), got {} \
+                 over {legs}",
+                policy.name(),
+                format!("{mode:?}").to_lowercase()
+            ),
+        )?;
+    }
     Ok(Split {
         batch: s.batch,
         ratio,
+        policy,
     })
 }
 

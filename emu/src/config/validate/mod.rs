@@ -54,6 +54,9 @@ pub const LIMITS: &[(&str, f64, f64)] = &[
     ("stats.interval_ms", 1.0, 3_600_000.0),
     ("split.batch", 1.0, 1_000_000.0),
     ("split.ratio", 0.0, 1e6),
+    ("split.period_ms", 1.0, 1000.0),
+    ("split.target_delay_ms", 0.0, 10_000.0),
+    ("split.min_bytes", 1500.0, 1e9),
     ("direction.rate_bps", 1e3, 1e12),
     ("direction.queue_packets", 1.0, 10_000_000.0),
     ("direction.queue_bytes", 1500.0, 1e11),
@@ -66,6 +69,7 @@ pub const LIMITS: &[(&str, f64, f64)] = &[
     ("device.queue_bytes", 1500.0, 1e11),
     ("device.queue_packets", 1.0, 10_000_000.0),
     ("schedule.at_ms", 0.0, 1e9),
+    ("schedule.interruption_ms", 0.0, 60_000.0),
 ];
 
 /// The bounds of `name` in [`LIMITS`].

@@ -1,5 +1,5 @@
-//! The schedule: changes of a leg's rate, trace, delay or loss, and of a bearer's split,
-//! at given times (sorted by time).
+//! The schedule: changes of a leg's rate, trace, delay or loss, of a bearer's split, and
+//! secondary node events, at given times (sorted by time).
 
 use std::path::Path;
 
@@ -10,8 +10,11 @@ use super::links::{delay_spec, loss_spec, rate_spec, trace_spec, TraceCache};
 use super::{bad, leg_index, within};
 use crate::base::time::{from_ms, Nanos};
 use crate::config::input::clip;
-use crate::config::scenario::{Bearer, Change, ChangeKind, Leg};
-use crate::config::schema::{BearerMode, ChangeFile, DirectionName, ScenarioFile, SplitChangeFile};
+use crate::config::scenario::{Bearer, Change, ChangeKind, Leg, SnEvent};
+use crate::config::schema::{
+    BearerMode, BufferedName, ChangeFile, DirectionName, ScenarioFile, SecondaryEventName,
+    SecondaryFile, SplitChangeFile,
+};
 
 pub(super) fn schedule(
     file: &ScenarioFile,
@@ -27,10 +30,10 @@ pub(super) fn schedule(
         let at = from_ms(c.at_ms);
         let link_change =
             c.rate.is_some() || c.trace.is_some() || c.delay.is_some() || c.loss.is_some();
-        if !link_change && c.split.is_none() {
+        if !link_change && c.split.is_none() && c.secondary.is_none() {
             bad(
                 &f,
-                "changes nothing: give rate, trace, delay, loss or split",
+                "changes nothing: give rate, trace, delay, loss, split or secondary",
             )?;
         }
         if link_change {
@@ -38,6 +41,9 @@ pub(super) fn schedule(
         }
         if let Some(s) = &c.split {
             schedule.push(split_change(&f, c, s, at, bearers)?);
+        }
+        if let Some(s) = &c.secondary {
+            schedule.push(secondary_event(&f, c, s, at, legs, bearers)?);
         }
     }
     schedule.sort_by_key(|c| c.at);
@@ -112,6 +118,57 @@ fn link_changes(
     Ok(())
 }
 
+/// A secondary node event on `c.leg`, which must be a split bearer's leg other than its
+/// first (the master's).
+fn secondary_event(
+    f: &str,
+    c: &ChangeFile,
+    s: &SecondaryFile,
+    at: Nanos,
+    legs: &[Leg],
+    bearers: &[Bearer],
+) -> Result<Change> {
+    let Some(name) = &c.leg else {
+        return bad(format!("{f}.leg"), "required: the secondary's leg");
+    };
+    let leg = leg_index(legs, &format!("{f}.leg"), name)?;
+    let split = |b: &&Bearer| matches!(b.mode, BearerMode::Dc | BearerMode::Dup);
+    if let Some(b) = bearers.iter().filter(split).find(|b| b.legs[0] == leg) {
+        bad(
+            format!("{f}.leg"),
+            format!(
+                "leg {} is bearer {}'s master (its first leg), not a secondary",
+                clip(name),
+                b.name
+            ),
+        )?;
+    }
+    if !bearers.iter().filter(split).any(|b| b.legs.contains(&leg)) {
+        bad(
+            format!("{f}.leg"),
+            format!("no dc or dup bearer uses leg {}", clip(name)),
+        )?;
+    }
+    within(
+        &format!("{f}.secondary.interruption_ms"),
+        "schedule.interruption_ms",
+        s.interruption_ms,
+    )?;
+    let forward = s.buffered == BufferedName::Forward;
+    let event = match s.event {
+        SecondaryEventName::Release => SnEvent::Release { forward },
+        SecondaryEventName::Add => SnEvent::Add,
+        SecondaryEventName::Change => SnEvent::Change {
+            interruption: from_ms(s.interruption_ms),
+            forward,
+        },
+    };
+    Ok(Change {
+        at,
+        what: ChangeKind::Secondary { leg, event },
+    })
+}
+
 /// A change of a bearer's split (of every DC bearer's without `bearer`).
 fn split_change(
     f: &str,
@@ -132,6 +189,23 @@ fn split_change(
     };
     if let Some(b) = s.batch {
         within(&format!("{f}.split.batch"), "split.batch", b as f64)?;
+    }
+    let targets =
+        |b: &&Bearer| bearer.map_or(b.mode == BearerMode::Dc, |i| b.name == bearers[i].name);
+    if let Some(b) = bearers
+        .iter()
+        .filter(targets)
+        .find(|b| b.split.policy.flow().is_some())
+    {
+        bad(
+            format!("{f}.split"),
+            format!(
+                "bearer {}'s split is flow-controlled (policy {}): only a static split's batch \
+                 and ratio change",
+                b.name,
+                b.split.policy.name()
+            ),
+        )?;
     }
     if let Some(r) = &s.ratio {
         let targets: Vec<&Bearer> = match bearer {

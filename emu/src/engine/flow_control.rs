@@ -1,0 +1,414 @@
+//! A flow-controlled split bearer in the engine: the secondary legs' reports (TS 38.425 DL
+//! DATA DELIVERY STATUS, `pdcp/ddds.rs`) made every period from what each leg holds for
+//! the bearer and how fast it serves it (`pdcp/service_rate.rs`), carried back over the
+//! X2/Xn hop's delay, and the master's choice of a leg for each PDU by the bearer's policy
+//! (`ddds`: the secondaries' credit first, the rest on the master's leg; `delay-aware`:
+//! the leg of the earliest expected delivery, `pdcp/delay_aware.rs`).
+//!
+//! The bearer's first leg is the master's, its own (no hop): the master knows its queue
+//! now and its rate from the same estimator, renewed every period.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use super::cell_leg::Service;
+use crate::base::time::Nanos;
+use crate::config::{FlowSpec, SplitPolicy};
+use crate::pdcp::ddds::{desired_buffer_bytes, Ddds, DddsCredit};
+use crate::pdcp::delay_aware::{earliest, secondary_backlog, LegView};
+use crate::pdcp::service_rate::ServiceRate;
+
+/// One leg of the bearer as flow control sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowLeg {
+    /// Index into the engine's legs.
+    pub leg: usize,
+    /// One way over the X2/Xn hop (0 for the master, or a secondary without a hop).
+    pub hop: Nanos,
+    /// The leg's mean downlink delay after its queue.
+    pub delay: Nanos,
+    /// The leg's rate where it is fixed and known before any service.
+    pub known_bps: Option<f64>,
+}
+
+#[derive(Debug)]
+struct Secondary {
+    at: FlowLeg,
+    /// False while its node is released or changing (secondary node events).
+    active: bool,
+    /// The secondary's side: its rate estimate and the highest COUNT it has received.
+    rate: ServiceRate,
+    highest_arrived: Option<u32>,
+    made: u64,
+    /// The master's side: what it may send, and the last report with when it was made.
+    credit: DddsCredit,
+    last: Option<(Nanos, Ddds)>,
+}
+
+#[derive(Debug)]
+pub struct FlowControl {
+    delay_aware: bool,
+    spec: FlowSpec,
+    master: FlowLeg,
+    master_rate: ServiceRate,
+    secondaries: Vec<Secondary>,
+    next_report: Nanos,
+    /// Reports on their way to the master: (arrival, secondary, made at, report).
+    in_flight: VecDeque<(Nanos, usize, Nanos, Ddds)>,
+}
+
+impl FlowControl {
+    /// Flow control of `policy` over `legs` (the master's first); `None` for a static one.
+    pub fn new(policy: SplitPolicy, legs: &[FlowLeg]) -> Option<Self> {
+        let spec = *policy.flow()?;
+        let (master, rest) = legs.split_first()?;
+        Some(FlowControl {
+            delay_aware: matches!(policy, SplitPolicy::DelayAware(_)),
+            spec,
+            master: *master,
+            master_rate: ServiceRate::new(master.known_bps),
+            secondaries: rest
+                .iter()
+                .map(|&at| Secondary {
+                    at,
+                    active: true,
+                    rate: ServiceRate::new(at.known_bps),
+                    highest_arrived: None,
+                    made: 0,
+                    credit: DddsCredit::new(spec.min_bytes),
+                    last: None,
+                })
+                .collect(),
+            next_report: spec.period,
+            in_flight: VecDeque::new(),
+        })
+    }
+
+    pub fn master_leg(&self) -> usize {
+        self.master.leg
+    }
+
+    /// The next report to make or to arrive.
+    pub fn next_deadline(&self) -> Nanos {
+        self.in_flight
+            .front()
+            .map_or(self.next_report, |r| r.0.min(self.next_report))
+    }
+
+    /// Makes and delivers the reports due by `now`; `service(leg)` is the leg's service of
+    /// the bearer at the report's instant.
+    pub fn poll(&mut self, now: Nanos, service: impl Fn(usize, Nanos) -> Service) {
+        loop {
+            let arrival = self.in_flight.front().map(|r| r.0).filter(|&a| a <= now);
+            match arrival {
+                // A report arriving at the instant another is made is read first.
+                Some(a) if a <= self.next_report => {
+                    let (_, i, made, r) = self.in_flight.pop_front().expect("front");
+                    let s = &mut self.secondaries[i];
+                    s.credit.on_report(&r);
+                    s.last = Some((made, r));
+                }
+                _ if self.next_report <= now => {
+                    let t = self.next_report;
+                    self.make_reports(t, &service);
+                    self.next_report += self.spec.period;
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn make_reports(&mut self, t: Nanos, service: &impl Fn(usize, Nanos) -> Service) {
+        let m = service(self.master.leg, t);
+        self.master_rate.update(m.capacity_bytes, m.busy);
+        for (i, s) in self.secondaries.iter_mut().enumerate() {
+            if !s.active {
+                continue;
+            }
+            let v = service(s.at.leg, t);
+            let rate = s.rate.update(v.capacity_bytes, v.busy).unwrap_or(0.0);
+            // What reaches the secondary after this report was asked for one period later
+            // plus the hop both ways: it must last that long, and a target queue beyond.
+            let horizon = self.spec.target_delay + self.spec.period + 2 * s.at.hop;
+            // Never more than its queue has room for.
+            let room = v
+                .limit_bytes
+                .map_or(u64::MAX, |l| l.saturating_sub(v.queued_bytes));
+            let report = Ddds {
+                desired_buffer_bytes: desired_buffer_bytes(
+                    rate,
+                    horizon,
+                    self.spec.min_bytes,
+                    v.queued_bytes,
+                )
+                .min(room),
+                highest_transmitted: s.highest_arrived,
+                desired_rate: (rate / 8.0) as u64,
+                queued_bytes: v.queued_bytes,
+            };
+            s.made += 1;
+            let arrival = t + s.at.hop;
+            // Every secondary's hop is fixed, so arrivals stay in order per secondary; keep
+            // the queue in arrival order across them.
+            let pos = self.in_flight.partition_point(|r| r.0 <= arrival);
+            self.in_flight.insert(pos, (arrival, i, t, report));
+        }
+    }
+
+    /// The secondary on `leg` leaves (false) or a new one is there (true): it starts
+    /// afresh, with `min_bytes` of credit and no report; reports on their way from the old
+    /// one are dropped.
+    pub fn set_active(&mut self, leg: usize, active: bool) {
+        let Some(i) = self.secondaries.iter().position(|s| s.at.leg == leg) else {
+            return;
+        };
+        let s = &mut self.secondaries[i];
+        s.active = active;
+        s.credit = DddsCredit::new(if active { self.spec.min_bytes } else { 0 });
+        s.last = None;
+        s.highest_arrived = None;
+        s.rate.restart(s.at.known_bps);
+        self.in_flight.retain(|r| r.1 != i);
+    }
+
+    /// The secondary on `leg` received the PDU `count` from the master.
+    pub fn arrived(&mut self, leg: usize, count: u32) {
+        if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
+            s.highest_arrived = Some(s.highest_arrived.map_or(count, |h| h.max(count)));
+        }
+    }
+
+    /// The leg for PDU `count` of `len` bytes at `now`, the master's leg holding
+    /// `master_queued` bytes of the bearer.
+    pub fn steer(&mut self, now: Nanos, count: u32, len: u32, master_queued: u64) -> usize {
+        let i = if self.delay_aware {
+            self.earliest_delivery(now, len, master_queued)
+        } else {
+            self.secondaries
+                .iter()
+                .position(|s| s.active && s.credit.fits(len))
+        };
+        match i {
+            Some(i) => {
+                let s = &mut self.secondaries[i];
+                s.credit.sent(count, len);
+                s.at.leg
+            }
+            None => self.master.leg,
+        }
+    }
+
+    /// Delay-aware: the secondary to send to (`None`: the master). A secondary with no
+    /// rate reported yet gets its credit, so that it can be measured.
+    fn earliest_delivery(&self, now: Nanos, len: u32, master_queued: u64) -> Option<usize> {
+        let reported = |s: &Secondary| s.last.filter(|(_, r)| r.desired_rate > 0);
+        if let Some(i) = self
+            .secondaries
+            .iter()
+            .position(|s| s.active && reported(s).is_none() && s.credit.fits(len))
+        {
+            return Some(i);
+        }
+        // The master of unknown rate is taken as serving at once while its queue is
+        // empty, and passed over while not, until its estimate exists.
+        let master_bps = match self.master_rate.bps() {
+            Some(r) => Some(r),
+            None if master_queued == 0 => Some(f64::INFINITY),
+            None => None,
+        };
+        let mut views = vec![LegView {
+            backlog_bytes: master_queued,
+            rate_bps: master_bps,
+            hop: 0,
+            delay: self.master.delay,
+        }];
+        for s in &self.secondaries {
+            views.push(match reported(s).filter(|_| s.active) {
+                Some((made, r)) => {
+                    let bps = r.desired_rate as f64 * 8.0;
+                    LegView {
+                        backlog_bytes: secondary_backlog(
+                            r.queued_bytes,
+                            bps,
+                            now.saturating_sub(made),
+                            s.credit.unseen_bytes(),
+                        ),
+                        rate_bps: Some(bps),
+                        hop: s.at.hop,
+                        delay: s.at.delay,
+                    }
+                }
+                None => LegView {
+                    backlog_bytes: 0,
+                    rate_bps: None,
+                    hop: s.at.hop,
+                    delay: s.at.delay,
+                },
+            });
+        }
+        earliest(&views, now, len).and_then(|i| i.checked_sub(1))
+    }
+
+    /// The counters of a stats record; `leg_name(i)` names leg `i`.
+    pub fn record(&self, leg_name: impl Fn(usize) -> String) -> FlowRecord {
+        let mbps = |bps: Option<f64>| bps.map(|r| r / 1e6);
+        FlowRecord {
+            policy: if self.delay_aware {
+                "delay-aware"
+            } else {
+                "ddds"
+            },
+            master_rate_mbps: mbps(self.master_rate.bps()),
+            secondaries: self
+                .secondaries
+                .iter()
+                .map(|s| {
+                    let last = s.last.map(|(_, r)| r);
+                    FlowLegRecord {
+                        leg: leg_name(s.at.leg),
+                        reports_made: s.made,
+                        reports_received: s.credit.reports(),
+                        desired_bytes: last.map(|r| r.desired_buffer_bytes),
+                        reported_queue_bytes: last.map(|r| r.queued_bytes),
+                        reported_rate_mbps: last.map(|r| r.desired_rate as f64 * 8.0 / 1e6),
+                        credit_bytes: s.credit.credit(),
+                        unseen_bytes: s.credit.unseen_bytes(),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A flow-controlled bearer in a stats record: per secondary leg, its reports and the
+/// last one the master received, and the master's credit for it now.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowRecord {
+    pub policy: &'static str,
+    /// The master leg's service rate estimate (none before it was busy for 1 ms).
+    pub master_rate_mbps: Option<f64>,
+    pub secondaries: Vec<FlowLegRecord>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowLegRecord {
+    pub leg: String,
+    /// Cumulative: reports the secondary made, and those that reached the master.
+    pub reports_made: u64,
+    pub reports_received: u64,
+    pub desired_bytes: Option<u64>,
+    pub reported_queue_bytes: Option<u64>,
+    pub reported_rate_mbps: Option<f64>,
+    pub credit_bytes: u64,
+    /// Bytes sent that no report had seen yet.
+    pub unseen_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::time::NS_PER_MS;
+
+    const MS: Nanos = NS_PER_MS;
+
+    fn spec() -> FlowSpec {
+        FlowSpec {
+            period: 10 * MS,
+            target_delay: 10 * MS,
+            min_bytes: 15_000,
+        }
+    }
+
+    fn legs(hop: Nanos) -> [FlowLeg; 2] {
+        [
+            FlowLeg {
+                leg: 0,
+                hop: 0,
+                delay: 10 * MS,
+                known_bps: None,
+            },
+            FlowLeg {
+                leg: 1,
+                hop,
+                delay: 10 * MS,
+                known_bps: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_static_split_has_no_flow_control() {
+        assert!(FlowControl::new(SplitPolicy::Static, &legs(0)).is_none());
+    }
+
+    #[test]
+    fn reports_cross_the_hop_and_set_the_credit() {
+        let mut fc = FlowControl::new(SplitPolicy::Ddds(spec()), &legs(5 * MS)).unwrap();
+        // Before any report: min_bytes of credit, then the master.
+        let sent: Vec<usize> = (0..12).map(|c| fc.steer(0, c, 1500, 0)).collect();
+        assert_eq!(sent, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0]);
+        for c in 0..10 {
+            fc.arrived(1, c);
+        }
+        // The secondary served 25 kB over 2 ms busy (100 Mbit/s) and holds 10 kB.
+        let service = |leg: usize, _t: Nanos| Service {
+            queued_bytes: if leg == 1 { 10_000 } else { 0 },
+            capacity_bytes: 25_000,
+            busy: 2 * MS,
+            limit_bytes: None,
+        };
+        fc.poll(10 * MS, service);
+        assert_eq!(fc.next_deadline(), 15 * MS, "the report is on the hop");
+        assert_eq!(fc.steer(12 * MS, 12, 1500, 0), 0, "no credit yet");
+        fc.poll(15 * MS, service);
+        // 100 Mbit/s over 10 + 10 + 2·5 ms = 375 kB, less the 10 kB held.
+        let r = fc.record(|l| format!("leg{l}"));
+        assert_eq!(r.secondaries[0].desired_bytes, Some(365_000));
+        assert_eq!(r.secondaries[0].reported_rate_mbps, Some(100.0));
+        // Every PDU sent to it had arrived when it reported: the whole size is credit.
+        assert_eq!(r.secondaries[0].credit_bytes, 365_000);
+        assert_eq!(r.secondaries[0].unseen_bytes, 0);
+        assert_eq!(fc.next_deadline(), 20 * MS);
+    }
+
+    #[test]
+    fn a_report_asks_for_no_more_than_the_queue_has_room_for() {
+        let mut fc = FlowControl::new(SplitPolicy::Ddds(spec()), &legs(0)).unwrap();
+        fc.poll(10 * MS, |_, _| Service {
+            queued_bytes: 10_000,
+            capacity_bytes: 25_000,
+            busy: 2 * MS,
+            limit_bytes: Some(100_000),
+        });
+        let r = fc.record(|l| format!("leg{l}"));
+        assert_eq!(r.secondaries[0].desired_bytes, Some(90_000));
+    }
+
+    #[test]
+    fn delay_aware_follows_the_reported_queue() {
+        let mut fc = FlowControl::new(SplitPolicy::DelayAware(spec()), &legs(0)).unwrap();
+        // Unmeasured secondary: its credit first, then the idle master.
+        let first: Vec<usize> = (0..11).map(|c| fc.steer(0, c, 1500, 0)).collect();
+        assert_eq!(first, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
+        // Master 10 Mbit/s holding 30 kB (24 ms); secondary 100 Mbit/s holding 100 kB (8 ms).
+        let service = |leg: usize, _t: Nanos| match leg {
+            0 => Service {
+                queued_bytes: 30_000,
+                capacity_bytes: 1250,
+                busy: MS,
+                limit_bytes: None,
+            },
+            _ => Service {
+                queued_bytes: 100_000,
+                capacity_bytes: 12_500,
+                busy: MS,
+                limit_bytes: None,
+            },
+        };
+        fc.poll(10 * MS, service);
+        assert_eq!(fc.steer(10 * MS, 11, 1500, 30_000), 1);
+        // An empty master beats a secondary 8 ms deep.
+        assert_eq!(fc.steer(10 * MS, 12, 1500, 0), 0);
+    }
+}
