@@ -120,7 +120,9 @@ BOUNDS: dict[str, Bound] = {
     "plugin.2x50kb_2conns_batch10_s": Bound(hi=0.206, floor=0.02),  # 5: 0.163-0.173-0.178
     "resume.aioquic.zero_rtt_first_byte_saving_ms": Bound(lo=26.4, what="one RTT of 20 ms and the handshake's work"),  # 5: 29.2-32.6-35.2
     "resume.ngtcp2.zero_rtt_first_byte_saving_ms": Bound(lo=18.4),  # 5: 22.4-22.7-23.1
-    "resume.tcp.zero_rtt_first_byte_saving_ms": Bound(lo=19.7, what="the SYN's round trip, 20 ms"),  # 5: 22.1-24.3-27.0
+    "resume.tcp.zero_rtt_first_byte_saving_ms": Bound(lo=15.0, tolerance=0.4, what=(
+        "the SYN's round trip, 20 ms; one sample, whose jitter (10 % on each leg of two round trips) spreads it by "
+        "about 5 ms: 19.05 seen once in make test; losing TCP Fast Open saves nothing")),  # 10: 21.8-24.0-27.0
     # every stack and controller, 10 MB through the default scenario (tests/test_stacks_dcemu.py)
     "stacks.aioquic.reno.10mb_mbps": Bound(lo=22.7, ceiling=QUIC_CEILING, tolerance=0.25, what=(
         "aioquic NewReno: how many loss episodes slow start's overflow of a leg costs varies from run to run "
