@@ -11,8 +11,10 @@ import subprocess
 from pathlib import Path
 
 from bench.figures import log, record_run
-from bench.tools import TCP_SECONDS, iperf, iperf_server, large_tcp_buffers, note_config, runtime_of, summary_of
+from bench.tools import TCP_SECONDS, iperf, iperf_server, large_tcp_buffers, note_config, runtime_of, scenario, summary_of
 from dclab import lte, nr
+from dclab.analysis.records import Stats
+from dclab.batch import shares
 from dclab.paths import DCEMU
 from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces
@@ -21,6 +23,7 @@ DELAY_MS = 5.0  # each way, after the cell: the core network
 OMIT_S = 2  # iperf3 --omit: slow start's first seconds, not the carried rate
 PACED = "40M"  # EN-DC's lateness also at the lateness section's 40 Mbit/s, TCP paced
 T_REORDERING_MS = 20  # HARQ's retransmissions arrive 2 ms late, a few times over at most
+ENDC_BATCH = 100  # sends the capacities' ratio 64:1398 as 4:96
 
 
 def _nr_cell() -> str:
@@ -54,11 +57,23 @@ def nr_scenario(ns: Namespaces) -> str:
 def endc_scenario(ns: Namespaces) -> str:
     """Leg 1 the LTE master (with the uplink), leg 2 the NR secondary; the split in the
     ratio of their capacities for one device (static: the split policies are the endc
-    experiment's)."""
+    experiment's), in a batch that gives the master packets (64:1398 in a batch of 10
+    would send it none: dclab/batch.py)."""
     ratio = [round(lte.CAPACITY_MBPS["good"]), round(nr.NrLink("good").capacity_mbps)]
+    if 0 in shares(ENDC_BATCH, ratio):
+        raise RuntimeError(f"a batch of {ENDC_BATCH} sends {ratio} as {shares(ENDC_BATCH, ratio)}: a cell unused")
     return (topology_toml(ns.server, ns.client, ns.tag) + f"[pdcp]\nt_reordering_ms = {T_REORDERING_MS}\n"
-            + f"[split]\nbatch = 10\nratio = {ratio}\n" + _leg("lte", _lte_cell(), uplink=True)
+            + f"[split]\nbatch = {ENDC_BATCH}\nratio = {ratio}\n" + _leg("lte", _lte_cell(), uplink=True)
             + _leg("nr", _nr_cell(), uplink=False))
+
+
+def _master_share(s: Stats) -> float:
+    """The LTE master's share of the bytes both cells carried; an error if either carried
+    none (the run would not be EN-DC)."""
+    out = [leg.downlink.bytes_out for leg in s.legs]
+    if len(out) != 2 or 0 in out:
+        raise RuntimeError(f"EN-DC bench run: bytes out per leg {out}, not two cells carrying")
+    return out[0] / sum(out)
 
 
 def model_gbps(seconds: int = 600) -> float:
@@ -85,8 +100,10 @@ def section_cells(results: dict, tmp: Path) -> None:
     with Namespaces() as ns:
         large_tcp_buffers(ns)
         sc_nr, sc_endc = nr_scenario(ns), endc_scenario(ns)
+        sc_plain = scenario(ns, [("leg1", "1gbit"), ("leg2", "1gbit")], delay_ms=DELAY_MS, queue="queue_packets = 1000")
         note_config(results, "cells-nr", sc_nr)
         note_config(results, "cells-endc", sc_endc)
+        note_config(results, "cells-plain", sc_plain)
         for i in range(results["repeats"]):
             with Emulator(sc_nr, tmp / f"nr-{i}") as emu, iperf_server(ns):
                 gbps = steady_tcp_gbps(ns)
@@ -100,19 +117,28 @@ def section_cells(results: dict, tmp: Path) -> None:
                 endc = steady_tcp_gbps(ns)
             e = summary_of(emu)
             rt = runtime_of(e)
+            lte_share = _master_share(e)
             with Emulator(sc_endc, tmp / f"endc-paced-{i}") as emu, iperf_server(ns):
                 paced = steady_tcp_gbps(ns, "-b", PACED)
             prt = runtime_of(summary_of(emu))
+            # The control: the same paced TCP through two plain 1 Gbit/s legs, so that the
+            # cells' share of the timer's tail shows.
+            with Emulator(sc_plain, tmp / f"plain-paced-{i}") as emu, iperf_server(ns):
+                steady_tcp_gbps(ns, "-b", PACED)
+            plain = runtime_of(summary_of(emu))
             record_run(results, "cells", i, {
                 "cells.nr_tcp_gbps": gbps, "cells.nr_model_gbps": model, "cells.nr_share_of_model": gbps / model,
                 "cells.nr_lateness_p99_us": nr_rt.lateness.p99_us,
-                "cells.endc_tcp_gbps": endc,
+                "cells.endc_tcp_gbps": endc, "cells.endc_lte_share": lte_share,
                 "cells.endc_lateness_p50_us": rt.lateness.p50_us, "cells.endc_lateness_p99_us": rt.lateness.p99_us,
                 "cells.endc_service_lateness_p99_us": rt.service_lateness.p99_us,
                 "cells.endc_paced_tcp_mbps": paced * 1e3,
                 "cells.endc_paced_lateness_p50_us": prt.lateness.p50_us,
                 "cells.endc_paced_lateness_p99_us": prt.lateness.p99_us,
+                "cells.endc_paced_service_lateness_p50_us": prt.service_lateness.p50_us,
                 "cells.endc_paced_service_lateness_p99_us": prt.service_lateness.p99_us,
+                "cells.plain_paced_service_lateness_p50_us": plain.service_lateness.p50_us,
+                "cells.plain_paced_service_lateness_p99_us": plain.service_lateness.p99_us,
             }, note=f"nr: {dev.harq_retx} HARQ retransmissions, {dev.dropped_packets} queue drops in "
                     f"{TCP_SECONDS} s; endc t-Reordering expiries "
                     f"{sum(b.rx.timer_expiries for b in e.bearers if b.rx)}")

@@ -74,12 +74,16 @@ FIGURES: dict[str, Fig] = {
     "cells.nr_share_of_model": Fig("share of the model", "", ".3f"),
     "cells.nr_lateness_p99_us": Fig("NR lateness p99", "us", ".1f"),
     "cells.endc_tcp_gbps": Fig("TCP through EN-DC", "Gbit/s", ".3f"),
+    "cells.endc_lte_share": Fig("EN-DC: the LTE master's share of the bytes", "", ".3f"),
     "cells.endc_lateness_p50_us": Fig("EN-DC lateness p50", "us", ".1f"),
     "cells.endc_lateness_p99_us": Fig("EN-DC lateness p99", "us", ".1f"),
     "cells.endc_service_lateness_p99_us": Fig("EN-DC timer p99", "us", ".1f"),
     "cells.endc_paced_tcp_mbps": Fig("EN-DC, TCP paced", "Mbit/s", ".1f"),
     "cells.endc_paced_lateness_p50_us": Fig("paced lateness p50", "us", ".1f"),
     "cells.endc_paced_lateness_p99_us": Fig("paced lateness p99", "us", ".1f"),
+    "cells.endc_paced_service_lateness_p50_us": Fig("paced timer p50", "us", ".1f"),
+    "cells.plain_paced_service_lateness_p50_us": Fig("plain legs, paced timer p50", "us", ".1f"),
+    "cells.plain_paced_service_lateness_p99_us": Fig("plain legs, paced timer p99", "us", ".1f"),
     "cells.endc_paced_service_lateness_p99_us": Fig("paced timer p99", "us", ".1f"),
 }
 for _sfx, _how in (("", "reordering on"), ("_no_reordering", "reordering off"), ("_busy_poll", "reordering on, --busy-poll")):

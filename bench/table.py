@@ -113,6 +113,7 @@ ROWS: list[Row] = [
         "cells.nr_lateness_p99_us"),
     Row("TCP goodput through EN-DC (lte:good master + nr:good secondary, static split in their capacities' ratio)",
         "cells.endc_tcp_gbps"),
+    Row("  the LTE master's share of the bytes both cells carried (4:96 sent)", "cells.endc_lte_share"),
     Row("  departure lateness with both cells, p50", "cells.endc_lateness_p50_us"),
     Row("  departure lateness with both cells, p99", "cells.endc_lateness_p99_us"),
     Row("  earliest packet of each write batch (timer precision), p99", "cells.endc_service_lateness_p99_us"),
@@ -120,8 +121,13 @@ ROWS: list[Row] = [
     Row("  departure lateness, p50", "cells.endc_paced_lateness_p50_us"),
     Row("  departure lateness, p99 (HARQ's late blocks hold PDCP, which then releases a burst at one instant)",
         "cells.endc_paced_lateness_p99_us"),
+    Row("  earliest packet of each write batch (timer precision), p50", "cells.endc_paced_service_lateness_p50_us"),
     Row("  earliest packet of each write batch (timer precision), p99", "cells.endc_paced_service_lateness_p99_us", None,
         Target("<=", 200.0, "<= 200 us")),
+    Row("  the same paced TCP through two plain 1 Gbit/s legs (5 ms), timer precision p50",
+        "cells.plain_paced_service_lateness_p50_us"),
+    Row("  the same paced TCP through two plain 1 Gbit/s legs (5 ms), timer precision p99",
+        "cells.plain_paced_service_lateness_p99_us"),
 ]
 
 

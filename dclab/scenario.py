@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from pydantic.fields import FieldInfo
 
 from . import lte, nr, radio
+from .batch import is_exact, shares
 from .errors import InputError
 from .files import FileRefused, check_input, clip, read_toml
 
@@ -297,10 +298,13 @@ class Scenario(BaseModel):
         return None if self.link is None else radio.parse_link(self.link)
 
     def split_text(self) -> str:
-        """The split as run, for titles and summary lines: "batch 100, split 50:50", or
-        the flow-controlled policy with its parameters."""
+        """The split as run, for titles and summary lines: "batch 100, split 50:50" (with
+        what a batch sends when that is not the split: "batch 10, split 5:95 (sent as
+        1:9)"), or the flow-controlled policy with its parameters."""
         if self.split_policy == "static":
-            return f"batch {self.batch}, split {':'.join(f'{x:g}' for x in self.split)}"
+            sent = "" if is_exact(self.batch, self.split) else \
+                f" (sent as {':'.join(str(n) for n in shares(self.batch, self.split))})"
+            return f"batch {self.batch}, split {':'.join(f'{x:g}' for x in self.split)}{sent}"
         target = f", target {self.target_delay:g} ms" if self.split_policy == "ddds" else ""
         return f"split {self.split_policy} (reports every {self.report_period:g} ms{target})"
 

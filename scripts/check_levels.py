@@ -11,7 +11,7 @@ from pathlib import Path
 
 # Bottom to top; a module's level is that of its first path part under dclab/.
 LEVELS = {
-    "paths": 0, "units": 0, "lte": 0, "nr": 0, "radio": 0, "files": 0, "errors": 0,
+    "paths": 0, "units": 0, "batch": 0, "lte": 0, "nr": 0, "radio": 0, "files": 0, "errors": 0,
     "scenario": 1, "traces": 1, "trace_levels": 1,
     "endpoints": 2,
     "flowplan": 3,

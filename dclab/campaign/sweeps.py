@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import lte, nr
+from .. import lte, nr, radio
 from ..errors import OptionError
 from ..files import clip
 from ..scenario import Scenario, ScenarioError, build
@@ -41,6 +41,18 @@ def _level_mean(distance_m: float) -> float:
         return lte.parse_link(f"lte:{distance_m:g}m").capacity_mbps
     except ValueError as e:
         raise ScenarioError(str(e)) from None
+
+
+def _matched_endc(lte_level: str, nr_level: str) -> dict[str, Any]:
+    """An EN-DC level pair with the static split at its mean capacities' ratio (the study's
+    best, docs/testbed-reference.md), the master's share rounded to 5 % so that a batch of
+    20 sends it exactly (docs/endc.md)."""
+    try:
+        cells = radio.parse_link(f"endc:{lte_level},{nr_level}").capacities
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
+    master = 5 * round(20 * cells[0] / sum(cells))
+    return {"link": f"endc:{lte_level},{nr_level}", "split": [master, 100 - master]}
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,10 @@ SWEEPS: dict[str, SweepDef] = {
                  lambda v: {"link": f"endc:good,{v:g}m"}),
         SweepDef("lte-distance", "LTE master's distance (m), NR secondary good", list(lte.LEVELS.values()),
                  lambda v: {"link": f"endc:{v:g}m,good"}),
+        SweepDef("nr-distance-matched", "NR secondary's distance (m), LTE master good, split matched",
+                 [d for d, _ in nr.LEVELS.values()], lambda v: _matched_endc("good", f"{v:g}m")),
+        SweepDef("lte-distance-matched", "LTE master's distance (m), NR secondary good, split matched",
+                 list(lte.LEVELS.values()), lambda v: _matched_endc(f"{v:g}m", "good")),
         SweepDef("x2-delay", "X2/Xn delay, one way (ms)", [0, 2, 5, 10, 20], lambda v: {"x2_delay": v}),
         SweepDef("report-period", "flow-control reporting period (ms)", [5, 10, 20, 50, 100],
                  lambda v: {"report_period": v}),

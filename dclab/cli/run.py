@@ -13,13 +13,14 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from .. import batch
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..errors import InputError
 from ..experiments import experiments
 from ..experiments.base import Experiment, RunChoices
 from ..files import FileRefused
-from ..scenario import MAX_SEED
+from ..scenario import MAX_SEED, Scenario
 from ..testbed import NotReady
 from ..testbed.rundir import new_run_dir
 from .options import err, model_options, options_from, root_or_exit, run_with_progress, scenario_from, scenario_options
@@ -40,6 +41,17 @@ class ExperimentCommands(click.Group):
 @click.group(cls=ExperimentCommands)
 def run() -> None:
     """Run an experiment (one command each; `dclab run NAME --help` lists its options)."""
+
+
+def _warn_inexact_split(s: Scenario) -> None:
+    """A static split whose batch sends shares over a percentage point off the asked ones
+    (dclab/batch.py) is run as asked, with a word on what is sent and how to send it."""
+    if s.split_policy != "static" or len(s.split) < 2 or batch.off_by_points(s.batch, s.split) <= 1:
+        return
+    exact = batch.exact_batch(s.split)
+    fix = f": --batch {exact} sends it exactly" if exact else ""
+    err.print(f"[yellow]warning[/]: a batch of {s.batch} sends split {':'.join(f'{x:g}' for x in s.split)} as "
+              f"{':'.join(str(n) for n in batch.shares(s.batch, s.split))}{fix}")
 
 
 def _command(exp: Experiment) -> click.Command:
@@ -75,6 +87,7 @@ def _command(exp: Experiment) -> click.Command:
         err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, {links}, "
                   f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, {shown.split_text()}, "
                   f"seed {shown.seed} -> {out_dir}")
+        _warn_inexact_split(shown)
         try:
             summary = run_with_progress(reps, out_dir, exp.describe,
                                         lambda on_rep, on_wait: run_reps(exp, s, options, reps, out_dir, on_rep, on_wait,

@@ -460,11 +460,7 @@ impl Cell {
     /// `device`'s queue limit in bytes (a packet limit at `mtu` bytes a packet).
     pub fn queue_limit_bytes(&self, device: usize, mtu: u64) -> Option<u64> {
         let d = &self.devices[device];
-        let by_packets = d.limit_packets.map(|p| p as u64 * mtu);
-        match (d.limit_bytes, by_packets) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::base::limit_in_bytes(d.limit_bytes, d.limit_packets, mtu)
     }
 
     /// Takes every packet queued for `device` at `now` (a head partly sent is taken

@@ -227,6 +227,20 @@ impl Downlink {
         }
     }
 
+    /// Bytes queued for `bearer`: its device's queue in a cell (none without one here), a
+    /// link's whole queue. All a packet's placement needs, so cheaper than `service`.
+    pub fn queued_bytes(&self, bearer: usize) -> u64 {
+        match self {
+            Downlink::Link(l) => l.queue_bytes(),
+            Downlink::Cell(c) => c
+                .device_of_bearer
+                .get(bearer)
+                .copied()
+                .flatten()
+                .map_or(0, |d| c.cell.counters(d).queue_bytes),
+        }
+    }
+
     /// The leg's service of `bearer` as of `now`: a cell's for the bearer's device (a
     /// bearer without one here has none), a link's for everything it carries.
     pub fn service(&self, bearer: usize, now: Nanos) -> Service {

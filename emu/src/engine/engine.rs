@@ -322,8 +322,8 @@ impl Engine {
         let BearerState { tx, flow, .. } = bearer;
         let next = match flow.as_mut() {
             Some(fc) => tx.try_next_steered(|count, _| {
-                let master = legs_now[fc.master_leg()].down.service(b, now);
-                fc.steer(now, count, len, master.queued_bytes)
+                let queued = legs_now[fc.master_leg()].down.queued_bytes(b);
+                fc.steer(now, count, len, queued)
             }),
             None => tx.try_next(),
         };
@@ -589,13 +589,12 @@ impl Engine {
             } => sn.change(now, interruption, forward),
         }
         let active = sn.is_active();
-        if !active {
+        if let Some(how) = sn.divert(now, hop) {
             // What the leaving node holds of the split bearers.
             let LegState { down, sn, .. } = &mut self.legs[l];
             let sn = sn.as_mut().expect("set above");
             for &b in &split {
                 for p in down.take_bearer(now, b as u16) {
-                    let how = sn.divert(now, hop);
                     sn.hold(p, how);
                     if how == Divert::Lose {
                         self.pool.free(p.id);
@@ -659,8 +658,10 @@ impl Engine {
         if let Some(x2) = x2.as_mut() {
             x2.poll(t, &mut |at, pkt| {
                 // The secondary is away: what reaches it is forwarded or lost.
-                if let Some(sn) = sn.as_mut().filter(|s| !s.is_active()) {
-                    let how = sn.divert(at, *x2_hop);
+                if let Some((sn, how)) = sn
+                    .as_mut()
+                    .and_then(|s| s.divert(at, *x2_hop).map(|how| (s, how)))
+                {
                     sn.hold(pkt, how);
                     if how == Divert::Lose {
                         pool.free(pkt.id);

@@ -112,18 +112,19 @@ impl SecondaryNode {
         }
     }
 
-    /// What becomes of a split bearer's packet at `now` while the leg is not active; `hop`
-    /// is the X2 hop's one-way delay (a release forwards back over it).
-    pub fn divert(&self, now: Nanos, hop: Nanos) -> Divert {
-        match self.state {
-            SnState::Active => Divert::Forward(now, Target::Leg),
+    /// What becomes of a split bearer's packet reaching the leg at `now`: None while the
+    /// secondary is active (the leg takes it); else held for the new node or the master, or
+    /// lost. `hop` is the X2 hop's one-way delay (a release forwards back over it).
+    pub fn divert(&self, now: Nanos, hop: Nanos) -> Option<Divert> {
+        Some(match self.state {
+            SnState::Active => return None,
             SnState::Released { forward: true } => Divert::Forward(now + hop, Target::Master),
             SnState::Interrupted {
                 until,
                 forward: true,
             } => Divert::Forward(until, Target::Leg),
             SnState::Released { forward: false } | SnState::Interrupted { .. } => Divert::Lose,
-        }
+        })
     }
 
     /// Holds `p` until `at` (for `target`), or counts it lost (the caller frees it).
@@ -209,7 +210,8 @@ mod tests {
         assert!(sn.is_active() && sn.next_deadline().is_none());
         sn.change(100 * MS, 50 * MS, true);
         assert!(!sn.is_active());
-        let how = sn.divert(120 * MS, 5 * MS);
+        assert_eq!(SecondaryNode::new().divert(120 * MS, 5 * MS), None);
+        let how = sn.divert(120 * MS, 5 * MS).unwrap();
         assert_eq!(how, Divert::Forward(150 * MS, Target::Leg));
         sn.hold(Pkt::new(1, 100, 0), how);
         assert_eq!(sn.next_deadline(), Some(150 * MS));
@@ -232,15 +234,15 @@ mod tests {
         sn.release(0, true);
         assert_eq!(
             sn.divert(10 * MS, 5 * MS),
-            Divert::Forward(15 * MS, Target::Master)
+            Some(Divert::Forward(15 * MS, Target::Master))
         );
         sn.add(11 * MS);
         assert!(sn.is_active());
         sn.release(12 * MS, false);
-        assert_eq!(sn.divert(10 * MS, 5 * MS), Divert::Lose);
+        assert_eq!(sn.divert(10 * MS, 5 * MS), Some(Divert::Lose));
         sn.hold(Pkt::new(2, 100, 0), Divert::Lose);
         sn.change(20 * MS, 10 * MS, false);
-        assert_eq!(sn.divert(25 * MS, 5 * MS), Divert::Lose);
+        assert_eq!(sn.divert(25 * MS, 5 * MS), Some(Divert::Lose));
         // A release during a change ends the interruption there.
         sn.release(26 * MS, true);
         let c = sn.record().counters;

@@ -277,11 +277,7 @@ impl RateStage {
     /// The queue's limit in bytes: its byte limit, or its packet limit at `mtu` bytes
     /// each, whichever is lower (`None`: unlimited).
     pub fn limit_bytes(&self, mtu: u64) -> Option<u64> {
-        let by_packets = self.queue.limit_packets.map(|p| p as u64 * mtu);
-        match (self.queue.limit_bytes, by_packets) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::base::limit_in_bytes(self.queue.limit_bytes, self.queue.limit_packets, mtu)
     }
 
     /// Bytes served so far.

@@ -414,6 +414,30 @@ mod tests {
         assert_eq!(tx.counters().per_leg, [6, 0, 10, 0, 0, 4]);
     }
 
+    /// The table of tests/test_batch.py: dclab/batch.py says what a batch sends in run
+    /// titles and warnings, so it must divide as this does.
+    #[test]
+    fn shares_match_dclab_batch_py() {
+        let table: [(u32, &[f64], &[u32]); 9] = [
+            (10, &[5.0, 95.0], &[1, 9]),
+            (10, &[2.0, 98.0], &[0, 10]),
+            (20, &[5.0, 95.0], &[1, 19]),
+            (20, &[45.0, 55.0], &[9, 11]),
+            (100, &[77.78, 22.22], &[78, 22]),
+            (100, &[9.0, 1.0], &[90, 10]),
+            (2, &[1.0, 1.0], &[1, 1]),
+            (7, &[1.0, 1.0, 1.0], &[3, 2, 2]),
+            (10, &[0.0, 3.0, 1.0], &[0, 8, 2]),
+        ];
+        for (batch, ratio, sent) in table {
+            assert_eq!(
+                SplitPattern::new(batch, ratio).unwrap().shares(),
+                sent,
+                "{batch} {ratio:?}"
+            );
+        }
+    }
+
     #[test]
     fn largest_remainder_sums_to_batch() {
         let p = SplitPattern::new(10, &[1.0, 1.0, 1.0]).unwrap();
