@@ -9,7 +9,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-EXACT = 1e-9  # a quota this close to a whole number is sent as asked
+EXACT = 1e-9  # percentage points: a share this close to the asked one is sent as asked
 MAX_SUGGESTED = 1000  # the largest batch suggested to send a ratio exactly
 
 
@@ -27,8 +27,7 @@ def shares(batch: int, ratio: Sequence[float]) -> list[int]:
 
 def is_exact(batch: int, ratio: Sequence[float]) -> bool:
     """Whether a batch of ``batch`` sends ``ratio`` exactly."""
-    total = sum(ratio)
-    return all(abs(s - batch * w / total) < EXACT for s, w in zip(shares(batch, ratio), ratio, strict=True))
+    return off_by_points(batch, ratio) < EXACT
 
 
 def exact_batch(ratio: Sequence[float]) -> int | None:
@@ -40,3 +39,8 @@ def off_by_points(batch: int, ratio: Sequence[float]) -> float:
     """How far the sent shares are from the asked ones, in percentage points (the worst leg)."""
     total = sum(ratio)
     return max(abs(100 * s / batch - 100 * w / total) for s, w in zip(shares(batch, ratio), ratio, strict=True))
+
+
+def text(parts: Sequence[float]) -> str:
+    """A ratio or the PDUs a batch sends as written in titles and warnings: 5:95, 1:19."""
+    return ":".join(f"{x:g}" for x in parts)

@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 
 from . import lte, nr, radio
 from .batch import is_exact, shares
+from .batch import text as ratio_text
 from .errors import InputError
 from .files import FileRefused, check_input, clip, read_toml
 
@@ -302,9 +303,8 @@ class Scenario(BaseModel):
         what a batch sends when that is not the split: "batch 10, split 5:95 (sent as
         1:9)"), or the flow-controlled policy with its parameters."""
         if self.split_policy == "static":
-            sent = "" if is_exact(self.batch, self.split) else \
-                f" (sent as {':'.join(str(n) for n in shares(self.batch, self.split))})"
-            return f"batch {self.batch}, split {':'.join(f'{x:g}' for x in self.split)}{sent}"
+            sent = "" if is_exact(self.batch, self.split) else f" (sent as {ratio_text(shares(self.batch, self.split))})"
+            return f"batch {self.batch}, split {ratio_text(self.split)}{sent}"
         target = f", target {self.target_delay:g} ms" if self.split_policy == "ddds" else ""
         return f"split {self.split_policy} (reports every {self.report_period:g} ms{target})"
 

@@ -50,8 +50,8 @@ def _warn_inexact_split(s: Scenario) -> None:
         return
     exact = batch.exact_batch(s.split)
     fix = f": --batch {exact} sends it exactly" if exact else ""
-    err.print(f"[yellow]warning[/]: a batch of {s.batch} sends split {':'.join(f'{x:g}' for x in s.split)} as "
-              f"{':'.join(str(n) for n in batch.shares(s.batch, s.split))}{fix}")
+    err.print(f"[yellow]warning[/]: a batch of {s.batch} sends split {batch.text(s.split)} as "
+              f"{batch.text(batch.shares(s.batch, s.split))}{fix}")
 
 
 def _command(exp: Experiment) -> click.Command:
