@@ -129,7 +129,9 @@ BOUNDS: dict[str, Bound] = {
         "(25.5 in a fresh clone's CI)")),  # 10: 23.9-29.1-35.8
     "stacks.aioquic.cubic.10mb_mbps": Bound(lo=24.5, ceiling=QUIC_CEILING),  # 5: 29.0-30.2-32.9
     "stacks.aioquic.bbr.10mb_mbps": Bound(lo=24.4, ceiling=QUIC_CEILING),  # 5: 29.7-30.1-35.3
-    "stacks.aioquic-2020.reno.10mb_mbps": Bound(lo=28.4, ceiling=QUIC_CEILING),  # 5: 34.4-35.0-35.5
+    "stacks.aioquic-2020.reno.10mb_mbps": Bound(lo=25.1, ceiling=QUIC_CEILING, tolerance=0.3, what=(
+        "aioquic 2020's NewReno: as stacks.aioquic.reno, how many loss episodes slow start's overflow of a leg costs "
+        "varies from run to run (28.1 in a fresh clone's CI, 26.5 among 15 quiet runs)")),  # 15: 26.5-35.2-35.5
     "stacks.ngtcp2.cubic.10mb_mbps": Bound(lo=29.2, ceiling=QUIC_PMTUD_CEILING),  # 5: 36.0-36.0-36.0
     "stacks.ngtcp2.reno.10mb_mbps": Bound(lo=29.2, ceiling=QUIC_PMTUD_CEILING),  # 5: 36.0-36.0-36.1
     "stacks.ngtcp2.bbr.10mb_mbps": Bound(lo=9.58, ceiling=QUIC_PMTUD_CEILING),  # 5: 11.4-11.8-12.5
