@@ -121,6 +121,12 @@ def section_cells(results: dict, tmp: Path) -> None:
             with Emulator(sc_endc, tmp / f"endc-paced-{i}") as emu, iperf_server(ns):
                 paced = steady_tcp_gbps(ns, "-b", PACED)
             prt = runtime_of(summary_of(emu))
+            # The same with idle CPUs left to halt (dcemu run --idle-halt): what holding
+            # them polling, dcemu's default, does for the timer (emu/src/io/idle.rs).
+            with Emulator(sc_endc, tmp / f"endc-paced-halt-{i}", extra_args=("--idle-halt",)) as emu, \
+                    iperf_server(ns):
+                steady_tcp_gbps(ns, "-b", PACED)
+            halt = runtime_of(summary_of(emu))
             # The control: the same paced TCP through two plain 1 Gbit/s legs, so that the
             # cells' share of the timer's tail shows.
             with Emulator(sc_plain, tmp / f"plain-paced-{i}") as emu, iperf_server(ns):
@@ -139,6 +145,8 @@ def section_cells(results: dict, tmp: Path) -> None:
                 "cells.endc_paced_service_lateness_p99_us": prt.service_lateness.p99_us,
                 "cells.plain_paced_service_lateness_p50_us": plain.service_lateness.p50_us,
                 "cells.plain_paced_service_lateness_p99_us": plain.service_lateness.p99_us,
+                "cells.endc_paced_halt_service_lateness_p50_us": halt.service_lateness.p50_us,
+                "cells.endc_paced_halt_service_lateness_p99_us": halt.service_lateness.p99_us,
             }, note=f"nr: {dev.harq_retx} HARQ retransmissions, {dev.dropped_packets} queue drops in "
                     f"{TCP_SECONDS} s; endc t-Reordering expiries "
                     f"{sum(b.rx.timer_expiries for b in e.bearers if b.rx)}")

@@ -85,6 +85,8 @@ FIGURES: dict[str, Fig] = {
     "cells.plain_paced_service_lateness_p50_us": Fig("plain legs, paced timer p50", "us", ".1f"),
     "cells.plain_paced_service_lateness_p99_us": Fig("plain legs, paced timer p99", "us", ".1f"),
     "cells.endc_paced_service_lateness_p99_us": Fig("paced timer p99", "us", ".1f"),
+    "cells.endc_paced_halt_service_lateness_p50_us": Fig("idle CPUs halting, paced timer p50", "us", ".1f"),
+    "cells.endc_paced_halt_service_lateness_p99_us": Fig("idle CPUs halting, paced timer p99", "us", ".1f"),
 }
 for _sfx, _how in (("", "reordering on"), ("_no_reordering", "reordering off"), ("_busy_poll", "reordering on, --busy-poll")):
     FIGURES |= {

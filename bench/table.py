@@ -128,6 +128,10 @@ ROWS: list[Row] = [
         "cells.plain_paced_service_lateness_p50_us"),
     Row("  the same paced TCP through two plain 1 Gbit/s legs (5 ms), timer precision p99",
         "cells.plain_paced_service_lateness_p99_us"),
+    Row("  EN-DC paced with idle CPUs left to halt (dcemu run --idle-halt), timer precision p50",
+        "cells.endc_paced_halt_service_lateness_p50_us"),
+    Row("  EN-DC paced with idle CPUs left to halt (dcemu run --idle-halt), timer precision p99",
+        "cells.endc_paced_halt_service_lateness_p99_us"),
 ]
 
 

@@ -65,6 +65,7 @@ def emulator_mode_options(f: F) -> F:
         click.option("--realtime", is_flag=True, help=MODE_HELP["realtime"]),
         click.option("--spin-us", type=click.IntRange(0, MAX_SPIN_US), default=DEFAULT_SPIN_US, show_default=True,
                      help=MODE_HELP["spin_us"]),
+        click.option("--idle-halt", is_flag=True, help=MODE_HELP["idle_halt"]),
         click.option("--tun-offload", type=click.Choice(TUN_OFFLOADS), default="all", show_default=True,
                      help=MODE_HELP["tun_offload"]),
     ]):
@@ -75,7 +76,8 @@ def emulator_mode_options(f: F) -> F:
 def emulator_mode_from(kw: dict[str, Any]) -> EmulatorMode:
     """The mode ``emulator_mode_options`` asked for; pops its options from ``kw``."""
     return EmulatorMode(busy_poll=bool(kw.pop("busy_poll")), realtime=bool(kw.pop("realtime")),
-                        spin_us=int(kw.pop("spin_us")), tun_offload=str(kw.pop("tun_offload")))
+                        spin_us=int(kw.pop("spin_us")), idle_halt=bool(kw.pop("idle_halt")),
+                        tun_offload=str(kw.pop("tun_offload")))
 
 
 def stand_in_option(f: F) -> F:

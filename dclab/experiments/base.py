@@ -91,6 +91,7 @@ class Options(BaseModel):
     realtime: StrictBool = Field(False, description=MODE_HELP["realtime"], json_schema_extra={"sweep": False})
     spin_us: Annotated[int, in_range(0, MAX_SPIN_US)] = Field(DEFAULT_SPIN_US, description=MODE_HELP["spin_us"],
                                                               json_schema_extra={"sweep": False})
+    idle_halt: StrictBool = Field(False, description=MODE_HELP["idle_halt"], json_schema_extra={"sweep": False})
     tun_offload: TunOffload = Field("all", description=MODE_HELP["tun_offload"], json_schema_extra={"sweep": False})
 
     def inspection(self) -> Inspection:
@@ -98,7 +99,7 @@ class Options(BaseModel):
 
     def emulator_mode(self) -> EmulatorMode:
         return EmulatorMode(busy_poll=self.busy_poll, realtime=self.realtime, spin_us=self.spin_us,
-                            tun_offload=self.tun_offload)
+                            idle_halt=self.idle_halt, tun_offload=self.tun_offload)
 
     def emulator_args(self) -> tuple[str, ...]:
         """dcemu run options these options ask for."""

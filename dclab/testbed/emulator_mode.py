@@ -1,5 +1,5 @@
 """How dcemu runs, as opposed to what it emulates: its real-time options (`dcemu run
---busy-poll`, `--realtime`, `--spin-us`, `--tun-offload`; emu/src/main.rs, TIMER.md),
+--busy-poll`, `--realtime`, `--spin-us`, `--idle-halt`, `--tun-offload`; emu/src/main.rs, TIMER.md),
 asked for by an experiment's options or by `dclab shell`. Checked here so that a bad
 value is refused, naming the option, before a testbed starts."""
 
@@ -21,6 +21,9 @@ HELP = {
                 "dcemu then wins every contest for CPU against the endpoints.",
     "spin_us": f"dcemu busy-waits the last N microseconds before each deadline (0 to {MAX_SPIN_US}; more CPU, less "
                f"lateness).",
+    "idle_halt": "Let idle CPUs halt while dcemu runs. By default dcemu holds the CPUs' wake-up latency at 0 "
+                 "(/dev/cpu_dma_latency), so idle CPUs poll and its timers wake it tens of microseconds late instead of "
+                 "up to a millisecond after a long sleep on a VM (emu/src/io/TIMER.md); the price is power.",
     "tun_offload": "dcemu's TUN offloads: all (super-packets read and split, runs of one flow written in one call), "
                    "read, write or none (one packet per system call); the emulated network sees wire packets in every "
                    "mode.",
@@ -32,6 +35,7 @@ class EmulatorMode:
     busy_poll: bool = False
     realtime: bool = False
     spin_us: int = DEFAULT_SPIN_US
+    idle_halt: bool = False
     tun_offload: str = "all"
 
     def __post_init__(self) -> None:
@@ -49,6 +53,8 @@ class EmulatorMode:
             out.append("--realtime")
         if self.spin_us != DEFAULT_SPIN_US:
             out += ["--spin-us", str(self.spin_us)]
+        if self.idle_halt:
+            out.append("--idle-halt")
         if self.tun_offload != "all":
             out += ["--tun-offload", self.tun_offload]
         return tuple(out)

@@ -80,6 +80,13 @@ enum Cmd {
         /// idle; for latency studies. Off by default.
         #[arg(long)]
         busy_poll: bool,
+        /// Let idle CPUs halt. By default dcemu holds the CPUs' wake-up latency at 0 us
+        /// (/dev/cpu_dma_latency) while it runs, so an idle CPU polls instead of halting
+        /// and a timer wakes dcemu tens of microseconds late rather than up to a
+        /// millisecond after a long sleep on a VM (src/io/TIMER.md); the price is power
+        /// (a host sees the VM's CPUs busy). The request ends when dcemu exits.
+        #[arg(long)]
+        idle_halt: bool,
         /// TUN offloads: `all` reads TCP/UDP super-packets the endpoints' stacks did not
         /// segment and splits them into wire packets, and writes a run of one flow's
         /// consecutive packets that are due at the same instant in one call (as a NIC's
@@ -347,6 +354,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             spin_us,
             realtime,
             busy_poll,
+            idle_halt,
             tun_offload,
         } => {
             let s = config::load(&scenario)?;
@@ -369,6 +377,7 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
                 spin_us,
                 realtime,
                 busy_poll,
+                idle_halt,
                 offload: Offload {
                     read: matches!(tun_offload, TunOffload::All | TunOffload::Read),
                     write: matches!(tun_offload, TunOffload::All | TunOffload::Write),

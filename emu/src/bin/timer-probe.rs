@@ -4,7 +4,8 @@ use clap::Parser;
 use dcemu::io::timer::{probe, pwait2_available, Backend, ProbeSpec};
 
 /// Measures how late each timer configuration wakes (epoll ms timeout, timerfd,
-/// epoll_pwait2; timer slack; SCHED_FIFO; spinning before the deadline) and prints a
+/// epoll_pwait2; timer slack; SCHED_FIFO; spinning before the deadline; idle CPUs kept
+/// polling, "idle-poll", as dcemu run holds them) and prints a
 /// Markdown table. Each configuration sleeps SAMPLES times for a random 50..2000 us in a
 /// fresh thread, bounded to 120 s of wall time. Results: src/io/TIMER.md.
 #[derive(Parser)]
@@ -30,6 +31,8 @@ fn main() -> anyhow::Result<()> {
             slack_ns: slack,
             fifo_prio: fifo.then_some(10),
             spin_us,
+            // "idle-poll" rows hold the CPUs' wake-up latency at 0 (dcemu's default).
+            idle_poll: label.contains("idle-poll"),
             samples,
             min_us: 50,
             max_us: 2000,
@@ -54,6 +57,9 @@ fn main() -> anyhow::Result<()> {
     add("pwait2 slack1 spin100", Pwait2, Some(1), false, 100);
     add("pwait2 fifo spin20", Pwait2, None, true, 20);
     add("pwait2 fifo spin50", Pwait2, None, true, 50);
+    add("pwait2 slack1 idle-poll", Pwait2, Some(1), false, 0);
+    add("pwait2 slack1 spin50 idle-poll", Pwait2, Some(1), false, 50);
+    add("pwait2 fifo spin50 idle-poll", Pwait2, None, true, 50);
 
     println!("pwait2 available: {}", pwait2_available());
     println!(

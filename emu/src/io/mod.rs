@@ -6,11 +6,13 @@
 //! - [`tun`]: L3 TUN devices created in the root namespace and moved into a named network
 //!   namespace, addressed point-to-point.
 //! - [`signals`]: SIGINT/SIGTERM as a pollable signalfd.
+//! - [`idle`]: idle CPUs kept polling (a PM QoS request) so that timer wake-ups come early.
 //! - [`pcap`]: capture of what the client receives.
 //! - [`vnet`]: TUN offloads: splitting super-packets read, joining runs to write (sans-IO).
 //! - [`runtime`]: the real-time driver of the engine.
 
 pub mod clock;
+pub mod idle;
 pub mod pcap;
 pub mod runtime;
 pub mod signals;

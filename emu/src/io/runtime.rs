@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 
 use super::clock::Clock;
+use super::idle::IdlePoll;
 use super::pcap::PcapWriter;
 use super::signals::Signals;
 use super::timer::Waiter;
@@ -46,6 +47,8 @@ pub struct RunOptions {
     pub realtime: bool,
     /// Never sleep: poll the devices and the clock (one core, for latency studies).
     pub busy_poll: bool,
+    /// Let idle CPUs halt instead of holding their wake-up latency at 0 (idle.rs).
+    pub idle_halt: bool,
     /// TUN offloads (default: both halves).
     pub offload: Offload,
 }
@@ -62,6 +65,7 @@ impl Default for RunOptions {
             spin_us: 0,
             realtime: false,
             busy_poll: false,
+            idle_halt: false,
             offload: Offload::ALL,
         }
     }
@@ -119,6 +123,8 @@ struct Forwarding {
     pcap: Captures,
     c: Counters,
     end: Option<Nanos>,
+    /// Held for the whole run; the kernel ends the request when dcemu exits.
+    _idle: Option<IdlePoll>,
 }
 
 impl Forwarding {
@@ -159,6 +165,23 @@ impl Forwarding {
         if opts.realtime {
             super::timer::set_sched_fifo(10).context("--realtime: cannot get SCHED_FIFO")?;
         }
+        let idle = if opts.idle_halt {
+            None
+        } else {
+            match IdlePoll::hold() {
+                Ok(held) => {
+                    eprintln!(
+                        "dcemu: idle CPUs poll while it runs (wake-up latency 0 us held on {})",
+                        super::idle::CPU_DMA_LATENCY
+                    );
+                    Some(held)
+                }
+                Err(e) => {
+                    eprintln!("dcemu: warning: {e}: idle CPUs may halt, and timer wake-ups after long sleeps come later");
+                    None
+                }
+            }
+        };
         let stats = open_stats(s, opts)?;
         let mut pcap = open_captures(s, opts)?;
 
@@ -196,6 +219,7 @@ impl Forwarding {
             pcap,
             c: Counters::default(),
             end: opts.duration.map(|d| d.as_nanos() as Nanos),
+            _idle: idle,
         })
     }
 

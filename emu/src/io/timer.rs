@@ -377,6 +377,8 @@ pub struct ProbeSpec {
     /// SCHED_FIFO priority to request (None = SCHED_OTHER). Refusal is reported, not fatal.
     pub fifo_prio: Option<i32>,
     pub spin_us: u32,
+    /// Hold the CPUs' wake-up latency at 0 (idle CPUs poll; super::idle) while probing.
+    pub idle_poll: bool,
     pub samples: usize,
     pub min_us: u32,
     pub max_us: u32,
@@ -433,6 +435,11 @@ fn probe_in_thread(spec: &ProbeSpec) -> anyhow::Result<ProbeResult> {
             }
         },
         None => false,
+    };
+    let _idle = if spec.idle_poll {
+        Some(super::idle::IdlePoll::hold().context("holding the CPUs' wake-up latency at 0")?)
+    } else {
+        None
     };
     let mut waiter = Waiter::with_backend(spec.backend, spec.spin_us)?;
     let clock = Clock::new();
@@ -708,6 +715,7 @@ mod tests {
             slack_ns: Some(1),
             fifo_prio: None,
             spin_us: 0,
+            idle_poll: false,
             samples: 50,
             min_us: 50,
             max_us: 200,
