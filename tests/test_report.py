@@ -19,7 +19,7 @@ from html_tables import Tables
 from PIL import Image
 
 from dclab.analysis import figures
-from dclab.analysis.figure_info import AxesInfo
+from dclab.analysis.figure_info import AxesInfo, FigureInfo
 from dclab.campaign.report import build_report, sweep_label
 from dclab.campaign.store import RunRecord, Store
 from dclab.cli.results import plot, report, results
@@ -145,14 +145,19 @@ def assert_png(path: Path, min_bytes: int = 10_000) -> np.ndarray:
 FAIR_LABELS = ["DC (both legs)", "SC leg 1", "SC leg 2"]  # the fairness experiment's names of FLOWS
 
 
-def links_figure(path: Path) -> AxesInfo:
-    """A synthetic throughput run's link utilization: a line per leg over the first 3 s
-    (write_stats: 12 to 20 Mbit/s every 10 ms), each leg's 20 Mbit/s dashed."""
-    ax = panel(path, xlabel="time (s)", ylabel="leg throughput (Mbit/s)", legend=["leg1", "leg2"], lines=2,
-               hlines=[20.0, 20.0])
-    for s in ax.series:
-        assert s.n == 301 and s.x == (0.0, 3.0) and 12 <= s.y[0] <= s.y[1] <= 20, s
-    return ax
+def links_figure(path: Path) -> FigureInfo:
+    """A synthetic throughput run's leg-usage figure (dclab/analysis/run_figure.py): the whole
+    3.5 s after the request (write_stats: 12 to 20 Mbit/s every 10 ms) a line per leg, each
+    leg's 20 Mbit/s dashed; an event strip that says it has none; the first 3 s at every
+    record. Its title is the figure's suptitle."""
+    info = figure(path, ["whole transfer (3.5 s)", "", "the first 3 s (10 ms intervals)"])
+    whole, strip, first = info.axes
+    check(strip, texts=["no drops, expiries or sender losses recorded"], lines=0, scatters=0)
+    for ax, end in ((whole, 3.5), (first, 3.01)):
+        check(ax, ylabel="leg throughput\n(Mbit/s)", lines=2, hlines=[20.0, 20.0])
+        for s in ax.series:
+            assert s.label in ("leg1", "leg2") and s.x == pytest.approx((-0.01, end)) and 12 <= s.y[0] <= s.y[1] <= 20, s
+    return info
 
 
 def flows_figure(path: Path, labels: list[str]) -> AxesInfo:
@@ -228,7 +233,7 @@ def test_time_series_figures(store, tmp_path):
     check(ax, title="per-flow throughput: fa-tcp-50-1", x=(0.0, 8.0))
     [tp] = store.rows("run_key = 'tp-quic-default-2-1'")
     assert_png(figures.link_usage(Path(tp["run_dir"]), 2000.0, [20.0, 20.0], tmp_path / "links.png"))
-    check(links_figure(tmp_path / "links.png"), title="link utilization: tp-quic-default-2-1")
+    assert links_figure(tmp_path / "links.png").suptitle == "link utilization: tp-quic-default-2-1"
 
 
 def test_figures_without_data_say_so(tmp_path):
@@ -403,7 +408,7 @@ def test_plot_command(store, tmp_path):
     r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--out", str(out), "--run", "tp-quic-large-2-3"])
     assert r.exit_code == 0 and r.output.strip().endswith("-links.png")
     assert_png(Path(r.output.strip()))
-    assert links_figure(Path(r.output.strip())).title.endswith("(run tp-quic-larg)")
+    assert links_figure(Path(r.output.strip())).suptitle.endswith("(run tp-quic-larg)")
     r = CliRunner().invoke(plot, ["camp", "--store", str(store.path), "--run", "tp-quic-large-2"])
     assert r.exit_code == 1 and "matches 3 runs" in r.output
 

@@ -9,7 +9,8 @@ experiment says which metric and which flows; nothing here knows an experiment.
 - ``flows_over_time``: per-flow (bearer) throughput over time of one run, optionally with
   a warm-up left out of the measurement shaded; over an LTE cell, three panels more: each
   device's rate out of the cell, share of resource blocks and queue (``cell.py``);
-- ``link_usage``: per-leg downlink throughput of one run (``plots.link_utilization``).
+- ``link_usage``: per-leg downlink throughput of one run over the whole transfer, with the
+  events that explain its shape and the first seconds (``run_figure.py``).
 
 A row is a dict with ``run_key``, ``stack``, ``cc``, ``host_config``, ``value``,
 ``value_num``, ``ok``, ``metrics`` (a dict) and ``flows`` (a list of dicts with ``name``,
@@ -23,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +34,13 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import radio  # noqa: E402
-from . import cell, split_bearer  # noqa: E402
+from . import cell, diagnosis, run_figure, split_bearer  # noqa: E402
+from .diagnosis import Diagnosis  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
-from .metrics import bearer_series, jain, leg_series, mean_std  # noqa: E402
-from .plots import Span, link_utilization  # noqa: E402
+from .metrics import bearer_series, jain, mean_std  # noqa: E402
+from .plots import Span  # noqa: E402
 from .records import Stats, StatsRecords, stats_file  # noqa: E402
+from .run_events import RunFacts, Timeline, read_timeline  # noqa: E402
 from .stand_in import row_stack, stand_in_of  # noqa: E402
 
 Row = dict[str, Any]
@@ -419,14 +423,34 @@ def flows_over_time(run_dir: Path, t0_ms: float, path: Path, window_s: float | N
 
 
 def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path: Path,
-               title: str | None = None, window_s: float = 3.0, spans: tuple[Span, ...] = ()) -> Path:
-    """Per-leg downlink throughput over the first ``window_s`` seconds after the request,
-    capacities dashed, ``spans`` shaded (``plots.link_utilization``)."""
+               title: str | None = None, window_s: float | None = None, spans: tuple[Span, ...] = (),
+               facts: RunFacts | None = None) -> Path:
+    """Per-leg downlink throughput over the whole transfer (to ``facts.end_s``, else
+    ``window_s``, else the last record), capacities dashed, ``spans`` shaded, with the
+    events that explain its shape, the stalls the diagnosis found and the first seconds
+    (``run_figure.run_figure``; docs/run-figure.md)."""
     title = title or f"link utilization: {Path(run_dir).name}"
-    series = leg_series(read_stats(run_dir), t0_ms or 0.0)
-    if not any(0 <= t <= window_s for pts in series.values() for t, _ in pts):
+    tl = run_timeline(run_dir, t0_ms, capacities, window_s, facts)
+    if not any(0 <= t <= tl.end_s for t in tl.t):
         return empty_figure(path, title, "no dcemu statistics for this run")
-    return link_utilization(series, list(capacities), Path(path), title, window_s, spans)
+    found = diagnosis.stalls(tl)
+    return run_figure.run_figure(tl, found, diagnosis.diagnose(tl), Path(path), title, spans)
+
+
+def run_timeline(run_dir: Path, t0_ms: float, capacities: Sequence[float | None], window_s: float | None = None,
+                 facts: RunFacts | None = None) -> Timeline:
+    """A run's timeline (``run_events.py``) from its directory and its record's facts
+    (only ``t0_ms`` without them); ``window_s`` ends it where the record does not."""
+    facts = facts or RunFacts(t0_ms=t0_ms or 0.0)
+    if facts.end_s is None and window_s is not None:
+        facts = replace(facts, end_s=window_s)
+    return read_timeline(Path(run_dir), read_stats(run_dir), facts, capacities)
+
+
+def run_diagnosis(run_dir: Path, facts: RunFacts, capacities: Sequence[float | None] = ()) -> Diagnosis | None:
+    """The diagnosis of one run (``diagnosis.diagnose``), None without one or without records."""
+    tl = run_timeline(run_dir, facts.t0_ms, capacities, None, facts)
+    return diagnosis.diagnose(tl) if tl.t else None
 
 
 def shows_split(scenario: dict) -> bool:

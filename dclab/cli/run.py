@@ -18,7 +18,7 @@ from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..errors import InputError
 from ..experiments import experiments
-from ..experiments.base import Experiment, RunChoices
+from ..experiments.base import Experiment, RepResult, RunChoices
 from ..files import FileRefused
 from ..scenario import MAX_SEED, Scenario
 from ..testbed import NotReady
@@ -52,6 +52,25 @@ def _warn_inexact_split(s: Scenario) -> None:
     fix = f": --batch {exact} sends it exactly" if exact else ""
     err.print(f"[yellow]warning[/]: a batch of {s.batch} sends split {batch.text(s.split)} as "
               f"{batch.text(batch.shares(s.batch, s.split))}{fix}")
+
+
+def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, reps: int) -> list[str]:
+    """Each repetition's diagnosis line (dclab/analysis/diagnosis.py), where a cause's
+    stalls cost its transfer more than 5 %; prefixed with the repetition when there are
+    several."""
+    out = []
+    for rep in range(1, reps + 1):
+        rep_dir = out_dir / f"rep-{rep:02d}"
+        try:
+            result = RepResult.model_validate_json((rep_dir / "result.json").read_bytes())
+        except (OSError, ValueError):
+            continue
+        if not result.ok:
+            continue
+        d = exp.run_diagnosis(rep_dir, result.record(), shown.model_dump(mode="json"))
+        if d is not None:
+            out.append((f"rep {rep}: " if reps > 1 else "") + d.line())
+    return out
 
 
 def _command(exp: Experiment) -> click.Command:
@@ -107,6 +126,8 @@ def _command(exp: Experiment) -> click.Command:
             click.echo(exp.headline(summary))
             figure = out_dir / exp.run_figure_name
             click.echo(f"results: {out_dir}/results.json" + (f", plot: {figure}" if figure.exists() else " (no plot: no repetition got that far)"))
+            for line in _diagnoses(exp, out_dir, shown, reps):
+                click.echo(line)
         if summary.failed == reps:
             sys.exit(1)
 

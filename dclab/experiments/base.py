@@ -19,7 +19,9 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from ..analysis import figures
+from ..analysis.diagnosis import Diagnosis
 from ..analysis.metrics import mean_std
+from ..analysis.run_events import RunFacts
 from ..analysis.stand_in import stack_label
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
@@ -328,6 +330,9 @@ class Experiment(ABC, Generic[OptionsT]):
     metrics: ClassVar[tuple[Metric, ...]]  # metrics[0] is the primary one
     run_figure_name: ClassVar[str] = "run.png"  # the per-run figure in each rep directory
     run_figure_kind: ClassVar[str] = "run"  # what the per-run figure shows, for captions
+    # `dclab run` prints why a run stalled (``run_diagnosis``): experiments drawn with the
+    # leg-usage figure, whose one transfer the diagnosis times
+    diagnoses: ClassVar[bool] = False
     default: ClassVar[bool] = False  # the experiment `make demo` and `scenario show` use
     # Repetitions share one testbed (experiments/reps.py, Session): ``measure`` must then
     # leave the testbed running (no ``bed.finish()``) and put what its figure needs in the
@@ -421,13 +426,23 @@ class Experiment(ABC, Generic[OptionsT]):
     # -- figures and tables, from records (a RepResult.record() or a store row) ------------
 
     def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
-        """The time-series figure of one run (default: per-leg link utilization over its
-        first seconds; over EN-DC or a flow-controlled split, the DC bearer's legs, queues
-        and reports over the whole run)."""
+        """The time-series figure of one run (default: per-leg link utilization over the
+        whole transfer with the events that explain its shape and its first seconds,
+        docs/run-figure.md; over EN-DC or a flow-controlled split, the DC bearer's legs,
+        queues and reports over the whole run)."""
         t0 = (record.get("metrics") or {}).get("t0_ms") or 0.0
         if figures.shows_split(scenario):
             return figures.split_usage(run_dir, t0, figures.capacities_of(scenario), path, title)
-        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title)
+        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title,
+                                  facts=RunFacts.of(record, scenario))
+
+    def run_diagnosis(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any]) -> Diagnosis | None:
+        """Why one run's transfer stalled, when that cost it more than 5 % (``diagnosis.py``);
+        None for an experiment whose figure is not the leg-usage one (``diagnoses``) and for
+        a split drawn as a split bearer's."""
+        if not self.diagnoses or figures.shows_split(scenario):
+            return None
+        return figures.run_diagnosis(run_dir, RunFacts.of(record, scenario), figures.capacities_of(scenario))
 
     def run_title(self, scenario: Scenario, options: OptionsT, result: RepResult) -> str:
         stack = stack_label(result.stack, RunChoices.of(options).stand_ins)

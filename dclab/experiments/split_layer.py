@@ -39,6 +39,7 @@ from pydantic import Field, model_validator
 from ..analysis import completion, figures
 from ..analysis.metrics import jain, leg_window_means, pdcp_summary, window_means
 from ..analysis.records import Stats
+from ..analysis.run_events import RunFacts
 from ..endpoints.base import TransferResult, Workload
 from ..endpoints.mptcp.adapter import schedulers as mptcp_schedulers
 from ..files import clip
@@ -357,7 +358,8 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         if isinstance(outage, dict):
             start = float(outage["at_s"]) - t0 / 1e3
             spans = ((start, start + float(outage["duration_s"]), f"leg {outage['leg']} down"),)
-        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title, window, spans)
+        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title, window, spans,
+                                  RunFacts.of(record, scenario))
 
     def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:

@@ -1,6 +1,7 @@
 """The throughput experiment: one client downloads a file through the DC bearer; per
 repetition a fresh testbed, the goodput, timings, PDCP summary, dcemu's stats and a
-link-utilization plot of the first seconds, all kept in the run directory.
+link-utilization plot of the whole transfer with the events that explain its shape (and a
+one-line diagnosis of its stalls, docs/run-figure.md), all kept in the run directory.
 
 With ``--streams N`` (N > 1) the download is N objects of size/N bytes (``GET /<n>`` each,
 the first size % N one byte longer) requested at once on one connection, a stream each
@@ -77,6 +78,7 @@ class Throughput(Experiment[ThroughputOptions]):
     metrics = (Metric("goodput_mbps", "goodput", "Mbit/s"),)
     run_figure_name = "link-utilization.png"
     run_figure_kind = "links"
+    diagnoses = True
     simulates = True
     default = True
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.records import Stats, StatsRecords
+from ..analysis.socket_drops import append_samples
 from ..endpoints import get_stack
 from ..endpoints.base import ClientSession, ClientSpec, ServerSpec, TransferResult, Workload
 from ..flowplan import Flow, FlowPlan
@@ -29,6 +30,7 @@ from .emulator import Emulator, require_root
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
 from .inspection import Inspection, write_guide
 from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, udp_rcvbuf_errors, wait_listening
+from .udp_drops import DropSampler
 
 
 class TestbedError(RuntimeError):
@@ -260,15 +262,28 @@ class Testbed:
 
         threads = [threading.Thread(target=one, args=(f,), name=f"client-{f.name}") for f in chosen]
         drops_before = self._udp_drops()
+        sampler = DropSampler(lambda *cmd: self.ns.exec(self.ns.client, *cmd), self.ns.inodes.get(self.ns.client),
+                              timeout_s + 60, self._stats_ms, self._journal_pid)
+        sampler.start()
         for t in threads:
             t.start()
-        died = self._watch(threads, any_failed=lambda: any(not r.ok for r in results.values()))
+        try:
+            died = self._watch(threads, any_failed=lambda: any(not r.ok for r in results.values()))
+        finally:
+            append_samples(self.workdir, sampler.stop())
         drops_after = self._udp_drops()
         self.client_udp_drops = (drops_after - drops_before if drops_before is not None and drops_after is not None
                                  else None)
         if died:
             raise PartDied(died)
         return {f.name: results[f.name] for f in chosen}
+
+    def _stats_ms(self, wall: float) -> float | None:
+        return (wall - self.start_wall) * 1e3 if self.start_wall is not None else None
+
+    def _journal_pid(self, pid: int) -> None:
+        if self.journal is not None:
+            self.journal.add_pid(pid)
 
     def _udp_drops(self) -> int | None:
         """The client namespace's UDP datagrams dropped for a full receive buffer so far."""
