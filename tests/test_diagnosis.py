@@ -1,0 +1,166 @@
+"""The run's timeline, its stalls and their diagnosis (dclab/analysis/run_events.py,
+diagnosis.py), the socket drop samples' file, the sender's qlog events and the run figure,
+on hand-made records: no root, no run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from figure_checks import figure
+
+from dclab.analysis import diagnosis, qlog_recovery, socket_drops
+from dclab.analysis.diagnosis import THRESHOLD, diagnose, stalls
+from dclab.analysis.records import Bearer, Direction, Leg, Rx, Stats
+from dclab.analysis.run_events import RunFacts, Timeline, timeline
+from dclab.analysis.run_figure import run_figure
+from dclab.analysis.socket_drops import DropSample
+
+DT_MS = 10.0
+TRANSFER_S = 10.0
+
+
+def records(stall: tuple[float, float] | None = None, queue_drops_at: float | None = None,
+            expiry_at: float | None = None) -> list[Stats]:
+    """dcemu's interval records of a 10 s transfer (t0 = 0): both legs carry 20 Mbit/s and
+    40 reach the client, except in ``stall`` (start, end s) where nothing does; leg1's
+    queue drops 5 packets in the interval ending at ``queue_drops_at``, t-Reordering
+    expires once at ``expiry_at``."""
+    out = []
+    queue = expiries = 0
+    for i in range(1, int(TRANSFER_S * 1e3 / DT_MS) + 1):
+        t = i * DT_MS / 1e3
+        idle = stall is not None and stall[0] < t - 1e-9 and t <= stall[1] + 1e-9
+        if queue_drops_at is not None and abs(t - queue_drops_at) < 1e-9:
+            queue += 5
+        if expiry_at is not None and abs(t - expiry_at) < 1e-9:
+            expiries += 1
+        rate = 0.0 if idle else 20.0
+        legs = [Leg(name="leg1", downlink=Direction(out_mbps=rate, dropped_queue_packets=queue)),
+                Leg(name="leg2", downlink=Direction(out_mbps=rate))]
+        out.append(Stats(type="interval", t_ms=i * DT_MS, dt_ms=DT_MS, legs=legs,
+                         bearers=[Bearer(name="dc", delivered_mbps=2 * rate, rx=Rx(timer_expiries=expiries))]))
+    return out
+
+
+def line_of(tl: Timeline) -> str | None:
+    d = diagnose(tl)
+    return d.line() if d is not None else None
+
+
+FACTS = RunFacts(t0_ms=0.0, end_s=TRANSFER_S, socket_drops=407, t_reordering_ms=200.0)
+
+
+def test_socket_drops_before_a_stall_are_named_with_their_remedy():
+    tl = timeline(records(stall=(4.0, 4.8)), FACTS, [DropSample(3800.0, 400), DropSample(3820.0, 7)])
+    [s] = stalls(tl)
+    assert (s.start_s, s.end_s, s.cause) == (pytest.approx(4.0), pytest.approx(4.8), "socket_drops")
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "socket_drops" and d.share == pytest.approx(0.08)
+    assert d.line() == ("diagnosis: 0.8 s stalled (8 % of the 10.0 s transfer) after 407 datagrams dropped at the "
+                        "client's socket: see --udp-buffer large")
+
+
+def test_the_threshold_is_five_percent_of_the_transfer():
+    assert THRESHOLD == 0.05
+    drops = [DropSample(3900.0, 50)]
+    below = timeline(records(stall=(4.0, 4.48)), FACTS, drops)  # 4.8 %
+    above = timeline(records(stall=(4.0, 4.53)), FACTS, drops)  # 5.3 %
+    assert [s.cause for s in stalls(below)] == ["socket_drops"] and diagnose(below) is None
+    assert diagnose(above) is not None
+
+
+def test_t_reordering_expiry_ending_a_stall_is_named_with_a_shorter_timer_or_a_matched_split():
+    tl = timeline(records(stall=(5.0, 5.7), expiry_at=5.71), FACTS, [])
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "t_reordering" and d.main.count == 1
+    assert "1 t-Reordering expiry (200 ms wait each)" in d.line()
+    assert d.line().endswith("see a shorter --t-reordering, now 200 ms, or a --split matched to the legs")
+
+
+def test_queue_drops_are_named_before_the_expiry_they_cause():
+    tl = timeline(records(stall=(2.0, 2.9), queue_drops_at=1.8, expiry_at=2.91), FACTS, [])
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "queue_drops" and d.main.count == 5
+    assert "5 packets dropped in the legs' queues" in d.line()
+    assert "--queue" in d.line() and "--split" in d.line()
+
+
+def test_socket_drops_come_first_and_other_causes_above_the_threshold_follow():
+    recs = records(stall=(2.0, 2.9), queue_drops_at=1.9)
+    # a second stall, after socket drops only, and longer
+    for r in recs:
+        if 6.0 < r.t_ms / 1e3 <= 7.2:
+            recs[recs.index(r)] = r.model_copy(update={"bearers": [Bearer(name="dc", delivered_mbps=0.0, rx=Rx())]})
+    tl = timeline(recs, FACTS, [DropSample(5900.0, 407)])
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "socket_drops" and [o.cause for o in d.others] == ["queue_drops"]
+    assert "; also 0.9 s after 5 packets dropped in the legs' queues" in d.line()
+
+
+def test_a_stall_after_no_event_or_long_after_one_is_not_diagnosed():
+    assert diagnose(timeline(records(stall=(4.0, 5.0)), FACTS, [])) is None
+    far = timeline(records(stall=(4.0, 5.0)), FACTS, [DropSample(4000.0 - 1e3 * (diagnosis.LOOKBACK_S + 0.1), 407)])
+    assert [s.cause for s in stalls(far)] == [None] and diagnose(far) is None
+
+
+def test_short_dips_and_the_time_after_the_last_byte_are_not_stalls():
+    tl = timeline(records(stall=(4.0, 4.03)), FACTS, [DropSample(3990.0, 3)])  # 30 ms: under MIN_STALL_S
+    assert stalls(tl) == []
+    ended = timeline(records(stall=(9.0, 10.0)), RunFacts(end_s=8.9), [DropSample(8950.0, 9)])
+    assert stalls(ended) == [] and diagnose(ended) is None
+
+
+def test_timeline_counts_events_per_interval_from_cumulative_counters():
+    tl = timeline(records(queue_drops_at=1.0, expiry_at=2.0), FACTS, [DropSample(500.0, 3)])
+    assert [(e.cause, e.where, e.count, e.t_s) for e in tl.events] == [
+        ("socket_drops", "", 3, pytest.approx(0.5)), ("queue_drops", "leg1", 5, pytest.approx(1.0)),
+        ("t_reordering", "dc", 1, pytest.approx(2.0))]
+    assert tl.socket_drops == 407 and tl.socket_drops_timed and not tl.sender_logged
+    untimed = timeline(records(), FACTS, None)
+    assert untimed.socket_drops == 407 and not untimed.socket_drops_timed
+
+
+def test_run_facts_from_a_record_and_its_scenario():
+    record = {"metrics": {"t0_ms": 812.5, "client_udp_drops": 407},
+              "flows": [{"completion_s": 8.5, "transfer": {"request_wall": 1000.0}}]}
+    assert RunFacts.of(record, {"t_reordering": None}) == RunFacts(812.5, 8.5, 1000.0, 407, None)
+    assert RunFacts.of({}, {}) == RunFacts(0.0, None, None, None, 200.0)
+
+
+def test_socket_drop_samples_round_trip_and_a_torn_line_is_skipped(tmp_path):
+    assert socket_drops.read_samples(tmp_path) is None
+    socket_drops.append_samples(tmp_path, [DropSample(20.0, 3)])
+    socket_drops.append_samples(tmp_path, [DropSample(10.0, 1)])
+    with open(tmp_path / socket_drops.DROPS_FILE, "ab") as f:
+        f.write(b'{"t_ms": 30')
+    assert socket_drops.read_samples(tmp_path) == [DropSample(10.0, 1), DropSample(20.0, 3)]
+
+
+def test_sender_losses_and_ptos_from_the_server_qlog(tmp_path):
+    assert qlog_recovery.sender_events(tmp_path, 1000.0) is None
+    events = [{"name": "recovery:packet_lost", "time": 1000_500.0, "data": {}},
+              {"name": "recovery:packet_lost", "time": 1000_505.0, "data": {}},
+              {"name": "recovery:loss_timer_updated", "time": 1001_200.0,
+               "data": {"event_type": "expired", "timer_type": "pto"}},
+              {"name": "recovery:loss_timer_updated", "time": 1001_300.0,
+               "data": {"event_type": "set", "timer_type": "pto"}}]
+    client = {"vantage_point": {"type": "client"}, "events": events}
+    server = {"vantage_point": {"type": "server"}, "events": events}
+    (tmp_path / "server" / "q").mkdir(parents=True)
+    (tmp_path / "server" / "q" / "a.qlog").write_text(json.dumps({"traces": [client, server]}))
+    got = qlog_recovery.sender_events(tmp_path, 1000.0)
+    assert [(e.kind, e.count, e.t_s) for e in got or []] == [("loss", 2, pytest.approx(0.51)),
+                                                           ("pto", 1, pytest.approx(1.21))]
+
+
+def test_the_figure_shows_the_whole_transfer_its_events_and_its_first_seconds(tmp_path):
+    tl = timeline(records(stall=(4.0, 4.8), queue_drops_at=1.0), FACTS, [DropSample(3800.0, 407)], [],
+                  [20.0, 20.0])
+    found = stalls(tl)
+    info = figure(run_figure(tl, found, diagnose(tl), tmp_path / "f.png", "a run"),
+                  ["whole transfer (10.0 s, 0.02 s means)", "", "the first 3 s (10 ms intervals)"], "a run")
+    whole, strip, first = info.axes
+    assert whole.x == pytest.approx((0.01, 9.99)) and [s.label for s in whole.series] == ["leg1", "leg2"]
+    assert strip.scatters == 2  # socket drops, leg1's queue drops
+    assert first.lines == 2 and first.x == pytest.approx((0.01, 3.01))
