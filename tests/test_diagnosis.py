@@ -86,6 +86,14 @@ def test_queue_drops_are_named_before_the_expiry_they_cause():
     assert "--queue" in d.line() and "--split" in d.line()
 
 
+def test_a_reordering_wait_is_put_down_to_the_queue_drops_before_it_not_to_socket_drops():
+    # socket drops inside the wait (a release burst) cannot open a PDCP gap
+    tl = timeline(records(stall=(2.0, 2.9), queue_drops_at=1.8, expiry_at=2.9), FACTS, [DropSample(2100.0, 60)])
+    assert [s.cause for s in stalls(tl)] == ["queue_drops"]
+    alone = timeline(records(stall=(2.0, 2.9), expiry_at=2.9), FACTS, [DropSample(2100.0, 60)])
+    assert [s.cause for s in stalls(alone)] == ["t_reordering"]
+
+
 def test_socket_drops_come_first_and_other_causes_above_the_threshold_follow():
     recs = records(stall=(2.0, 2.9), queue_drops_at=1.9)
     # a second stall, after socket drops only, and longer

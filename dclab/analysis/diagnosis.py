@@ -12,9 +12,12 @@ What a stall is, and what it costs:
   began until the interval in which delivery resumed (a t-Reordering expiry is counted
   when its wait ends, i.e. at the stall's end; drops come before the stall they cause,
   the sender's loss detection and probe timeout taking some round trips);
-- a stall after events of several causes is put down to one, the first in DIAGNOSED:
-  a datagram lost at the client's socket or in a leg's queue is lost outright, and a
-  t-Reordering expiry is how a lost packet's gap ends, so the loss is named first;
+- a stall after events of several causes is put down to one. A stall that ends with a
+  t-Reordering expiry is the PDCP receiver's wait for a gap: a datagram dropped at the
+  client's socket cannot open a gap (it is lost after PDCP), so it is put down to the
+  queue drops before it that can, else to t-Reordering itself. Any other stall is put
+  down to the first in DIAGNOSED that happened around it (socket drops, then queue
+  drops: the sender stopped for the datagrams it lost);
 - a cause's *cost* is the summed duration of the stalls put down to it, over the
   transfer's duration; the diagnosis names the costliest cause when its cost is more than
   THRESHOLD, and every other cause above THRESHOLD after it.
@@ -137,7 +140,10 @@ def stalls(tl: Timeline) -> list[Stall]:
         if b - a < MIN_STALL_S - 1e-9:
             continue
         near = {e.cause for e in tl.events if a - LOOKBACK_S <= e.t_s <= b + tl.dt_s + 1e-9}
-        out.append(Stall(max(a, 0.0), b, next((c for c in DIAGNOSED if c in near), None)))
+        waited = any(e.cause == "t_reordering" and b - tl.dt_s - 1e-9 <= e.t_s <= b + tl.dt_s + 1e-9
+                     for e in tl.events)
+        order = ("queue_drops", "t_reordering") if waited else DIAGNOSED
+        out.append(Stall(max(a, 0.0), b, next((c for c in order if c in near), None)))
     return out
 
 
