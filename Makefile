@@ -14,13 +14,15 @@ QUINN := build/bin/dclab-quinn
 NOQ_SRC := dclab/endpoints/noq/rs
 NOQ := build/bin/dclab-noq
 
-.PHONY: setup build test check bench demo clean-net help
+.PHONY: setup build test check bench demo clean-net help docs docs-serve
 
 help:
 	@echo "make demo   install, build, run the default DC throughput experiment"
 	@echo "make test   install, build, run every check and test"
 	@echo "make check  the static checks alone (rustfmt, clippy, levels, ruff, mypy)"
 	@echo "make bench  measure dcemu against the kernel path; writes bench/out/ (tracked files unchanged)"
+	@echo "make docs   build the documentation site into site/ (mkdocs build --strict)"
+	@echo "make docs-serve  serve the documentation site at http://127.0.0.1:8000, rebuilt on every change"
 
 # Installs what is missing; does nothing when everything is there.
 setup: $(VENV)/.installed $(VENV2020)/.installed
@@ -74,8 +76,9 @@ check: setup
 	cd $(QUICGO_SRC) && go vet ./...
 	bash emu/check-levels.sh
 	$(PY) scripts/check_levels.py
-	$(VENV)/bin/ruff check dclab tests scripts bench
+	$(VENV)/bin/ruff check dclab tests scripts bench docs/hooks.py
 	$(VENV)/bin/mypy
+	$(MKDOCS) build --strict --quiet
 
 # dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`);
 # as root they include those #[ignore]d for needing root (namespaces, TUN devices). The
@@ -86,6 +89,16 @@ test: build check
 	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
 	$(CARGO) test --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
 	$(PY) -m pytest -q --durations=20 tests
+
+# The documentation site (mkdocs.yml; docs/hooks.py generates the pages that must follow the
+# code). --strict: a broken link or a page missing from the nav fails the build.
+# NO_MKDOCS_2_WARNING silences the Material theme's banner about its successor.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+docs: setup
+	$(MKDOCS) build --strict
+
+docs-serve: setup
+	$(MKDOCS) serve
 
 bench: build
 	$(PY) bench/run.py

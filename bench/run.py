@@ -3,8 +3,10 @@
 by a plain veth pair), against its targets (bench/table.py).
 
 A run writes only under bench/out/ (gitignored): results-<YYYYmmdd-HHMMSS>.json,
-latest.json and table.md, and prints the table. `--update-readme` (for maintainers) also
-rewrites README.md between the bench markers and the tracked bench/results.json. A run
+latest.json and table.md, and prints the table. `--update-docs` (for maintainers; also
+spelled `--update-readme`, its name from when the table lived in the README) also rewrites
+the benchmarks page, docs/explanation/benchmarks.md, between the bench markers, and the
+tracked bench/results.json. A run
 that fails or is interrupted (Ctrl-C, SIGTERM) keeps what it measured in
 bench/out/results.partial.json and removes its namespaces and processes.
 
@@ -45,13 +47,13 @@ REPEATS_DEFAULT, REPEATS_MIN, REPEATS_MAX = 3, 1, 20
 @dataclass(frozen=True)
 class Paths:
     out_dir: Path = ROOT / "bench" / "out"
-    readme: Path = ROOT / "README.md"
+    page: Path = ROOT / "docs" / "explanation" / "benchmarks.md"  # the table between its bench markers
     tracked_json: Path = ROOT / "bench" / "results.json"
 
 
-def write_outputs(results: dict, table: str, paths: Paths, update_readme: bool, stamp: str) -> list[Path]:
-    """bench/out/results-STAMP.json, latest.json, table.md; with update_readme also the
-    README's table and the tracked results.json. Returns what it wrote."""
+def write_outputs(results: dict, table: str, paths: Paths, update_docs: bool, stamp: str) -> list[Path]:
+    """bench/out/results-STAMP.json, latest.json, table.md; with update_docs also the
+    benchmarks page's table and the tracked results.json. Returns what it wrote."""
     paths.out_dir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, indent=2) + "\n"
     written = []
@@ -59,10 +61,10 @@ def write_outputs(results: dict, table: str, paths: Paths, update_readme: bool, 
                        (paths.out_dir / "table.md", table + "\n")):
         p.write_text(content)
         written.append(p)
-    if update_readme:
-        paths.readme.write_text(replace_between_markers(paths.readme.read_text(), table))
+    if update_docs:
+        paths.page.write_text(replace_between_markers(paths.page.read_text(), table))
         paths.tracked_json.write_text(text)
-        written += [paths.readme, paths.tracked_json]
+        written += [paths.page, paths.tracked_json]
     return written
 
 
@@ -100,7 +102,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="bench/run.py",
         description="Measure dcemu against the kernel path and its targets.\n"
                     "Writes bench/out/results-TIME.json, bench/out/latest.json and bench/out/table.md and prints\n"
-                    "the table; changes no tracked file unless --update-readme is given. An interrupted or failed\n"
+                    "the table; changes no tracked file unless --update-docs is given. An interrupted or failed\n"
                     "run keeps what it measured in bench/out/results.partial.json. Needs root and a built dcemu.",
         epilog="sections (for --only; the default runs all, in this order):\n" + "\n".join(f"  {s:<10} {h}" for s, h in SECTION_HELP.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -111,12 +113,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", type=_only, default=list(SECTIONS), metavar="SECTION[,SECTION]",
                    help="run only these sections (comma-separated; names below); the table then shows only what was "
                         "measured [default: all]")
-    p.add_argument("--update-readme", action="store_true",
-                   help="for maintainers: also rewrite README.md's table (between the bench markers) and the tracked "
-                        "bench/results.json; needs the full bench (no --only)")
+    # --update-readme: the option's name from when the table lived in the README, kept working.
+    p.add_argument("--update-docs", "--update-readme", dest="update_docs", action="store_true",
+                   help="for maintainers: also rewrite the table of docs/explanation/benchmarks.md (between the bench "
+                        "markers) and the tracked bench/results.json; needs the full bench (no --only)")
     args = p.parse_args(argv)
-    if args.update_readme and args.only != list(SECTIONS):
-        p.error("--update-readme needs the full bench: the README table must not lose rows (drop --only)")
+    if args.update_docs and args.only != list(SECTIONS):
+        p.error("--update-docs needs the full bench: the benchmarks page's table must not lose rows (drop --only)")
     return args
 
 
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None, paths: Paths | None = None) -> int:
             signal.signal(s, h)
     table = render_table(results)
     print(table)
-    for p in write_outputs(results, table, paths, args.update_readme, stamp):
+    for p in write_outputs(results, table, paths, args.update_docs, stamp):
         log(f"wrote {p}")
     return 0
 

@@ -1,5 +1,6 @@
 """The bench's markdown table: one row per measure, dcemu beside the kernel path, and each
-target with whether the measured median meets it; and where it goes in the README."""
+target with whether the measured median meets it; and where it goes on the benchmarks page
+(docs/explanation/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -184,6 +185,6 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def replace_between_markers(text: str, table: str) -> str:
     if START not in text or END not in text or text.index(START) > text.index(END):
-        raise ValueError(f"README has no {START} ... {END} markers")
+        raise ValueError(f"the page has no {START} ... {END} markers")
     a, b = text.index(START) + len(START), text.index(END)
     return text[:a] + "\n" + table + "\n" + text[b:]

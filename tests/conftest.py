@@ -32,7 +32,7 @@ def pytest_collection_modifyitems(config, items):
 # The skips CI accepts, by marker: under CI=true any other skipped test fails the run, so a
 # missing stack, tool or privilege cannot pass unseen.
 ALLOWED_SKIPS: dict[str, str] = {
-    # The release check (README, "Release check"): long real-time runs whose short versions
+    # The release check (CONTRIBUTING.md, "Tests": the release check): long real-time runs whose short versions
     # run in every CI run (tests/test_directions.py).
     "slow": "slow: set DCLAB_SLOW=1",
 }

@@ -427,7 +427,7 @@ def dcemu_download(tmp_path, stack_name: str, size: int):
 @pytest.mark.root
 @pytest.mark.slow
 def test_dcemu_default_scenario_against_ngtcp2_bbr(tmp_path):
-    """The README's BBR goodputs through dcemu (20 MB, `-s` prints them). Slow: every make
+    """The BBR goodputs of docs/explanation/stacks.md through dcemu (20 MB, `-s` prints them). Slow: every make
     test runs both stacks with BBR through the same scenario (tests/test_stacks_dcemu.py)."""
     size = 20_000_000
     aq = dcemu_download(tmp_path, "aioquic", size)

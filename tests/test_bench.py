@@ -16,11 +16,11 @@ import bench.figures as figures
 import bench.run as run
 import bench.table as table
 
-README = """# dclab
+PAGE = """# Benchmarks
 
 Some text before.
 
-## Benchmarks
+## The sections
 
 Prose that stays.
 
@@ -28,7 +28,7 @@ Prose that stays.
 | old | table |
 <!-- bench:end -->
 
-## Layout
+## After the table
 
 Text after.
 """
@@ -42,12 +42,12 @@ def bench():
 
 @pytest.fixture
 def paths(bench, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(README)
+    page = tmp_path / "benchmarks.md"
+    page.write_text(PAGE)
     tracked = tmp_path / "bench" / "results.json"
     tracked.parent.mkdir()
     tracked.write_text('{"old": true}\n')
-    return bench.Paths(out_dir=tmp_path / "bench" / "out", readme=readme, tracked_json=tracked)
+    return bench.Paths(out_dir=tmp_path / "bench" / "out", page=page, tracked_json=tracked)
 
 
 def fake_measure(results: dict, sections: list[str]) -> None:
@@ -83,7 +83,7 @@ def test_default_run_writes_only_under_out_dir(fake, paths, tmp_path, capsys):
     after = files_under(tmp_path)
     changed = {k for k in after if before.get(k) != after[k]}
     assert changed and all(k.startswith("bench/out/") for k in changed)
-    assert paths.readme.read_text() == README
+    assert paths.page.read_text() == PAGE
     assert paths.tracked_json.read_text() == '{"old": true}\n'
     names = sorted(p.name for p in paths.out_dir.iterdir())
     assert len(names) == 3 and names[0] == "latest.json" and names[1].startswith("results-") and names[2] == "table.md"
@@ -98,24 +98,25 @@ def test_default_run_writes_only_under_out_dir(fake, paths, tmp_path, capsys):
     assert table.strip() in capsys.readouterr().out
 
 
-def test_update_readme_rewrites_only_between_markers(fake, paths, capsys):
-    assert fake.main(["--update-readme", "--repeats", "1"], paths) == 0
-    text = paths.readme.read_text()
+@pytest.mark.parametrize("option", ["--update-docs", "--update-readme"])  # the old name still works
+def test_update_docs_rewrites_only_between_markers(fake, paths, capsys, option):
+    assert fake.main([option, "--repeats", "1"], paths) == 0
+    text = paths.page.read_text()
     start, end = "<!-- bench:start -->", "<!-- bench:end -->"
-    assert text[: text.index(start)] == README[: README.index(start)]
-    assert text[text.index(end):] == README[README.index(end):]
+    assert text[: text.index(start)] == PAGE[: PAGE.index(start)]
+    assert text[text.index(end):] == PAGE[PAGE.index(end):]
     table = (paths.out_dir / "table.md").read_text()
     assert text[text.index(start) + len(start): text.index(end)] == "\n" + table
     assert "| old | table |" not in text
     assert json.loads(paths.tracked_json.read_text()) == json.loads((paths.out_dir / "latest.json").read_text())
 
 
-def test_update_readme_needs_the_full_bench(fake, paths, capsys):
+def test_update_docs_needs_the_full_bench(fake, paths, capsys):
     with pytest.raises(SystemExit) as e:
-        fake.main(["--update-readme", "--only", "kernel"], paths)
+        fake.main(["--update-docs", "--only", "kernel"], paths)
     assert e.value.code == 2
-    assert "--update-readme" in capsys.readouterr().err
-    assert paths.readme.read_text() == README and not paths.out_dir.exists()
+    assert "--update-docs" in capsys.readouterr().err
+    assert paths.page.read_text() == PAGE and not paths.out_dir.exists()
 
 
 @pytest.mark.parametrize("bad", ["0", "21", "-1", "x", "2.5"])
@@ -152,7 +153,7 @@ def test_help_explains_each_option(bench, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args(["--help"])
     out = capsys.readouterr().out
-    for word in ("--repeats", "--only", "--update-readme", *figures.SECTIONS):
+    for word in ("--repeats", "--only", "--update-docs", *figures.SECTIONS):
         assert word in out
 
 
@@ -259,7 +260,7 @@ def test_partial_result_when_measuring_raises(fake, paths, monkeypatch):
     partial = json.loads((paths.out_dir / "results.partial.json").read_text())
     assert partial["figures"]["kernel.tcp_gbps"]["runs"] == [12.5]
     assert sorted(p.name for p in paths.out_dir.iterdir()) == ["results.partial.json"]
-    assert paths.readme.read_text() == README and paths.tracked_json.read_text() == '{"old": true}\n'
+    assert paths.page.read_text() == PAGE and paths.tracked_json.read_text() == '{"old": true}\n'
 
 
 def test_interrupt_keeps_partial_and_exits_130(fake, paths, monkeypatch):
@@ -269,12 +270,18 @@ def test_interrupt_keeps_partial_and_exits_130(fake, paths, monkeypatch):
 
     before = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(fake, "measure_sections", interrupted)
-    assert fake.main(["--update-readme"], paths) == 130
+    assert fake.main(["--update-docs"], paths) == 130
     assert json.loads((paths.out_dir / "results.partial.json").read_text())["figures"]["unlimited.tcp_gbps"]["median"] == 3.0
-    assert paths.readme.read_text() == README
+    assert paths.page.read_text() == PAGE
     assert signal.getsignal(signal.SIGTERM) == before
 
 
-def test_replace_between_markers_refuses_a_readme_without_them(bench):
+def test_replace_between_markers_refuses_a_page_without_them(bench):
     with pytest.raises(ValueError):
         table.replace_between_markers("no markers here", "| t |")
+
+
+def test_the_benchmarks_page_holds_the_table_markers(bench):
+    """--update-docs rewrites docs/explanation/benchmarks.md between its markers: both are there, in order."""
+    text = bench.Paths().page.read_text()
+    assert text.index(table.START) < text.index(table.END)

@@ -6,7 +6,7 @@ connection at high loss, and QUIC 0-RTT saving a round trip.
 Each direction is a ratio (or a saving) checked against a bound of tests/measured.py,
 derived from runs of these tests kept in tests/data/measured.jsonl, so that a change that
 weakens a direction by 20 % fails. The long versions are the release check
-(``DCLAB_SLOW=1``; README, "Release check")."""
+(``DCLAB_SLOW=1``; CONTRIBUTING.md, "Tests": the release check)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Our compiled stacks (quic-go, quinn, noq) over a plain veth pair, what holds for all:
 several connections with parallel streams, sequential streams and assignment, byte ranges
 and pre-established connections, workloads they refuse, downloads that time out, and
-(slow) the goodput of 100 MB downloads with every controller, which the README quotes.
+(slow) the goodput of 100 MB downloads with every controller, which docs/explanation/stacks-go-rust.md quotes.
 What is each library's own is in test_endpoint_quicgo.py, test_endpoint_quinn.py and
 test_endpoint_noq.py."""
 
@@ -160,7 +160,7 @@ def test_timeout_mid_transfer(bench):
 
 @pytest.mark.slow
 def test_download_100mb_every_cc(bench):
-    """The README's figures for the plain veth pair (no dcemu): three 100 MB downloads with
+    """The figures of docs/explanation/stacks-go-rust.md for the plain veth pair (no dcemu): three 100 MB downloads with
     each congestion control the stack offers, one server per controller; `-s` prints each
     controller's median and every run in Gbit/s."""
     for cc in bench.stack.ccs:

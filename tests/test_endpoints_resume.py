@@ -382,7 +382,7 @@ def test_zero_rtt_response_waits_for_the_clients_address_to_be_validated(tmp_pat
     answers the 0-RTT request at once but only within three times what the client's first
     flight brought (RFC 9000 section 8); the rest waits for the client's Handshake packet.
     The aioquic-token variant (the address counted as validated, as a NEW_TOKEN would)
-    sends past that limit (README, "0-RTT and the anti-amplification limit")."""
+    sends past that limit (docs/explanation/workloads.md, "0-RTT and the anti-amplification limit")."""
     from dclab.analysis.qlog_flight import is_server, read_traces, server_flight
     from dclab.flowplan import Flow, single_bearer_plan
     from dclab.scenario import Scenario, build

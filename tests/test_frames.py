@@ -1,5 +1,5 @@
 """A result store as pandas DataFrames (dclab.campaign.frames), its Parquet export
-(`dclab results export`), and the README's pandas example, on hand-made stores (no root)."""
+(`dclab results export`), and the pandas example of docs/how-to/pandas.md, on hand-made stores (no root)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dclab.campaign.frames import flows_frame, runs_frame
 from dclab.campaign.store import NotAStore, RunRecord, Store
 from dclab.cli.results import results
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PANDAS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "pandas.md"
 BATCHES = [2.0, 100.0, 500.0]
 HOSTS = ["quic-default", "tcp"]
 
@@ -249,19 +249,19 @@ def test_export_refuses_what_is_not_a_store(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.sqlite"] and junk.read_text() == "not sqlite"
 
 
-def readme_example() -> str:
-    text = README.read_text()
-    m = re.search(r"<!-- test_frames: README example -->\n```python\n(.*?)```", text, re.S)
-    assert m, "README.md lost its pandas example (marker <!-- test_frames: README example -->)"
+def pandas_example() -> str:
+    text = PANDAS_PAGE.read_text()
+    m = re.search(r"<!-- test_frames: pandas example -->\n```python\n(.*?)```", text, re.S)
+    assert m, "docs/how-to/pandas.md lost its pandas example (marker <!-- test_frames: pandas example -->)"
     return m.group(1)
 
 
-def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
+def test_the_pandas_page_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path / "results"))
     make_store(tmp_path / "results" / "smoke" / "store.sqlite")
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
-    exec(compile(readme_example(), "README.md", "exec"), ns)
+    exec(compile(pandas_example(), str(PANDAS_PAGE), "exec"), ns)
     mean = ns["mean"]
     assert list(mean.columns) == HOSTS and list(mean.index) == BATCHES
     assert mean.loc[500.0, "tcp"] == pytest.approx((goodput(500.0, "tcp", 1) + goodput(500.0, "tcp", 2)) / 2)

@@ -79,15 +79,15 @@ def _python_levels() -> dict[str, int]:
 
 def test_the_documents_name_every_room_at_the_level_the_checkers_enforce():
     """docs/architecture.md's tables and the two checkers agree room by room, and the
-    README's layout names every room, so neither document can drift from the code."""
+    layout in CONTRIBUTING.md names every room, so neither document can drift from the code."""
     assert _doc_levels("dcemu") == _emu_levels()
     assert _doc_levels("dclab") == _python_levels()
-    readme = (ROOT / "README.md").read_text()
-    layout = readme.split("emu/                   Rust crate", 1)[1].split("```", 1)[0]
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    layout = contributing.split("emu/                   Rust crate", 1)[1].split("```", 1)[0]
     for room in _emu_levels():
-        assert f"src/{room}/" in layout or f"{room}.rs" in layout, f"the README's layout lacks emu/src/{room}"
+        assert f"src/{room}/" in layout or f"{room}.rs" in layout, f"CONTRIBUTING.md's layout lacks emu/src/{room}"
     for room in _python_levels():
-        assert f" {room}/" in layout or f" {room}.py" in layout, f"the README's layout lacks dclab/{room}"
+        assert f" {room}/" in layout or f" {room}.py" in layout, f"CONTRIBUTING.md's layout lacks dclab/{room}"
     # and every room on disk has a level (a new one would go unchecked)
     on_disk = {p.stem for p in (ROOT / "dclab").iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
     assert on_disk - {"__init__", "__main__"} == set(_python_levels())

@@ -322,7 +322,7 @@ def test_the_aioquic_client_writes_its_receive_trace_on_request(tmp_path):
 
 @pytest.mark.root  # to drop to nobody
 def test_a_simulated_run_needs_no_root():
-    """As the README says: `--backend sim` creates nothing on the host, so a user runs it."""
+    """As docs/explanation/sim-runs.md says: `--backend sim` creates nothing on the host, so a user runs it."""
     import tempfile
     from pathlib import Path
 

@@ -1,5 +1,5 @@
 """What a QUIC server sent before and after it validated the client's address, read from
-its aioquic qlog (``--qlog`` keeps the qlogs of a run; the README's "0-RTT and the
+its aioquic qlog (``--qlog`` keeps the qlogs of a run; docs/explanation/workloads.md's "0-RTT and the
 anti-amplification limit" uses this).
 
 Until a server has validated the client's address (aioquic: when it receives a Handshake

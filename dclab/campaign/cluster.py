@@ -53,7 +53,7 @@ BAD_WORKER_ERRORS = 3  # runs in a row that could not start on one worker retire
 POLL_S = 5.0  # how often the coordinator looks at the workers while waiting
 # Dask's cost per run (submit, pack, send, unpack, store). Measured here: 0.19 s per smoke
 # run (one local worker against the local runner), 0.5 s to pack and unpack the 39 MB
-# directory of a 100 MB throughput run; see the README's "Campaigns on many machines".
+# directory of a 100 MB throughput run; see docs/explanation/cluster.md.
 CLUSTER_OVERHEAD_S = 0.5
 # What a worker's archive may unpack to on the coordinator (a 100 MB throughput run's
 # directory is 39 MB): far above any run, far below a disk.

@@ -27,8 +27,8 @@ from .plan import OVERHEAD_S, PlannedRun, run_flows, run_key
 
 BOUNDS = {"goodput_mbps": ("relative", 0.10), "jfi": ("absolute", 0.05)}
 # What a simulated run takes, from its emulated twin's estimate (its virtual seconds plus the
-# set-up): measured over shard 1/20 of the paper campaign on two processes (README, "dcemu
-# sim"): 0.37 s per throughput run (emulated estimate 54 s), 0.68 s per fairness run (186 s).
+# set-up): measured over shard 1/20 of the paper campaign on two processes (docs/explanation/sim-runs.md,
+# "Speed"): 0.37 s per throughput run (emulated estimate 54 s), 0.68 s per fairness run (186 s).
 SIM_RUN_S = 0.15
 SIM_S_PER_S = 0.0035
 

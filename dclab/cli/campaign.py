@@ -281,7 +281,7 @@ def recover_host(say: Callable[[str], None]) -> None:
 
 @click.group()
 def campaign() -> None:
-    """Campaigns described in campaigns/NAME.toml (see the README for the format)."""
+    """Campaigns described in campaigns/NAME.toml (the format: docs/reference/campaign-file.md)."""
 
 
 @campaign.command("list")

@@ -16,7 +16,7 @@ MAX_SPIN_US = 10_000  # dcemu's bound (emu/src/main.rs MAX_SPIN_US)
 # One text per option, shared by the experiments' options and `dclab shell`.
 HELP = {
     "busy_poll": "Run dcemu with --busy-poll: it polls instead of sleeping, which cuts the RTT it adds and its timing "
-                 "error (README, Benchmarks) but takes a whole core; for latency studies.",
+                 "error (docs/explanation/benchmarks.md) but takes a whole core; for latency studies.",
     "realtime": "Run dcemu with real-time (SCHED_FIFO) priority: shorter timer tails when the CPU is contended, but "
                 "dcemu then wins every contest for CPU against the endpoints.",
     "spin_us": f"dcemu busy-waits the last N microseconds before each deadline (0 to {MAX_SPIN_US}; more CPU, less "

@@ -40,7 +40,7 @@ enum Cmd {
     /// --duration, writes a stats record per interval and a final summary, and removes
     /// the devices on exit.
     Run {
-        /// Scenario file (TOML); see the README for every field.
+        /// Scenario file (TOML); see docs/reference/dcemu-scenario.md for every field.
         scenario: PathBuf,
         /// Stop after this many seconds (more than 0, at most 10 years).
         #[arg(long, allow_negative_numbers = true)]

@@ -27,7 +27,7 @@ ServerHello selected the offered PSK ("selected PSK-resumption mode"), and has
 disabled) and the server's EncryptedExtensions carried the early_data extension (its
 acceptance, RFC 8446 4.2.10). A client without that log leaves both None. Known: with
 0-RTT this version stalls after the first bytes (the client's Handshake Finished leaves
-only at its PTO; README.md, "Known in ngtcp2 0.12.1"); it is measured as it is.
+only at its PTO; docs/explanation/workloads.md, "Known in ngtcp2 0.12.1"); it is measured as it is.
 
 Client, and how it measures. Printing the client's debug output costs several lines per
 packet (millions of lines for a GB, with the receiver's CPU as the bottleneck), so the

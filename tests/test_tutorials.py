@@ -1,0 +1,187 @@
+"""The tutorials' commands (docs/tutorials/*.md) against the code, so a tutorial cannot
+drift from it. Every ```sh block there is marked on the line before it,
+`<!-- tutorial: quick -->` (runs in about a minute) or `<!-- tutorial: slow -->`.
+
+Always (no root): every command line starts with a known program, and every `dclab`
+subcommand and option it names exists in click's own command tree.
+As root (`-m root`): the quick blocks run for real in a temporary directory; the slow ones
+only with DCLAB_SLOW=1. A quick block must not need what a slow one makes (a campaign's
+store), so each runs on its own; a tutorial's blocks run in order in one directory."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+
+from dclab.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIALS = sorted(p for p in (ROOT / "docs" / "tutorials").glob("*.md") if p.stem != "index")
+MARKED = re.compile(r"<!-- tutorial: (quick|slow) -->\n```sh\n(.*?)```", re.S)
+ANY_SH = re.compile(r"^```(sh|bash|console|shell)\s*$", re.M)
+
+# Programs a tutorial may start a command with: the project's own, and the few tools the
+# tutorials use to look at what a run left.
+PROGRAMS = {"dclab", "dcemu", "make", "python", "python3", "bash", "zcat", "tail", "sqlite3", "tshark", "cargo"}
+# Words in front of a program that do not change which program runs.
+PREFIXES = {"sudo", "time"}
+
+
+@dataclass(frozen=True)
+class Block:
+    tutorial: str
+    index: int
+    speed: str
+    text: str
+
+    def commands(self) -> list[str]:
+        """Its command lines: continuations joined, comments and blank lines dropped."""
+        joined = self.text.replace("\\\n", " ")
+        return [line.split(" #", 1)[0].strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+    @property
+    def id(self) -> str:
+        return f"{self.tutorial}#{self.index}-{self.speed}"
+
+
+def blocks() -> list[Block]:
+    out = []
+    for path in TUTORIALS:
+        for i, m in enumerate(MARKED.finditer(path.read_text()), 1):
+            out.append(Block(path.stem, i, m.group(1), m.group(2)))
+    return out
+
+
+def words(command: str) -> list[str]:
+    """The words of one pipeline stage, without environment assignments and prefixes."""
+    ws = shlex.split(command)
+    while ws and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", ws[0]) or ws[0] in PREFIXES):
+        ws.pop(0)
+    return ws
+
+
+def stages(command: str) -> list[str]:
+    return [s for s in re.split(r"\s*(?:\||&&|;)\s*", command) if s]
+
+
+def resolve(argv: list[str]) -> tuple[click.Command, list[str], str]:
+    """The click command `dclab ARGV...` names, the words after it, and its full name."""
+    cmd: click.Command = app
+    name = "dclab"
+    rest = list(argv)
+    while isinstance(cmd, click.Group) and rest and not rest[0].startswith("-"):
+        with click.Context(cmd, info_name=name) as ctx:
+            sub = cmd.get_command(ctx, rest[0])
+        assert sub is not None, f"`{name} {rest[0]}` is no dclab command"
+        name += " " + rest.pop(0)
+        cmd = sub
+    return cmd, rest, name
+
+
+def option_names(cmd: click.Command) -> set[str]:
+    names = {"--help", "-h"}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            names.update(p.opts)
+            names.update(p.secondary_opts)
+    return names
+
+
+def check_dclab(argv: list[str]) -> None:
+    cmd, rest, name = resolve(argv)
+    assert not isinstance(cmd, click.Group) or rest and rest[0] in ("--help", "-h"), f"`{name}` needs a subcommand"
+    known = option_names(cmd)
+    for word in rest:
+        if word == "--":  # what follows is another program's (dclab shell -- CMD)
+            break
+        if word.startswith("-") and len(word) > 1 and not re.fullmatch(r"-\d.*", word):
+            opt = word.split("=", 1)[0]
+            assert opt in known, f"`{name}` has no option {opt} (it has {', '.join(sorted(known))})"
+
+
+def test_every_tutorial_block_is_marked():
+    """A ```sh block without a marker would escape both checks below."""
+    for path in TUTORIALS:
+        text = path.read_text()
+        for m in ANY_SH.finditer(text):
+            before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            assert re.fullmatch(r"<!-- tutorial: (quick|slow) -->", before), (
+                f"{path.relative_to(ROOT)}: a ```{m.group(1)} block without <!-- tutorial: quick|slow --> on the line before")
+    assert len(TUTORIALS) >= 6 and len(blocks()) >= 20
+
+
+@pytest.mark.parametrize("block", blocks(), ids=lambda b: b.id)
+def test_commands_name_what_exists(block: Block):
+    for command in block.commands():
+        for stage in stages(command):
+            ws = words(stage)
+            assert ws, f"{block.id}: empty command in {command!r}"
+            program = Path(ws[0]).name
+            assert program in PROGRAMS, f"{block.id}: {program!r} is not a known program ({', '.join(sorted(PROGRAMS))})"
+            if program == "dclab":
+                check_dclab(ws[1:])
+
+
+def test_the_check_catches_drift():
+    """The checks above fail on a subcommand or option that does not exist."""
+    check_dclab(["run", "throughput", "--size", "20MB", "--out", "x"])
+    with pytest.raises(AssertionError, match="no dclab command"):
+        check_dclab(["run", "no-such-experiment"])
+    with pytest.raises(AssertionError, match="has no option --no-such-option"):
+        check_dclab(["campaign", "plan", "smoke", "--no-such-option"])
+
+
+# -- running them (root) -----------------------------------------------------------------------
+
+
+def with_out(argv: list[str], tmp: Path, n: int) -> list[str]:
+    """A dclab command that takes --out but was given none writes into the temporary directory."""
+    try:
+        cmd, _, _ = resolve(argv)
+    except AssertionError:
+        return argv
+    if "--out" in option_names(cmd) and not any(w == "--out" or w.startswith("--out=") for w in argv):
+        sep = argv.index("--") if "--" in argv else len(argv)
+        return argv[:sep] + ["--out", str(tmp / f"out-{n}")] + argv[sep:]
+    return argv
+
+
+def run_block(block: Block, tmp: Path) -> None:
+    env = dict(os.environ, DCLAB_RESULTS=str(tmp / "results"))
+    # The environment running the tests provides dclab and python; dcemu is the checkout's.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), str(ROOT / "emu" / "target" / "release"), env["PATH"]])
+    for link in ("data", "campaigns", "scripts"):  # relative paths in the tutorials
+        if not (tmp / link).exists():
+            (tmp / link).symlink_to(ROOT / link)
+    for n, command in enumerate(block.commands()):
+        ws = words(command) if not any(op in command for op in ("|", "&&", ";")) else None
+        if ws and Path(ws[0]).name == "make":
+            argv = ["make", "-C", str(ROOT), *ws[1:]]
+            p = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
+        elif ws and Path(ws[0]).name == "dclab":
+            assignments = {k: v for k, v in (w.split("=", 1) for w in shlex.split(command)[: shlex.split(command).index(ws[0])] if "=" in w)}
+            argv = with_out(ws[1:], tmp, n)
+            p = subprocess.run([sys.executable, "-m", "dclab.cli", *argv], cwd=tmp, env={**env, **assignments},
+                               capture_output=True, text=True)
+        else:
+            p = subprocess.run(["bash", "-c", command], cwd=tmp, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, f"{block.id}: `{command}` exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("tutorial", [p.stem for p in TUTORIALS])
+def test_tutorial_runs(tutorial: str, tmp_path: Path):
+    slow = os.environ.get("DCLAB_SLOW") == "1"
+    chosen = [b for b in blocks() if b.tutorial == tutorial and (slow or b.speed == "quick")]
+    if not chosen:
+        pytest.skip(f"{tutorial}: every block is slow (DCLAB_SLOW=1 runs them)")
+    for block in chosen:
+        run_block(block, tmp_path)
