@@ -154,6 +154,11 @@ def with_out(argv: list[str], tmp: Path, n: int) -> list[str]:
     return argv
 
 
+# A bound on each command, so that a hung run fails the test instead of CI's whole budget;
+# the slow blocks' longest (a campaign) stays well inside it.
+COMMAND_TIMEOUT_S = 3600
+
+
 def run_block(block: Block, tmp: Path) -> None:
     env = dict(os.environ, DCLAB_RESULTS=str(tmp / "results"))
     # The environment running the tests provides dclab and python; dcemu is the checkout's.
@@ -165,14 +170,15 @@ def run_block(block: Block, tmp: Path) -> None:
         ws = words(command) if not any(op in command for op in ("|", "&&", ";")) else None
         if ws and Path(ws[0]).name == "make":
             argv = ["make", "-C", str(ROOT), *ws[1:]]
-            p = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
+            p = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
         elif ws and Path(ws[0]).name == "dclab":
             assignments = {k: v for k, v in (w.split("=", 1) for w in shlex.split(command)[: shlex.split(command).index(ws[0])] if "=" in w)}
             argv = with_out(ws[1:], tmp, n)
             p = subprocess.run([sys.executable, "-m", "dclab.cli", *argv], cwd=tmp, env={**env, **assignments},
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
         else:
-            p = subprocess.run(["bash", "-c", command], cwd=tmp, env=env, capture_output=True, text=True)
+            p = subprocess.run(["bash", "-c", command], cwd=tmp, env=env, capture_output=True, text=True,
+                               timeout=COMMAND_TIMEOUT_S)
         assert p.returncode == 0, f"{block.id}: `{command}` exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
 
 
