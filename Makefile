@@ -17,7 +17,7 @@ QUINN := build/bin/dclab-quinn
 NOQ_SRC := dclab/endpoints/noq/rs
 NOQ := build/bin/dclab-noq
 
-.PHONY: setup build test check bench demo clean-net help docs docs-serve
+.PHONY: setup build emu-build test check bench demo clean-net help docs docs-serve
 
 help:
 	@echo "make demo   install, build, run the default DC throughput experiment"
@@ -50,7 +50,10 @@ $(VENV2020)/.installed: requirements-aioquic2020.lock
 	$(VENV2020)/bin/pip check
 	touch $@
 
-build: setup $(QUICGO) $(QUINN) $(NOQ)
+build: setup $(QUICGO) $(QUINN) $(NOQ) emu-build
+
+# dcemu (cargo decides what to rebuild).
+emu-build:
 	cd emu && $(CARGO) build --release --locked
 
 # The quic-go, quinn and noq stacks' programs (dclab/endpoints/quicgo/go, dclab/endpoints/quinn/rs,
@@ -106,10 +109,12 @@ docs-serve: setup
 bench: build
 	$(PY) bench/run.py
 
-# Installs and builds only what the demo runs (the Python environment and dcemu), so a
-# fresh machine gets to the plot quickly; `make build` (or `make test`) adds the rest.
-demo: $(VENV)/.installed
-	cd emu && $(CARGO) build --release --locked
+# Installs and builds only what the demo runs (the Python environment and dcemu, side by
+# side: pip waits on the network while cargo compiles), so a fresh machine gets to the plot
+# quickly; `make build` (or `make test`) adds the rest.
+demo:
+	@scripts/setup.sh $(DEMO_APT_PACKAGES)
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed emu-build
 	$(VENV)/bin/dclab run throughput
 	@echo "demo: done. 'make build' adds the other stacks (quic-go, quinn, noq, ngtcp2, aioquic 2020), iperf3,"
 	@echo "      tshark and Chromium; 'make test' installs, builds and checks everything."
