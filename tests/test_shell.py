@@ -71,8 +71,10 @@ def test_curl_fetches_from_a_server_command_through_dcemu_with_its_exit_status(t
     assert 0 <= first - second <= 100 and first + second >= 2_000_000 / 1280, (first, second)
     info = figure(out / "link-utilization.png")
     assert info.command.startswith("python -m dclab.cli shell --bw 8,8 --out"), info.command
-    ax = check(info.axes[0], legend=["leg1", "leg2"], lines=2, hlines=[8.0, 8.0], ylabel="leg throughput (Mbit/s)")
-    assert ax.title.startswith("per-leg downlink while `sh -c"), ax.title
+    # The run figure (dclab/analysis/run_figure.py): the whole run first, the legend below the panels.
+    ax = check(info.axes[0], lines=2, hlines=[8.0, 8.0], ylabel="leg throughput\n(Mbit/s)")
+    assert [s.label for s in ax.series] == ["leg1", "leg2"], ax.series
+    assert (info.suptitle or "").startswith("per-leg downlink while `sh -c"), info.suptitle
     assert all(s.y[1] > 0 and s.mean is not None and s.mean <= 8 * 1.02 for s in ax.series), "each leg carried some, within its 8 Mbit/s"
     assert "Serving HTTP" in (out / "server-cmd.log").read_text() or "GET /body" in (out / "server-cmd.log").read_text()
     assert host_state() == before and namespaces() == ns_before

@@ -65,7 +65,7 @@ def test_success_leaves_nothing(tmp_path):
         r = tb.run_clients(60)["dc"]
         assert r.ok and r.bytes == 1_000_000, r.error
         tag, pids = tb.ns.tag, [p for p, _ in tb.journal.data["pids"]]
-        assert len(pids) == 2  # dcemu and the server
+        assert len(pids) == 3  # dcemu, the server and the client's socket-drop sampler (testbed/udp_drops.py)
     assert_clean(tag, pids, before)
     stats = (tmp_path / "dcemu-stats.jsonl").read_text().splitlines()
     assert '"type":"summary"' in stats[-1], "dcemu wrote its summary"
