@@ -6,7 +6,9 @@ Always (no root): every command line starts with a known program, and every `dcl
 subcommand and option it names exists in click's own command tree.
 As root (`-m root`): the quick blocks run for real in a temporary directory; the slow ones
 only with DCLAB_SLOW=1. A quick block must not need what a slow one makes (a campaign's
-store), so each runs on its own; a tutorial's blocks run in order in one directory."""
+store), so each runs on its own; a tutorial's blocks run in order in one directory. Each
+figure the page names for those runs must have been drawn, and with
+DCLAB_TUTORIAL_FIGURES=1 it is kept under docs/tutorials/figures, where the page shows it."""
 
 from __future__ import annotations
 
@@ -182,6 +184,47 @@ def run_block(block: Block, tmp: Path) -> None:
         assert p.returncode == 0, f"{block.id}: `{command}` exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
 
 
+FIGURE = re.compile(r"`(runs/[^`\s]+\.png)`")
+# Where DCLAB_TUTORIAL_FIGURES=1 keeps the figures the runs drew, for the pages to show.
+FIGURES = ROOT / "docs" / "tutorials" / "figures"
+
+
+def out_dirs(chosen: list[Block]) -> list[str]:
+    """The run directories the blocks name (``--out DIR``)."""
+    out = []
+    for block in chosen:
+        for command in block.commands():
+            ws = shlex.split(command)
+            out += [ws[i + 1] for i, w in enumerate(ws[:-1]) if w == "--out"]
+    return out
+
+
+def named_figures(tutorial: str, dirs: list[str]) -> list[str]:
+    """The figures the tutorial's text names (`runs/.../x.png`) inside those directories;
+    `rep-NN` stands for any repetition."""
+    text = (ROOT / "docs" / "tutorials" / f"{tutorial}.md").read_text()
+    return sorted({f for f in FIGURE.findall(text) if any(f.startswith(d.rstrip("/") + "/") for d in dirs)})
+
+
+def kept_name(tutorial: str, figure: str) -> str:
+    """The file a figure is kept as under FIGURES: runs/tput/link-utilization.png of the DC
+    study is dc-study/tput-link-utilization.png."""
+    return f"{tutorial}/{figure.removeprefix('runs/').replace('/rep-NN/', '-').replace('/', '-')}"
+
+
+def test_every_figure_a_page_shows_was_kept():
+    """A tutorial shows the figures its runs draw, kept under docs/tutorials/figures by
+    DCLAB_TUTORIAL_FIGURES=1 (below): every one it shows is there, and every kept one is shown."""
+    shown = set()
+    for path in TUTORIALS:
+        for ref in re.findall(r"!\[[^\]]*\]\((figures/[^)]+)\)", path.read_text()):
+            assert (path.parent / ref).is_file(), f"{path.relative_to(ROOT)} shows {ref}, which is missing"
+            shown.add((path.parent / ref).resolve())
+    kept = {p.resolve() for p in FIGURES.rglob("*.png")}
+    assert kept <= shown, f"kept but shown on no page: {sorted(str(p) for p in kept - shown)}"
+    assert len(shown) >= 5
+
+
 @pytest.mark.root
 @pytest.mark.parametrize("tutorial", [p.stem for p in TUTORIALS])
 def test_tutorial_runs(tutorial: str, tmp_path: Path):
@@ -191,3 +234,11 @@ def test_tutorial_runs(tutorial: str, tmp_path: Path):
         pytest.skip(f"{tutorial}: every block is slow (DCLAB_SLOW=1 runs them)")
     for block in chosen:
         run_block(block, tmp_path)
+    # Each figure the text names for these runs was drawn (rep-NN: any repetition).
+    for figure in named_figures(tutorial, out_dirs(chosen)):
+        drawn = sorted(tmp_path.glob(figure.replace("rep-NN", "rep-*")))
+        assert drawn, f"{tutorial}: the page names {figure}, which its commands did not draw"
+        if os.environ.get("DCLAB_TUTORIAL_FIGURES") == "1":  # a maintainer refreshing the pages' figures
+            kept = FIGURES / kept_name(tutorial, figure)
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_bytes(drawn[0].read_bytes())
