@@ -120,7 +120,9 @@ def split_figure(s: SplitSeries, capacities: Sequence[float | None], path: Path,
     ax_queue.set_ylim(bottom=0)
     if s.t:
         ax_events.set_xlim(0, max(s.t))
-    ax_rate.set_title(f"{title} (split {s.policy})", fontsize=10)
+    # Run titles already name a non-static policy (Scenario.split_text); say it once.
+    named = f"split {s.policy}" in title
+    ax_rate.set_title(title if named else f"{title} (split {s.policy})", fontsize=10)
     ax_rate.legend(loc="lower right", fontsize=7)
     ax_queue.legend(loc="upper right", fontsize=7)
     for ax in (ax_rate, ax_queue):
