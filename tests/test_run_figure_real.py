@@ -49,9 +49,13 @@ def test_default_buffer_run_samples_its_socket_drops_and_prints_the_analysis_dia
 
 
 def test_large_buffer_run_drops_nothing_at_the_socket_and_names_no_socket_drops(tmp_path):
-    stdout, result, rep = run(tmp_path / "large", "--udp-buffer", "large")
+    stdout, result, rep = run(tmp_path / "large", "--udp-buffer", "large", "--json")
     assert (tmp_path / "large" / "link-utilization.png").is_file()
     assert result.details["client_udp_drops"] == 0
     assert read_samples(rep) == []
-    assert not any("client's socket" in line for line in diagnosis_lines(stdout))
+    # --json carries the diagnosis lines as a list: those of the run's records, none naming the socket
+    diagnoses = json.loads(stdout)["diagnoses"]
+    want = figures.run_diagnosis(rep, RunFacts.of(result.record(), {"t_reordering": 200.0}), [20.0, 20.0])
+    assert diagnoses == ([want.line()] if want is not None else [])
+    assert not any("client's socket" in line for line in diagnoses)
     assert json.loads((rep / "result.json").read_text())["ok"]

@@ -114,7 +114,8 @@ def _command(exp: Experiment) -> click.Command:
         except NotReady as e:
             raise click.ClickException(str(e)) from None
         if as_json:
-            click.echo(json.dumps({**exp.json_output(summary), "out": str(out_dir)}))
+            click.echo(json.dumps({**exp.json_output(summary), "out": str(out_dir),
+                                   "diagnoses": _diagnoses(exp, out_dir, shown, reps)}))
         else:
             t = exp.table(summary)
             table = RichTable(show_header=True)
