@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import orjson
+from .qlog_flight import is_server, read_traces
 
 BIN_S = 0.01  # dcemu's stats interval
 MAX_BYTES = 512 * 1024 * 1024  # a qlog larger than this is not read (a long run's: parse time and memory)
@@ -51,11 +51,11 @@ def sender_events(run_dir: Path, request_wall: float) -> list[SenderEvent] | Non
     read = False
     for path in files:
         try:
-            doc = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            traces = read_traces(path)
+        except (OSError, ValueError):  # unreadable, or not a JSON qlog
             continue
-        for trace in doc.get("traces") or [] if isinstance(doc, dict) else []:
-            if not isinstance(trace, dict) or (trace.get("vantage_point") or {}).get("type") != "server":
+        for trace in traces:
+            if not is_server(trace):
                 continue
             read = True
             for e in trace.get("events") or []:
