@@ -172,3 +172,15 @@ def test_the_figure_shows_the_whole_transfer_its_events_and_its_first_seconds(tm
     assert whole.x == pytest.approx((0.01, 9.99)) and [s.label for s in whole.series] == ["leg1", "leg2"]
     assert strip.scatters == 2  # socket drops, leg1's queue drops
     assert first.lines == 2 and first.x == pytest.approx((0.01, 3.01))
+
+
+def test_a_transfer_shorter_than_the_first_seconds_is_drawn_once_at_every_record(tmp_path):
+    """A 2 s transfer: the whole of it at dcemu's 10 ms records, no third panel that
+    would repeat it; its events still in the strip."""
+    short = RunFacts(t0_ms=0.0, end_s=2.0, socket_drops=None, t_reordering_ms=200.0)
+    tl = timeline(records(queue_drops_at=1.0), short, None, [], [20.0, 20.0])
+    info = figure(run_figure(tl, stalls(tl), diagnose(tl), tmp_path / "f.png", "a short run"),
+                  ["whole transfer (2.0 s, 10 ms intervals)", ""], "a short run")
+    whole, strip = info.axes
+    assert whole.lines == 2 and whole.x == pytest.approx((0.01, 2.01))
+    assert strip.scatters == 1  # leg1's queue drops

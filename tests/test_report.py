@@ -150,7 +150,7 @@ def links_figure(path: Path) -> FigureInfo:
     3.5 s after the request (write_stats: 12 to 20 Mbit/s every 10 ms) a line per leg, each
     leg's 20 Mbit/s dashed; an event strip that says it has none; the first 3 s at every
     record. Its title is the figure's suptitle."""
-    info = figure(path, ["whole transfer (3.5 s)", "", "the first 3 s (10 ms intervals)"])
+    info = figure(path, ["whole transfer (3.5 s, 10 ms intervals)", "", "the first 3 s (10 ms intervals)"])
     whole, strip, first = info.axes
     check(strip, texts=["no drops, expiries or sender losses recorded"], lines=0, scatters=0)
     for ax, end in ((whole, 3.5), (first, 3.01)):

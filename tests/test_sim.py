@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -44,6 +45,7 @@ def test_throughput_on_the_simulation_backend(tmp_path):
     # exceeded on average (a single 10 ms record may: jitter moves packets between records)
     info = figure(rep / "link-utilization.png")
     assert info.command.startswith("python -m dclab.cli run throughput --backend sim"), info.command
+    assert info.suptitle == "aioquic reno, 10 MB, batch 100, split 50:50 (simulated)", info.suptitle
     # The run figure (dclab/analysis/run_figure.py): the whole transfer, the legend below the panels.
     ax = check(info.axes[0], lines=2, hlines=[20.0, 20.0], ylabel="leg throughput\n(Mbit/s)")
     assert [s.label for s in ax.series] == ["leg1", "leg2"], ax.series
@@ -151,7 +153,7 @@ def test_jobs_are_for_simulated_runs_only(tmp_path):
 
 def test_the_report_draws_both_backends_of_a_point_as_two_series():
     """An emulated run and its simulated twin at the same swept value land in one sweep
-    figure as two series, told apart by the backend."""
+    figure as two series, the simulated one labelled as such."""
     from dclab.analysis.figures import series_of
     from dclab.campaign.report import sweep_groups
 
@@ -164,7 +166,10 @@ def test_the_report_draws_both_backends_of_a_point_as_two_series():
 
     [(_, _, grouped)] = sweep_groups([row("e", "emu"), row("s", "sim")])
     labels = series_of(grouped)
-    assert (labels["e"], labels["s"]) == ("tcp backend=emu", "tcp backend=sim")
+    assert (labels["e"], labels["s"]) == ("tcp", "tcp (simulated)")
+    # and a figure of simulated runs alone still says so
+    [(_, _, alone)] = sweep_groups([row("s", "sim")])
+    assert series_of(alone)["s"] == "tcp (simulated)"
 
 
 def test_udp_receive_buffer_drops_are_read_from_the_kernels_counters():
@@ -336,4 +341,9 @@ def test_a_simulated_run_needs_no_root():
                             "dclab.cli", "run", "throughput", "--backend", "sim", "--size", "2MB", "--json", "--out",
                             str(home / "run")], capture_output=True, text=True, env=env, timeout=120)
         assert p.returncode == 0, p.stderr[-2000:]
+        p_text = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+                                 "-m", "dclab.cli", "run", "throughput", "--backend", "sim", "--size", "2MB", "--out",
+                                 str(home / "text")], capture_output=True, text=True, env=env, timeout=120)
+        assert "throughput (simulated): aioquic reno" in p_text.stderr, p_text.stderr[-2000:]
+        assert re.search(r"^goodput: [\d.]+ Mbit/s \(simulated\)$", p_text.stdout, re.M), p_text.stdout
         assert json.loads(p.stdout)["failed"] == 0 and (home / "run" / "rep-01" / "result.json").stat().st_uid != 0

@@ -81,7 +81,7 @@ def _differing(rows: list[dict], part: str) -> list[str]:
     at: dict[tuple, list[dict]] = {}
     for r in rows:
         at.setdefault((r.get("value_num"), r.get("value")), []).append(r.get(part) or {})
-    keys = sorted({k for r in rows for k in (r.get(part) or {})} - {"stack", "cc", "udp_buffer", "stand_in"})
+    keys = sorted({k for r in rows for k in (r.get(part) or {})} - {"stack", "cc", "udp_buffer", "stand_in", "backend"})
     return [k for k in keys if any(len({repr(d.get(k)) for d in ds}) > 1 for ds in at.values())]
 
 
@@ -90,8 +90,9 @@ def series_of(rows: list[dict]) -> dict[str, str]:
     congestion control and none ran on a stand-in model, else 'stack cc host_config' (a
     stand-in's stack as ``stand_in.stack_label`` shows it); then any option or scenario
     field in which rows at the same swept value differ (a campaign's groups), as
-    ``name=value``. Rows that all carry a ``series`` of their own (an experiment's view of
-    its runs) keep it."""
+    ``name=value``; a simulated run's label ends in "(simulated)", whether or not emulated
+    runs share its figure. Rows that all carry a ``series`` of their own (an experiment's
+    view of its runs) keep it."""
     if rows and all(isinstance(r.get("series"), str) for r in rows):
         return {r["run_key"]: r["series"] for r in rows}
     combos = {(row_stack(r), r.get("cc")) for r in rows}
@@ -101,7 +102,8 @@ def series_of(rows: list[dict]) -> dict[str, str]:
     def label(r: dict) -> str:
         base = r.get("host_config") or "-" if plain else f"{row_stack(r)} {r.get('cc')} {r.get('host_config')}"
         extra = [f"{k}={_short((r.get(part) or {}).get(k))}" for part, k in keys]
-        return " ".join([base, *extra])
+        simulated = ["(simulated)"] if (r.get("options") or {}).get("backend") == "sim" else []
+        return " ".join([base, *extra, *simulated])
 
     return {r["run_key"]: label(r) for r in rows}
 

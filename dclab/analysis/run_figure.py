@@ -121,26 +121,32 @@ def _label(tl: Timeline, cause: Cause, where: str) -> str:
 def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None, path: Path, title: str,
                spans: Sequence[Span] = (), zoom_s: float = ZOOM_S) -> Path:
     """Three panels (the whole transfer, its events, its first ``zoom_s`` seconds) and a
-    legend below them; the diagnosis line (if any) under the title."""
+    legend below them; the diagnosis line (if any) under the title. A transfer no longer
+    than ``zoom_s`` is drawn whole at full resolution, without the third panel, which
+    would repeat it."""
     span = max(tl.end_s, tl.dt_s)
     rows = _rows(tl)
-    fig = plt.figure(figsize=(9, 8.2))
-    grid = fig.add_gridspec(3, 1, height_ratios=[3, 0.45 * max(len(rows), 1) + 0.3, 2.4], hspace=0.4)
+    zoomed = span > zoom_s
+    fig = plt.figure(figsize=(9, 8.2 if zoomed else 5.8))
+    strip = 0.45 * max(len(rows), 1) + 0.3
+    grid = fig.add_gridspec(3 if zoomed else 2, 1, height_ratios=[3, strip, 2.4] if zoomed else [3, strip],
+                            hspace=0.4 if zoomed else 0.12)
     ax_all = fig.add_subplot(grid[0])
     ax_ev = fig.add_subplot(grid[1], sharex=ax_all)
-    ax_zoom = fig.add_subplot(grid[2])
+    ax_zoom = fig.add_subplot(grid[2]) if zoomed else None
     bin_s = max(tl.dt_s, round(span / MAX_POINTS, 2))
     colors = _legs(ax_all, tl, 0.0, span, bin_s)
-    zoom = min(zoom_s, span)
-    _legs(ax_zoom, tl, 0.0, zoom, None)
+    if ax_zoom is not None:
+        _legs(ax_zoom, tl, 0.0, zoom_s, None)
     for ax in (ax_all, ax_ev, ax_zoom):
-        _shade(ax, found, spans)
+        if ax is not None:
+            _shade(ax, found, spans)
     for y, (cause, where) in enumerate(rows):
         evs = [e for e in tl.of(cause) if e.where == where or cause != "queue_drops"]
         _events(ax_ev, evs, y, MARKS[cause], tl.t_reordering_ms)
-        # in the first seconds: the same marks along the top, one height per row
-        _events(ax_zoom, [e for e in evs if e.t_s <= zoom], 0.97 - 0.07 * y, MARKS[cause], tl.t_reordering_ms,
-                ax_zoom.get_xaxis_transform())
+        if ax_zoom is not None:  # in the first seconds: the same marks along the top, one height per row
+            _events(ax_zoom, [e for e in evs if e.t_s <= zoom_s], 0.97 - 0.07 * y, MARKS[cause],
+                    tl.t_reordering_ms, ax_zoom.get_xaxis_transform())
     ax_ev.set_yticks(range(len(rows)), [c.replace("_", " ") + (f" {w}" if w else "") for c, w in rows], fontsize=7)
     ax_ev.set_ylim(-0.6, max(len(rows), 1) - 0.4)
     if not rows:
@@ -150,16 +156,19 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
     ax_all.set_xlim(0, span)
     ax_all.tick_params(labelbottom=False)
     ax_ev.set_xlabel("time since the request (s)", fontsize=8)
-    ax_zoom.set_xlim(0, zoom)
     peak = max((v for ys in tl.legs.values() for v in ys), default=0.0) or 1.0
     ax_all.set_ylim(0, peak * 1.05)
-    ax_zoom.set_ylim(0, peak * 1.4)  # room along the top for the marks
+    means = f", {bin_s:g} s means" if bin_s > tl.dt_s else f", {tl.dt_s * 1e3:g} ms intervals"
+    ax_all.set_title(f"whole transfer ({span:.1f} s{means})", fontsize=8)
     for ax in (ax_all, ax_zoom):
-        ax.set_ylabel("leg throughput\n(Mbit/s)", fontsize=8)
-        ax.grid(alpha=0.3)
-    ax_all.set_title(f"whole transfer ({span:.1f} s{f', {bin_s:g} s means' if bin_s > tl.dt_s else ''})", fontsize=8)
-    ax_zoom.set_title(f"the first {zoom:g} s ({tl.dt_s * 1e3:g} ms intervals)", fontsize=8)
-    ax_zoom.set_xlabel("time since the request (s)", fontsize=8)
+        if ax is not None:
+            ax.set_ylabel("leg throughput\n(Mbit/s)", fontsize=8)
+            ax.grid(alpha=0.3)
+    if ax_zoom is not None:
+        ax_zoom.set_xlim(0, zoom_s)
+        ax_zoom.set_ylim(0, peak * 1.4)  # room along the top for the marks
+        ax_zoom.set_title(f"the first {zoom_s:g} s ({tl.dt_s * 1e3:g} ms intervals)", fontsize=8)
+        ax_zoom.set_xlabel("time since the request (s)", fontsize=8)
     handles: list[Line2D | Patch] = [Line2D([], [], color=c, label=name) for name, c in colors.items()]
     if any(tl.capacities.values()):
         handles.append(Line2D([], [], color="0.3", linestyle="--", linewidth=0.8, label="configured rate"))
@@ -174,9 +183,10 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
         handles.append(Patch(color=MARKS[c].color, alpha=0.18,
                              label=f"{n} stall{'s' if n != 1 else ''} after {c.replace('_', ' ')} ({total:.2f} s)"))
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle(title, fontsize=10, y=0.985)
+    fig.suptitle(title, fontsize=10, y=1 - 0.12 / fig.get_figheight())
     note = diagnosis.line() if diagnosis is not None else f"diagnosis: no cause stalled the transfer for more than {100 * THRESHOLD:g} %"
-    fig.text(0.5, 0.945, note, ha="center", fontsize=7.5, color="tab:red" if diagnosis else "0.35", wrap=True)
+    fig.text(0.5, 1 - 0.45 / fig.get_figheight(), note, ha="center", fontsize=7.5, color="tab:red" if diagnosis else "0.35", wrap=True)
     legend_rows = math.ceil(len(handles) / 2)
-    fig.subplots_adjust(top=0.91, bottom=0.09 + 0.022 * legend_rows, left=0.12, right=0.97)
+    inch = 1 / fig.get_figheight()  # the title, diagnosis line and legend keep their size in inches
+    fig.subplots_adjust(top=1 - 0.74 * inch, bottom=(0.74 + 0.18 * legend_rows) * inch, left=0.12, right=0.97)
     return save_figure(fig, path)

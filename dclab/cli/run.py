@@ -103,7 +103,8 @@ def _command(exp: Experiment) -> click.Command:
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
         stack = stack_label(plan.stack_label(), RunChoices.of(options).stand_ins)
         links = f"link {shown.link}" if shown.link else f"bw {shown.bw} Mbit/s"
-        err.print(f"[bold]{exp.name}[/]: {stack} {plan.cc_label()}, x {reps}, {links}, "
+        simulated = " (simulated)" if RunChoices.of(options).backend == "sim" else ""
+        err.print(f"[bold]{exp.name}[/]{simulated}: {stack} {plan.cc_label()}, x {reps}, {links}, "
                   f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, {shown.split_text()}, "
                   f"seed {shown.seed} -> {out_dir}")
         _warn_inexact_split(shown)
@@ -124,7 +125,7 @@ def _command(exp: Experiment) -> click.Command:
             for row in t.rows:
                 table.add_row(*row)
             Console().print(table)
-            click.echo(exp.headline(summary))
+            click.echo(exp.headline(summary) + simulated)
             figure = out_dir / exp.run_figure_name
             click.echo(f"results: {out_dir}/results.json" + (f", plot: {figure}" if figure.exists() else " (no plot: no repetition got that far)"))
             for line in _diagnoses(exp, out_dir, shown, reps):

@@ -216,8 +216,10 @@ def run_rep(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, re
     result.details["jitter"] = s.jitter()  # the semantics as run: the field's None depends on the link
     # A one_testbed experiment draws from what its measure left in rep_dir (dcemu's stats are the testbed's).
     if draw and (exp.one_testbed or (stats_file(rep_dir) is not None and result.t0_ms is not None)):
-        exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name,
-                       exp.run_title(s, options, result))
+        title = exp.run_title(s, options, result)
+        if setup.choices.backend == "sim":  # a model's result is labelled wherever it appears
+            title += " (simulated)"
+        exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name, title)
     write_json(rep_dir / "result.json", result.model_dump(mode="json"))
     return result
 
