@@ -5,7 +5,7 @@ download's record lacks (stores from before ``stop_packets``, ``group_packets``)
 from its run's server log; for BBR groups, how many rate equalizations (the engine's
 "rate" records) a download's group made. Then the paper's Tables 6-9 shape as Markdown
 (experiments/mquic.py ``paper_tables``) for the settings measured with more than one
-controller. docs/mquic.md, "Fidelity", quotes its output:
+controller. docs/mquic-fidelity.md, "Fidelity", quotes its output:
 
     .venv/bin/python scripts/mquic_evidence.py results/mquic-fidelity
     .venv/bin/python scripts/mquic_evidence.py results/mquic        # the tables-* groups

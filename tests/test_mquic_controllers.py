@@ -1,4 +1,4 @@
-"""mQUIC's aioquic controllers (docs/mquic.md, "The controllers"), driven by synthetic
+"""mQUIC's aioquic controllers (docs/mquic-implementation.md, "The controllers"), driven by synthetic
 sends, ACKs, RTT samples and losses of aioquic's QuicSentPacket: unattached they are
 plain NewReno/CUBIC; attached they start at IW/N, synchronize on NFEs, stop, and
 equalize in congestion avoidance."""

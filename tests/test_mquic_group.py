@@ -1,7 +1,7 @@
 """mQUIC groups in the aioquic server: a client workload whose connections name a group in
 their ``cc_options`` sends the ``dclab-mquic`` header, the server (``--cc mquic-reno``)
 attaches the connections' controllers to the group, and on SIGTERM writes the group's
-joins and decisions to ``mquic.jsonl`` (docs/mquic.md, "The server")."""
+joins and decisions to ``mquic.jsonl`` (docs/mquic-implementation.md, "The server")."""
 
 from __future__ import annotations
 

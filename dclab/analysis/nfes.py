@@ -1,4 +1,4 @@
-"""The evidence behind mQUIC's completion times (docs/mquic.md, "Fidelity"): per size and
+"""The evidence behind mQUIC's completion times (docs/mquic-fidelity.md, "Fidelity"): per size and
 mode, what the downloads' NFEs were. A download is the mquic experiment's record
 (``experiments/mquic.py``, ``download_record``): ``nfes``, ``delay_exits``,
 ``nfes_within_rtt``, ``first_nfe_kind``, ``first_nfe_group_cwnd``, ``syncs``,

@@ -97,7 +97,7 @@ SWEEPS: dict[str, SweepDef] = {
                  lambda v: {"pdcp_processing": v}),
         # One point: the group's own configuration (a group must name a sweep).
         SweepDef("none", "-", [0], lambda v: {}),
-        # The mquic experiment's options (docs/mquic.md).
+        # The mquic experiment's options (docs/mquic-fidelity.md, "The experiment: dclab run mquic").
         SweepDef("conns", "connections (N)", [2, 3, 4, 5, 6], lambda v: {"conns": int(v)}),
         SweepDef("iw", "initial window (packets)", [10, 30, 60], lambda v: {"iw": int(v)}),
         SweepDef("radio", "cell rate before scaling (Mbit/s)", [35.4, 65.9, 94.1], lambda v: {"radio": v}),

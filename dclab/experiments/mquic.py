@@ -1,4 +1,4 @@
-"""The mQUIC experiment (docs/mquic.md): short downloads over the study's LTE cell, each
+"""The mQUIC experiment (docs/mquic-fidelity.md): short downloads over the study's LTE cell, each
 file fetched in every mode (1c: one plain connection; 3c: N plain connections, one byte
 range each; mquic: N coordinated connections; mquic-cwnd: cwnd-only synchronization).
 
@@ -49,7 +49,7 @@ class MquicOptions(Options):
     sizes: str = Field("500KB,2400KB,6000KB", description="File sizes as in the paper, before scaling.")
     iw: int = Field(10, ge=1, le=1000, description="Initial window of one connection in packets (mquic: IW/N each).")
     preset: net.PresetName | Literal["none"] = Field(
-        "domestic-low-loss", description="The paper's network (docs/mquic.md); it sets the links (rate, delay, jitter, "
+        "domestic-low-loss", description="The paper's network (docs/mquic-fidelity.md); it sets the links (rate, delay, jitter, "
         "loss, queue, legs); none: the scenario options as given.",
         json_schema_extra={"choices": [*net.PRESETS, "none"]})
     radio: float = Field(net.RADIO_MBPS, gt=0, le=10_000,
@@ -59,7 +59,7 @@ class MquicOptions(Options):
         "aioquic", description="mQUIC's beta/gamma0: the wrapped controller's real values, or the paper's 0.7/1.5.")
     ss_exit: SlowStartExit = Field(
         "aioquic", description="The delay-based slow-start exit of every mode's controllers: aioquic's RTT monitor, "
-        "or hystart (Chromium's round-based HyStart; docs/mquic.md).", json_schema_extra={"choices": list(EXITS)})
+        "or hystart (Chromium's round-based HyStart; docs/mquic-implementation.md).", json_schema_extra={"choices": list(EXITS)})
     merge_rtt: StrictBool = Field(
         False, description="mquic: an NFE within one RTT of the NFE that began the group's network event is that "
         "same event (no second cut); not the paper's printed rule.")
@@ -109,7 +109,7 @@ class Mquic(Experiment[MquicOptions]):
     help = ("mQUIC: short downloads over the paper's LTE cell in modes 1c (one connection), 3c (N plain "
             "connections, one byte range each) and mquic (N connections whose congestion state the server's engine "
             "synchronizes); completion-time median, 95th percentile, CoV and mQUIC's improvement per size. One testbed "
-            "serves every repetition; the cell's rate and the sizes are scaled by --scale (docs/mquic.md).")
+            "serves every repetition; the cell's rate and the sizes are scaled by --scale (docs/mquic-fidelity.md).")
     options_model = MquicOptions
     metrics = (Metric("gain_vs_1c_pct", "mquic's gain over 1c (mean over sizes)", "%", 1),)
     run_figure_name = "cwnd.png"

@@ -1,9 +1,9 @@
-"""The mQUIC study's scaling check (docs/mquic.md, "Scaling"): one plain aioquic
-connection downloads over the preset's cell, scaled as the mquic experiment scales it, at
-zero loss, for about ``seconds`` at the cell's rate. Its goodput against the scaled rate
-says whether aioquic can fill the cell on this machine: below ``CPU_BOUND_RATIO`` the cell
-is marked CPU-bound, and the mquic experiment's completion times at that scale would
-measure the CPU rather than the protocol."""
+"""The mQUIC study's scaling check (docs/mquic-fidelity.md, "The study's network and the
+scaling"): one plain aioquic connection downloads over the preset's cell, scaled as the
+mquic experiment scales it, at zero loss, for about ``seconds`` at the cell's rate. Its
+goodput against the scaled rate says whether aioquic can fill the cell on this machine:
+below ``CPU_BOUND_RATIO`` the cell is marked CPU-bound, and the mquic experiment's
+completion times at that scale would measure the CPU rather than the protocol."""
 
 from __future__ import annotations
 

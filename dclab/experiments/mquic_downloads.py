@@ -1,4 +1,5 @@
-"""One download of the mquic experiment on its testbed (docs/mquic.md, "The experiment"):
+"""One download of the mquic experiment on its testbed (docs/mquic-fidelity.md,
+"The experiment: dclab run mquic"):
 its lines of the server's mQUIC log, the PDCP receiver's counters around it (over DC),
 and its record as the tables and figures read it."""
 

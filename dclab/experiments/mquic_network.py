@@ -1,5 +1,5 @@
-"""The mQUIC study's network (Qian, Wang, Tafazolli, IEEE Access 2018; docs/mquic.md,
-"The study's network"), as scenario changes, and how it is scaled to what aioquic can
+"""The mQUIC study's network (Qian, Wang, Tafazolli, IEEE Access 2018; docs/mquic-fidelity.md,
+"The study's network and the scaling"), as scenario changes, and how it is scaled to what aioquic can
 carry on this machine.
 
 The paper's LTE-A cell measured a radio RTT of 21.2 ms (std 3.46 ms), 65.9 Mbit/s and

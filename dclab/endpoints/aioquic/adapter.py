@@ -65,7 +65,7 @@ class AioquicStack(JsonClientStack):
 
 
 class AioquicMquicStack(AioquicStack):
-    """aioquic with mQUIC (docs/mquic.md, "The server"): the controllers ``mquic-reno``,
+    """aioquic with mQUIC (docs/mquic-implementation.md, "The server"): the controllers ``mquic-reno``,
     ``mquic-cubic`` and ``mquic-bbr`` (the server runs them, the client the wrapped reno,
     cubic or bbr) and the per-connection ``cc_options`` ``mquic_group``, ``mquic_n``,
     ``mquic_sync`` (full|cwnd|off), ``mquic_params`` (aioquic|paper), ``mquic_iw``

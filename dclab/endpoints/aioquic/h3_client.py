@@ -52,7 +52,7 @@ limit (128 open at once) it waits there for credit. A global timeout
 guarantees the process ends even if the event loop does not. Exit status: 0 ok,
 1 failed, 2 bad arguments.
 
-mQUIC (docs/mquic.md, "The server"): a connection whose ``cc_options`` entry names an
+mQUIC (docs/mquic-implementation.md, "The server"): a connection whose ``cc_options`` entry names an
 ``mquic_group`` sends ``dclab-mquic: group=..; conn=..; n=..; sync=..; params=..`` with
 each of its requests (``mquic.from_options``). The engine lives in the server, so with
 ``--cc mquic-reno|mquic-cubic`` the client itself runs the wrapped ``reno``/``cubic``.

@@ -96,7 +96,7 @@ def cc_error(name: str) -> str | None:
 class MquicGroups:
     """The server's side of mQUIC: attaches connections to groups of :data:`mq.groups`
     from request headers, detaches them when they close, and takes a group out of the
-    registry when all its ``n`` members joined and the last one closed. A group's lines (docs/mquic.md, "The log"): a
+    registry when all its ``n`` members joined and the last one closed. A group's lines (docs/mquic-implementation.md, "The streaming log"): a
     ``{"event": "join", ...}`` line per attach, each decision's ``Record.to_dict()`` and
     the cwnd samples, ordered by time (aioquic's clock, the event loop's), then one
     ``{"event": "done", ...}`` line. With ``log`` they are appended to that file (and

@@ -3,7 +3,8 @@
 aioquic's own exit (``QuicRttMonitor``) looks at RTT samples at most one per millisecond:
 it leaves slow start after five samples in a row whose minimum over the last five is 25 %
 above a filtered minimum. Chromium's QUIC (the stack the mQUIC paper measured) instead
-works in rounds (docs/mquic.md, "Slow-start exits"):
+works in rounds (docs/mquic-implementation.md, "The controllers", its "Slow-start exits"
+paragraph):
 
 - a round starts at the first RTT sample after the previous one ended, and ends when a
   packet sent after its start is acknowledged;

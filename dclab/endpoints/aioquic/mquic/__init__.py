@@ -26,7 +26,7 @@ HEADER = b"dclab-mquic"
 # Workload.cc_options knobs (per connection) that the aioquic client turns into the header
 OPTIONS = ("mquic_group", "mquic_n", "mquic_sync", "mquic_params", "mquic_iw", "mquic_exit", "mquic_merge")
 PARAM_SETS = ("aioquic", "paper")
-SS_EXITS = EXITS  # the controllers' delay-based slow-start exit (docs/mquic.md)
+SS_EXITS = EXITS  # the controllers' delay-based slow-start exit (docs/mquic-implementation.md, "The controllers")
 SYNC_MODES = ("full", "cwnd", "off")
 DEFAULT_IW = 10  # packets: aioquic's K_INITIAL_WINDOW
 MAX_IW = 1000

@@ -1,4 +1,4 @@
-"""aioquic congestion controllers that run mQUIC's engine (docs/mquic.md, "The controllers").
+"""aioquic congestion controllers that run mQUIC's engine (docs/mquic-implementation.md, "The controllers").
 
 aioquic creates a connection's controller from a name alone, before any HTTP request
 says which download the connection belongs to. So a controller starts *unattached*,
@@ -9,7 +9,7 @@ delay-based slow-start exit) and the ends of its rounds, and every decision is a
 to all the group's controllers and its record appended to the group's log.
 ``mquic-bbr`` (:class:`MquicBbr`) wraps our BBR v1 and shares delivery rates instead.
 Every controller also counts its packets since attach and leaves cwnd samples in its
-group's entry (docs/mquic.md, step 4).
+group's entry (docs/mquic-implementation.md, "Counters" and "cwnd samples").
 
 Nothing here reads a clock: ``now`` is the time aioquic passes to the controller.
 """

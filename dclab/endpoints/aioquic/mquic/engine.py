@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 ConnId: TypeAlias = int  # e.g. the index of the connection's byte range
-SyncMode = Literal["full", "cwnd", "off"]  # "off": observe only (docs/mquic.md)
+SyncMode = Literal["full", "cwnd", "off"]  # "off": observe only (docs/mquic-implementation.md, "Observer mode")
 NfeKind = Literal["loss", "delay"]
 Action = Literal["sync", "mean", "stop", "merged", "none"]
 
@@ -51,7 +51,7 @@ class Params:
     min_window_packets: int = 2  # no cwnd set below this many datagrams (aioquic's floor)
     # An NFE within one RTT of the NFE that began the group's current network event is
     # that same event: counted, its connection's own reaction undone, no γ step
-    # (docs/mquic.md, "NFEs within one RTT"). Not the paper's printed rule: off by default.
+    # (docs/mquic.md, "Choices the paper leaves open", choice 15). Not the paper's printed rule: off by default.
     merge_within_rtt: bool = False
 
     def __post_init__(self) -> None:
