@@ -17,7 +17,7 @@ QUINN := build/bin/dclab-quinn
 NOQ_SRC := dclab/endpoints/noq/rs
 NOQ := build/bin/dclab-noq
 
-.PHONY: setup build emu-build test check bench demo clean-net help docs docs-serve
+.PHONY: setup build emu-build emu-demo demo-packages test check bench demo clean-net help docs docs-serve
 
 help:
 	@echo "make demo   install, build, run the default DC throughput experiment"
@@ -31,9 +31,12 @@ help:
 setup: $(VENV)/.installed $(VENV2020)/.installed
 	@scripts/setup.sh $(APT_PACKAGES)
 
-# The Python environment, rebuilt only when the pinned requirements change.
-$(VENV)/.installed: requirements.lock pyproject.toml
+# The Debian packages the demo needs; quick, and changes nothing, when they are there.
+demo-packages:
 	@scripts/setup.sh $(DEMO_APT_PACKAGES)
+
+# The Python environment, rebuilt only when the pinned requirements change.
+$(VENV)/.installed: requirements.lock pyproject.toml | demo-packages
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e .
@@ -55,6 +58,12 @@ build: setup $(QUICGO) $(QUINN) $(NOQ) emu-build
 # dcemu (cargo decides what to rebuild).
 emu-build:
 	cd emu && $(CARGO) build --release --locked
+
+# dcemu alone, without the timer probe: what the demo runs. setup.sh with no packages
+# only checks the Rust toolchain and TUN, so it runs beside demo-packages' apt-get.
+emu-demo:
+	@scripts/setup.sh
+	cd emu && $(CARGO) build --release --locked --bin dcemu
 
 # The quic-go, quinn and noq stacks' programs (dclab/endpoints/quicgo/go, dclab/endpoints/quinn/rs,
 # dclab/endpoints/noq/rs), pinned by go.sum and Cargo.lock; rebuilt only when their sources change.
@@ -112,9 +121,9 @@ bench: build
 # Installs and builds only what the demo runs (the Python environment and dcemu, side by
 # side: pip waits on the network while cargo compiles), so a fresh machine gets to the plot
 # quickly; `make build` (or `make test`) adds the rest.
+# The packages and the Python environment beside dcemu's build, which is the longest part.
 demo:
-	@scripts/setup.sh $(DEMO_APT_PACKAGES)
-	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed emu-build
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed emu-demo
 	$(VENV)/bin/dclab run throughput
 	@echo "demo: done. 'make build' adds the other stacks (quic-go, quinn, noq, ngtcp2, aioquic 2020), iperf3,"
 	@echo "      tshark and Chromium; 'make test' installs, builds and checks everything."

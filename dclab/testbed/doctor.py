@@ -95,7 +95,7 @@ def rust_toolchain() -> Check:
     """Whether cargo and a new enough rustc are on PATH or in ~/.cargo/bin (make build needs them)."""
     paths = [shutil.which("rustc"), str(Path.home() / ".cargo" / "bin" / "rustc")]
     rustc = next((p for p in paths if p and Path(p).exists()), None)
-    fix = "install Rust (https://rustup.rs, or apt-get install cargo rustc if Debian's is new enough)"
+    fix = "install Rust with rustup (https://rustup.rs); Debian 12's rustc (1.63) is too old"
     if rustc is None or (shutil.which("cargo") is None and not (Path.home() / ".cargo" / "bin" / "cargo").exists()):
         return Check("Rust toolchain (cargo, rustc)", False, fix)
     out = subprocess.run([rustc, "--version"], capture_output=True, text=True).stdout
