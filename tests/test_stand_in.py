@@ -81,7 +81,7 @@ def test_a_run_on_a_stand_in_is_labelled_and_records_it(tmp_path):
     r = run_dclab("run", "throughput", "--backend", "sim", "--stack", "ngtcp2", "--stand-in", "ngtcp2=aioquic",
                   "--size", "2MB", "--out", str(out), env=WIDE, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "throughput: ngtcp2 (aioquic model) cubic, x 1, bw [20.0, 20.0] Mbit/s" in one_line(r.stderr)
+    assert "throughput (simulated): ngtcp2 (aioquic model) cubic, x 1, bw [20.0, 20.0] Mbit/s" in one_line(r.stderr)
     [row] = [[c.strip() for c in line.split("│")[1:-1]] for line in r.stdout.splitlines() if "│" in line]  # the body
     assert row[:3] == ["ngtcp2 (aioquic model)", "cubic", "quic-default"]
     rep = json.loads((out / "rep-01" / "result.json").read_text())
@@ -214,18 +214,18 @@ def legend_of(draw, monkeypatch) -> list[str]:
 def test_the_label_is_in_the_sweep_table_and_the_figures_legend(tmp_path, monkeypatch):
     exp = get_experiment("throughput")
     t = exp.sweep_table(ROWS)
-    assert sorted({line[1] for line in t.rows}) == ["ngtcp2 (aioquic model) cubic quic-large", "tcp cubic tcp"]
+    assert sorted({line[1] for line in t.rows}) == ["ngtcp2 (aioquic model) cubic quic-large (simulated)", "tcp cubic tcp (simulated)"]
     legend = legend_of(lambda: exp.sweep_figure(ROWS, tmp_path / "s.png", "throughput: batch", "batch"), monkeypatch)
-    assert sorted(legend[:2]) == ["ngtcp2 (aioquic model) cubic quic-large", "tcp cubic tcp"]
+    assert sorted(legend[:2]) == ["ngtcp2 (aioquic model) cubic quic-large (simulated)", "tcp cubic tcp (simulated)"]
     # Alone in a sweep, a stand-in still names its stack (a plain sweep shows only the host configuration).
-    assert set(figures.series_of(ROWS[2:]).values()) == {"ngtcp2 (aioquic model) cubic quic-large"}
-    assert set(figures.series_of(ROWS[:2]).values()) == {"tcp"}
+    assert set(figures.series_of(ROWS[2:]).values()) == {"ngtcp2 (aioquic model) cubic quic-large (simulated)"}
+    assert set(figures.series_of(ROWS[:2]).values()) == {"tcp (simulated)"}
     emulated = [row("e", "ngtcp2", 10, 21.0, None, backend="emu")]
     assert set(figures.series_of(emulated).values()) == {"quic-large"}
     fair = [{**r, "experiment": "fairness", "stack": "dc=ngtcp2,sc1=tcp,sc2=tcp", "metrics": {"jfi": 0.9},
              "flows": [{"name": f, "mean_mbps": 10.0} for f in ("dc", "sc1", "sc2")]} for r in ROWS[2:]]
     titles = legend_of(lambda: get_experiment("fairness").sweep_figure(fair, tmp_path / "f.png", "f", "batch"), monkeypatch)
-    assert "dc=ngtcp2 (aioquic model),sc1=tcp,sc2=tcp cubic quic-large" in titles
+    assert "dc=ngtcp2 (aioquic model),sc1=tcp,sc2=tcp cubic quic-large (simulated)" in titles
 
 
 def test_the_label_is_in_the_stacks_comparison(tmp_path, monkeypatch):
@@ -265,6 +265,6 @@ def test_the_report_shows_a_stand_in_in_its_tables(tmp_path):
     index = build_report(store, tmp_path / "report", "stand-ins")
     p = Tables()
     p.feed(Path(index).read_text())
-    assert {line[1] for line in p.tables["data throughput"][1:]} == {"ngtcp2 (aioquic model) cubic quic-large",
-                                                                     "tcp cubic tcp"}
+    assert {line[1] for line in p.tables["data throughput"][1:]} == {"ngtcp2 (aioquic model) cubic quic-large (simulated)",
+                                                                     "tcp cubic tcp (simulated)"}
     assert [line[0] for line in p.tables["data stacks"][1:]] == ["ngtcp2 (aioquic model)", "tcp"]
