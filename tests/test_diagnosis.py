@@ -94,7 +94,7 @@ def test_a_reordering_wait_is_put_down_to_the_queue_drops_before_it_not_to_socke
     assert [s.cause for s in stalls(alone)] == ["t_reordering"]
 
 
-def test_socket_drops_come_first_and_other_causes_above_the_threshold_follow():
+def test_socket_drops_come_first_and_every_other_cause_follows():
     recs = records(stall=(2.0, 2.9), queue_drops_at=1.9)
     # a second stall, after socket drops only, and longer
     for r in recs:
@@ -103,7 +103,30 @@ def test_socket_drops_come_first_and_other_causes_above_the_threshold_follow():
     tl = timeline(recs, FACTS, [DropSample(5900.0, 407)])
     d = diagnose(tl)
     assert d is not None and d.main.cause == "socket_drops" and [o.cause for o in d.others] == ["queue_drops"]
-    assert "; also 0.9 s after 5 packets dropped in the legs' queues" in d.line()
+    assert d.line() == ("diagnosis: 2.1 s stalled (21 % of the 10.0 s transfer): 1.2 s after 407 datagrams dropped "
+                        "at the client's socket (see --udp-buffer large); 0.9 s after 5 packets dropped in the legs' "
+                        "queues (see a larger --queue, or a --split matched to the legs' rates)")
+
+
+def stalled_twice(first: float, second: float) -> list[Stats]:
+    """A stall of ``first`` s from 2.0 s after leg1's queue drops and, where ``second`` is
+    not 0, a stall of ``second`` s from 6.0 s after nothing but the socket drops before it."""
+    recs = records(stall=(2.0, 2.0 + first), queue_drops_at=1.9)
+    for i, r in enumerate(recs):
+        if second and 6.0 < r.t_ms / 1e3 <= 6.0 + second + 1e-9:
+            recs[i] = r.model_copy(update={"bearers": [Bearer(name="dc", delivered_mbps=0.0, rx=Rx())]})
+    return recs
+
+
+def test_causes_under_the_threshold_each_are_diagnosed_when_together_above_it():
+    """4 % after queue drops and 4 % after socket drops stall the transfer 8 %: a diagnosis
+    naming both; either alone (4 %) gets none."""
+    both = diagnose(timeline(stalled_twice(0.4, 0.4), FACTS, [DropSample(5900.0, 407)]))
+    assert both is not None and both.share == pytest.approx(0.08)
+    assert {both.main.cause, *(o.cause for o in both.others)} == {"queue_drops", "socket_drops"}
+    assert both.line().startswith("diagnosis: 0.8 s stalled (8 % of the 10.0 s transfer): 0.4 s after ")
+    assert diagnose(timeline(stalled_twice(0.4, 0.0), FACTS, [])) is None
+    assert diagnose(timeline(stalled_twice(0.0, 0.4), FACTS, [DropSample(5900.0, 407)])) is None
 
 
 def test_a_stall_after_no_event_or_long_after_one_is_not_diagnosed():

@@ -1,6 +1,6 @@
 """Why a run's transfer stalled, in one line: ``diagnose`` reads a run's timeline
-(``run_events.py``) and names the cause whose stalls cost the transfer more than THRESHOLD
-of its duration, with how to avoid it. docs/run-figure.md says the same in prose.
+(``run_events.py``) and, when the stalls it can put down to a cause cost the transfer more
+than THRESHOLD of its duration, names each such cause with how to avoid it. docs/run-figure.md says the same in prose.
 
 What a stall is, and what it costs:
 
@@ -19,8 +19,9 @@ What a stall is, and what it costs:
   down to the first in DIAGNOSED that happened around it (socket drops, then queue
   drops: the sender stopped for the datagrams it lost);
 - a cause's *cost* is the summed duration of the stalls put down to it, over the
-  transfer's duration; the diagnosis names the costliest cause when its cost is more than
-  THRESHOLD, and every other cause above THRESHOLD after it.
+  transfer's duration; there is a diagnosis when the causes' costs together are more than
+  THRESHOLD (several causes of 4 % each stall a transfer as much as one of 8 %). It names
+  the costliest cause first and every other cause that stalled the transfer after it.
 
 The sender's loss declarations and PTOs are consequences (of drops here or of random loss
 on the legs), drawn on the figure but not diagnosed.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 from .run_events import Cause, Timeline
 
-THRESHOLD = 0.05  # a diagnosis when stalls after one cause cost more than 5 % of the transfer
+THRESHOLD = 0.05  # a diagnosis when stalls after the causes cost more than 5 % of the transfer
 NEAR_NOTHING = 0.05  # delivered under 5 % of the transfer's mean rate: a stall
 MIN_STALL_S = 0.05  # five of dcemu's 10 ms intervals: shorter gaps are a burst's ordinary texture
 LOOKBACK_S = 0.5  # drops this long before a stall may have caused it (loss detection, PTO)
@@ -66,7 +67,7 @@ class CauseCost:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The costliest cause of a run's stalls (and any other above THRESHOLD)."""
+    """The costliest cause of a run's stalls, and every other cause that stalled it."""
 
     main: CauseCost
     transfer_s: float
@@ -74,19 +75,26 @@ class Diagnosis:
     t_reordering_ms: float | None = 200.0
 
     @property
+    def stalled_s(self) -> float:
+        return self.main.stalled_s + sum(o.stalled_s for o in self.others)
+
+    @property
     def share(self) -> float:
-        return self.main.stalled_s / self.transfer_s
+        """Of the transfer, the share its diagnosed stalls took."""
+        return self.stalled_s / self.transfer_s
 
     def line(self) -> str:
         """e.g. ``diagnosis: 0.8 s stalled (9 % of the 8.5 s transfer) after 407
-        datagrams dropped at the client's socket: see --udp-buffer large``."""
-        m = self.main
-        text = (f"diagnosis: {m.stalled_s:.1f} s stalled ({100 * self.share:.0f} % of the {self.transfer_s:.1f} s "
-                f"transfer) after {what(m.cause, m.count, self.t_reordering_ms)}: see {remedy(m.cause, self.t_reordering_ms)}")
-        for o in self.others:
-            text += (f"; also {o.stalled_s:.1f} s after {what(o.cause, o.count, self.t_reordering_ms)}: see "
-                     f"{remedy(o.cause, self.t_reordering_ms)}")
-        return text
+        datagrams dropped at the client's socket: see --udp-buffer large``; with several
+        causes, the total first and then each cause's part, costliest first."""
+        head = f"diagnosis: {self.stalled_s:.1f} s stalled ({100 * self.share:.0f} % of the {self.transfer_s:.1f} s transfer)"
+        parts = [self.main, *self.others]
+        if len(parts) == 1:
+            m = self.main
+            return f"{head} after {what(m.cause, m.count, self.t_reordering_ms)}: see {remedy(m.cause, self.t_reordering_ms)}"
+        return head + ": " + "; ".join(
+            f"{c.stalled_s:.1f} s after {what(c.cause, c.count, self.t_reordering_ms)} (see {remedy(c.cause, self.t_reordering_ms)})"
+            for c in parts)
 
 
 def what(cause: Cause, count: int, t_reordering_ms: float | None = None) -> str:
@@ -160,11 +168,11 @@ def costs(tl: Timeline, found: list[Stall] | None = None) -> list[CauseCost]:
 
 
 def diagnose(tl: Timeline, threshold: float = THRESHOLD) -> Diagnosis | None:
-    """The run's diagnosis, None when no cause's stalls cost more than ``threshold`` of the
-    transfer (request to last byte)."""
+    """The run's diagnosis, None when the stalls put down to a cause cost no more than
+    ``threshold`` of the transfer (request to last byte) together."""
     if tl.end_s <= 0:
         return None
-    above = [c for c in costs(tl) if c.stalled_s / tl.end_s > threshold]
-    if not above:
+    found = costs(tl)
+    if not found or sum(c.stalled_s for c in found) / tl.end_s <= threshold:
         return None
-    return Diagnosis(above[0], tl.end_s, tuple(above[1:]), tl.t_reordering_ms)
+    return Diagnosis(found[0], tl.end_s, tuple(found[1:]), tl.t_reordering_ms)

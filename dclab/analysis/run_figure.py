@@ -184,7 +184,7 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
                              label=f"{n} stall{'s' if n != 1 else ''} after {c.replace('_', ' ')} ({total:.2f} s)"))
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10, y=1 - 0.12 / fig.get_figheight())
-    note = diagnosis.line() if diagnosis is not None else f"diagnosis: no cause stalled the transfer for more than {100 * THRESHOLD:g} %"
+    note = diagnosis.line() if diagnosis is not None else f"diagnosis: stalls after a cause took {100 * THRESHOLD:g} % of the transfer or less"
     fig.text(0.5, 1 - 0.45 / fig.get_figheight(), note, ha="center", fontsize=7.5, color="tab:red" if diagnosis else "0.35", wrap=True)
     legend_rows = math.ceil(len(handles) / 2)
     inch = 1 / fig.get_figheight()  # the title, diagnosis line and legend keep their size in inches

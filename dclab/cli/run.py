@@ -55,9 +55,9 @@ def _warn_inexact_split(s: Scenario) -> None:
 
 
 def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, reps: int) -> list[str]:
-    """Each repetition's diagnosis line (dclab/analysis/diagnosis.py), where a cause's
-    stalls cost its transfer more than 5 %; prefixed with the repetition when there are
-    several."""
+    """Each repetition's diagnosis line (dclab/analysis/diagnosis.py), where the stalls
+    after its causes cost its transfer more than 5 % together; prefixed with the
+    repetition when there are several."""
     out = []
     for rep in range(1, reps + 1):
         rep_dir = out_dir / f"rep-{rep:02d}"
