@@ -7,6 +7,7 @@ legend below the panels names each mark with its count."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from .plots import Span, plt
 from .run_events import CAUSES, Cause, Event, Timeline
 
 ZOOM_S = 3.0  # the first seconds, drawn at dcemu's resolution
+NOTE_WIDTH = 150  # characters of the diagnosis per line under the title
 MAX_POINTS = 600  # the whole transfer drawn as means over bins of at least span / MAX_POINTS
 
 
@@ -185,8 +187,11 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10, y=1 - 0.12 / fig.get_figheight())
     note = diagnosis.line() if diagnosis is not None else f"diagnosis: stalls after a cause took {100 * THRESHOLD:g} % of the transfer or less"
-    fig.text(0.5, 1 - 0.45 / fig.get_figheight(), note, ha="center", fontsize=7.5, color="tab:red" if diagnosis else "0.35", wrap=True)
+    lines = textwrap.wrap(note, NOTE_WIDTH)  # a diagnosis of several causes takes two lines or three
+    inch = 1 / fig.get_figheight()  # the title, diagnosis lines and legend keep their size in inches
+    fig.text(0.5, 1 - 0.33 * inch, "\n".join(lines), ha="center", va="top", fontsize=7.5,
+             color="tab:red" if diagnosis else "0.35")
     legend_rows = math.ceil(len(handles) / 2)
-    inch = 1 / fig.get_figheight()  # the title, diagnosis line and legend keep their size in inches
-    fig.subplots_adjust(top=1 - 0.74 * inch, bottom=(0.74 + 0.18 * legend_rows) * inch, left=0.12, right=0.97)
+    fig.subplots_adjust(top=1 - (0.74 + 0.13 * (len(lines) - 1)) * inch, bottom=(0.74 + 0.18 * legend_rows) * inch,
+                        left=0.12, right=0.97)
     return save_figure(fig, path)
