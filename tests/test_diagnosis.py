@@ -103,9 +103,9 @@ def test_socket_drops_come_first_and_every_other_cause_follows():
     tl = timeline(recs, FACTS, [DropSample(5900.0, 407)])
     d = diagnose(tl)
     assert d is not None and d.main.cause == "socket_drops" and [o.cause for o in d.others] == ["queue_drops"]
-    assert d.line() == ("diagnosis: 2.1 s stalled (21 % of the 10.0 s transfer): 1.2 s after 407 datagrams dropped "
-                        "at the client's socket (see --udp-buffer large); 0.9 s after 5 packets dropped in the legs' "
-                        "queues (see a larger --queue, or a --split matched to the legs' rates)")
+    assert d.line() == ("diagnosis: 2.1 s lost (21 % of the 10.0 s transfer): 1.2 s stalled after 407 datagrams "
+                        "dropped at the client's socket (see --udp-buffer large); 0.9 s stalled after 5 packets dropped "
+                        "in the legs' queues (see a larger --queue, or a --split matched to the legs' rates)")
 
 
 def stalled_twice(first: float, second: float) -> list[Stats]:
@@ -124,7 +124,7 @@ def test_causes_under_the_threshold_each_are_diagnosed_when_together_above_it():
     both = diagnose(timeline(stalled_twice(0.4, 0.4), FACTS, [DropSample(5900.0, 407)]))
     assert both is not None and both.share == pytest.approx(0.08)
     assert {both.main.cause, *(o.cause for o in both.others)} == {"queue_drops", "socket_drops"}
-    assert both.line().startswith("diagnosis: 0.8 s stalled (8 % of the 10.0 s transfer): 0.4 s after ")
+    assert both.line().startswith("diagnosis: 0.8 s lost (8 % of the 10.0 s transfer): 0.4 s stalled after ")
     assert diagnose(timeline(stalled_twice(0.4, 0.0), FACTS, [])) is None
     assert diagnose(timeline(stalled_twice(0.0, 0.4), FACTS, [DropSample(5900.0, 407)])) is None
 
@@ -207,3 +207,65 @@ def test_a_transfer_shorter_than_the_first_seconds_is_drawn_once_at_every_record
     whole, strip = info.axes
     assert whole.lines == 2 and whole.x == pytest.approx((0.01, 2.01))
     assert strip.scatters == 1  # leg1's queue drops
+
+
+def shaped(*slow: tuple[float, float, float]) -> list[Stats]:
+    """A 10 s transfer at 40 Mbit/s (20 per leg) but for each (start, end, Mbit/s) in
+    ``slow``: a sender that halved its window and grows it back, never stopping."""
+    recs = records()
+    for i, r in enumerate(recs):
+        t = r.t_ms / 1e3
+        rate = next((m for a, b, m in slow if a < t - 1e-9 and t <= b + 1e-9), None)
+        if rate is not None:
+            legs = [leg.model_copy(update={"downlink": leg.downlink.model_copy(update={"out_mbps": rate / 2})})
+                    for leg in r.legs]
+            recs[i] = r.model_copy(update={"legs": legs, "bearers": [Bearer(name="dc", delivered_mbps=rate, rx=Rx())]})
+    return recs
+
+
+def test_dips_after_socket_drops_are_diagnosed_as_the_rate_they_lost():
+    """Half the rate for 2 s after socket drops, no stall: 1 s of the run's rate lost, 10 %."""
+    tl = timeline(shaped((3.0, 5.0, 20.0)), FACTS, [DropSample(2950.0, 407)], [], [20.0, 20.0])
+    assert stalls(tl) == []
+    [d] = diagnosis.dips(tl)
+    assert (d.start_s, d.end_s, d.cause) == (pytest.approx(3.0, abs=0.06), pytest.approx(5.0, abs=0.06), "socket_drops")
+    assert d.lost_s == pytest.approx(1.0, abs=0.01)
+    assert line_of(tl) == ("diagnosis: 1.0 s of the rate lost in dips (10 % of the 10.0 s transfer) after 407 datagrams "
+                           "dropped at the client's socket: see --udp-buffer large")
+    # a quarter as long costs 2.5 %: no line
+    short = timeline(shaped((3.0, 3.5, 20.0)), FACTS, [DropSample(2950.0, 407)], [], [20.0, 20.0])
+    assert diagnose(short) is None
+    # without the legs' configured rates (a trace, a cell) the run's rate is not known: no dips
+    unknown = timeline(shaped((3.0, 5.0, 20.0)), FACTS, [DropSample(2950.0, 407)], [])
+    assert diagnosis.dips(unknown) == [] and diagnose(unknown) is None
+
+
+def test_the_ramp_up_is_no_dip_and_a_dip_soon_after_another_continues_it():
+    ramp = timeline(shaped((0.0, 0.4, 10.0)), FACTS, [DropSample(100.0, 3)], [], [20.0, 20.0])
+    assert diagnosis.dips(ramp) == []
+    # a second dip 0.15 s after the first, long after the drops: the same recovery
+    tl = timeline(shaped((3.0, 4.0, 20.0), (4.15, 5.0, 20.0)), FACTS, [DropSample(2950.0, 407)], [], [20.0, 20.0])
+    found = diagnosis.dips(tl)
+    assert len(found) == 2 and {d.cause for d in found} == {"socket_drops"}
+    alone = timeline(shaped((4.15, 5.0, 20.0)), FACTS, [DropSample(2950.0, 407)], [], [20.0, 20.0])
+    assert [d.cause for d in diagnosis.dips(alone)] == [None]
+
+
+def test_the_figure_shades_dips_and_names_them_in_the_legend(tmp_path):
+    tl = timeline(shaped((3.0, 5.0, 20.0)), FACTS, [DropSample(2950.0, 407)], [], [20.0, 20.0])
+    found = stalls(tl)
+    texts: list[str] = []
+    import dclab.analysis.run_figure as rf
+
+    save = rf.save_figure
+
+    def capture(fig, path):
+        texts.extend(t.get_text() for leg in fig.legends for t in leg.get_texts())
+        return save(fig, path)
+
+    rf.save_figure = capture
+    try:
+        run_figure(tl, found, diagnose(tl), tmp_path / "f.png", "a run", dips=diagnosis.dips(tl, found))
+    finally:
+        rf.save_figure = save
+    assert "1 dip after socket drops (1.00 s of the rate)" in texts

@@ -1,8 +1,8 @@
 """The run figure of a leg-usage run (docs/run-figure.md): each leg's downlink over the whole
 transfer, a strip with the events that explain its shape (``run_events.py``), and the
 first seconds at full resolution, where slow start and the first stalls are; the stalls
-the diagnosis found are shaded in the colour of their cause (``diagnosis.py``), and one
-legend below the panels names each mark with its count."""
+and dips the diagnosis found are shaded in the colour of their cause, dips more lightly
+(``diagnosis.py``), and one legend below the panels names each mark with its count."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import Transform
 
-from .diagnosis import THRESHOLD, Diagnosis, Stall, what
+from .diagnosis import THRESHOLD, Diagnosis, Dip, Stall, what
 from .figure_info import save_figure
 from .plots import Span, plt
 from .run_events import CAUSES, Cause, Event, Timeline
 
 ZOOM_S = 3.0  # the first seconds, drawn at dcemu's resolution
+STALL_ALPHA, DIP_ALPHA = 0.18, 0.07  # a dip's shade lighter than a stall's
 NOTE_WIDTH = 150  # characters of the diagnosis per line under the title
 MAX_POINTS = 600  # the whole transfer drawn as means over bins of at least span / MAX_POINTS
 
@@ -67,12 +68,15 @@ def _legs(ax: Axes, tl: Timeline, lo: float, hi: float, bin_s: float | None) -> 
     return colors
 
 
-def _shade(ax: Axes, found: Sequence[Stall], spans: Sequence[Span]) -> None:
+def _shade(ax: Axes, found: Sequence[Stall], spans: Sequence[Span], dips: Sequence[Dip] = ()) -> None:
     for start, end, _ in spans:
         ax.axvspan(start, end, color="0.85", zorder=0)
     for s in found:
         if s.cause is not None:
-            ax.axvspan(s.start_s, s.end_s, color=MARKS[s.cause].color, alpha=0.18, linewidth=0, zorder=0)
+            ax.axvspan(s.start_s, s.end_s, color=MARKS[s.cause].color, alpha=STALL_ALPHA, linewidth=0, zorder=0)
+    for d in dips:
+        if d.cause is not None:
+            ax.axvspan(d.start_s, d.end_s, color=MARKS[d.cause].color, alpha=DIP_ALPHA, linewidth=0, zorder=0)
 
 
 def _rows(tl: Timeline) -> list[tuple[Cause, str]]:
@@ -121,9 +125,10 @@ def _label(tl: Timeline, cause: Cause, where: str) -> str:
 
 
 def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None, path: Path, title: str,
-               spans: Sequence[Span] = (), zoom_s: float = ZOOM_S) -> Path:
+               spans: Sequence[Span] = (), zoom_s: float = ZOOM_S, dips: Sequence[Dip] = ()) -> Path:
     """Three panels (the whole transfer, its events, its first ``zoom_s`` seconds) and a
-    legend below them; the diagnosis line (if any) under the title. A transfer no longer
+    legend below them; the diagnosis line (if any) under the title; stalls shaded in their
+    cause's colour, dips more lightly. A transfer no longer
     than ``zoom_s`` is drawn whole at full resolution, without the third panel, which
     would repeat it."""
     span = max(tl.end_s, tl.dt_s)
@@ -142,7 +147,7 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
         _legs(ax_zoom, tl, 0.0, zoom_s, None)
     for ax in (ax_all, ax_ev, ax_zoom):
         if ax is not None:
-            _shade(ax, found, spans)
+            _shade(ax, found, spans, dips)
     for y, (cause, where) in enumerate(rows):
         evs = [e for e in tl.of(cause) if e.where == where or cause != "queue_drops"]
         _events(ax_ev, evs, y, MARKS[cause], tl.t_reordering_ms)
@@ -182,8 +187,13 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
     for c in dict.fromkeys(s.cause for s in found if s.cause is not None):
         n = sum(1 for s in found if s.cause == c)
         total = sum(s.duration_s for s in found if s.cause == c)
-        handles.append(Patch(color=MARKS[c].color, alpha=0.18,
+        handles.append(Patch(color=MARKS[c].color, alpha=STALL_ALPHA,
                              label=f"{n} stall{'s' if n != 1 else ''} after {c.replace('_', ' ')} ({total:.2f} s)"))
+    for c in dict.fromkeys(d.cause for d in dips if d.cause is not None):
+        n = sum(1 for d in dips if d.cause == c)
+        lost = sum(d.lost_s for d in dips if d.cause == c)
+        handles.append(Patch(color=MARKS[c].color, alpha=DIP_ALPHA,
+                             label=f"{n} dip{'s' if n != 1 else ''} after {c.replace('_', ' ')} ({lost:.2f} s of the rate)"))
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10, y=1 - 0.12 / fig.get_figheight())
     note = diagnosis.line() if diagnosis is not None else f"diagnosis: stalls after a cause took {100 * THRESHOLD:g} % of the transfer or less"
