@@ -196,7 +196,8 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
                              label=f"{n} dip{'s' if n != 1 else ''} after {c.replace('_', ' ')} ({lost:.2f} s of the rate)"))
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10, y=1 - 0.12 / fig.get_figheight())
-    note = diagnosis.line() if diagnosis is not None else f"diagnosis: stalls after a cause took {100 * THRESHOLD:g} % of the transfer or less"
+    quiet = f"diagnosis: stalls and dips after a cause cost {100 * THRESHOLD:g} % of the transfer or less"
+    note = diagnosis.line() if diagnosis is not None else quiet
     lines = textwrap.wrap(note, NOTE_WIDTH)  # a diagnosis of several causes takes two lines or three
     inch = 1 / fig.get_figheight()  # the title, diagnosis lines and legend keep their size in inches
     fig.text(0.5, 1 - 0.33 * inch, "\n".join(lines), ha="center", va="top", fontsize=7.5,
