@@ -59,7 +59,7 @@ in_root() { chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-xterm}" \
 for ((run = 1; run <= runs; run++)); do
   # Back to new: the demo's packages (those debootstrap did not give it) purged, no clone, no caches.
   # shellcheck disable=SC2086
-  extra=$(for p in $demo_packages iptables iproute2 python3-venv; do
+  extra=$(for p in $demo_packages; do
             case " git make gcc libc6-dev python3 ca-certificates procps " in *" $p "*) ;; *) echo "$p";; esac
           done | sort -u)
   # shellcheck disable=SC2086

@@ -266,12 +266,15 @@ def costs(tl: Timeline, found: list[Stall] | None = None, dipped: list[Dip] | No
     return sorted(out, key=lambda cc: -cc.cost_s)
 
 
-def diagnose(tl: Timeline, threshold: float = THRESHOLD) -> Diagnosis | None:
+def diagnose(tl: Timeline, threshold: float = THRESHOLD, found: list[Stall] | None = None,
+             dipped: list[Dip] | None = None) -> Diagnosis | None:
     """The run's diagnosis, None when the stalls and dips put down to a cause cost no more
-    than ``threshold`` of the transfer (request to last byte) together."""
+    than ``threshold`` of the transfer (request to last byte) together; ``found`` and
+    ``dipped`` when the caller has them already (``costs``)."""
     if tl.end_s <= 0:
         return None
-    found = costs(tl)
-    if not found or sum(c.cost_s for c in found) / tl.end_s <= threshold:
+    causes = costs(tl, found, dipped)
+    if not causes:
         return None
-    return Diagnosis(found[0], tl.end_s, tuple(found[1:]), tl.t_reordering_ms)
+    d = Diagnosis(causes[0], tl.end_s, tuple(causes[1:]), tl.t_reordering_ms)
+    return d if d.share > threshold else None

@@ -436,8 +436,9 @@ def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path
     if not any(0 <= t <= tl.end_s for t in tl.t):
         return empty_figure(path, title, "no dcemu statistics for this run")
     found = diagnosis.stalls(tl)
-    return run_figure.run_figure(tl, found, diagnosis.diagnose(tl), Path(path), title, spans,
-                                 dips=diagnosis.dips(tl, found))
+    dipped = diagnosis.dips(tl, found)
+    return run_figure.run_figure(tl, found, diagnosis.diagnose(tl, found=found, dipped=dipped), Path(path), title,
+                                 spans, dips=dipped)
 
 
 def run_timeline(run_dir: Path, t0_ms: float, capacities: Sequence[float | None], window_s: float | None = None,
