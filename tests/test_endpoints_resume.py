@@ -12,6 +12,7 @@ import pytest
 from conftest import SERVER, ServerPool
 from measured import check_bound
 
+from dclab.analysis.qlog_flight import packets, read_traces
 from dclab.endpoints.aioquic.adapter import AioquicStack
 from dclab.endpoints.base import ClientSpec, ServerSpec, StackError, TransferResult, Workload
 from dclab.endpoints.ngtcp2.adapter import Ngtcp2Stack
@@ -106,9 +107,9 @@ def ngtcp2_server(veth_pair, tmp_path, certs):
     pool.close()
 
 
-def ngtcp2_fetch(ns, tmp_path, certs, wl: Workload, timeout_s: float = 20.0) -> TransferResult:
+def ngtcp2_fetch(ns, tmp_path, certs, wl: Workload, timeout_s: float = 20.0, qlog: bool = False) -> TransferResult:
     spec = ClientSpec(address=SERVER, port=PORT, workload=wl, cc="cubic", workdir=tmp_path / "cli", certs=certs,
-                      timeout_s=timeout_s)  # fmt: skip
+                      timeout_s=timeout_s, qlog=qlog)  # fmt: skip
     return NGTCP2.run(spec, ["ip", "netns", "exec", ns.client])
 
 
@@ -122,13 +123,22 @@ def check_startup(r: TransferResult) -> None:
 @ngtcp2_ok
 def test_ngtcp2_zero_rtt(veth_pair, ngtcp2_server, certs, tmp_path):
     wl = Workload(objects=(64 * KB, 100 * KB), connections=2, resumption=True, zero_rtt=True)
-    r = ngtcp2_fetch(veth_pair, tmp_path, certs, wl)
+    r = ngtcp2_fetch(veth_pair, tmp_path, certs, wl, qlog=True)
     assert r.ok, r.error
     assert r.extra["warmup"]["ticket"] and r.extra["warmup"]["transport_params"]
-    for c in r.connections:
+    for c in r.connections:  # gnutls' log: the PSK resumed, the server accepted early data
         assert c.resumed is True and c.early_data is True
-    for o in r.objects:  # the request went out before the handshake completed: 0-RTT
-        assert 0 <= o.request_s < r.connections[o.connection].handshake_s <= o.first_byte_s
+    for o in r.objects:
+        assert 0 <= o.request_s <= o.first_byte_s and r.connections[o.connection].handshake_s <= o.first_byte_s
+    # The client's own qlog: each connection sent its request in 0-RTT packets. (Not from
+    # when this process read the FIFO's open and the Finished: on a fast pair the
+    # handshake can end before the request's open is noted.)
+    qlogs = sorted((tmp_path / "cli" / "qlog-client").iterdir())
+    assert len(qlogs) == len(r.connections)
+    for f in qlogs:
+        (trace,) = read_traces(f)
+        requests = [p for p in packets(trace) if p.sent and p.stream_bytes]
+        assert requests and requests[0].packet_type == "0RTT", (f.name, requests)  # resent later in 1-RTT, maybe
     check_startup(r)
     print(f"ngtcp2 0-RTT: startup {r.extra['startup_s'] * 1000:.1f} ms, warm-up {r.extra['warmup']['duration_s'] * 1000:.1f} ms, "
           f"handshake {r.handshake_s * 1000:.2f} ms, last byte {r.last_byte_s * 1000:.2f} ms")

@@ -69,5 +69,15 @@ def test_a_trace_never_validated_and_reading_files(tmp_path):
     path.write_text("{}")
     with pytest.raises(ValueError, match="no traces"):
         read_traces(path)
+    # JSON-SEQ (ngtcp2, quinn, noq): a header record with the trace, then its events
+    head = {"qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}}
+    seq = [head, ev(0.0, True, "0RTT", 496, stream=47), ev(3.0, False, "1RTT", 1200)]
+    path.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in seq))
+    (back,) = read_traces(path)
+    assert not is_server(back) and [(p.packet_type, p.sent, p.stream_bytes) for p in packets(back)] == [
+        ("0RTT", True, 47), ("1RTT", False, 0)]
+    path.write_text("\x1e" + json.dumps({"qlog_format": "JSON-SEQ"}) + "\n")
+    with pytest.raises(ValueError, match="no trace"):
+        read_traces(path)
     with pytest.raises(ValueError, match="no packet"):
         server_flight(trace([]))

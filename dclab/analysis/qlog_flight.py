@@ -67,9 +67,21 @@ class ServerFlight:
         return self.first_send_after_ms - self.last_send_before_ms
 
 
+RECORD_SEPARATOR = "\x1e"  # RFC 7464: each JSON-SEQ record starts with it
+
+
 def read_traces(path: Path) -> list[dict[str, Any]]:
-    """The traces of one qlog file (aioquic's JSON qlog)."""
-    doc = json.loads(Path(path).read_text())
+    """The traces of one qlog file: aioquic's JSON qlog (a document of ``traces``), or a
+    JSON-SEQ qlog (ngtcp2, quinn, noq: a header record holding the ``trace``, then one
+    record per event), returned as one trace with its ``events``."""
+    text = Path(path).read_text()
+    if text.startswith(RECORD_SEPARATOR):
+        records = [json.loads(r) for r in text.split(RECORD_SEPARATOR) if r.strip()]
+        head = records[0] if records and isinstance(records[0], dict) else {}
+        if not isinstance(head.get("trace"), dict):
+            raise ValueError(f"{path}: not a JSON-SEQ qlog (no trace in its first record)")
+        return [{**head["trace"], "events": [e for e in records[1:] if isinstance(e, dict)]}]
+    doc = json.loads(text)
     traces = doc.get("traces") if isinstance(doc, dict) else None
     if not isinstance(traces, list):
         raise ValueError(f"{path}: not a JSON qlog (no traces)")

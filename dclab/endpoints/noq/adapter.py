@@ -50,7 +50,9 @@ multipath off; the client refuses fewer than its addresses); ``--path-idle-timeo
 ``--ignore-peer-status`` (server: keep every path available for its sending).
 
 The client's ``extra["stack"]``: ``multipath`` (the addresses, status and limits asked for)
-and, per connection, ``connections[c]``: ``multipath`` (negotiated), totals and ``paths``,
+and, per connection, ``connections[c]``: ``multipath`` (negotiated), totals, ``consistent``
+(the totals and every path's counters are one snapshot: nothing arrived while they were
+read, so the paths' counters sum to the totals) and ``paths``,
 one entry per path (path 0 first): ``id``, ``local`` (address:port it leaves from),
 ``local_ip`` (noq's view), ``remote``, ``status``, ``established_s`` (further paths: seconds
 after the request when validated), ``error`` (why a path did not open), and noq's

@@ -566,10 +566,61 @@ fn one_path(path: &noq::Path, local: Option<IpAddr>, port: Option<u16>) -> Map<S
     d
 }
 
+/// How often `stats_json` reads the counters again when a datagram arrived while it read them.
+const SNAPSHOT_TRIES: usize = 20;
+
+/// The counters `stats_json` prints of a connection, equal when nothing was sent, received
+/// or declared lost between two reads.
+fn same_counters(a: &noq::ConnectionStats, b: &noq::ConnectionStats) -> bool {
+    a.udp_rx == b.udp_rx
+        && a.udp_tx == b.udp_tx
+        && a.sent_packets == b.sent_packets
+        && a.lost_packets == b.lost_packets
+        && a.lost_bytes == b.lost_bytes
+}
+
 /// The connection's totals and its paths (path 0 first); `first` is --paths' first address.
+/// One snapshot: noq reads the connection and each path under a lock of its own, and the
+/// connection stays open while this runs, so a datagram arriving between two reads (an ACK
+/// of the server's, 36 bytes) would count in a path and not in the totals. Every counter
+/// only grows, so when the totals read before and after the paths agree nothing changed in
+/// between; `consistent` says whether that was reached within `SNAPSHOT_TRIES` reads.
 fn stats_json(c: &Conn, first: Option<IpAddr>, port: Option<u16>) -> Option<Value> {
     let conn = c.connection.as_ref()?;
-    let s = conn.stats();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let before = conn.stats();
+        let paths = paths_json(c, conn, first, port);
+        let p0 = conn.path_stats(PathId::ZERO);
+        let s = conn.stats();
+        let consistent = same_counters(&before, &s);
+        if consistent || tries == SNAPSHOT_TRIES {
+            return Some(json!({
+                "multipath": conn.is_multipath_enabled(),
+                "rtt_ms": p0.map(|p| p.rtt.as_secs_f64() * 1e3),
+                "current_mtu": p0.map(|p| p.current_mtu),
+                "sent_packets": s.sent_packets,
+                "lost_packets": s.lost_packets,
+                "lost_bytes": s.lost_bytes,
+                "udp_rx_bytes": s.udp_rx.bytes,
+                "udp_rx_datagrams": s.udp_rx.datagrams,
+                "udp_tx_bytes": s.udp_tx.bytes,
+                "udp_tx_datagrams": s.udp_tx.datagrams,
+                "consistent": consistent,
+                "paths": paths,
+            }));
+        }
+    }
+}
+
+/// Each path of the connection as `one_path` reads it, with its state, path 0 first.
+fn paths_json(
+    c: &Conn,
+    conn: &noq::Connection,
+    first: Option<IpAddr>,
+    port: Option<u16>,
+) -> Vec<Value> {
     let mut paths = Vec::new();
     if let Some(p0) = conn.path(PathId::ZERO) {
         let mut d = one_path(&p0, first, port);
@@ -597,20 +648,7 @@ fn stats_json(c: &Conn, first: Option<IpAddr>, port: Option<u16>) -> Option<Valu
         d.insert("error".into(), json!(rec.error));
         paths.push(Value::Object(d));
     }
-    let p0 = conn.path_stats(PathId::ZERO);
-    Some(json!({
-        "multipath": conn.is_multipath_enabled(),
-        "rtt_ms": p0.map(|p| p.rtt.as_secs_f64() * 1e3),
-        "current_mtu": p0.map(|p| p.current_mtu),
-        "sent_packets": s.sent_packets,
-        "lost_packets": s.lost_packets,
-        "lost_bytes": s.lost_bytes,
-        "udp_rx_bytes": s.udp_rx.bytes,
-        "udp_rx_datagrams": s.udp_rx.datagrams,
-        "udp_tx_bytes": s.udp_tx.bytes,
-        "udp_tx_datagrams": s.udp_tx.datagrams,
-        "paths": paths,
-    }))
+    paths
 }
 
 async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
