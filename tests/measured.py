@@ -4,20 +4,23 @@ A test that measures a real run (through dcemu, or a simulation) checks a value 
 ``check_bound(NAME, value)``: the value must lie in ``BOUNDS[NAME]``. With
 ``DCLAB_MEASURE_LOG=PATH`` in the environment every such value is appended to PATH instead of
 checked, which is how the kept runs were made: ``scripts/measure_bounds.py`` runs the tests that
-check bounds several times on a quiet machine and writes ``tests/data/measured.jsonl``
-(one line per value: bound, value, commit, time).
+check bounds several times, some rounds with a core kept busy, and writes
+``tests/data/measured.jsonl`` (one line per value: bound, value, commit, time, test, busy).
 
-``tests/test_measured_bounds.py`` holds every bound to those runs: each kept value lies
-inside its bound, and the bound is tight enough that a regression of 20 % fails (a lower
-bound above 0.8 x the kept median, an upper bound below 1.2 x it). A ``ceiling`` is a
-physical limit (a link's capacity), as is a ``floor`` (a round trip), and both are exempt
-from that rule.
+``tests/test_measured_bounds.py`` holds every bound to those runs: at least MIN_RUNS of
+them (MIN_BUSY busy), each inside its bound by NOISE_MARGIN of their standard deviation,
+and the bound tight enough that a regression of 20 % fails (a lower bound above 0.8 x the
+kept median, an upper bound below 1.2 x it) unless ``tolerance`` and ``what`` say why the
+runs spread wider. A ``ceiling`` is a physical limit (a link's capacity), as is a
+``floor`` (a round trip), and both are exempt from those rules.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,6 +28,13 @@ from pathlib import Path
 
 DATA = Path(__file__).with_name("data") / "measured.jsonl"
 REGRESSION = 0.2  # a change of this much must fail the check
+MIN_RUNS = 10  # kept runs a bound is derived from, at least
+MIN_BUSY = 3  # of them, runs with one core kept busy (scripts/measure_bounds.py --busy)
+# Every kept run lies at least this many of its bound's noise (the kept runs' standard
+# deviation) inside the bound. With ten runs the worst lies about 1.5 deviations from the
+# mean, so a bound at 2 more is 3.5 from it: a false failure about once in 4,000 runs of a
+# bound if the runs were normal, and the suite checks some 60 real-run bounds.
+NOISE_MARGIN = 2.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,9 @@ class Bound:
     # The change it must catch; above REGRESSION only where the kept runs spread wider, and
     # ``what`` then says why.
     tolerance: float = 0.2
+    # Checked only by a test that runs with DCLAB_SLOW=1 (the release check); its kept runs
+    # are held to the same rules there (tests/test_measured_bounds.py).
+    slow: bool = False
 
     def holds(self, v: float) -> bool:
         return all((self.lo is None or v >= self.lo, self.hi is None or v <= self.hi,
@@ -62,110 +75,117 @@ QUIC_PMTUD_CEILING = round(40 * 1452 / 1482, 2)
 
 TCP_ONE_LEG = round(20 * 1268 / 1322, 2)
 
-# Each bound's comment: the kept runs it was derived from (count, lowest-median-highest). A
-# real run's lower bound is the lower of 95 % of the lowest run and 81 % of the median (an
-# upper one the higher of 105 % of the highest and 119 % of the median): five quiet runs
-# do not show the spread of a whole suite's (fresh clones' make test measured 5-15 % below
-# them), and 81 % still fails a 20 % regression. The simulation's values are the same for
-# a seed, and keep 95 % of their one value.
+# Each bound's comment: the kept runs it was derived from (count, how many with a core
+# busy, lowest-median-highest). A lower bound lies at least NOISE_MARGIN standard deviations
+# of its runs below the lowest and at most 95 % of it (an upper one as far above the
+# highest); where an earlier bound already did, and still fails a 20 % regression, it
+# stayed. The simulation's values are the same for a seed, and keep 95 % of their one value.
 BOUNDS: dict[str, Bound] = {
     # -- the studies' directions, short (tests/test_directions.py) --------------------------
-    "directions.short.tcp_sc_mbps": Bound(lo=13.3, ceiling=TCP_ONE_LEG, what="TCP, 10 MB, split 100:0"),  # 5: 16.0-16.3-16.6
-    "directions.short.tcp_dc_mbps": Bound(lo=23.9, ceiling=TCP_CEILING, what="TCP, 10 MB, the default DC"),  # 5: 28.3-29.5-30.2
-    "directions.short.dc_over_sc": Bound(lo=1.47, what="DC over SC goodput"),  # 5: 1.70-1.80-1.89
-    "directions.short.batch100_over_batch500": Bound(lo=1.03, what="batch 100 over 500"),  # 5: 1.20-1.27-1.28
-    "directions.short.matched_over_even_5to1": Bound(lo=1.75, what="83:17 over 50:50 on 33.33/6.67"),  # 5: 2.11-2.16-2.31
-    "directions.short.dup_over_no_dup_2pct": Bound(lo=4.26, what="duplication over none, 2 % loss"),  # 5: 4.97-5.26-5.41
-    "directions.short.stall_wait_p99_ms": Bound(lo=157, floor=0, what="p99 PDCP wait at 0.2 % loss, t-Reordering 200 ms"),  # 5: 192.9-192.9-201.3
-    "directions.short.zero_rtt_first_byte_saving_in_rtts": Bound(lo=0.696, what="first byte saving / handshake time"),  # 5: 0.850-0.858-0.951
+    "directions.short.tcp_sc_mbps": Bound(lo=13.3, ceiling=TCP_ONE_LEG, what="TCP, 10 MB, split 100:0"),  # 10 (5 busy): 16.1-16.4-16.7
+    "directions.short.tcp_dc_mbps": Bound(lo=23.9, ceiling=TCP_CEILING, what="TCP, 10 MB, the default DC"),  # 10 (5 busy): 27.9-29.1-31.1
+    "directions.short.dc_over_sc": Bound(lo=1.47, what="DC over SC goodput"),  # 10 (5 busy): 1.67-1.78-1.91
+    "directions.short.batch100_over_batch500": Bound(lo=1.04, what="batch 100 over 500"),  # 10 (5 busy): 1.2-1.29-1.35
+    "directions.short.matched_over_even_5to1": Bound(lo=1.73, what="83:17 over 50:50 on 33.33/6.67"),  # 10 (5 busy): 1.93-2.13-2.28
+    "directions.short.dup_over_no_dup_2pct": Bound(lo=4.25, what="duplication over none, 2 % loss"),  # 10 (5 busy): 4.86-5.11-5.91
+    "directions.short.stall_wait_p99_ms": Bound(lo=157, floor=0, what="p99 PDCP wait at 0.2 % loss, t-Reordering 200 ms"),  # 10 (5 busy): 193-193-201
+    "directions.short.zero_rtt_first_byte_saving_in_rtts": Bound(lo=0.684, tolerance=0.27, what=(
+        "first byte saving / handshake time: a ratio of two medians of ten downloads each, over a path with 10 % "
+        "jitter on each leg: 0.80-1.02 in ten runs")),  # 10 (5 busy): 0.805-0.926-1.02
     "directions.short.mquic_mean_gain_over_1c_pct": Bound(lo=28.6, tolerance=0.36, what=(
         "mQUIC's gain in mean completion over one connection, 10 repetitions of 2400 KB at 1 % loss: one "
         "connection's few downloads that meet NFEs make its mean heavy-tailed, and the long version's twenty "
-        "spread 30-46 % over seven runs; the bound holds the direction and most of its size")),  # 5: 37.6-44.2-53.1
+        "spread 30-46 % over seven runs; the bound holds the direction and most of its size")),  # 10 (5 busy): 38.6-44.6-54.9
     # -- the studies' directions, long: the release check (DCLAB_SLOW=1) -------------------
-    "directions.long.tcp_sc_mbps": Bound(lo=14.3, ceiling=TCP_ONE_LEG, what="TCP, 30 MB, split 100:0"),  # 3: 17.52-17.56-17.80
-    "directions.long.tcp_dc_mbps": Bound(lo=28, ceiling=TCP_CEILING, what="TCP, 30 MB, the default DC"),  # 3: 34.44-34.51-34.74
-    "directions.long.dc_over_sc": Bound(lo=1.59, what="DC over SC goodput"),  # 3: 1.939-1.962-1.983
-    "directions.long.batch100_over_batch500": Bound(lo=1.13, what="batch 100 over 500"),  # 3: 1.390-1.393-1.416
-    "directions.long.matched_over_even_5to1": Bound(lo=2.13, what="83:17 over 50:50 on 33.33/6.67"),  # 3: 2.607-2.630-2.635
-    "directions.long.dup_over_no_dup_2pct": Bound(lo=7.49, what="duplication over none, 2 % loss, 5 MB"),  # 3: 9.21-9.24-9.29
-    "directions.long.stall_wait_p99_ms": Bound(lo=157, floor=0, what="p99 PDCP wait at 0.2 % loss, t-Reordering 200 ms"),  # 3: 192.9 each
-    "directions.long.zero_rtt_first_byte_saving_in_rtts": Bound(lo=0.717, what="first byte saving / handshake time"),  # 3: 0.849-0.884-0.899
-    "directions.long.mquic_mean_gain_over_1c_pct": Bound(lo=28.6, tolerance=0.3, what=(
+    "directions.long.tcp_sc_mbps": Bound(slow=True, lo=14.3, ceiling=TCP_ONE_LEG, what="TCP, 30 MB, split 100:0"),  # 3: 17.52-17.56-17.80
+    "directions.long.tcp_dc_mbps": Bound(slow=True, lo=28, ceiling=TCP_CEILING, what="TCP, 30 MB, the default DC"),  # 3: 34.44-34.51-34.74
+    "directions.long.dc_over_sc": Bound(slow=True, lo=1.59, what="DC over SC goodput"),  # 3: 1.939-1.962-1.983
+    "directions.long.batch100_over_batch500": Bound(slow=True, lo=1.13, what="batch 100 over 500"),  # 3: 1.390-1.393-1.416
+    "directions.long.matched_over_even_5to1": Bound(slow=True, lo=2.13, what="83:17 over 50:50 on 33.33/6.67"),  # 3: 2.607-2.630-2.635
+    "directions.long.dup_over_no_dup_2pct": Bound(slow=True, lo=7.49, what="duplication over none, 2 % loss, 5 MB"),  # 3: 9.21-9.24-9.29
+    "directions.long.stall_wait_p99_ms": Bound(slow=True, lo=157, floor=0, what="p99 PDCP wait at 0.2 % loss, t-Reordering 200 ms"),  # 3: 192.9 each
+    "directions.long.zero_rtt_first_byte_saving_in_rtts": Bound(
+        slow=True, lo=0.717, what="first byte saving / handshake time"),  # 3: 0.849-0.884-0.899
+    "directions.long.mquic_mean_gain_over_1c_pct": Bound(slow=True, lo=28.6, tolerance=0.3, what=(
         "as the short one, 20 repetitions; 3 runs of the test and 4 of its command (dclab run mquic --preset "
         "domestic-high-loss --modes 1c,mquic --sizes 2400KB --reps 20)")),  # 7: 30.1-40.2-45.7
-    "mquic.dc_timer_starts_per_download": Bound(lo=7.7, what=(
+    "mquic.dc_timer_starts_per_download": Bound(slow=True, lo=7.7, what=(
         "t-Reordering starts per mQUIC download over DC at 1 % loss (tests/test_mquic_experiment.py, slow)")),  # 3: 9.0-9.5-9.5
     # -- stacks and experiments through dcemu ------------------------------------------------
-    "aioquic2020.dcemu_2mb_mbps": Bound(lo=22, ceiling=QUIC_CEILING),  # 5: 25.6-27.1-28.3
-    "bbr.aioquic_dcemu_20mb_mbps": Bound(lo=29.1, ceiling=QUIC_CEILING),  # 5: 31.5-35.9-36.3
-    "bbr.ngtcp2_dcemu_20mb_mbps": Bound(lo=9.64, ceiling=QUIC_CEILING),  # 5: 11.1-11.9-12.0
-    "mptcp.paths_10_30_10mb_mbps": Bound(lo=27.7, ceiling=TCP_CEILING, what="MPTCP, 10 MB over paths of 10 and 30 Mbit/s"),  # 5: 31.7-34.2-34.6
-    "campaign_run.batch10_mbps": Bound(lo=23.4, ceiling=TCP_CEILING, what="TCP, 10 MB"),  # 5: 27.0-28.8-31.2
-    "campaign_run.batch50_mbps": Bound(lo=25.4, ceiling=TCP_CEILING),  # 5: 27.0-31.3-31.5
-    "campaign_run.batch100_mbps": Bound(lo=23.5, ceiling=TCP_CEILING),  # 5: 28.9-29.0-31.0
-    "campaign_run.fairness_jfi": Bound(lo=0.791, ceiling=1.0, what="TCP, 4 s window"),  # 5: 0.957-0.976-0.996
-    "campaign_run.fairness_total_mbps": Bound(lo=27.3, ceiling=TCP_CEILING),  # 5: 32.5-33.7-34.4
-    "download.zero_rtt_first_byte_median_s": Bound(hi=0.0417, floor=0.024, what="aioquic 0-RTT over the 250 m cell, "
-                                                    "12 ms core delay each way"),  # 5: 0.0340-0.0351-0.0363
-    "download.zero_rtt_64kb_s": Bound(hi=0.147, floor=0.024),  # 10: 0.119-0.124-0.127
-    "download.zero_rtt_128kb_s": Bound(hi=0.182, floor=0.024),  # 10: 0.146-0.154-0.159
-    "emulator_mode.plain.tcp_10mb_mbps": Bound(lo=23.4, ceiling=TCP_CEILING),  # 5: 26.8-28.9-31.2
-    "emulator_mode.busy.tcp_10mb_mbps": Bound(lo=23.8, ceiling=TCP_CEILING),  # 5: 27.1-29.4-31.1
-    "emulator_mode.other.tcp_10mb_mbps": Bound(lo=23.8, ceiling=TCP_CEILING),  # 5: 28.8-29.3-31.2
-    "cell.two_devices_medium_total_mbps": Bound(lo=18, what="two TCP devices at 750 m, 5 s"),  # 5: 22.1-22.2-22.4
-    "flows.quic_tcp_one_leg_total_mbps": Bound(lo=15.1, ceiling=TCP_ONE_LEG),  # 5: 17.9-18.6-19.0
-    "flows.quic_tcp_one_leg_jfi": Bound(lo=0.782, ceiling=1.0, what="aioquic reno and TCP cubic, 5 s"),  # 5: 0.838-0.965-0.999
-    "plugin.4x50kb_2conns_s": Bound(hi=0.19, floor=0.02, what="mean completion, 2 reps"),  # 5: 0.151-0.160-0.161
-    "plugin.2x50kb_2conns_batch10_s": Bound(hi=0.206, floor=0.02),  # 5: 0.163-0.173-0.178
-    "resume.aioquic.zero_rtt_first_byte_saving_ms": Bound(lo=26.4, what="one RTT of 20 ms and the handshake's work"),  # 5: 29.2-32.6-35.2
-    "resume.ngtcp2.zero_rtt_first_byte_saving_ms": Bound(lo=18.4),  # 5: 22.4-22.7-23.1
+    "aioquic2020.dcemu_2mb_mbps": Bound(lo=8.98, ceiling=QUIC_CEILING, tolerance=0.69, what=(
+        "a 2 MB download lasts 0.6 s: a queue drop in slow start holds PDCP for t-Reordering and halves the window "
+        "(16.6 once in 20 runs, the other 19 at 28-29.4, ten of them by hand with a core busy); the bound fails a "
+        "collapse only: stacks.aioquic-2020.reno.10mb_mbps holds the stack's rate")),  # 10 (5 busy): 16.6-28.5-29.4
+    "bbr.aioquic_dcemu_20mb_mbps": Bound(slow=True, lo=29.1, ceiling=QUIC_CEILING),  # 5: 31.5-35.9-36.3
+    "bbr.ngtcp2_dcemu_20mb_mbps": Bound(slow=True, lo=9.64, ceiling=QUIC_CEILING),  # 5: 11.1-11.9-12.0
+    "mptcp.paths_10_30_10mb_mbps": Bound(
+        lo=27.8, ceiling=TCP_CEILING, what="MPTCP, 10 MB over paths of 10 and 30 Mbit/s"),  # 10 (5 busy): 32.1-34.7-35
+    "campaign_run.batch_mean_mbps": Bound(lo=25.1, ceiling=TCP_CEILING, what=(
+        "TCP CUBIC, 10 MB, the mean of batches 10, 50 and 100: one 10 MB run spreads 24-31 (24.17 once in CI)")),  # 10 (5 busy): 27.1-28.3-29.8
+    "campaign_run.fairness_jfi": Bound(lo=0.797, ceiling=1.0, what="TCP, 4 s window"),  # 10 (5 busy): 0.929-0.995-1
+    "campaign_run.fairness_total_mbps": Bound(lo=27.3, ceiling=TCP_CEILING),  # 10 (5 busy): 31.7-33-34.3
+    "download.zero_rtt_first_byte_median_s": Bound(hi=0.0343, floor=0.024, what="aioquic 0-RTT over the 250 m cell, "
+                                                    "12 ms core delay each way"),  # 10 (5 busy): 0.0274-0.0286-0.0294
+    "download.zero_rtt_64kb_s": Bound(hi=0.133, floor=0.024),  # 20 (10 busy): 0.108-0.111-0.119
+    "download.zero_rtt_128kb_s": Bound(hi=0.168, floor=0.024),  # 20 (10 busy): 0.133-0.14-0.149
+    "emulator_mode.plain.tcp_10mb_mbps": Bound(lo=23.6, ceiling=TCP_CEILING),  # 10 (5 busy): 27-29.4-31.3
+    "emulator_mode.busy.tcp_10mb_mbps": Bound(lo=23.8, ceiling=TCP_CEILING),  # 10 (5 busy): 26.9-28.9-31.1
+    "emulator_mode.other.tcp_10mb_mbps": Bound(lo=23.8, ceiling=TCP_CEILING),  # 10 (5 busy): 27.2-29.2-33.2
+    "cell.two_devices_medium_total_mbps": Bound(lo=18, what="two TCP devices at 750 m, 5 s"),  # 10 (5 busy): 21-21.5-22.2
+    "flows.quic_tcp_one_leg_total_mbps": Bound(lo=15.1, ceiling=TCP_ONE_LEG),  # 10 (5 busy): 17.5-18.7-19.1
+    "flows.quic_tcp_one_leg_jfi": Bound(lo=0.782, ceiling=1.0, what="aioquic reno and TCP cubic, 5 s"),  # 10 (5 busy): 0.895-0.977-1
+    "plugin.4x50kb_2conns_s": Bound(hi=0.173, floor=0.02, tolerance=0.22, what=(
+        "mean completion of four 50 kB downloads, 2 reps: one slow handshake moves it (0.137-0.160)")),  # 10 (5 busy): 0.137-0.142-0.16
+    "plugin.2x50kb_2conns_batch10_s": Bound(hi=0.187, floor=0.02),  # 10 (5 busy): 0.15-0.156-0.17
+    "resume.aioquic.zero_rtt_first_byte_saving_ms": Bound(lo=23.1, what="one RTT of 20 ms and the handshake's work"),  # 10 (5 busy): 26-27-30.1
+    "resume.ngtcp2.zero_rtt_first_byte_saving_ms": Bound(lo=18.4),  # 10 (5 busy): 21.5-22-22.3
     "resume.tcp.zero_rtt_first_byte_saving_ms": Bound(lo=15.0, tolerance=0.4, what=(
         "the SYN's round trip, 20 ms; one sample, whose jitter (10 % on each leg of two round trips) spreads it by "
-        "about 5 ms: 19.05 seen once in make test; losing TCP Fast Open saves nothing")),  # 10: 21.8-24.0-27.0
+        "about 5 ms: 19.05 seen once in make test; losing TCP Fast Open saves nothing")),  # 10 (5 busy): 21.5-22.6-23.9
     # every stack and controller, 10 MB through the default scenario (tests/test_stacks_dcemu.py)
-    "stacks.aioquic.reno.10mb_mbps": Bound(lo=22.7, ceiling=QUIC_CEILING, tolerance=0.25, what=(
+    "stacks.aioquic.reno.10mb_mbps": Bound(lo=17.2, ceiling=QUIC_CEILING, tolerance=0.52, what=(
         "aioquic NewReno: how many loss episodes slow start's overflow of a leg costs varies from run to run "
-        "(25.5 in a fresh clone's CI)")),  # 10: 23.9-29.1-35.8
-    "stacks.aioquic.cubic.10mb_mbps": Bound(lo=24.5, ceiling=QUIC_CEILING),  # 5: 29.0-30.2-32.9
-    "stacks.aioquic.bbr.10mb_mbps": Bound(lo=24.4, ceiling=QUIC_CEILING),  # 5: 29.7-30.1-35.3
+        "(25.5 in a fresh clone's CI)")),  # 10 (5 busy): 25.6-35.8-36
+    "stacks.aioquic.cubic.10mb_mbps": Bound(lo=22.5, ceiling=QUIC_CEILING, tolerance=0.37, what=(
+        "as stacks.aioquic.reno: most runs meet no loss (35-36), one in five a slow-start overflow (28-30)")),  # 10 (5 busy): 28.2-35.3-35.9
+    "stacks.aioquic.bbr.10mb_mbps": Bound(lo=24.4, ceiling=QUIC_CEILING),  # 10 (5 busy): 28.4-30.5-30.6
     "stacks.aioquic-2020.reno.10mb_mbps": Bound(lo=25.1, ceiling=QUIC_CEILING, tolerance=0.3, what=(
         "aioquic 2020's NewReno: as stacks.aioquic.reno, how many loss episodes slow start's overflow of a leg costs "
-        "varies from run to run (28.1 in a fresh clone's CI, 26.5 among 15 quiet runs)")),  # 15: 26.5-35.2-35.5
-    "stacks.ngtcp2.cubic.10mb_mbps": Bound(lo=29.2, ceiling=QUIC_PMTUD_CEILING),  # 5: 36.0-36.0-36.0
-    "stacks.ngtcp2.reno.10mb_mbps": Bound(lo=29.2, ceiling=QUIC_PMTUD_CEILING),  # 5: 36.0-36.0-36.1
-    "stacks.ngtcp2.bbr.10mb_mbps": Bound(lo=9.58, ceiling=QUIC_PMTUD_CEILING),  # 5: 11.4-11.8-12.5
-    "stacks.ngtcp2.bbr2.10mb_mbps": Bound(lo=16.9, ceiling=QUIC_PMTUD_CEILING, tolerance=0.55, what=(
-        "bimodal: a STARTUP that overflows a leg's queue holds PDCP for t-Reordering (one run of five)")),  # 5: 17.8-36.1-36.1
-    "stacks.noq.cubic.10mb_mbps": Bound(lo=19.5, ceiling=QUIC_PMTUD_CEILING),  # 5: 24.0-24.1-24.3
-    "stacks.noq.reno.10mb_mbps": Bound(lo=21.8, ceiling=QUIC_PMTUD_CEILING),  # 5: 26.8-27.0-27.1
-    "stacks.noq.bbr.10mb_mbps": Bound(lo=28.6, ceiling=QUIC_PMTUD_CEILING),  # 5: 35.2-35.3-35.6
-    "stacks.quic-go.reno.10mb_mbps": Bound(lo=30, ceiling=QUIC_PMTUD_CEILING),  # 5: 36.9-37.0-37.1
-    "stacks.quinn.cubic.10mb_mbps": Bound(lo=19.3, ceiling=QUIC_PMTUD_CEILING),  # 5: 23.7-23.8-24.1
-    "stacks.quinn.reno.10mb_mbps": Bound(lo=21.7, ceiling=QUIC_PMTUD_CEILING),  # 5: 26.5-26.7-27.1
-    "stacks.quinn.bbr.10mb_mbps": Bound(lo=9.73, ceiling=QUIC_PMTUD_CEILING),  # 5: 11.9-12.0-19.2
-    "stacks.mptcp.cubic.10mb_mbps": Bound(lo=23.0, ceiling=TCP_CEILING),  # 5: 26.5-28.5-28.7
-    "stacks.mptcp.reno.10mb_mbps": Bound(lo=21.7, ceiling=TCP_CEILING),  # 5: 23.0-26.8-27.0
-    "stacks.mptcp.bbr.10mb_mbps": Bound(lo=15.4, ceiling=TCP_CEILING, tolerance=0.5, what=(
-        "MPTCP with one subflow under PDCP: as Linux BBR over TCP (stacks.tcp.bbr), STARTUP's queue overflows and "
-        "each drop holds PDCP for t-Reordering")),  # 5: 16.2-30.5-35.0
-    "stacks.tcp.cubic.10mb_mbps": Bound(lo=23.3, ceiling=TCP_CEILING),  # 5: 28.6-28.8-31.4
-    "stacks.tcp.reno.10mb_mbps": Bound(lo=22.1, ceiling=TCP_CEILING),  # 5: 27.2-27.2-27.4
-    "stacks.tcp.bbr.10mb_mbps": Bound(lo=16.0, ceiling=TCP_CEILING, tolerance=0.4, what=(
-        "Linux BBR's STARTUP overflows the 100-packet leg queues, and each drop holds PDCP for t-Reordering: "
-        "how many it loses decides the run (17.7 in a whole make test); the bound fails runs slower than any such stall")),  # 5: 21.4-26.6-31.1
+        "varies from run to run (28.1 in a fresh clone's CI, 26.5 among 15 quiet runs)")),  # 10 (5 busy): 33.5-35.7-35.9
+    "stacks.ngtcp2.cubic.10mb_mbps": Bound(lo=29.2, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 35-36-36.2
+    "stacks.ngtcp2.reno.10mb_mbps": Bound(lo=29.2, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 35.8-36-36.1
+    "stacks.ngtcp2.bbr.10mb_mbps": Bound(lo=9.58, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 11.1-11.8-12.5
+    "stacks.ngtcp2.bbr2.10mb_mbps": Bound(lo=4.37, ceiling=QUIC_PMTUD_CEILING, tolerance=0.88, what=(
+        "bimodal: a STARTUP that overflows a leg's queue holds PDCP for t-Reordering (18.0 once in ten, the others "
+        "36): the bound fails a collapse only")),  # 10 (5 busy): 18-36.1-36.2
+    "stacks.noq.cubic.10mb_mbps": Bound(lo=19.5, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 23.9-24-24.2
+    "stacks.noq.reno.10mb_mbps": Bound(lo=21.8, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 26.8-26.9-27
+    "stacks.noq.bbr.10mb_mbps": Bound(lo=28.6, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 35.2-35.4-35.5
+    "stacks.quic-go.reno.10mb_mbps": Bound(lo=30, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 36.9-37-37.1
+    "stacks.quinn.cubic.10mb_mbps": Bound(lo=19.3, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 23.7-23.8-24
+    "stacks.quinn.reno.10mb_mbps": Bound(lo=21.7, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 26.3-26.6-27
+    "stacks.quinn.bbr.10mb_mbps": Bound(lo=9.75, ceiling=QUIC_PMTUD_CEILING),  # 10 (5 busy): 11.6-12.2-12.7
+    "stacks.mptcp.cubic.10mb_mbps": Bound(lo=23.0, ceiling=TCP_CEILING),  # 10 (5 busy): 26.4-28.4-30.9
+    "stacks.mptcp.reno.10mb_mbps": Bound(lo=19.6, ceiling=TCP_CEILING, tolerance=0.27, what=(
+        "NewReno halves its window at each of slow start's drops, and how many there are varies (23.1-28.7)")),  # 10 (5 busy): 23.1-26.7-28.7
+    "stacks.mptcp.bbr.10mb_mbps": Bound(lo=0.769, ceiling=TCP_CEILING, tolerance=0.97, what=(
+        "MPTCP with one subflow under PDCP: as Linux BBR over TCP (stacks.tcp.bbr), the queues overflow again and "
+        "again and each drop may hold PDCP for t-Reordering: 15.9-35.1, spread over the range; the bound fails a "
+        "collapse only")),  # 10 (5 busy): 15.9-21.4-35.1
+    "stacks.tcp.cubic.10mb_mbps": Bound(lo=23.3, ceiling=TCP_CEILING),  # 10 (5 busy): 26.9-28.8-30.7
+    "stacks.tcp.reno.10mb_mbps": Bound(lo=20.9, ceiling=TCP_CEILING),  # 10 (5 busy): 24.2-25.9-29.3
+    "stacks.tcp.bbr.10mb_mbps": Bound(lo=3.82, ceiling=TCP_CEILING, tolerance=0.85, what=(
+        "Linux BBR overflows the 100-packet leg queues again and again (361 drops and 13 t-Reordering expiries in "
+        "one 10 MB run): how many drops open PDCP gaps decides the run, 17.4-35.9 spread over the range; the bound "
+        "fails a collapse only")),  # 10 (5 busy): 17.4-25.4-35.9
     # -- the simulation (deterministic for a seed) and validate-smoke's emulated side ---------
-    "sim.aioquic_large_10mb_mbps": Bound(lo=34.0, ceiling=QUIC_CEILING),  # 5: 35.75 each
-    "sim.fairness_total_mbps": Bound(lo=34.1, ceiling=QUIC_CEILING),  # 5: 35.91 each
-    "sim.fairness_jfi": Bound(lo=0.95, ceiling=1.0),  # 5: 0.998 each
-    "sim.emu_5mb.client_udp_drops_at_loss_0.2": Bound(lo=28, tolerance=0.7, what=(
-        "datagrams the client's kernel dropped: how many depends on how fast the client drains its socket, "
-        "which the machine's state moves (56 in a fresh clone's make test); the bound holds that drops are "
-        "counted, not how many")),  # 5: 78-93-111
-    "sim.sim_20mb.client_udp_drops_at_loss_0.2": Bound(lo=82, what="datagrams the host model dropped"),  # 5: 87 each
-    "validate_smoke.aioquic_reno_large-buffer.loss_0.emu_mbps": Bound(lo=29.5, ceiling=QUIC_CEILING),  # 5: 35.6-36.3-36.7
-    "validate_smoke.tcp_cubic.loss_0.emu_mbps": Bound(lo=26.3, ceiling=TCP_CEILING),  # 5: 31.8-32.5-33.1
-    "validate_smoke.tcp_reno.loss_0.1.emu_mbps": Bound(lo=11.6, ceiling=TCP_CEILING),  # 5: 14.0-14.2-14.4
+    "sim.aioquic_large_10mb_mbps": Bound(lo=34.0, ceiling=QUIC_CEILING),  # 10 (5 busy): 35.75 each
+    "sim.fairness_total_mbps": Bound(lo=34.1, ceiling=QUIC_CEILING),  # 10 (5 busy): 35.91 each
+    "sim.fairness_jfi": Bound(lo=0.95, ceiling=1.0),  # 10 (5 busy): 0.998 each
+    "sim.sim_20mb.client_udp_drops_at_loss_0.2": Bound(lo=82, what="datagrams the host model dropped"),  # 10 (5 busy): 87-87-87
+    "validate_smoke.aioquic_reno_large-buffer.loss_0.emu_mbps": Bound(lo=29.5, ceiling=QUIC_CEILING),  # 10 (5 busy), each a mean of 5: 34.4-35.7-36.3
+    "validate_smoke.tcp_cubic.loss_0.emu_mbps": Bound(lo=28.0, ceiling=TCP_CEILING),  # 10 (5 busy), each a mean of 5: 32.4-32.9-33.2
+    "validate_smoke.tcp_reno.loss_0.1.emu_mbps": Bound(lo=11.6, ceiling=TCP_CEILING),  # 10 (5 busy), each a mean of 5: 13.9-14.2-14.4
 }
 
 
@@ -175,12 +195,15 @@ def _commit() -> str:
 
 
 def log(name: str, value: float) -> None:
-    """Appends ``value`` to the log named by DCLAB_MEASURE_LOG, if any."""
+    """Appends ``value`` to the log named by DCLAB_MEASURE_LOG, if any, with the test that
+    measured it and whether a core was kept busy meanwhile (DCLAB_MEASURE_BUSY=1)."""
     path = os.environ.get("DCLAB_MEASURE_LOG")
     if path:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
         with open(path, "a") as f:
             f.write(json.dumps({"bound": name, "value": value, "commit": _commit(),
-                                "time": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+                                "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "test": test,
+                                "busy": os.environ.get("DCLAB_MEASURE_BUSY") == "1"}) + "\n")
 
 
 def check_bound(name: str, value: float) -> None:
@@ -195,11 +218,43 @@ def check_bound(name: str, value: float) -> None:
     assert bound.holds(value), f"{name} = {value:.4g}, outside its bound ({bound}; tests/measured.py)"
 
 
-def kept() -> dict[str, list[float]]:
-    """The kept runs' values by bound (tests/data/measured.jsonl)."""
-    out: dict[str, list[float]] = {}
-    for line in DATA.read_text().splitlines():
+@dataclass(frozen=True)
+class Kept:
+    """One kept run of a bound: its value and whether a core was kept busy meanwhile."""
+
+    value: float
+    busy: bool
+
+
+def kept_runs(path: Path = DATA) -> dict[str, list[Kept]]:
+    """The kept runs by bound (tests/data/measured.jsonl)."""
+    out: dict[str, list[Kept]] = {}
+    for line in path.read_text().splitlines():
         if line.strip():
             rec = json.loads(line)
-            out.setdefault(rec["bound"], []).append(float(rec["value"]))
+            out.setdefault(rec["bound"], []).append(Kept(float(rec["value"]), bool(rec.get("busy", False))))
     return out
+
+
+def kept() -> dict[str, list[float]]:
+    """The kept runs' values by bound (tests/data/measured.jsonl)."""
+    return {name: [k.value for k in runs] for name, runs in kept_runs().items()}
+
+
+def noise(values: list[float]) -> float:
+    """A bound's own noise: the standard deviation of its kept runs."""
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def margin(bound: Bound, values: list[float]) -> float:
+    """How far the worst kept run lies inside the bound's lo or hi, in units of the runs'
+    noise (negative: outside; infinite: no lo or hi, or runs that never vary and lie inside)."""
+    sigma = noise(values)
+    gaps = ([min(values) - bound.lo] if bound.lo is not None else []) + \
+        ([bound.hi - max(values)] if bound.hi is not None else [])
+    if not gaps:
+        return math.inf
+    gap = min(gaps)
+    if sigma == 0:
+        return math.inf if gap > 0 else -math.inf
+    return gap / sigma

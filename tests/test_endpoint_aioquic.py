@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SERVER, start_in
+from conftest import SERVER, start_in, wait_for
 
 from dclab.endpoints.aioquic.adapter import AioquicStack
 from dclab.endpoints.base import (
@@ -173,7 +173,8 @@ def test_one_client_process_serves_many_workloads(veth_pair, certs, tmp_path):
             assert len(rs[1].connections) == 3 and all(c.handshake_s for c in rs[1].connections)
             # a client that dies is replaced at the next workload, which still succeeds
             subprocess.run(["ip", "netns", "exec", veth_pair.client, "pkill", "-f", "h3_client --host"], check=True)
-            time.sleep(0.2)
+            wait_for(lambda: subprocess.run(["pgrep", "-f", "h3_client --host"], capture_output=True).returncode == 1,
+                     10, "the killed client's end")
             r = in_thread(Workload.single(1000))
             assert r.ok and r.extra["served"] == 1 and session.started == 2, r.error
     finally:

@@ -192,7 +192,11 @@ def test_multipath_download_crosses_both_legs(bench, tmp_path):
 
 def test_multipath_backup_path_carries_no_download(bench, tmp_path):
     """A path opened as backup (the client's --path-status, which the server takes over)
-    carries data only while no available path is left: here none of the body."""
+    carries data only while no available path is left: here nothing but what the server
+    sent before it took the status over. noq schedules by each end's own status only, and
+    the server learns the client's from an event, handled by a task of its own: until then
+    the new path is available to it. In 50 runs (30 with a core busy) path 1 received
+    6.8-51.6 kB of the 5 MB; a path that stayed available gets about half."""
     two_legs(bench.ns)
     bench.serve()
     wfile = tmp_path / "wl.json"
@@ -202,5 +206,6 @@ def test_multipath_backup_path_carries_no_download(bench, tmp_path):
     d = json.loads(p.stdout)
     assert p.returncode == 0 and d["ok"], d["error"]
     p0, p1 = d["stack"]["connections"][0]["paths"]
+    print(f"noq backup path: path 1 received {p1['udp_rx_bytes']} bytes, path 0 {p0['udp_rx_bytes']}")
     assert (p0["status"], p1["status"], p1["state"]) == ("available", "backup", "open")
-    assert p0["udp_rx_bytes"] > 5 * MB and p1["udp_rx_bytes"] < 0.01 * 5 * MB, (p0, p1)
+    assert p0["udp_rx_bytes"] > 5 * MB and p1["udp_rx_bytes"] < 0.02 * 5 * MB, (p0, p1)

@@ -1,6 +1,6 @@
 """Every bound of tests/measured.py against the runs kept in tests/data/measured.jsonl:
-each kept value lies inside it, it is tight enough that a 20 % regression fails, and a
-test checks it."""
+enough kept runs (some with a core kept busy), each inside the bound by at least twice
+their own noise, the bound tight enough that a 20 % regression fails, and a test checks it."""
 
 from __future__ import annotations
 
@@ -8,32 +8,51 @@ import re
 import statistics
 from pathlib import Path
 
-from measured import BOUNDS, REGRESSION, kept
+import pytest
+from measured import BOUNDS, MIN_BUSY, MIN_RUNS, NOISE_MARGIN, REGRESSION, Bound, kept, kept_runs, margin
 
-MIN_RUNS = 3  # kept runs a bound is derived from, at least
+
+def bound_problems(name: str, b: Bound, runs: list) -> list[str]:
+    """What is wrong with one bound given its kept runs (measured.Kept)."""
+    values = [k.value for k in runs]
+    problems = []
+    if len(values) < MIN_RUNS or sum(k.busy for k in runs) < MIN_BUSY:
+        return [f"{name}: {len(values)} kept runs, {sum(k.busy for k in runs)} of them busy; {MIN_RUNS} and "
+                f"{MIN_BUSY} needed (scripts/measure_bounds.py --rounds 10 --busy 5)"]
+    if b.lo is None and b.hi is None:
+        problems.append(f"{name}: neither lo nor hi: a ceiling or floor alone is a bound any result meets")
+    outside = [v for v in values if not b.holds(v)]
+    if outside:
+        problems.append(f"{name}: kept runs outside {b}: {outside}")
+    elif (m := margin(b, values)) < NOISE_MARGIN:
+        problems.append(f"{name}: its worst kept run lies {m:.2f} of the runs' noise inside {b}, "
+                        f"{NOISE_MARGIN:g} needed: an unchanged tree would fail it")
+    median = statistics.median(values)
+    t = b.tolerance
+    if t > REGRESSION and not b.what:
+        problems.append(f"{name}: a tolerance above {REGRESSION:.0%} needs its reason in `what`")
+    if b.lo is not None and b.lo < (1 - t) * median:
+        problems.append(f"{name}: lo {b.lo:g} lets a {t:.0%} regression of the median {median:.4g} pass")
+    if b.hi is not None and b.hi > (1 + t) * median:
+        problems.append(f"{name}: hi {b.hi:g} lets a {t:.0%} regression of the median {median:.4g} pass")
+    return problems
+
+
+def _problems(slow: bool) -> list[str]:
+    runs = kept_runs()
+    return [p for name, b in BOUNDS.items() if b.slow == slow for p in bound_problems(name, b, runs.get(name, []))]
 
 
 def test_each_bound_holds_its_kept_runs_and_would_catch_a_regression():
-    runs = kept()
-    problems = []
-    for name, b in BOUNDS.items():
-        values = runs.get(name, [])
-        if len(values) < MIN_RUNS:
-            problems.append(f"{name}: {len(values)} kept runs, {MIN_RUNS} needed (scripts/measure_bounds.py)")
-            continue
-        if b.lo is None and b.hi is None:
-            problems.append(f"{name}: neither lo nor hi: a ceiling or floor alone is a bound any result meets")
-        outside = [v for v in values if not b.holds(v)]
-        if outside:
-            problems.append(f"{name}: kept runs outside {b}: {outside}")
-        median = statistics.median(values)
-        t = b.tolerance
-        if t > REGRESSION and not b.what:
-            problems.append(f"{name}: a tolerance above {REGRESSION:.0%} needs its reason in `what`")
-        if b.lo is not None and b.lo < (1 - t) * median:
-            problems.append(f"{name}: lo {b.lo:g} lets a {t:.0%} regression of the median {median:.4g} pass")
-        if b.hi is not None and b.hi > (1 + t) * median:
-            problems.append(f"{name}: hi {b.hi:g} lets a {t:.0%} regression of the median {median:.4g} pass")
+    problems = _problems(slow=False)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_each_slow_bound_holds_its_kept_runs_and_would_catch_a_regression():
+    """The release check's bounds (DCLAB_SLOW=1), under the same rules: their tests run only
+    there, so their kept runs are measured with DCLAB_SLOW=1 scripts/measure_bounds.py."""
+    problems = _problems(slow=True)
     assert not problems, "\n".join(problems)
 
 
@@ -63,11 +82,30 @@ def test_each_bound_is_checked_by_a_test_and_each_kept_run_has_a_bound():
 
 
 def test_a_bound_refuses_what_lies_outside_it():
-    from measured import Bound
-
     b = Bound(lo=30.0, ceiling=38.4)
     assert b.holds(30.0) and b.holds(38.4) and not b.holds(29.9) and not b.holds(38.5)
     assert str(b) == ">= 30, <= 38.4 (ceiling)"
     assert Bound().tolerance == 0.2
     t = Bound(hi=0.05, floor=0.024)
     assert t.holds(0.03) and not t.holds(0.051) and not t.holds(0.02)
+
+
+def test_a_bound_within_its_runs_noise_is_refused():
+    from measured import Kept
+
+    def runs(values, busy=MIN_BUSY):
+        return [Kept(v, i < busy) for i, v in enumerate(values)]
+
+    values = [30.0, 31.0, 32.0, 30.5, 31.5, 29.5, 32.5, 31.0, 30.0, 32.0]  # sd 1.0
+    assert bound_problems("x", Bound(lo=27.0), runs(values)) == []  # 2.5 sd below the worst
+    (p,) = bound_problems("x", Bound(lo=28.0), runs(values))  # 1.5 sd: too close
+    assert "1.50 of the runs' noise" in p and "2 needed" in p
+    (p,) = bound_problems("x", Bound(lo=24.0), runs(values))  # far, but lets 20 % pass
+    assert "lets a 20% regression" in p
+    assert "outside" in bound_problems("x", Bound(lo=30.0), runs(values))[0]
+    assert "kept runs" in bound_problems("x", Bound(lo=27.0), runs(values, busy=2))[0]  # too few busy
+    assert "kept runs" in bound_problems("x", Bound(lo=27.0), runs(values[:9]))[0]
+    same = [35.75] * 10  # the simulation: one value for a seed, no noise
+    assert bound_problems("x", Bound(lo=34.0), runs(same)) == []
+    assert "outside" in bound_problems("x", Bound(lo=36.0), runs(same))[0]
+    assert margin(Bound(hi=40.0), same) == float("inf") and margin(Bound(lo=35.75), same) == float("-inf")

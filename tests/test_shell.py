@@ -98,7 +98,9 @@ def test_ctrl_c_and_sigterm_end_the_program_and_tear_everything_down(tmp_path, s
     before, ns_before = host_state(), namespaces()
     out = tmp_path / "run"
     mark = tmp_path / "started"
-    prog = f'trap "echo got-int > {tmp_path}/int; exit 42" INT; touch {mark}; sleep 60 & wait'
+    # a sleep no other process on the host runs (pgrep looks at the whole host)
+    sleep = f"sleep 60.{os.getpid() % 1000:03d}"
+    prog = f'trap "echo got-int > {tmp_path}/int; exit 42" INT; touch {mark}; {sleep} & wait'
     with dclab_process("shell", "--out", str(out), "--", "sh", "-c", prog) as p:
         wait_for(mark.exists, 30, "the program", p)
         t = time.monotonic()
@@ -111,7 +113,7 @@ def test_ctrl_c_and_sigterm_end_the_program_and_tear_everything_down(tmp_path, s
     else:
         assert p.returncode == 130
     assert host_state() == before and namespaces() == ns_before
-    assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).returncode == 1
+    assert subprocess.run(["pgrep", "-fx", sleep], capture_output=True).returncode == 1
 
 
 @pytest.mark.root

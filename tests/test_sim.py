@@ -89,7 +89,7 @@ def test_the_workload_takes_the_hosts_receive_buffer_and_the_plans_packet_sizes(
 @pytest.mark.root
 def test_validate_smoke_simulation_agrees_with_emulation_at_three_points(tmp_path):
     """`dclab validate validate-smoke`: aioquic (32 MiB buffer) and TCP CUBIC without loss,
-    TCP NewReno at 0.1 % per leg, 20 MB, two repetitions per backend: the simulated goodput
+    TCP NewReno at 0.1 % per leg, 20 MB, five repetitions per backend: the simulated goodput
     within 10 % of the emulated at every point."""
     env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
     r = run_dclab("validate", "validate-smoke", "--json", env=env, timeout=900)
@@ -98,7 +98,7 @@ def test_validate_smoke_simulation_agrees_with_emulation_at_three_points(tmp_pat
     assert out["summary"] == {"throughput": {"points": 3, "passed": 3, "incomplete": 0, "calibration": 0}}
     assert sum(d["points"] for d in out["by_config"].values()) == 3 and len(out["by_config"]) == 3
     for p in out["points"]:
-        assert len(p["emu"]) == 2 and len(p["sim"]) == 2 and abs(p["error"]) <= 0.10, p
+        assert len(p["emu"]) == 5 and len(p["sim"]) == 5 and abs(p["error"]) <= 0.10, p
         # Both backends drive the same core: a regression there moves both, so each stands alone too.
         check_bound(f"validate_smoke.{p['config'].replace(' ', '_')}.{p['sweep']}_{p['value']}.emu_mbps", p["emu_mean"])
     assert json.loads((tmp_path / "validate-smoke" / "validation.json").read_text()) == out
@@ -197,7 +197,10 @@ def test_the_client_hosts_udp_drops_are_counted_on_both_backends(tmp_path):
         assert r.returncode == 0, r.stderr
         drops = json.loads((out / "rep-01" / "result.json").read_text())["details"]["client_udp_drops"]
         assert isinstance(drops, int)
-        check_bound(f"sim.{backend}_{size.lower()}.client_udp_drops_at_loss_0.2", drops)
+        if backend == "sim":  # one seed, one count
+            check_bound("sim.sim_20mb.client_udp_drops_at_loss_0.2", drops)
+        else:  # how many depends on how fast the client drains its socket: 48-170 in ten runs, never none
+            assert drops > 0
 
 
 
@@ -207,7 +210,6 @@ def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
     its own; a second start runs only the rest."""
     import signal
     import sqlite3
-    import time
 
     env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
     store = tmp_path / "paper" / "store.sqlite"
@@ -226,9 +228,9 @@ def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
         wait_for(lambda: stored() >= 2, 60, "two stored runs", p)
         os.killpg(p.pid, signal.SIGINT)
         assert p.wait(timeout=60) == 130
-    time.sleep(0.5)
-    left = subprocess.run(["pgrep", "-f", f"dcemu sim {tmp_path}"], capture_output=True, text=True).stdout
-    assert not left, left
+    # its children end with it: gone within seconds (a busy machine takes a while to reap them)
+    wait_for(lambda: subprocess.run(["pgrep", "-f", f"dcemu sim {tmp_path}"], capture_output=True).returncode == 1,
+             10, "the end of every dcemu sim child")
     runs = tmp_path / "paper" / "runs"
     names = {d.name for d in runs.iterdir()}
     assert not [n for n in names if n.endswith(".incoming")], names

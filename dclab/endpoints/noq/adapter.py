@@ -40,7 +40,9 @@ validated available path is left. Each path has its own congestion controller of
 kind (uncoupled: noq has no coupled controller such as LIA/OLIA). The status each path gets
 is the client's ``--path-status`` for the further paths (path 0 stays available); the server
 takes the status over from the client's PATH_STATUS frames (noq leaves that to the
-application), so backup means backup for the download too.
+application), so backup means backup for the download too, once the server's task has
+handled the event: until then the new path is available to the server, and in 50 runs of
+tests/test_endpoint_noq.py a backup path received 6.8-51.6 kB of a 5 MB download that way.
 
 Knobs of the program (only ``--paths`` comes from the adapter; the others keep these
 defaults): ``--path-status available|backup`` (client, default available);
