@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from measured import check_bound
 
+from dclab.analysis.socket_series import read_samples, receive_buffer, senders
 from dclab.endpoints import get_stack
 from dclab.endpoints.base import ClientSpec, StackError, Workload
 from dclab.endpoints.mptcp import adapter
@@ -15,6 +16,7 @@ from dclab.endpoints.mptcp.adapter import MptcpStack, parse_subflows
 from dclab.flowplan import Bearer, Flow, FlowPlan
 from dclab.scenario import build
 from dclab.testbed.hostconfig import HOST_CONFIGS
+from dclab.testbed.inspection import Inspection
 from dclab.testbed.testbed import Testbed
 
 STACK = MptcpStack()
@@ -31,7 +33,7 @@ ESTAB 0      0         198.18.0.2:40000 198.18.0.1:8000
 
 def test_subflows_are_read_from_ss_and_plain_tcp_is_not_one():
     subs = parse_subflows(SS)
-    assert list(subs) == ["198.18.0.3%dcemu-ab12c:54278", "198.18.0.2:33168"]
+    assert list(subs) == ["198.18.0.3:54278", "198.18.0.2:33168"]  # the device a socket is bound to left out
     first, second = subs.values()
     assert first == {"local": "198.18.0.3", "remote": "198.18.0.1", "bytes_received": 47847349, "data_segs_in": 1237,
                      "rcv_ooopack": 12, "segs_in": 1239, "rcv_rtt_ms": 41.5}
@@ -63,9 +65,9 @@ def test_a_kernel_without_mptcp_or_a_host_without_mptcpize_is_refused(tmp_path, 
     assert "mptcpize not found: apt-get install mptcpize" in STACK.missing()
 
 
-def _run(scenario, bearer: Bearer, tmp_path, size: int = 10_000_000):
+def _run(scenario, bearer: Bearer, tmp_path, size: int = 10_000_000, inspect: Inspection = Inspection()):
     plan = FlowPlan.build([bearer], [Flow("mp", "mptcp", bearer.name, Workload.single(size))], scenario)
-    with Testbed(scenario, plan, HOST_CONFIGS["tcp"], tmp_path) as tb:
+    with Testbed(scenario, plan, HOST_CONFIGS["tcp"], tmp_path, inspect=inspect) as tb:
         tb.start_servers()
         r = tb.run_clients(60)["mp"]
         records = tb.finish()
@@ -97,9 +99,18 @@ def test_a_flow_on_a_paths_bearer_crosses_both_legs_in_proportion_to_their_rates
 @pytest.mark.root
 @pytest.mark.skipif(bool(STACK.missing()), reason="; ".join(STACK.missing()) or "ok")
 def test_on_the_dc_bearer_it_is_one_subflow_under_pdcp(tmp_path):
-    r, summary = _run(build(), Bearer("dc"), tmp_path, 2_000_000)
+    r, summary = _run(build(), Bearer("dc"), tmp_path, 2_000_000, Inspection(sockets=True))
     m = r.extra["mptcp"]
     assert m["paths"] == [] and len(m["subflows"]) == 1 and m["subflows"][0]["leg"] is None
     assert not m["counters"].get("MPJoinSynAckRx") and m["counters"]["MPCapableSYNACKRX"] == 1
     dc = summary.bearer("dc")
     assert dc is not None and dc.rx is not None and all(n > 0 for _, n in dc.tx_pdus)  # PDCP split it over both
+    # --sockets: ss saw the server's one subflow send the download (at least two samples while it ran), and the client's MPTCP
+    # connection-level receive buffer, on dcemu's clock while the transfer ran.
+    samples = read_samples(tmp_path)
+    (sender,) = senders(samples)
+    # the last sample may precede the last ACK (the socket closes with the transfer)
+    assert sender.subflow and 0 < sender.bytes_acked <= 2_100_000 and sender.samples >= 2 and sender.rtt_median_ms
+    assert receive_buffer(samples) is not None
+    assert all(0 <= s.t_ms <= 60_000 for s in samples) and {s.side for s in samples} == {"server", "client"}
+    assert "sockets.jsonl" in (tmp_path / "INSPECT.txt").read_text()

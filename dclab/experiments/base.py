@@ -86,6 +86,9 @@ class Options(BaseModel):
                                "so Wireshark decrypts the captures.", json_schema_extra={"sweep": False})
     qlog: StrictBool = Field(False, description="Write qlog files (QUIC stacks that have it) into the run directory.",
                              json_schema_extra={"sweep": False})
+    sockets: StrictBool = Field(False, description=(
+        "Sample every TCP and MPTCP socket of both ends with ss every 100 ms into sockets.jsonl (window, RTT, "
+        "retransmissions, buffers); costs the endpoints some CPU."), json_schema_extra={"sweep": False})
 
     # How dcemu runs, for every experiment (testbed/emulator_mode.py); never swept (a
     # campaign's groups may still set them differently, to compare).
@@ -97,7 +100,7 @@ class Options(BaseModel):
     tun_offload: TunOffload = Field("all", description=MODE_HELP["tun_offload"], json_schema_extra={"sweep": False})
 
     def inspection(self) -> Inspection:
-        return Inspection(pcap=self.pcap, keylog=self.keylog, qlog=self.qlog)
+        return Inspection(pcap=self.pcap, keylog=self.keylog, qlog=self.qlog, sockets=self.sockets)
 
     def emulator_mode(self) -> EmulatorMode:
         return EmulatorMode(busy_poll=self.busy_poll, realtime=self.realtime, spin_us=self.spin_us,

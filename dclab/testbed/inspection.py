@@ -10,6 +10,9 @@ the guide it leaves in the run directory saying how to open each file.
   ``<end>/tls-keys.log`` (NSS key log format), which Wireshark and tshark read to decrypt
   QUIC and TLS.
 - qlog: the QUIC stacks that write qlog put one file per connection in ``<end>/qlog-<role>``.
+- sockets: every TCP and MPTCP socket in both namespaces, sampled by ``ss`` every 100 ms
+  while the clients run, into ``sockets.jsonl`` (socket_sampler.py): kernel TCP's and
+  MPTCP's window, RTT, retransmissions and buffers over time.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.socket_series import FILE as SOCKETS_FILE
 from ..endpoints.base import KEYLOG_FILE
 
 CLIENT_PCAP = "client-end.pcap"
@@ -30,13 +34,15 @@ class Inspection:
     pcap: bool = False
     keylog: bool = False
     qlog: bool = False
+    sockets: bool = False
 
     def __bool__(self) -> bool:
-        return self.pcap or self.keylog or self.qlog
+        return self.pcap or self.keylog or self.qlog or self.sockets
 
     def asked(self) -> list[str]:
         """The options asked for, as given on the command line (``--pcap``, ...)."""
-        return [f"--{k}" for k, on in (("pcap", self.pcap), ("keylog", self.keylog), ("qlog", self.qlog)) if on]
+        return [f"--{k}" for k, on in (("pcap", self.pcap), ("keylog", self.keylog), ("qlog", self.qlog),
+                                       ("sockets", self.sockets)) if on]
 
     def emulator_args(self, workdir: Path) -> tuple[str, ...]:
         """dcemu's capture options, into ``workdir``."""
@@ -54,7 +60,8 @@ def guide(run_dir: Path) -> str | None:
     legs = sorted((run_dir / LEGS_DIR).glob("*.pcap"))
     keylogs = sorted(p for p in [*run_dir.glob(f"*/{KEYLOG_FILE}"), *run_dir.glob("*tls-keys.log")] if p.stat().st_size > 0)
     qlogs = sorted(p for p in run_dir.glob("*/qlog-*/*") if p.is_file())
-    if not (pcaps or keylogs or qlogs):
+    sockets = run_dir / SOCKETS_FILE
+    if not (pcaps or keylogs or qlogs or sockets.is_file()):
         return None
     rel = [str(p.relative_to(run_dir)) for p in keylogs]
     lines = [f"What this run kept for inspection ({run_dir}), and how to open it.", ""]
@@ -77,6 +84,11 @@ def guide(run_dir: Path) -> str | None:
         if len(qlogs) > 20:
             lines += [f"  ... and {len(qlogs) - 20} more"]
         lines += ["  Open them in qvis (https://qvis.quictools.info, 'Load a file'), or read them as JSON.", ""]
+    if sockets.is_file():
+        lines += [f"Kernel sockets ({SOCKETS_FILE}): every TCP and MPTCP socket of both namespaces as ss saw it",
+                  "  every 100 ms, one JSON object per socket and sample (t_ms on dcemu's clock, side, local,",
+                  "  remote, cwnd, rtt_ms, retrans, rwnd_limited_ms, sndbuf_limited_ms, recv_q, rcvbuf, ...).",
+                  "  Read them with dclab.analysis.socket_series.read_samples, or pandas.read_json(lines=True).", ""]
     return "\n".join(lines)
 
 

@@ -30,6 +30,7 @@ from .emulator import Emulator, require_root
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
 from .inspection import Inspection, write_guide
 from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, udp_rcvbuf_errors, wait_listening
+from .socket_sampler import SocketSampler
 from .udp_drops import DropSampler
 
 
@@ -265,12 +266,19 @@ class Testbed:
         sampler = DropSampler(lambda *cmd: self.ns.exec(self.ns.client, *cmd), self.ns.inodes.get(self.ns.client),
                               timeout_s + 60, self._stats_ms, self._journal_pid)
         sampler.start()
+        sockets = SocketSampler(lambda side, *cmd: self.ns.exec(self.ns.server if side == "server" else self.ns.client,
+                                                                *cmd),
+                                self.workdir, timeout_s + 60, self._stats_ms) if self.inspect.sockets else None
+        if sockets:
+            sockets.start()
         for t in threads:
             t.start()
         try:
             died = self._watch(threads, any_failed=lambda: any(not r.ok for r in results.values()))
         finally:
             append_samples(self.workdir, sampler.stop())
+            if sockets:
+                sockets.stop()
         drops_after = self._udp_drops()
         self.client_udp_drops = (drops_after - drops_before if drops_before is not None and drops_after is not None
                                  else None)

@@ -43,7 +43,6 @@ measures).
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import threading
@@ -52,14 +51,12 @@ from typing import Any
 
 from ..base import MAX_CONNECTIONS, MAX_OBJECTS, Capabilities, ClientSpec, ServerSpec, TransferResult, run_bounded
 from ..tcp.adapter import TcpStack, hypercorn_command, netstat_counters
+from ..tcp.sockets import address, parse_ss
 
 MAX_SUBFLOWS = 8  # the kernel's ceiling for both limits (MPTCP_PM_ADDR_MAX)
 LIMITS = ["ip", "mptcp", "limits", "set", "subflows", str(MAX_SUBFLOWS), "add_addr_accepted", str(MAX_SUBFLOWS)]
 SAMPLE_S = 0.1
 MPTCP_SYSCTLS = Path("/proc/sys/net/mptcp")
-_SOCKET = re.compile(r"^\S+\s+\d+\s+\d+\s+(\S+)\s+(\S+)")
-_FIELDS = {"bytes_received": int, "data_segs_in": int, "rcv_ooopack": int, "segs_in": int}
-_RCV_RTT = re.compile(r"\brcv_rtt:([\d.]+)")
 
 
 def schedulers() -> list[str]:
@@ -71,28 +68,13 @@ def schedulers() -> list[str]:
         return []
 
 
-def _addr(endpoint: str) -> str:
-    """'198.18.0.3%dcemu-x:54278' -> '198.18.0.3'."""
-    return endpoint.rsplit(":", 1)[0].split("%", 1)[0]
-
-
 def parse_subflows(text: str) -> dict[str, dict[str, Any]]:
     """``ss -tniH``'s MPTCP subflows (``tcp-ulp-mptcp``), by local endpoint: addresses and
-    the receiving counters of ``_FIELDS`` (0 when absent: ss omits zeros)."""
-    out: dict[str, dict[str, Any]] = {}
-    lines = text.splitlines()
-    for head, info in zip(lines, lines[1:], strict=False):
-        m = _SOCKET.match(head)
-        if not m or not info[:1].isspace() or "tcp-ulp-mptcp" not in info:
-            continue
-        sub: dict[str, Any] = {"local": _addr(m.group(1)), "remote": _addr(m.group(2))}
-        for key, kind in _FIELDS.items():
-            f = re.search(rf"\b{key}:(\d+)", info)
-            sub[key] = kind(f.group(1)) if f else 0
-        rtt = _RCV_RTT.search(info)
-        sub["rcv_rtt_ms"] = float(rtt.group(1)) if rtt else None
-        out[m.group(1)] = sub
-    return out
+    the receiving counters (0 when absent: ss omits zeros)."""
+    return {f"{s.local}": {"local": address(s.local), "remote": address(s.remote),
+                           "bytes_received": s.bytes_received or 0, "data_segs_in": s.data_segs_in or 0,
+                           "rcv_ooopack": s.rcv_ooopack or 0, "segs_in": s.segs_in or 0, "rcv_rtt_ms": s.rcv_rtt}
+            for s in parse_ss(text) if s.subflow}
 
 
 class _Sampler(threading.Thread):
