@@ -33,7 +33,7 @@ mkdir -p "$dir"
 head=$(git -C "$repo" rev-parse --short HEAD)
 [ -z "$(git -C "$repo" status --porcelain --untracked-files=no)" ] || \
   echo "fresh_clone_ci: the checkout has uncommitted changes; the clones hold HEAD ($head) only" >&2
-passed=0
+passed=0 ran=0
 for ((n = 1; n <= runs; n++)); do
   d="$dir/run-$n"
   rm -rf "$d" && mkdir -p "$d"
@@ -42,6 +42,7 @@ for ((n = 1; n <= runs; n++)); do
   t0=$(date +%s)
   (cd "$d/main" && bash .ci/run) > "$d/ci.log" 2>&1
   rc=$?
+  ran=$((ran + 1))
   secs=$(($(date +%s) - t0))
   summary=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* =+$' "$d/ci.log" | tail -n 1 | tr -d '=')
   if [ $rc -eq 0 ]; then
@@ -54,5 +55,5 @@ for ((n = 1; n <= runs; n++)); do
   [ $keep -eq 1 ] || rm -rf "$d/main"
   [ $rc -eq 0 ] || [ $stop -eq 0 ] || break
 done
-echo "$passed of $n passed"
-[ "$passed" -eq "$n" ]
+echo "$passed of $ran passed"
+[ "$passed" -eq "$ran" ]
