@@ -13,17 +13,17 @@ The run is split-layer's ``alone`` setting without short downloads.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from ..analysis.metrics import mean_std
 from ..analysis.simult_flows import CASES, SIZE, CaseName, judge
 from ..flowplan import FlowPlan
 from ..scenario import OPTIONS, Scenario, ScenarioError, build
 from ..testbed import Bed
 from .base import Metric, RepResult, Size, Summary, Table, _fmt
-from .split_layer import SplitLayer, SplitLayerOptions
+from .split_layer import SplitLayer, SplitLayerOptions, _view
 
 QUEUE_PACKETS = 1000  # netem's default limit, the selftest's queue on each path
 # What a case sets; given otherwise, it is refused rather than silently replaced.
@@ -49,14 +49,15 @@ class SimultFlows(SplitLayer):
             "selftest's rates and delays, for MPTCP, multipath QUIC, PDCP or one leg, judged by the selftest's rule "
             "(done within the legs' summed rate plus 10 % and 450 ms).")
     options_model = SimultFlowsOptions  # type: ignore[assignment]  # mypy holds the attribute invariant; it is a SplitLayerOptions
-    metrics: ClassVar[tuple[Metric, ...]] = (Metric("completion_s", "completion time", "s", digits=3),
-               Metric("max_time_s", "the selftest's limit", "s", digits=3),
-               Metric("time_ratio", "completion / limit", digits=3),
-               Metric("passed", "passed (share of runs)", digits=2),
-               Metric("goodput_mbps", "goodput", "Mbit/s"),
-               Metric("leg1_util", "leg 1 utilization", digits=3),
-               Metric("leg2_util", "leg 2 utilization", digits=3),
-               Metric("reordered", "reordered at the receiver", "packets", digits=0))
+    metrics: ClassVar[tuple[Metric, ...]] = (
+        Metric("completion_s", "completion time", "s", digits=3),
+        Metric("max_time_s", "the selftest's limit", "s", digits=3),
+        Metric("time_ratio", "completion / limit", digits=3),
+        Metric("passed", "passed (share of runs)", digits=2),
+        Metric("goodput_mbps", "goodput", "Mbit/s"),
+        Metric("leg1_util", "leg 1 utilization", digits=3),
+        Metric("leg2_util", "leg 2 utilization", digits=3),
+        Metric("reordered", "reordered at the receiver", "packets", digits=0))
 
     def scenario(self, scenario: Scenario, options: SplitLayerOptions) -> Scenario:
         case = CASES[_case(options)]
@@ -65,8 +66,7 @@ class SimultFlows(SplitLayer):
         if given:
             raise ScenarioError(f"simult-flows: the case sets {', '.join(given)} (the selftest's legs); "
                                 f"drop {', '.join(OPTIONS.get(f, '--' + f.replace('_', '-')) for f in given)}")
-        rtts = case.rtts_ms
-        fixed = build(scenario, bw=list(map(float, case.rates)), delay=list(map(float, rtts)), uplink_delay=0.0,
+        fixed = build(scenario, bw=list(map(float, case.rates)), delay=list(map(float, case.rtts_ms)), uplink_delay=0.0,
                       delay_cov=0.0, queue_packets=QUEUE_PACKETS,
                       split=list(map(float, case.rates)) if options.aggregation == "pdcp" else None)
         return super().scenario(fixed, options)
@@ -99,21 +99,18 @@ class SimultFlows(SplitLayer):
     def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
         """Per case and aggregation: runs passed of runs, and the completion time against the limit."""
         by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in rows:
-            o = r.get("options") or {}
-            by.setdefault((str(o.get("case")), f"{o.get('aggregation')} ({r.get('stack')} {r.get('cc')})"), []).append(r)
+        for r in _view(rows, by_condition=False):  # split-layer's series: "AGG (STACK CC)"
+            by.setdefault((str((r.get("options") or {}).get("case")), r["series"]), []).append(r)
         body, failed = [], []
         order = list(CASES)
         for (case, series), rs in sorted(by.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order else 99,
                                                                       kv[0][1])):
-            times = [float(t) for r in rs if (t := (r.get("metrics") or {}).get("completion_s")) is not None]
+            times = mean_std((r.get("metrics") or {}).get("completion_s") for r in rs)
             passed = sum(1 for r in rs if (r.get("metrics") or {}).get("passed"))
-            mean = statistics.mean(times) if times else None
-            std = statistics.stdev(times) if len(times) > 1 else None
             size = int((rs[0].get("options") or {}).get("size") or SIZE)
             allowed = judge(CASES[case], None, size).max_time_s if case in CASES else None
-            body.append([case, series, f"{passed} of {len(rs)}", f"{_fmt(mean, 3)} ± {_fmt(std, 3)}", _fmt(allowed, 3)])
-            failed.append(not times)
+            body.append([case, series, f"{passed} of {len(rs)}", f"{_fmt(times['mean'], 3)} ± {_fmt(times['std'], 3)}", _fmt(allowed, 3)])
+            failed.append(not times["n"])
         return [("the selftest's rule per case (pass: done within the limit)",
                  Table(["case", "series", "passed", "completion (s)", "limit (s)"], body, failed))]
 

@@ -163,17 +163,18 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             "(MPTCP, multipath QUIC, each path on one leg) or not at all (SC on leg 1 or 2): goodput, completion "
             "times, each leg's use and reordering, alone or against a TCP flow on each leg with Jain's index.")
     options_model = SplitLayerOptions
-    metrics: ClassVar[tuple[Metric, ...]] = (Metric("goodput_mbps", "goodput", "Mbit/s"),
-               Metric("completion_s", "completion time", "s", digits=3),
-               Metric("short_completion_s", "short download completion (median)", "s", digits=3),
-               Metric("jfi", "Jain's fairness index", digits=3),
-               Metric("jfi_leg1", "JFI on leg 1", digits=3),
-               Metric("jfi_leg2", "JFI on leg 2", digits=3),
-               Metric("share_leg1", "aggregated / TCP on leg 1", digits=2),
-               Metric("share_leg2", "aggregated / TCP on leg 2", digits=2),
-               Metric("leg1_util", "leg 1 utilization", digits=3),
-               Metric("leg2_util", "leg 2 utilization", digits=3),
-               Metric("reordered", "reordered at the receiver", "packets", digits=0))
+    metrics: ClassVar[tuple[Metric, ...]] = (
+        Metric("goodput_mbps", "goodput", "Mbit/s"),
+        Metric("completion_s", "completion time", "s", digits=3),
+        Metric("short_completion_s", "short download completion (median)", "s", digits=3),
+        Metric("jfi", "Jain's fairness index", digits=3),
+        Metric("jfi_leg1", "JFI on leg 1", digits=3),
+        Metric("jfi_leg2", "JFI on leg 2", digits=3),
+        Metric("share_leg1", "aggregated / TCP on leg 1", digits=2),
+        Metric("share_leg2", "aggregated / TCP on leg 2", digits=2),
+        Metric("leg1_util", "leg 1 utilization", digits=3),
+        Metric("leg2_util", "leg 2 utilization", digits=3),
+        Metric("reordered", "reordered at the receiver", "packets", digits=0))
     run_figure_name = "legs.png"
     run_figure_kind = "legs"
 

@@ -17,7 +17,7 @@ the guide it leaves in the run directory saying how to open each file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..analysis.socket_series import FILE as SOCKETS_FILE
@@ -37,12 +37,11 @@ class Inspection:
     sockets: bool = False
 
     def __bool__(self) -> bool:
-        return self.pcap or self.keylog or self.qlog or self.sockets
+        return bool(self.asked())
 
     def asked(self) -> list[str]:
         """The options asked for, as given on the command line (``--pcap``, ...)."""
-        return [f"--{k}" for k, on in (("pcap", self.pcap), ("keylog", self.keylog), ("qlog", self.qlog),
-                                       ("sockets", self.sockets)) if on]
+        return [f"--{f.name}" for f in fields(self) if getattr(self, f.name)]
 
     def emulator_args(self, workdir: Path) -> tuple[str, ...]:
         """dcemu's capture options, into ``workdir``."""

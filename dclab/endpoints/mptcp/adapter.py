@@ -71,7 +71,7 @@ def schedulers() -> list[str]:
 def parse_subflows(text: str) -> dict[str, dict[str, Any]]:
     """``ss -tniH``'s MPTCP subflows (``tcp-ulp-mptcp``), by local endpoint: addresses and
     the receiving counters (0 when absent: ss omits zeros)."""
-    return {f"{s.local}": {"local": address(s.local), "remote": address(s.remote),
+    return {s.local: {"local": address(s.local), "remote": address(s.remote),
                            "bytes_received": s.bytes_received or 0, "data_segs_in": s.data_segs_in or 0,
                            "rcv_ooopack": s.rcv_ooopack or 0, "segs_in": s.segs_in or 0, "rcv_rtt_ms": s.rcv_rtt}
             for s in parse_ss(text) if s.subflow}
