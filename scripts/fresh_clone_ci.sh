@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs CI as CI runs it, several times: each run a fresh clone of this checkout's HEAD in
+# Runs CI as CI runs it, several times: each run a fresh clone of this checkout's HEAD (the
+# commit HEAD held when the script started, so commits made meanwhile change nothing) in
 # DIR/run-N/main, with a `shared` beside it (a link to this checkout's ../shared, if any),
 # then `bash .ci/run` in it. Prints per run its time, its result and, for a failure, the
 # failing tests; the whole output of each run stays in DIR/run-N/ci.log. The clones are
@@ -17,7 +18,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=${2:-}; shift 2;;
     --keep) keep=1; shift;;
     --stop) stop=1; shift;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
     -*) echo "fresh_clone_ci: unknown option $1 (see --help)" >&2; exit 2;;
     *) break;;
   esac
@@ -30,7 +31,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(realpath -m "$1")
 case "$dir/" in "$repo"/*) echo "fresh_clone_ci: DIR must be outside the checkout ($repo)" >&2; exit 2;; esac
 mkdir -p "$dir"
-head=$(git -C "$repo" rev-parse --short HEAD)
+rev=$(git -C "$repo" rev-parse HEAD)
+head=${rev:0:7}
 [ -z "$(git -C "$repo" status --porcelain --untracked-files=no)" ] || \
   echo "fresh_clone_ci: the checkout has uncommitted changes; the clones hold HEAD ($head) only" >&2
 passed=0 ran=0
@@ -38,7 +40,7 @@ for ((n = 1; n <= runs; n++)); do
   d="$dir/run-$n"
   rm -rf "$d" && mkdir -p "$d"
   [ -d "$repo/../shared" ] && ln -s "$(realpath "$repo/../shared")" "$d/shared"
-  git clone -q "$repo" "$d/main"
+  git clone -q "$repo" "$d/main" && git -C "$d/main" checkout -q "$rev" || { echo "clone of $head failed" >&2; exit 1; }
   t0=$(date +%s)
   (cd "$d/main" && bash .ci/run) > "$d/ci.log" 2>&1
   rc=$?
