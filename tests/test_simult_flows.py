@@ -72,9 +72,11 @@ def test_the_report_table_counts_passes_per_case_and_aggregation():
 @pytest.mark.slow
 @pytest.mark.root
 def test_mptcp_meets_the_selftests_rule_where_the_kernel_expects_it(tmp_path):
-    """The kernel's own CI passes all five cases on netem; here the balanced cases, one
-    run each, must pass too: a failure is the testbed's (or a regression of the kernel's)."""
+    """The kernel's own CI passes all five cases on netem; here, one run each, they must
+    pass too: a failure is the testbed's (or a regression of the kernel's). 25 of 25 runs
+    passed (`dclab campaign run simult-flows`), the closest 7.525 +- 0.123 s (opposed-delay)
+    against 7.906."""
     env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
-    for case in ("balanced", "balanced-delay"):
+    for case in CASES:
         out = run_dclab("run", "simult-flows", "--case", case, "--reps", "1", "--out", str(tmp_path / case), env=env)
         assert f"mptcp, {case}: passed 1 of 1" in out.stdout, out.stdout + out.stderr
