@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=${2:-}; shift 2;;
     --keep) keep=1; shift;;
     --stop) stop=1; shift;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0;;
     -*) echo "fresh_clone_ci: unknown option $1 (see --help)" >&2; exit 2;;
     *) break;;
   esac
