@@ -33,6 +33,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
     "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8), "x2_delay": (0, 1000),
     "report_period": (1, 1000), "target_delay": (0, 10_000), "sn_at_s": (0, 86_400), "sn_interruption_ms": (0, 60_000),
+    "hold_bytes": (9000, 1_000_000_000), "discard_ms": (1, 1500),
 }  # fmt: skip
 for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
     RANGES[f"uplink_{_leg}"] = RANGES[_leg]
@@ -180,14 +181,20 @@ class Scenario(BaseModel):
     x2_delay: Annotated[float | None, bounded("x2_delay", description=(
         "ms one way over the X2/Xn hop from the master's PDCP (leg 1) to every other leg, for split and "
         "duplicated packets; None: no hop"))] = None
-    split_policy: Annotated[Literal["static", "ddds", "delay-aware"], Field(description=(
+    split_policy: Annotated[Literal["static", "ddds", "delay-aware", "delay-target"], Field(description=(
         "how PDCP places packets on the legs: static (batch and split), ddds (as much as each secondary leg's "
-        "flow-control reports ask for, TS 38.425, the rest on leg 1) or delay-aware (each packet on the leg of "
-        "the earliest expected delivery); docs/endc.md"))] = "static"
+        "flow-control reports ask for, TS 38.425, the rest on leg 1), delay-aware (each packet on the leg of "
+        "the earliest expected delivery) or delay-target (the earliest leg whose queue stays within "
+        "target_delay, leg 1's too; what fits none waits unnumbered in PDCP); docs/endc.md"))] = "static"
     report_period: Annotated[float, bounded("report_period", description=(
-        "ms between a secondary leg's flow-control reports (ddds, delay-aware)"))] = 10.0
+        "ms between a secondary leg's flow-control reports (ddds, delay-aware, delay-target)"))] = 10.0
     target_delay: Annotated[float, bounded("target_delay", description=(
-        "ms of queue a secondary leg asks for beyond its feedback loop (ddds)"))] = 10.0
+        "ms of queue a secondary leg asks for beyond its feedback loop (ddds); the queue delay no leg may "
+        "exceed (delay-target)"))] = 10.0
+    hold_bytes: Annotated[int, bounded("hold_bytes", description=(
+        "delay-target: bytes PDCP may hold unnumbered while every leg is at its target"))] = 4_000_000
+    discard_ms: Annotated[float, bounded("discard_ms", description=(
+        "delay-target: ms an SDU may wait unnumbered before it is discarded (TS 38.323's discard timer)"))] = 100.0
     sn_events: Annotated[list[SnEvent] | None, BeforeValidator(_sn_events), Field(description=(
         "secondary node events on leg 2, in time order: release@AT_S, add@AT_S, change@AT_S[:INTERRUPTION_MS], "
         "each with an optional :lose"))] = None
@@ -305,8 +312,10 @@ class Scenario(BaseModel):
         if self.split_policy == "static":
             sent = "" if is_exact(self.batch, self.split) else f" (sent as {ratio_text(shares(self.batch, self.split))})"
             return f"batch {self.batch}, split {ratio_text(self.split)}{sent}"
-        target = f", target {self.target_delay:g} ms" if self.split_policy == "ddds" else ""
-        return f"split {self.split_policy} (reports every {self.report_period:g} ms{target})"
+        target = f", target {self.target_delay:g} ms" if self.split_policy in ("ddds", "delay-target") else ""
+        hold = (f", hold {self.hold_bytes / 1e6:g} MB, discard {self.discard_ms:g} ms"
+                if self.split_policy == "delay-target" else "")
+        return f"split {self.split_policy} (reports every {self.report_period:g} ms{target}{hold})"
 
     def jitter(self) -> str:
         """The jitter as run, for summary lines and records: 'none', 'reordering (netem)'
@@ -336,7 +345,7 @@ def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **ch
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
 ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing", "traces",
                                  "outage", "x2_delay", "split_policy", "report_period", "target_delay",
-                                 "sn_events")
+                                 "sn_events", "hold_bytes", "discard_ms")
 # An added field's value in those stores where it is not its default today: the jitter was
 # netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}

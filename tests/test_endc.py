@@ -1,4 +1,4 @@
-"""EN-DC campaigns (docs/endc.md): the shipped ones plan, and a brief one runs the three
+"""EN-DC campaigns (docs/endc.md): the shipped ones plan, and a brief one runs the four
 split policies and a secondary node change through real TCP, with its report's figures."""
 
 from __future__ import annotations
@@ -41,10 +41,17 @@ experiments = ["throughput"]
 configs = [{ stack = "tcp", cc = "cubic" }]
 sweeps = [{ name = "nr-distance", values = [150] }]
 scenario = { link = "endc:good,good", x2_delay = 5.0, uplink_bw = 200.0, split_policy = "delay-aware" }
+
+[[group]]
+name = "delay-target"
+experiments = ["throughput"]
+configs = [{ stack = "tcp", cc = "cubic" }]
+sweeps = [{ name = "nr-distance", values = [150] }]
+scenario = { link = "endc:good,good", x2_delay = 5.0, uplink_bw = 200.0, split_policy = "delay-target" }
 """
 
 
-@pytest.mark.parametrize("name", ["endc", "endc-smoke"])
+@pytest.mark.parametrize("name", ["endc", "endc-smoke", "endc-capacity"])
 def test_the_shipped_endc_campaigns_plan(name):
     p = run_dclab("campaign", "plan", name, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -70,7 +77,7 @@ def test_a_brief_endc_campaign_runs_every_policy_and_draws_its_figures(tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     rows = {r["scenario"]["split_policy"]: r
             for r in open_existing(tmp_path / "results" / "endc-brief" / "store.sqlite").rows()}
-    assert set(rows) == {"static", "ddds", "delay-aware"}
+    assert set(rows) == {"static", "ddds", "delay-aware", "delay-target"}
     runs = tmp_path / "results" / "endc-brief" / "runs"
     for policy, r in rows.items():
         assert r["ok"], (policy, r["error"])
@@ -82,6 +89,14 @@ def test_a_brief_endc_campaign_runs_every_policy_and_draws_its_figures(tmp_path)
             assert abs(19 * sent["leg1"] - sent["leg2"]) <= 19 and sent["leg1"] > 2000, sent
         else:  # the NR secondary has twenty times the master's capacity
             assert sent["leg2"] > 2 * sent["leg1"], (policy, sent)
+        # Only delay-target holds packets unnumbered; all it took in went out, or was dropped.
+        hold = last.bearers[0].hold
+        if policy == "delay-target":
+            assert hold is not None and hold.held_packets == 0, hold
+            assert hold.admitted == hold.released + hold.dropped_full + hold.discarded_timer, hold
+            assert sum(sent.values()) == hold.released, (sent, hold)
+        else:
+            assert hold is None
     run_dir = runs / rows["ddds"]["run_key"]
     s = split_series(read_stats(run_dir), "dc")
     assert s.policy == "ddds" and set(s.mbps) == {"leg1", "leg2"}
@@ -100,5 +115,5 @@ def test_a_brief_endc_campaign_runs_every_policy_and_draws_its_figures(tmp_path)
     html = (report / "index.html").read_text()
     for fig in ("throughput-nr-distance.png", "throughput-nr-distance-expiries.png"):
         assert (report / fig).stat().st_size > 10_000 and fig in html
-    for policy in ("static", "ddds", "delay-aware"):
+    for policy in ("static", "ddds", "delay-aware", "delay-target"):
         assert f"split_policy={policy}" in html

@@ -269,7 +269,9 @@ def test_lte_levels_are_the_study_distances():
          "--split-policy: ddds needs a secondary leg (two legs or more, the first the master's"),
         (["--split-policy", "delay-aware", "--duplicate"],
          "--split-policy: delay-aware splits; duplicate sends every packet on every leg"),
-        (["--split-policy", "credit"], "'credit' is not one of 'static', 'ddds', 'delay-aware'"),
+        (["--split-policy", "credit"], "'credit' is not one of 'static', 'ddds', 'delay-aware', 'delay-target'"),
+        (["--hold-bytes", "100"], "--hold-bytes: must be at least 9000 and at most 1000000000 (got 100)"),
+        (["--discard-ms", "0"], "--discard-ms: must be at least 1 and at most 1500 (got 0"),
         (["--report-period", "0.5"], "--report-period: must be at least 1 and at most 1000 (got 0.5)"),
         (["--target-delay", "-1"], "--target-delay: must be at least 0 and at most 10000 (got -1"),
         (["--link", "nr:good", "--sn-events", "change@1"], "--sn-events: needs a secondary leg (two legs or more; endc: gives two)"),
@@ -465,6 +467,15 @@ def test_flow_controlled_splits_render_for_dcemu(tmp_path):
                           "target_delay_ms": 20.0}
     s = sc.build(link="endc:good,good", split_policy="delay-aware")
     assert s.split_text() == "split delay-aware (reports every 10 ms)"
+    r = CliRunner().invoke(app, [*args, "--split-policy", "delay-target", "--target-delay", "20", "--hold-bytes",
+                                 "2000000", "--discard-ms", "50"])
+    assert r.exit_code == 0, r.output
+    assert tomllib.loads(r.output)["split"] == {
+        "batch": 100, "ratio": [50.0, 50.0], "policy": "delay-target", "period_ms": 10.0, "target_delay_ms": 20.0,
+        "hold_bytes": 2000000, "discard_ms": 50.0}
+    assert_dcemu_accepts(tmp_path / "target.toml", r.output)
+    assert sc.build(split_policy="delay-target").split_text() == (
+        "split delay-target (reports every 10 ms, target 10 ms, hold 4 MB, discard 100 ms)")
     assert sc.build(split_policy="ddds").split_text() == "split ddds (reports every 10 ms, target 10 ms)"
     assert sc.Scenario().split_text() == "batch 100, split 50:50"
     assert_dcemu_accepts(tmp_path / "endc.toml", r.output)

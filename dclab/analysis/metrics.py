@@ -52,22 +52,30 @@ def bearer_series(records: Sequence[Stats], t0_ms: float = 0.0) -> dict[str, lis
     return series
 
 
-def _rates(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float,
-           counters: Callable[[Stats], dict[str, int]]) -> dict[str, float]:
-    """Mbit/s of each cumulative byte counter that ``counters`` reads from a record, over
-    [t0 + start, t0 + window] (seconds from t0), at the records nearest to both ends."""
+def window_deltas(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float,
+                  counters: Callable[[Stats], dict[str, int]]) -> tuple[float, dict[str, int]]:
+    """How much each cumulative counter that ``counters`` reads from a record grew over
+    [t0 + start, t0 + window] (seconds from t0), at the records nearest to both ends, and
+    the seconds between those records; (0, {}) without records."""
     if not 0 <= start_s < window_s:
         raise ValueError(f"need 0 <= start_s < window_s (got {start_s}, {window_s})")
     if not records:
-        return {}
+        return 0.0, {}
 
     def at(t_ms: float) -> tuple[float, dict[str, int]]:
         best = min(records, key=lambda r: abs(r.t_ms - t_ms))
         return best.t_ms, counters(best)
 
     (ta, a), (tb, b) = at(t0_ms + start_s * 1e3), at(t0_ms + window_s * 1e3)
-    span = max(tb - ta, 1e-9) / 1e3
-    return {name: (b[name] - a.get(name, 0)) * 8 / span / 1e6 for name in b}
+    return (tb - ta) / 1e3, {name: b[name] - a.get(name, 0) for name in b}
+
+
+def _rates(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float,
+           counters: Callable[[Stats], dict[str, int]]) -> dict[str, float]:
+    """Mbit/s of each cumulative byte counter that ``counters`` reads from a record, over
+    [t0 + start, t0 + window] (seconds from t0), at the records nearest to both ends."""
+    span, grown = window_deltas(records, t0_ms, window_s, start_s, counters)
+    return {name: n * 8 / max(span, 1e-12) / 1e6 for name, n in grown.items()}
 
 
 def window_means(records: Sequence[Stats], t0_ms: float, window_s: float, start_s: float = 0.0) -> dict[str, float]:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 2
+STATS_VERSION = 3
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -162,11 +162,27 @@ class FlowLeg(_Record):
 
 
 class Flow(_Record):
-    """A flow-controlled split (``FlowRecord``): ddds or delay-aware."""
+    """A flow-controlled split (``FlowRecord``): ddds, delay-aware or delay-target."""
 
     policy: str = ""
     master_rate_mbps: float | None = None
     secondaries: list[FlowLeg] = []
+
+
+class Hold(_Record):
+    """The master PDCP's SDUs held unnumbered under ``delay-target`` (``HoldRecord``):
+    cumulative counters, what it holds now, and how long released SDUs waited."""
+
+    admitted: int = 0
+    released: int = 0
+    dropped_full: int = 0
+    dropped_full_bytes: int = 0
+    discarded_timer: int = 0
+    discarded_timer_bytes: int = 0
+    peak_bytes: int = 0
+    held_bytes: int = 0
+    held_packets: int = 0
+    wait: Hist = Hist()
 
 
 class Bearer(_Record):
@@ -181,6 +197,7 @@ class Bearer(_Record):
     uplink_bytes: int = 0
     uplink_packets: int = 0
     flow: Flow | None = None  # a flow-controlled split's (version 2)
+    hold: Hold | None = None  # delay-target's unnumbered SDUs (version 3)
 
 
 class Engine(_Record):
@@ -327,5 +344,5 @@ def read_stats(path: Path) -> StatsRecords:
     return StatsRecords.of_file(path)
 
 
-__all__ = ["STATS_FILES", "STATS_VERSION", "Bearer", "Cell", "Device", "Direction", "Engine", "Hist", "Leg",
-           "Runtime", "Rx", "Stats", "StatsError", "StatsRecords", "parse", "read_stats", "stats_file"]
+__all__ = ["STATS_FILES", "STATS_VERSION", "Bearer", "Cell", "Device", "Direction", "Engine", "Hist", "Hold",
+           "Leg", "Runtime", "Rx", "Stats", "StatsError", "StatsRecords", "parse", "read_stats", "stats_file"]

@@ -121,7 +121,8 @@ SWEEPS: dict[str, SweepDef] = {
         SweepDef("x2-delay", "X2/Xn delay, one way (ms)", [0, 2, 5, 10, 20], lambda v: {"x2_delay": v}),
         SweepDef("report-period", "flow-control reporting period (ms)", [5, 10, 20, 50, 100],
                  lambda v: {"report_period": v}),
-        SweepDef("target-delay", "ddds target queue delay (ms)", [0, 5, 10, 20, 50], lambda v: {"target_delay": v}),
+        SweepDef("target-delay", "flow control's target queue delay (ms)", [0, 5, 10, 20, 50],
+                 lambda v: {"target_delay": v}),
         # throughput --streams (the LTE study's experiment 4: 1 to 16 streams on one connection).
         SweepDef("streams", "concurrent streams on one connection (N)", [1, 2, 4, 8, 16], lambda v: {"streams": int(v)}),
     ]

@@ -150,11 +150,13 @@ def scenario_options(f: F) -> F:
         click.option("--x2-delay", type=float, metavar="MS",
                      help="One-way delay of the X2/Xn hop from the master's PDCP (leg 1) to every other leg, for split "
                           "and duplicated packets (0-1000 ms) [default: no hop]."),
-        click.option("--split-policy", type=click.Choice(["static", "ddds", "delay-aware"]),
+        click.option("--split-policy", type=click.Choice(["static", "ddds", "delay-aware", "delay-target"]),
                      help="How PDCP places packets on the legs: static (--batch and --split), ddds (each secondary "
                           "leg gets what its flow-control reports ask for, TS 38.425; the rest goes on leg 1, the "
-                          "master's) or delay-aware (each packet on the leg where it is expected first); "
-                          "docs/endc.md [default static]."),
+                          "master's), delay-aware (each packet on the leg where it is expected first) or "
+                          "delay-target (the earliest leg whose queue stays within --target-delay, leg 1's too; "
+                          "what fits none waits unnumbered in PDCP, --hold-bytes, --discard-ms); docs/endc.md "
+                          "[default static]."),
         click.option("--sn-events", metavar="EVENT@AT_S[,...]",
                      help="Secondary node events on leg 2 (EN-DC's NR leg), seconds after the emulator starts "
                           "forwarding: release@AT_S (everything on leg 1), add@AT_S (leg 2 again), "
@@ -162,10 +164,17 @@ def scenario_options(f: F) -> F:
                           "default 50, then serves as a new secondary); what the secondary held is forwarded, or "
                           "lost with :lose (e.g. change@6:80:lose); docs/endc.md."),
         click.option("--report-period", type=float, metavar="MS",
-                     help="ddds, delay-aware: a secondary leg reports every MS (1-1000) [default 10]."),
+                     help="ddds, delay-aware, delay-target: a secondary leg reports every MS (1-1000) [default 10]."),
         click.option("--target-delay", type=float, metavar="MS",
-                     help="ddds: the queue a secondary leg asks for beyond its feedback loop, in ms of its rate "
-                          "(0-10000) [default 10]."),
+                     help="ddds: the queue a secondary leg asks for beyond its feedback loop, in ms of its rate; "
+                          "delay-target: the queue delay no leg may exceed (0-10000) [default 10]."),
+        click.option("--hold-bytes", type=int, metavar="BYTES",
+                     help="delay-target: what PDCP may hold unnumbered while every leg is at its target; an SDU "
+                          "that finds it full is dropped before it gets a COUNT (9000-1000000000) "
+                          "[default 4000000]."),
+        click.option("--discard-ms", type=float, metavar="MS",
+                     help="delay-target: how long an SDU may wait unnumbered before it is discarded, TS 38.323's "
+                          "discard timer (1-1500) [default 100]."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -187,7 +196,7 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                 changes[name] = sc.parse_list(f"--{name}", kw[name])
         for name in ("delay_cov", "jitter_reorders", "loss_at", "queue_packets", "uplink_bw", "uplink_delay",
                      "uplink_loss", "uplink_queue_packets", "pdcp_processing", "split_policy", "report_period",
-                     "target_delay", "sn_events"):
+                     "target_delay", "sn_events", "hold_bytes", "discard_ms"):
             if kw.get(name) is not None:
                 changes[name] = kw[name]
         if kw.get("duplicate") is not None:

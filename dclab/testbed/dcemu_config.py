@@ -108,6 +108,8 @@ def split(s: Scenario, ratio: Sequence[float]) -> dict[str, Any]:
     out: dict[str, Any] = {"batch": s.batch, "ratio": list(ratio)}
     if s.split_policy != "static":
         out.update(policy=s.split_policy, period_ms=s.report_period, target_delay_ms=s.target_delay)
+    if s.split_policy == "delay-target":
+        out.update(hold_bytes=s.hold_bytes, discard_ms=s.discard_ms)
     return out
 
 

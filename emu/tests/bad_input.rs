@@ -1796,8 +1796,16 @@ fn bad_flow_controlled_splits_are_refused_naming_the_field() {
         (
             format!("[split]\npolicy = 'credit'\n{legs}"),
             "split.policy: unknown variant `credit`, expected one of `static`, `ddds`, \
-             `delay-aware`"
+             `delay-aware`, `delay-target`"
                 .to_string(),
+        ),
+        (
+            format!("[split]\npolicy = 'delay-target'\nhold_bytes = 100\n{legs}"),
+            "split.hold_bytes: must be between 9000 and 10000000000 (got 100)".to_string(),
+        ),
+        (
+            format!("[split]\npolicy = 'delay-target'\ndiscard_ms = 2000\n{legs}"),
+            "split.discard_ms: must be between 1 and 1500 (got 2000)".to_string(),
         ),
         (
             format!("[split]\npolicy = 'ddds'\nperiod_ms = 0\n{legs}"),

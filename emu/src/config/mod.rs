@@ -18,8 +18,8 @@ pub mod validate;
 pub use input::{clip, clip_echoes, clip_plain, read_input, ECHO_LIMIT, INPUT_LIMIT};
 pub use load::{load, parse, parse_toml};
 pub use scenario::{
-    Bearer, CellLeg, Change, ChangeKind, FlowSpec, Leg, Pdcp, Rule, Scenario, SnEvent, Split,
-    SplitPolicy,
+    Bearer, CellLeg, Change, ChangeKind, FlowSpec, HoldSpec, Leg, Pdcp, Rule, Scenario, SnEvent,
+    Split, SplitPolicy,
 };
 pub use schema::{
     default_toml, BearerFile, BearerMode, CellDeviceFile, CellFile, ChangeFile, DelayFile,

@@ -74,6 +74,17 @@ pub enum SplitPolicy {
     Ddds(FlowSpec),
     /// Each PDU on the leg with the earliest expected delivery.
     DelayAware(FlowSpec),
+    /// Every leg's queue, the master's included, within `target_delay`; what fits none
+    /// waits unnumbered in the master's PDCP.
+    DelayTarget(FlowSpec, HoldSpec),
+}
+
+/// The master PDCP's hold of unnumbered SDUs (`delay-target`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoldSpec {
+    pub limit_bytes: u64,
+    /// An SDU held this long is discarded (TS 38.323's discard timer).
+    pub discard_after: Nanos,
 }
 
 /// The flow control of a split bearer.
@@ -81,7 +92,8 @@ pub enum SplitPolicy {
 pub struct FlowSpec {
     /// A report from each secondary every `period`.
     pub period: Nanos,
-    /// `ddds`: the secondary's queue target beyond its feedback loop.
+    /// `ddds`: the secondary's queue target beyond its feedback loop; `delay-target`: the
+    /// queue delay no leg may exceed.
     pub target_delay: Nanos,
     /// The least a secondary asks for, and its credit before its first report.
     pub min_bytes: u64,
@@ -91,7 +103,9 @@ impl SplitPolicy {
     pub fn flow(&self) -> Option<&FlowSpec> {
         match self {
             SplitPolicy::Static => None,
-            SplitPolicy::Ddds(f) | SplitPolicy::DelayAware(f) => Some(f),
+            SplitPolicy::Ddds(f) | SplitPolicy::DelayAware(f) | SplitPolicy::DelayTarget(f, _) => {
+                Some(f)
+            }
         }
     }
 
@@ -101,6 +115,7 @@ impl SplitPolicy {
             SplitPolicy::Static => "static",
             SplitPolicy::Ddds(_) => "ddds",
             SplitPolicy::DelayAware(_) => "delay-aware",
+            SplitPolicy::DelayTarget(..) => "delay-target",
         }
     }
 }

@@ -170,21 +170,29 @@ pub struct SplitFile {
     /// Share per leg; default: equal shares over the bearer's legs.
     #[serde(default)]
     pub ratio: Option<Vec<f64>>,
-    /// How PDUs are placed on the legs: `static` (batch and ratio), `ddds` or
-    /// `delay-aware` (flow-controlled by the secondary legs' reports; the bearer's first
-    /// leg is the master's).
+    /// How PDUs are placed on the legs: `static` (batch and ratio), `ddds`, `delay-aware`
+    /// or `delay-target` (flow-controlled by the secondary legs' reports; the bearer's
+    /// first leg is the master's).
     #[serde(default)]
     pub policy: SplitPolicyName,
     /// Flow control: the secondary legs report every `period_ms`.
     #[serde(default = "d_period")]
     pub period_ms: f64,
-    /// `ddds`: the queue delay the secondary asks for beyond its feedback loop.
+    /// `ddds`: the queue delay the secondary asks for beyond its feedback loop;
+    /// `delay-target`: the queue delay no leg's queue may exceed.
     #[serde(default = "d_target_delay")]
     pub target_delay_ms: f64,
     /// Flow control: the least a secondary asks for, and what it may get before its
     /// first report.
     #[serde(default = "d_min_bytes")]
     pub min_bytes: u64,
+    /// `delay-target`: what the master's PDCP may hold unnumbered while every leg is at
+    /// its target, in bytes, and how long an SDU may wait there (TS 38.323's discard
+    /// timer) before it is discarded.
+    #[serde(default = "d_hold_bytes")]
+    pub hold_bytes: u64,
+    #[serde(default = "d_discard_ms")]
+    pub discard_ms: f64,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
@@ -194,6 +202,7 @@ pub enum SplitPolicyName {
     Static,
     Ddds,
     DelayAware,
+    DelayTarget,
 }
 
 fn d_period() -> f64 {
@@ -204,6 +213,12 @@ fn d_target_delay() -> f64 {
 }
 fn d_min_bytes() -> u64 {
     15_000
+}
+fn d_hold_bytes() -> u64 {
+    4_000_000
+}
+fn d_discard_ms() -> f64 {
+    100.0
 }
 
 fn d_batch() -> u32 {
@@ -218,6 +233,8 @@ impl Default for SplitFile {
             period_ms: d_period(),
             target_delay_ms: d_target_delay(),
             min_bytes: d_min_bytes(),
+            hold_bytes: d_hold_bytes(),
+            discard_ms: d_discard_ms(),
         }
     }
 }

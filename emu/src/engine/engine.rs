@@ -14,7 +14,8 @@ use super::classifier::{Classifier, Dir};
 use super::flow_control::{FlowControl, FlowLeg};
 use super::processing::FixedDelay;
 use super::record::{
-    BearerRecord, CellRecord, DirRecord, EngineCounters, LegRecord, Record, RxRecord, STATS_VERSION,
+    BearerRecord, CellRecord, DirRecord, EngineCounters, HoldRecord, LegRecord, Record, RxRecord,
+    STATS_VERSION,
 };
 use super::secondary::{Divert, SecondaryNode, Target};
 use crate::base::packet::{Pkt, PktId};
@@ -22,8 +23,9 @@ use crate::base::pool::PacketPool;
 use crate::base::time::from_ms;
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::base::Histogram;
-use crate::config::{BearerMode, ChangeKind, Scenario, SnEvent};
+use crate::config::{BearerMode, ChangeKind, Scenario, SnEvent, SplitPolicy};
 use crate::link::{LinkDirection, LinkSpec, RateSpec};
+use crate::pdcp::hold::SduHold;
 use crate::pdcp::{LegSet, PdcpRx, PdcpTx, RxConfig, RxEvent, SplitPattern, TxMode};
 
 /// A packet ready to be written: to the client (`Down`) or to the server (`Up`).
@@ -70,6 +72,10 @@ struct BearerState {
     tx: PdcpTx,
     /// A flow-controlled split's reports and policy (None: static).
     flow: Option<FlowControl>,
+    /// `delay-target`: SDUs waiting unnumbered until a leg has room, and when room is next
+    /// predicted on a secondary (`FlowControl::next_room`).
+    hold: Option<SduHold<Pkt>>,
+    hold_wake: Option<Nanos>,
     /// None: reordering off, PDUs bypass the receiver.
     rx: Option<PdcpRx<Pkt>>,
     sn_mask: u32,
@@ -90,6 +96,7 @@ enum Due {
     Entry,
     Change,
     Flow(usize),
+    Hold(usize),
     Sn(usize),
     X2(usize),
     Down(usize),
@@ -206,6 +213,13 @@ impl Engine {
                 tx: PdcpTx::new(mode, s.pdcp.sn_bits, s.pdcp.initial_count)
                     .map_err(|e| anyhow::anyhow!("bearer {}: {e}", b.name))?,
                 flow,
+                hold: match b.split.policy {
+                    SplitPolicy::DelayTarget(_, h) => {
+                        Some(SduHold::new(h.limit_bytes, h.discard_after))
+                    }
+                    _ => None,
+                },
+                hold_wake: None,
                 rx,
                 sn_mask: (1u32 << s.pdcp.sn_bits) - 1,
                 uplink_leg: b.uplink_leg,
@@ -314,8 +328,16 @@ impl Engine {
         }
     }
 
-    fn send_down(&mut self, now: Nanos, mut pkt: Pkt) {
+    fn send_down(&mut self, now: Nanos, pkt: Pkt) {
         let b = pkt.bearer as usize;
+        if let Some(hold) = self.bearers[b].hold.as_mut() {
+            // Numbered only when a leg has room (`delay-target`).
+            if hold.admit(now, pkt.len + self.header_bytes, pkt).is_err() {
+                self.pool.free(pkt.id);
+            }
+            self.release_held(now, b);
+            return;
+        }
         let bearer = &mut self.bearers[b];
         let len = pkt.len + self.header_bytes;
         let legs_now = &self.legs;
@@ -327,6 +349,51 @@ impl Engine {
             }),
             None => tx.try_next(),
         };
+        self.dispatch(now, pkt, next);
+    }
+
+    /// Bearer `b`'s held SDUs at `now`: those whose discard timer expired are dropped, then
+    /// each in turn is numbered and sent while one of the legs has room for it.
+    fn release_held(&mut self, now: Nanos, b: usize) {
+        let hdr = self.header_bytes;
+        loop {
+            let Engine {
+                bearers,
+                legs,
+                pool,
+                ..
+            } = &mut *self;
+            let BearerState { hold, flow, tx, .. } = &mut bearers[b];
+            let (Some(hold), Some(fc)) = (hold.as_mut(), flow.as_mut()) else {
+                return;
+            };
+            hold.expire(now, |p| pool.free(p.id));
+            let Some(len) = hold.front_len() else {
+                self.bearers[b].hold_wake = None;
+                return;
+            };
+            let queued = legs[fc.master_leg()].down.queued_bytes(b);
+            let Some(leg) = fc.place(now, len, queued) else {
+                // Room comes with a report, the master's queue draining (both step this
+                // bearer) or a secondary's predicted drain.
+                let wake = fc.next_room(now, len).map(|t| t.max(now + 1));
+                self.bearers[b].hold_wake = wake;
+                return;
+            };
+            let pkt = hold.release(now).expect("front");
+            let next = tx.try_next_steered(|_, _| leg);
+            if let Some((count, _, _)) = next {
+                fc.sent(now, leg, count, len);
+            }
+            debug_assert_eq!(len, pkt.len + hdr);
+            self.dispatch(now, pkt, next);
+        }
+    }
+
+    /// Sends the numbered PDU `pkt` (COUNT, SN, legs from its bearer's transmitter) on its
+    /// legs.
+    fn dispatch(&mut self, now: Nanos, mut pkt: Pkt, next: Option<(u32, u32, LegSet)>) {
+        let b = pkt.bearer as usize;
         // All 2^32 COUNTs used (soon, with pdcp.initial_count near the top): a COUNT must
         // never repeat, so the bearer sends nothing more.
         let Some((count, _sn, legs)) = next else {
@@ -432,6 +499,15 @@ impl Engine {
         for (i, b) in self.bearers.iter().enumerate() {
             consider(b.flow.as_ref().map(|f| f.next_deadline()), Due::Flow(i));
         }
+        for (i, b) in self.bearers.iter().enumerate() {
+            if let Some(hold) = b.hold.as_ref() {
+                let wake = match (hold.next_deadline(), b.hold_wake) {
+                    (Some(a), Some(w)) => Some(a.min(w)),
+                    (a, w) => a.or(w),
+                };
+                consider(wake, Due::Hold(i));
+            }
+        }
         for (i, l) in self.legs.iter().enumerate() {
             consider(l.sn.as_ref().and_then(|s| s.next_deadline()), Due::Sn(i));
         }
@@ -485,15 +561,27 @@ impl Engine {
         let first_new = self.outputs.len();
         match due {
             Due::Rx(b) => self.poll_rx(t, b),
-            Due::Flow(b) => self.poll_flow(t, b),
-            Due::Sn(l) => self.poll_sn(t, l),
+            Due::Flow(b) => {
+                self.poll_flow(t, b);
+                self.release_held(t, b);
+            }
+            Due::Hold(b) => self.release_held(t, b),
+            Due::Sn(l) => {
+                self.poll_sn(t, l);
+                self.release_all_held(t, None);
+            }
             Due::X2(l) => self.poll_x2(t, l),
-            Due::Down(l) => self.poll_down(t, l),
+            Due::Down(l) => {
+                self.poll_down(t, l);
+                // The master's queue drained: room for what waits on it.
+                self.release_all_held(t, Some(l));
+            }
             Due::Up(l) => self.poll_up(t, l),
             Due::Change => {
                 let what = self.schedule[self.next_change].1.clone();
                 self.next_change += 1;
                 self.apply(t, what);
+                self.release_all_held(t, None);
             }
             Due::Stats => {
                 let rec = self.record("interval", t);
@@ -505,6 +593,19 @@ impl Engine {
         }
         self.reclaim();
         self.hand_to_exit(first_new);
+    }
+
+    /// The held SDUs at `t` of every bearer, or of those whose master is on leg
+    /// `master` (after something that may have made room).
+    fn release_all_held(&mut self, t: Nanos, master: Option<usize>) {
+        for b in 0..self.bearers.len() {
+            let x = &self.bearers[b];
+            if master.is_none_or(|l| x.legs[0] == l)
+                && x.hold.as_ref().is_some_and(|h| !h.is_empty())
+            {
+                self.release_held(t, b);
+            }
+        }
     }
 
     /// Bearer `b`'s receiver at `t`: t-Reordering expiries release what they may.
@@ -916,6 +1017,10 @@ impl Engine {
                     uplink_bytes: b.uplink_bytes,
                     uplink_packets: b.uplink_packets,
                     flow: b.flow.as_ref().map(|f| f.record(|l| leg_names[l].clone())),
+                    hold: b
+                        .hold
+                        .as_ref()
+                        .map(|h| HoldRecord::of(h, kind == "summary")),
                 };
                 b.prev_delivered_bytes = b.delivered_bytes;
                 r

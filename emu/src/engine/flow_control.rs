@@ -3,7 +3,9 @@
 //! the bearer and how fast it serves it (`pdcp/service_rate.rs`), carried back over the
 //! X2/Xn hop's delay, and the master's choice of a leg for each PDU by the bearer's policy
 //! (`ddds`: the secondaries' credit first, the rest on the master's leg; `delay-aware`:
-//! the leg of the earliest expected delivery, `pdcp/delay_aware.rs`).
+//! the leg of the earliest expected delivery, `pdcp/delay_aware.rs`; `delay-target`: the
+//! earliest leg whose queue stays within the delay target, or none, and the PDU waits
+//! unnumbered, `pdcp/delay_target.rs`).
 //!
 //! The bearer's first leg is the master's, its own (no hop): the master knows its queue
 //! now and its rate from the same estimator, renewed every period.
@@ -17,7 +19,16 @@ use crate::base::time::Nanos;
 use crate::config::{FlowSpec, SplitPolicy};
 use crate::pdcp::ddds::{desired_buffer_bytes, Ddds, DddsCredit};
 use crate::pdcp::delay_aware::{earliest, secondary_backlog, LegView};
+use crate::pdcp::delay_target::{Predicted, Target, TargetView};
 use crate::pdcp::service_rate::ServiceRate;
+
+/// How the master places PDUs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Policy {
+    Ddds,
+    DelayAware,
+    DelayTarget(Target),
+}
 
 /// One leg of the bearer as flow control sees it.
 #[derive(Debug, Clone, Copy)]
@@ -44,14 +55,18 @@ struct Secondary {
     /// The master's side: what it may send, and the last report with when it was made.
     credit: DddsCredit,
     last: Option<(Nanos, Ddds)>,
+    /// `delay-target`: its queue as the master predicts it from the last report.
+    predicted: Predicted,
 }
 
 #[derive(Debug)]
 pub struct FlowControl {
-    delay_aware: bool,
+    policy: Policy,
     spec: FlowSpec,
     master: FlowLeg,
     master_rate: ServiceRate,
+    /// What the master leg's queue can hold, as of the last report instant.
+    master_limit: Option<u64>,
     secondaries: Vec<Secondary>,
     next_report: Nanos,
     /// Reports on their way to the master: (arrival, secondary, made at, report).
@@ -64,10 +79,18 @@ impl FlowControl {
         let spec = *policy.flow()?;
         let (master, rest) = legs.split_first()?;
         Some(FlowControl {
-            delay_aware: matches!(policy, SplitPolicy::DelayAware(_)),
+            policy: match policy {
+                SplitPolicy::Static | SplitPolicy::Ddds(_) => Policy::Ddds,
+                SplitPolicy::DelayAware(_) => Policy::DelayAware,
+                SplitPolicy::DelayTarget(f, _) => Policy::DelayTarget(Target {
+                    max_delay: f.target_delay,
+                    min_bytes: f.min_bytes,
+                }),
+            },
             spec,
             master: *master,
             master_rate: ServiceRate::new(master.known_bps),
+            master_limit: None,
             secondaries: rest
                 .iter()
                 .map(|&at| Secondary {
@@ -78,6 +101,7 @@ impl FlowControl {
                     made: 0,
                     credit: DddsCredit::new(spec.min_bytes),
                     last: None,
+                    predicted: Predicted::default(),
                 })
                 .collect(),
             next_report: spec.period,
@@ -108,6 +132,12 @@ impl FlowControl {
                     let s = &mut self.secondaries[i];
                     s.credit.on_report(&r);
                     s.last = Some((made, r));
+                    // Its queue then, and what was sent since as it reaches it.
+                    let bps = r.desired_rate as f64 * 8.0;
+                    s.predicted = Predicted::restart(r.queued_bytes, made);
+                    for (_, len, at) in s.credit.unseen() {
+                        s.predicted.arrive(at + s.at.hop, len, bps);
+                    }
                 }
                 _ if self.next_report <= now => {
                     let t = self.next_report;
@@ -122,6 +152,7 @@ impl FlowControl {
     fn make_reports(&mut self, t: Nanos, service: &impl Fn(usize, Nanos) -> Service) {
         let m = service(self.master.leg, t);
         self.master_rate.update(m.capacity_bytes, m.busy);
+        self.master_limit = m.limit_bytes;
         for (i, s) in self.secondaries.iter_mut().enumerate() {
             if !s.active {
                 continue;
@@ -146,6 +177,7 @@ impl FlowControl {
                 highest_transmitted: s.highest_arrived,
                 desired_rate: (rate / 8.0) as u64,
                 queued_bytes: v.queued_bytes,
+                limit_bytes: v.limit_bytes,
             };
             s.made += 1;
             let arrival = t + s.at.hop;
@@ -167,6 +199,7 @@ impl FlowControl {
         s.active = active;
         s.credit = DddsCredit::new(if active { self.spec.min_bytes } else { 0 });
         s.last = None;
+        s.predicted = Predicted::default();
         s.highest_arrived = None;
         s.rate.restart(s.at.known_bps);
         self.in_flight.retain(|r| r.1 != i);
@@ -182,32 +215,123 @@ impl FlowControl {
     /// The leg for PDU `count` of `len` bytes at `now`, the master's leg holding
     /// `master_queued` bytes of the bearer.
     pub fn steer(&mut self, now: Nanos, count: u32, len: u32, master_queued: u64) -> usize {
-        let i = if self.delay_aware {
-            self.earliest_delivery(now, len, master_queued)
-        } else {
-            self.secondaries
+        let leg = match self.policy {
+            Policy::Ddds => self
+                .secondaries
                 .iter()
                 .position(|s| s.active && s.credit.fits(len))
+                .map_or(self.master.leg, |i| self.secondaries[i].at.leg),
+            Policy::DelayAware => self
+                .earliest_delivery(now, len, master_queued)
+                .map_or(self.master.leg, |i| self.secondaries[i].at.leg),
+            // Numbered already: it must go somewhere.
+            Policy::DelayTarget(_) => self
+                .place(now, len, master_queued)
+                .unwrap_or(self.master.leg),
         };
-        match i {
-            Some(i) => {
-                let s = &mut self.secondaries[i];
-                s.credit.sent(count, len);
-                s.at.leg
-            }
-            None => self.master.leg,
+        self.sent(now, leg, count, len);
+        leg
+    }
+
+    /// The PDU `count` of `len` bytes went to `leg` at `now`.
+    pub fn sent(&mut self, now: Nanos, leg: usize, count: u32, len: u32) {
+        if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
+            s.credit.sent(count, len, now);
+            let bps = s.last.map_or(0.0, |(_, r)| r.desired_rate as f64 * 8.0);
+            s.predicted.arrive(now + s.at.hop, len, bps);
         }
+    }
+
+    /// A secondary's view at `now`: its last report's queue, aged by its rate and grown by
+    /// what the master sent that the report had not seen; of unknown rate before a report
+    /// with one.
+    fn secondary_view(s: &Secondary, now: Nanos) -> LegView {
+        match s.last.filter(|(_, r)| r.desired_rate > 0) {
+            Some((made, r)) => {
+                let bps = r.desired_rate as f64 * 8.0;
+                LegView {
+                    backlog_bytes: secondary_backlog(
+                        r.queued_bytes,
+                        bps,
+                        now.saturating_sub(made),
+                        s.credit.unseen_bytes(),
+                    ),
+                    rate_bps: Some(bps),
+                    hop: s.at.hop,
+                    delay: s.at.delay,
+                }
+            }
+            None => LegView {
+                backlog_bytes: 0,
+                rate_bps: None,
+                hop: s.at.hop,
+                delay: s.at.delay,
+            },
+        }
+    }
+
+    /// `delay-target`: a secondary's view at `now`: the queue a PDU sent now finds there,
+    /// as predicted from its last report; before a report with a rate, what it held then
+    /// and everything sent since (none drained).
+    fn target_view(s: &Secondary, now: Nanos) -> TargetView {
+        let last = s.last.map(|(_, r)| r);
+        let rate = last.map(|r| r.desired_rate).filter(|&r| r > 0);
+        TargetView {
+            ahead_bytes: match rate {
+                Some(r) => s.predicted.bytes_at(now + s.at.hop, r as f64 * 8.0),
+                None => last.map_or(0, |r| r.queued_bytes) + s.credit.unseen_bytes(),
+            },
+            rate_bps: rate.map(|r| r as f64 * 8.0),
+            hop: s.at.hop,
+            delay: s.at.delay,
+            limit_bytes: last.and_then(|r| r.limit_bytes),
+        }
+    }
+
+    /// `delay-target`: the leg for a PDU of `len` bytes at `now` (the master's leg holding
+    /// `master_queued` bytes of the bearer), or `None`: it fits no leg and waits. The engine
+    /// asks before it numbers the PDU, and reports [`FlowControl::sent`] after, where the
+    /// other policies number first and ask [`FlowControl::steer`].
+    pub fn place(&self, now: Nanos, len: u32, master_queued: u64) -> Option<usize> {
+        let Policy::DelayTarget(target) = self.policy else {
+            return Some(self.master.leg);
+        };
+        let mut legs = vec![self.master.leg];
+        let mut views = vec![TargetView {
+            ahead_bytes: master_queued,
+            rate_bps: self.master_rate.bps(),
+            hop: 0,
+            delay: self.master.delay,
+            limit_bytes: self.master_limit,
+        }];
+        for s in self.secondaries.iter().filter(|s| s.active) {
+            legs.push(s.at.leg);
+            views.push(Self::target_view(s, now));
+        }
+        target.place(&views, now, len).map(|i| legs[i])
+    }
+
+    /// `delay-target`: the instant a PDU of `len` bytes next fits a secondary, its queue
+    /// drained as predicted since its report (`None`: only a report, or the master's own
+    /// queue draining, can make room).
+    pub fn next_room(&self, now: Nanos, len: u32) -> Option<Nanos> {
+        let Policy::DelayTarget(target) = self.policy else {
+            return None;
+        };
+        self.secondaries
+            .iter()
+            .filter(|s| s.active)
+            .filter_map(|s| target.until_fits(&Self::target_view(s, now), len))
+            .min()
+            .map(|d| now + d)
     }
 
     /// Delay-aware: the secondary to send to (`None`: the master). A secondary with no
     /// rate reported yet gets its credit, so that it can be measured.
     fn earliest_delivery(&self, now: Nanos, len: u32, master_queued: u64) -> Option<usize> {
-        let reported = |s: &Secondary| s.last.filter(|(_, r)| r.desired_rate > 0);
-        if let Some(i) = self
-            .secondaries
-            .iter()
-            .position(|s| s.active && reported(s).is_none() && s.credit.fits(len))
-        {
+        if let Some(i) = self.secondaries.iter().position(|s| {
+            s.active && s.last.filter(|(_, r)| r.desired_rate > 0).is_none() && s.credit.fits(len)
+        }) {
             return Some(i);
         }
         // The master of unknown rate is taken as serving at once while its queue is
@@ -224,27 +348,11 @@ impl FlowControl {
             delay: self.master.delay,
         }];
         for s in &self.secondaries {
-            views.push(match reported(s).filter(|_| s.active) {
-                Some((made, r)) => {
-                    let bps = r.desired_rate as f64 * 8.0;
-                    LegView {
-                        backlog_bytes: secondary_backlog(
-                            r.queued_bytes,
-                            bps,
-                            now.saturating_sub(made),
-                            s.credit.unseen_bytes(),
-                        ),
-                        rate_bps: Some(bps),
-                        hop: s.at.hop,
-                        delay: s.at.delay,
-                    }
-                }
-                None => LegView {
-                    backlog_bytes: 0,
-                    rate_bps: None,
-                    hop: s.at.hop,
-                    delay: s.at.delay,
-                },
+            let v = Self::secondary_view(s, now);
+            // Inactive or unmeasured: never the earliest.
+            views.push(LegView {
+                rate_bps: v.rate_bps.filter(|_| s.active),
+                ..v
             });
         }
         earliest(&views, now, len).and_then(|i| i.checked_sub(1))
@@ -254,10 +362,10 @@ impl FlowControl {
     pub fn record(&self, leg_name: impl Fn(usize) -> String) -> FlowRecord {
         let mbps = |bps: Option<f64>| bps.map(|r| r / 1e6);
         FlowRecord {
-            policy: if self.delay_aware {
-                "delay-aware"
-            } else {
-                "ddds"
+            policy: match self.policy {
+                Policy::Ddds => "ddds",
+                Policy::DelayAware => "delay-aware",
+                Policy::DelayTarget(_) => "delay-target",
             },
             master_rate_mbps: mbps(self.master_rate.bps()),
             secondaries: self
@@ -383,6 +491,58 @@ mod tests {
         });
         let r = fc.record(|l| format!("leg{l}"));
         assert_eq!(r.secondaries[0].desired_bytes, Some(90_000));
+    }
+
+    #[test]
+    fn delay_target_fills_each_leg_to_its_target_and_then_holds() {
+        use crate::config::HoldSpec;
+        let hold = HoldSpec {
+            limit_bytes: 1_000_000,
+            discard_after: 100 * MS,
+        };
+        let mut fc =
+            FlowControl::new(SplitPolicy::DelayTarget(spec(), hold), &legs(5 * MS)).unwrap();
+        // No rate yet: each leg takes up to min_bytes (15 kB), the first that fits first.
+        assert_eq!(fc.place(0, 1500, 0), Some(0));
+        assert_eq!(fc.place(0, 1500, 15_000), Some(1));
+        for c in 0..10 {
+            fc.sent(0, 1, c, 1500);
+        }
+        assert_eq!(fc.place(0, 1500, 15_000), None, "both at min_bytes");
+        assert_eq!(fc.next_room(0, 1500), None, "no rate to predict a drain by");
+        for c in 0..10 {
+            fc.arrived(1, c);
+        }
+        // The master serves 10 Mbit/s and holds 15 kB; the secondary 100 Mbit/s, 10 kB.
+        let service = |leg: usize, _t: Nanos| match leg {
+            0 => Service {
+                queued_bytes: 15_000,
+                capacity_bytes: 12_500,
+                busy: 10 * MS,
+                limit_bytes: None,
+            },
+            _ => Service {
+                queued_bytes: 10_000,
+                capacity_bytes: 125_000,
+                busy: 10 * MS,
+                limit_bytes: None,
+            },
+        };
+        fc.poll(10 * MS, service);
+        fc.poll(15 * MS, service);
+        // The master's 10 ms is 12.5 kB (min_bytes: 15 kB): full. The secondary's 10 kB
+        // drained by the time a PDU sent at 15 ms gets there (20 ms); its 10 ms is 125 kB.
+        assert_eq!(fc.place(15 * MS, 1500, 15_000), Some(1));
+        let mut n = 0;
+        while fc.place(15 * MS, 1500, 15_000) == Some(1) {
+            fc.sent(15 * MS, 1, 10 + n, 1500);
+            n += 1;
+        }
+        assert_eq!(n, 83, "124.5 kB, and one more would pass 125 kB");
+        assert_eq!(fc.place(15 * MS, 1500, 15_000), None);
+        // 1 kB over: 80 µs at 100 Mbit/s.
+        assert_eq!(fc.next_room(15 * MS, 1500), Some(15 * MS + 80_000));
+        assert_eq!(fc.record(|l| format!("leg{l}")).policy, "delay-target");
     }
 
     #[test]

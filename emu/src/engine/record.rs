@@ -12,12 +12,13 @@ use super::secondary::SnRecord;
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
 use crate::link::{LinkCounters, LinkDirection};
+use crate::pdcp::hold::{HoldCounters, SduHold};
 use crate::pdcp::{PdcpRx, RxCounters};
 
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
 /// (`dclab/analysis/records.py`, `STATS_VERSION`) refuses versions it does not know.
-pub const STATS_VERSION: u32 = 2;
+pub const STATS_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
@@ -120,6 +121,36 @@ pub struct BearerRecord {
     /// A flow-controlled split's reports and credit (absent for a static split).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowRecord>,
+    /// `delay-target`: the SDUs held unnumbered in the master's PDCP (version 3; absent
+    /// for the other policies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldRecord>,
+}
+
+/// The master PDCP's hold (`pdcp/hold.rs`): its counters, what it holds now, and how long
+/// the SDUs it released had waited (cumulative, buckets in the summary only).
+#[derive(Clone, Debug, Serialize)]
+pub struct HoldRecord {
+    #[serde(flatten)]
+    pub counters: HoldCounters,
+    pub held_bytes: u64,
+    pub held_packets: u64,
+    pub wait: HistSummary,
+}
+
+impl HoldRecord {
+    pub fn of<T>(h: &SduHold<T>, with_buckets: bool) -> HoldRecord {
+        let mut wait = h.waits().summary_us();
+        if !with_buckets {
+            wait.buckets.clear();
+        }
+        HoldRecord {
+            counters: h.counters().clone(),
+            held_bytes: h.bytes(),
+            held_packets: h.len() as u64,
+            wait,
+        }
+    }
 }
 
 /// A PDCP receiver's counters and its reorder-wait histogram. The histogram is cumulative,

@@ -31,9 +31,11 @@ pub struct Ddds {
     /// The secondary's rate estimate in bytes per second (TS 38.425's "desired data
     /// rate"); 0: none yet.
     pub desired_rate: u64,
-    /// What the secondary holds for the bearer, in bytes: not a TS 38.425 field (a
-    /// dcemu addition the delay-aware policy reads, `pdcp/delay_aware.rs`).
+    /// What the secondary holds for the bearer, and what its queue can hold, in bytes:
+    /// not TS 38.425 fields (dcemu additions the delay-aware and delay-target policies
+    /// read, `pdcp/delay_aware.rs`, `pdcp/delay_target.rs`).
     pub queued_bytes: u64,
+    pub limit_bytes: Option<u64>,
 }
 
 /// The secondary's desired buffer size: `rate_bps × target_delay` (at least `min_bytes`)
@@ -52,8 +54,8 @@ pub fn desired_buffer_bytes(
 #[derive(Debug, Clone)]
 pub struct DddsCredit {
     /// PDUs sent to the secondary after the last report's highest transmitted COUNT:
-    /// (COUNT, bytes), in COUNT order.
-    unseen: VecDeque<(u32, u32)>,
+    /// (COUNT, bytes, when sent), in COUNT order.
+    unseen: VecDeque<(u32, u32, Nanos)>,
     unseen_bytes: u64,
     credit: u64,
     reports: u64,
@@ -75,17 +77,17 @@ impl DddsCredit {
         self.credit >= len as u64
     }
 
-    /// The PDU `count` of `len` bytes went to the secondary.
-    pub fn sent(&mut self, count: u32, len: u32) {
+    /// The PDU `count` of `len` bytes went to the secondary at `at`.
+    pub fn sent(&mut self, count: u32, len: u32, at: Nanos) {
         self.credit = self.credit.saturating_sub(len as u64);
-        self.unseen.push_back((count, len));
+        self.unseen.push_back((count, len, at));
         self.unseen_bytes += len as u64;
     }
 
     /// A report arrived: the credit becomes its desired size less what it has not seen.
     pub fn on_report(&mut self, r: &Ddds) {
         if let Some(h) = r.highest_transmitted {
-            while let Some(&(c, len)) = self.unseen.front() {
+            while let Some(&(c, len, _)) = self.unseen.front() {
                 if c > h {
                     break;
                 }
@@ -106,6 +108,11 @@ impl DddsCredit {
         self.unseen_bytes
     }
 
+    /// The PDUs sent that no report has seen yet: (COUNT, bytes, when sent), in order.
+    pub fn unseen(&self) -> impl Iterator<Item = (u32, u32, Nanos)> + '_ {
+        self.unseen.iter().copied()
+    }
+
     pub fn reports(&self) -> u64 {
         self.reports
     }
@@ -122,6 +129,7 @@ mod tests {
         highest_transmitted: None,
         desired_rate: 0,
         queued_bytes: 0,
+        limit_bytes: None,
     };
 
     #[test]
@@ -142,7 +150,7 @@ mod tests {
         let mut c = DddsCredit::new(3000);
         assert!(c.fits(1500) && !DddsCredit::new(1000).fits(1500));
         for count in 0..2 {
-            c.sent(count, 1500);
+            c.sent(count, 1500, 0);
         }
         assert!(!c.fits(1));
         // A report that saw COUNT 0 only: 1500 bytes still unseen.
@@ -227,7 +235,7 @@ mod tests {
                     count % 2 == 1
                 };
                 if to_secondary {
-                    credit.sent(count, pdu);
+                    credit.sent(count, pdu, t);
                     x2_flight.push_back((t + x2, count));
                 }
                 count += 1;

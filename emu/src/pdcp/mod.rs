@@ -7,6 +7,8 @@
 pub mod count;
 pub mod ddds;
 pub mod delay_aware;
+pub mod delay_target;
+pub mod hold;
 pub mod rx;
 pub mod service_rate;
 pub mod tx;

@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::names::check_name;
 use super::{bad, leg_index, within, MAX_MATCH_RULES};
 use crate::config::input::clip;
-use crate::config::scenario::{Bearer, FlowSpec, Leg, Rule, Split, SplitPolicy};
+use crate::config::scenario::{Bearer, FlowSpec, HoldSpec, Leg, Rule, Split, SplitPolicy};
 use crate::config::schema::{
     BearerFile, BearerMode, MatchFile, PortValue, ScenarioFile, SplitFile, SplitPolicyName,
 };
@@ -247,10 +247,27 @@ fn split_spec(field: &str, s: &SplitFile, mode: BearerMode, legs: usize) -> Resu
         target_delay: from_ms(s.target_delay_ms),
         min_bytes: s.min_bytes,
     };
+    within(
+        &format!("{field}.hold_bytes"),
+        "split.hold_bytes",
+        s.hold_bytes as f64,
+    )?;
+    within(
+        &format!("{field}.discard_ms"),
+        "split.discard_ms",
+        s.discard_ms,
+    )?;
     let policy = match s.policy {
         SplitPolicyName::Static => SplitPolicy::Static,
         SplitPolicyName::Ddds => SplitPolicy::Ddds(flow),
         SplitPolicyName::DelayAware => SplitPolicy::DelayAware(flow),
+        SplitPolicyName::DelayTarget => SplitPolicy::DelayTarget(
+            flow,
+            HoldSpec {
+                limit_bytes: s.hold_bytes,
+                discard_after: from_ms(s.discard_ms),
+            },
+        ),
     };
     if policy.flow().is_some() && (mode != BearerMode::Dc || legs < 2) {
         bad(

@@ -57,6 +57,10 @@ pub const LIMITS: &[(&str, f64, f64)] = &[
     ("split.period_ms", 1.0, 1000.0),
     ("split.target_delay_ms", 0.0, 10_000.0),
     ("split.min_bytes", 1500.0, 1e9),
+    // At least one full-size SDU; at most what the packet pool could hold.
+    ("split.hold_bytes", 9000.0, 1e10),
+    // TS 38.331's discardTimer runs from 10 ms to 1500 ms (or infinity).
+    ("split.discard_ms", 1.0, 1500.0),
     ("direction.rate_bps", 1e3, 1e12),
     ("direction.queue_packets", 1.0, 10_000_000.0),
     ("direction.queue_bytes", 1500.0, 1e11),
