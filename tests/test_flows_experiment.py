@@ -18,6 +18,7 @@ from dclab.cli import app
 from dclab.endpoints.base import TransferResult
 from dclab.experiments import flows as fx
 from dclab.experiments import get_experiment
+from dclab.experiments import window as wx
 from dclab.experiments.base import RepResult
 from dclab.paths import CLIENT_ADDR, SERVER_ADDR
 from dclab.scenario import Scenario, build
@@ -211,7 +212,7 @@ def measured(monkeypatch, rates: dict[str, tuple[float, float]], mix: str, warmu
     s = EXP.scenario(one_leg(), o)
     plan = EXP.plan(s, o)
     # The clients start 3 s after dcemu (t0_ms = 3000).
-    monkeypatch.setattr(fx, "time", types.SimpleNamespace(time=lambda: 1003.0))
+    monkeypatch.setattr(wx, "time", types.SimpleNamespace(time=lambda: 1003.0))
     bed = FakeBed(records(rates, warmup, duration, t0_ms=3000.0), start_wall=1000.0)
     result = RepResult(experiment="flows", rep=rep, seed=rep, ok=False, stack=plan.stack_label(), cc=plan.cc_label(),
                        host_config="quic-default+tcp")
@@ -238,7 +239,7 @@ def test_measure_over_the_window_fills_flows_and_metrics(monkeypatch):
 def test_measure_without_records_fails(monkeypatch):
     o = EXP.options(mix="aioquic=1")
     plan = EXP.plan(EXP.scenario(one_leg(), o), o)
-    monkeypatch.setattr(fx, "time", types.SimpleNamespace(time=lambda: 1.0))
+    monkeypatch.setattr(wx, "time", types.SimpleNamespace(time=lambda: 1.0))
     r = EXP.measure(FakeBed([], 0.5), one_leg(), plan, o,  # type: ignore[arg-type]
                     RepResult(experiment="flows", seed=1, ok=False, stack="aioquic", cc="reno", host_config="x"))
     assert not r.ok and r.error and r.metrics["jfi"] is None

@@ -10,20 +10,21 @@ numbering them; over the run, the receiver's p99 reordering wait (docs/endc.md).
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, model_validator
 
 from ..analysis.figures import capacities_of
-from ..analysis.metrics import leg_window_means, window_deltas, window_means
+from ..analysis.metrics import window_deltas
 from ..analysis.records import Stats
 from ..analysis.stand_in import stack_label
 from ..endpoints.base import Workload
 from ..flowplan import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, build
-from ..testbed import Bed, stats_ms
+from ..testbed import Bed
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackOptions, Summary, _fmt
+from .window import run_window
 
 DC_PORT = 4433
 BEARER = "dc"
@@ -46,7 +47,7 @@ class CapacityOptions(StackOptions):
         return self
 
 
-def window_counters(records: list[Stats], t0_ms: float, duration: float, warmup: float) -> dict[str, int]:
+def window_counters(records: Sequence[Stats], t0_ms: float, duration: float, warmup: float) -> dict[str, int]:
     """Over the window: the DC bearer's t-Reordering expiries and, under delay-target, the
     packets PDCP dropped unnumbered (hold full, discard timer)."""
     def read(r: Stats) -> dict[str, int]:
@@ -58,7 +59,7 @@ def window_counters(records: list[Stats], t0_ms: float, duration: float, warmup:
     return window_deltas(records, t0_ms, duration, warmup, read)[1]
 
 
-def run_facts(records: list[Stats]) -> dict[str, Any]:
+def run_facts(records: Sequence[Stats]) -> dict[str, Any]:
     """From the summary record: the receiver's p99 reordering wait over the run (ms), and
     the hold's counters under delay-target."""
     summary = next((r for r in reversed(records) if r.type == "summary"), None)
@@ -100,16 +101,14 @@ class Capacity(Experiment[CapacityOptions]):
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: CapacityOptions,
                 result: RepResult) -> RepResult:
         o = options
-        start_wall = time.time()
-        # The client is stopped at the end of the window: a cut download is expected.
-        transfer = bed.run_clients(o.duration + 2).get(BEARER)
-        records = list(bed.finish())
-        t0_ms = stats_ms(bed, start_wall) or 0.0
-        mean = window_means(records, t0_ms, o.duration, o.warmup).get(BEARER) if records else None
+        w = run_window(bed, o.duration, o.warmup)
+        records, t0_ms = w.records, w.t0_ms
+        mean = w.means.get(BEARER)
+        transfer = w.transfers.get(BEARER)
         caps = capacities_of(scenario.model_dump(mode="json"))
         known = [c for c in caps if c is not None]
         capacity = sum(known) if known and len(known) == len(caps) else None
-        legs = leg_window_means(records, t0_ms, o.duration, o.warmup) if records else {}
+        legs = w.legs
         counters = window_counters(records, t0_ms, o.duration, o.warmup) if records else {}
         facts = run_facts(records)
         result.ok = mean is not None

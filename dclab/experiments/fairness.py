@@ -8,21 +8,21 @@ flow counts twice."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, model_validator
 
 from ..analysis import figures
-from ..analysis.metrics import jain, leg_window_means, window_means
+from ..analysis.metrics import jain
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..endpoints.base import Workload
 from ..flowplan import Bearer, Flow, FlowPlan, PlanError, parse_assignments
 from ..scenario import Scenario, build
-from ..testbed import Bed, stats_ms
+from ..testbed import Bed
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, stand_in_output
+from .window import run_window
 
 # The study's flows: name, bearer, leg (None: both), port.
 FLOWS = (("dc", "dc", None, 4433), ("sc1", "sc1", 1, 8000), ("sc2", "sc2", 2, 9000))
@@ -96,17 +96,13 @@ class Fairness(Experiment[FairnessOptions]):
 
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: FairnessOptions, result: RepResult) -> RepResult:
         o = options
-        start_wall = time.time()
-        # The clients are stopped at the end of the window: a cut download is expected.
-        transfers = bed.run_clients(o.duration + 2)
-        records = bed.finish()
-        t0_ms = stats_ms(bed, start_wall) or 0.0
-        means = window_means(records, t0_ms, o.duration) if records else {}
+        w = run_window(bed, o.duration, 0.0)
+        records, t0_ms, means, transfers = w.records, w.t0_ms, w.means, w.transfers
         values = [means.get(f) for f in FLOW_NAMES]
         result.flows = [FlowResult.of(plan, f, transfers.get(f), means.get(f)) for f in FLOW_NAMES]
         result.ok = bool(records) and all(v is not None for v in values)
         result.error = None if result.ok else "no dcemu statistics for the window"
-        links = at_links(means, leg_window_means(records, t0_ms, o.duration) if records else {})
+        links = at_links(means, w.legs)
         result.metrics = {"jfi": jain([v for v in values if v is not None]) if result.ok else None,
                           "jfi_links": jain(list(links.values())) if result.ok and links else None}
         result.t0_ms = t0_ms

@@ -18,7 +18,6 @@ group of bars per mix (``by_mix``).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,14 +25,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from ..analysis import figures
-from ..analysis.metrics import jain, mean_std, window_means
+from ..analysis.metrics import jain, mean_std
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import StackError, Workload
 from ..files import clip
 from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
-from ..testbed import Bed, stats_ms
+from ..testbed import Bed
 from .base import Experiment, FlowResult, Metric, PacketSizeOptions, RepResult, Size, Summary, Table, _fmt
+from .window import run_window
 
 STATS_INTERVAL_MS = 100.0  # as fairness: long runs, many bearers
 MAX_PER_ENTRY = 32
@@ -248,14 +248,10 @@ class Flows(Experiment[FlowsOptions]):
 
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: FlowsOptions, result: RepResult) -> RepResult:
         o = options
-        start_wall = time.time()
-        # The clients are stopped at the end of the window: a cut download is expected.
-        transfers = bed.run_clients(o.duration + 2)
-        records = bed.finish()
-        t0_ms = stats_ms(bed, start_wall) or 0.0
-        means = window_means(records, t0_ms, o.duration, o.warmup) if records else {}
+        w = run_window(bed, o.duration, o.warmup)
+        records, t0_ms, means = w.records, w.t0_ms, w.means
         names = [f.name for f in plan.flows]
-        result.flows = [FlowResult.of(plan, n, transfers.get(n), means.get(n)) for n in names]
+        result.flows = [FlowResult.of(plan, n, w.transfers.get(n), means.get(n)) for n in names]
         result.ok = bool(records) and all(means.get(n) is not None for n in names)
         result.error = None if result.ok else "no dcemu statistics for the window"
         metrics, groups = flow_metrics({n: means.get(n) for n in names}, {f.name: f.stack for f in plan.flows})

@@ -28,7 +28,6 @@ read them side by side.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..analysis import completion, figures
-from ..analysis.metrics import jain, leg_window_means, pdcp_summary, window_means
+from ..analysis.metrics import jain, leg_window_means, pdcp_summary
 from ..analysis.records import Stats
 from ..analysis.run_events import RunFacts
 from ..endpoints.base import TransferResult, Workload
@@ -47,6 +46,7 @@ from ..flowplan import Bearer, Flow, FlowPlan, PlanError
 from ..scenario import Scenario, build
 from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, in_range
+from .window import run_window
 
 PORT = 4433
 TCP_PORTS = (8000, 9000)  # the TCP flows on leg 1 and leg 2 in the fairness setting
@@ -255,13 +255,9 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         return result
 
     def _fairness(self, bed: Bed, plan: FlowPlan, o: SplitLayerOptions, result: RepResult) -> RepResult:
-        start_wall = time.time()
-        transfers = bed.run_clients(o.duration + 2)  # cut at the end of the window: expected
-        records = bed.finish()
+        w = run_window(bed, o.duration, 0.0)  # the transfers cut at the end of the window: expected
+        records, t0, means, legs, transfers = w.records, w.t0_ms, w.means, w.legs, w.transfers
         summary = records[-1] if records and records[-1].type == "summary" else None
-        t0 = stats_ms(bed, start_wall) or 0.0
-        means = window_means(records, t0, o.duration) if records else {}
-        legs = leg_window_means(records, t0, o.duration) if records else {}
         parts = [means.get(b) for b in agg_bearers(summary)]
         agg = sum(v for v in parts if v is not None) if parts and None not in parts else None
         tcp = [means.get("tcp1"), means.get("tcp2")]
