@@ -378,9 +378,17 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
         where = replace(where, jobs=sim_jobs(jobs))
     outcome = run_all(c, store, todo, where)
     counts = Counter(r["ok"] for r in store.rows("campaign = ?", (c.name,)))
-    click.echo(f"done: {counts.get(1, 0)} runs stored ok, {counts.get(0, 0)} failed; store {store.path}")
+    click.echo(done_line(counts.get(1, 0), counts.get(0, 0), outcome.errors, store.path))
     if outcome.failures and outcome.failures == len(todo):
         sys.exit(1)
+
+
+def done_line(stored_ok: int, stored_failed: int, errors: int, store: Path) -> str:
+    """The last line of `campaign run`: the store's counts, and the runs of this start that
+    raised (not stored, so they run again next time: said here, not only in their progress
+    lines)."""
+    unstored = f", {errors} could not start (not stored: run the campaign again to retry)" if errors else ""
+    return f"done: {stored_ok} runs stored ok, {stored_failed} failed{unstored}; store {store}"
 
 
 @click.command()
