@@ -5,57 +5,21 @@ built beside its path and moved in whole."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ..files import kind_of, output_file
+from ..files import output_file
+from .locks import held
 from .store import Store, StoreError, inspect_store
 
 
 @contextlib.contextmanager
 def merge_lock(dest: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Holds an exclusive flock on ``DEST.lock`` beside `dest` (waiting for another holder;
-    `on_wait` is called once if it has to), so merges into one destination run one at a
-    time. The lock file is removed when released; a waiter that locked a file removed
-    meanwhile tries again on the new one."""
-    lock = dest.with_name(dest.name + ".lock")
-    waited = False
-    while True:
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-        except OSError as e:
-            raise StoreError(f"cannot lock {lock}: {e.strerror or e}") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise StoreError(f"cannot lock {lock}: it is {kind_of(st.st_mode)}, not a lock file dclab made")
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if on_wait is not None and not waited:
-                    on_wait()
-                waited = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                now = os.lstat(lock)
-            except FileNotFoundError:
-                now = None
-            if now is not None and (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
-                break
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)  # the holder removed it while we waited: lock the new one
-    try:
+    """Holds ``DEST.lock`` beside `dest` (waiting for another holder; `on_wait` is called
+    once if it has to), so merges into one destination run one at a time."""
+    with held(dest.with_name(dest.name + ".lock"), on_wait=on_wait):
         yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)  # while still holding it
-        fcntl.flock(fd, fcntl.LOCK_UN)  # explicitly: a forked child may share this descriptor
-        os.close(fd)
 
 
 def merge_stores(dest: Path, srcs: Sequence[Path], on_wait: Callable[[], None] | None = None

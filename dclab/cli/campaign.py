@@ -20,6 +20,7 @@ from rich.table import Table
 from ..campaign import plan as cp
 from ..campaign.cluster import CLUSTER_OVERHEAD_S
 from ..campaign.dispatch import Where, runner_for
+from ..campaign.locks import Busy, campaign_lock
 from ..campaign.runner import CampaignError, Outcome, calibration
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..campaign.sweeps import SWEEPS, parse_param
@@ -244,6 +245,18 @@ def run_all(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], where: Wher
     Ctrl-C exits 130 with nothing of the interrupted runs stored."""
     waiting = ("no worker offers a testbed yet: start one with `dclab worker --scheduler ADDRESS --tls-dir DIR/worker`"
                if where.cluster else "waiting for another dclab run ...")  # fmt: skip
+    try:
+        with campaign_lock(store.path.parent):
+            # Planned before the lock: what another process stored meanwhile is not run again.
+            done = store.keys()
+            return _run_locked(c, store, [r for r in todo if r.key not in done], where, waiting)
+    except Busy as e:
+        raise click.ClickException(
+            f"campaign {c.name} is being run by another dclab (pid {e.holder}): two at once would empty each "
+            "other's run directories; run it again when that one ends (it then does only what is left)") from None
+
+
+def _run_locked(c: cp.Campaign, store: Store, todo: list[cp.PlannedRun], where: Where, waiting: str) -> Outcome:
     progress = BarProgress(c, store, todo, waiting)
     runner = runner_for(where, say=progress.bar.console.print, on_workers=progress.on_workers)
     with progress.bar:
