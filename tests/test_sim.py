@@ -3,6 +3,7 @@ modelled endpoints in virtual time (dclab/testbed/simbed.py, emu/src/sim/)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -227,6 +228,19 @@ def test_the_client_hosts_udp_drops_are_counted_on_both_backends(tmp_path):
 
 
 
+def stored_runs(store) -> int:
+    """Rows in a store being written (0 before it exists: connecting would create it)."""
+    import sqlite3
+
+    if not store.exists():
+        return 0
+    try:
+        with sqlite3.connect(store) as db:
+            return db.execute("SELECT count(*) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
 def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
     """SIGINT to the process group (as a terminal's Ctrl-C): exit 130, the pool's processes
     and their dcemu gone, the runs in flight leave no directory, and every stored run has
@@ -236,19 +250,9 @@ def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
 
     env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
     store = tmp_path / "paper" / "store.sqlite"
-
-    def stored() -> int:
-        if not store.exists():  # connecting would create it
-            return 0
-        try:
-            with sqlite3.connect(store) as db:
-                return db.execute("SELECT count(*) FROM runs").fetchone()[0]
-        except sqlite3.OperationalError:  # not created yet
-            return 0
-
     with dclab_process("campaign", "run", "paper", "--backend", "sim", "--shard", "1/20", "--jobs", "2",
                        env=env) as p:
-        wait_for(lambda: stored() >= 2, 60, "two stored runs", p)
+        wait_for(lambda: stored_runs(store) >= 2, 60, "two stored runs", p)
         os.killpg(p.pid, signal.SIGINT)
         assert p.wait(timeout=60) == 130
     # its children end with it: gone within seconds (a busy machine takes a while to reap them)
@@ -260,6 +264,58 @@ def test_ctrl_c_stops_a_simulated_campaign_and_keeps_what_it_stored(tmp_path):
     with sqlite3.connect(store) as db:
         keys = {k for (k,) in db.execute("SELECT run_key FROM runs")}
     assert keys == names and len(keys) < 1045
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_a_killed_simulated_campaign_leaves_no_process(tmp_path, jobs):
+    """SIGKILL of `campaign run --backend sim --jobs N`, which then does nothing of its own,
+    after its second stored run: every process it started (the pool's, their `dcemu sim`,
+    the pool's resource tracker; with one job, its own `dcemu sim`) ends within seconds by
+    its parent-death signal: none lives on, and none starts another run."""
+    import signal
+
+    import psutil
+
+    env = {**os.environ, "DCLAB_RESULTS": str(tmp_path)}
+    store = tmp_path / "paper" / "store.sqlite"
+    with dclab_process("campaign", "run", "paper", "--backend", "sim", "--shard", "1/20", "--jobs", str(jobs),
+                       env=env) as p:
+        wait_for(lambda: stored_runs(store) >= 2, 60, "two stored runs", p)
+        started: list[psutil.Process] = []
+
+        def simulating() -> bool:  # killed while a run simulates, not between two
+            with contextlib.suppress(psutil.Error):
+                started[:] = psutil.Process(p.pid).children(recursive=True)
+            return any(_name(c) == "dcemu" for c in started)
+
+        wait_for(simulating, 60, "a dcemu sim", p)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+
+    def alive() -> list[psutil.Process]:
+        out = []
+        for c in started:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if c.is_running() and c.status() != psutil.STATUS_ZOMBIE:
+                    out.append(c)
+        return out
+
+    try:
+        wait_for(lambda: not alive(), 15, "the end of every process the campaign started")
+        assert not subprocess.run(["pgrep", "-f", f"dcemu sim {tmp_path}"], capture_output=True).stdout
+    finally:
+        for c in started:
+            with contextlib.suppress(psutil.Error):
+                c.kill()
+
+
+def _name(p) -> str:
+    import psutil
+
+    try:
+        return p.name()
+    except psutil.Error:
+        return ""
 
 
 KERNEL_CHARGE = r"""

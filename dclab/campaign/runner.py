@@ -15,10 +15,12 @@ machine (`run_parallel`); this process stays the store's only writer.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import platform
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -34,6 +36,7 @@ from .plan import Campaign, PlannedRun, plan, shard
 from .store import RunRecord, Store, campaign_dir
 
 MAX_CONSECUTIVE_ERRORS = 3
+PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
 
 
 class CampaignError(RuntimeError):
@@ -199,7 +202,8 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
     unplaced: set[str] = set()
     try:
         # spawn: a fresh interpreter per process, not a fork of one holding the progress bar's thread
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with,
+                                 initargs=(os.getpid(),)) as pool:
             try:
                 while True:
                     while len(flying) < 2 * jobs and (item := next(pending, None)) is not None:
@@ -223,6 +227,19 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
         # nor is a finished run's that the interruption caught before it was moved into place.
         for key in unplaced:
             shutil.rmtree(incoming_of(runs_dir / key), ignore_errors=True)
+
+
+def die_with(parent: int) -> None:
+    """A pool process's first act: SIGTERM when the process that made it dies, even by
+    SIGKILL (the kernel's parent-death signal), so that no pool process outlives a killed
+    campaign (nor starts another run), and its ``dcemu sim`` (started with one too) ends
+    with it; the pool's resource tracker then ends when they do. A parent already gone
+    before the signal was armed ends it at once."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _store_apart(store: Store, f: Future[RunRecord], run: PlannedRun, i: int, n: int, runs_dir: Path,

@@ -27,6 +27,7 @@ from ..paths import CLIENT_ADDR, DCEMU, SERVER_ADDR
 from ..scenario import Scenario
 from .dcemu_config import to_dcemu
 from .hostconfig import HostConfig
+from .netns import die_with_parent
 from .sim_models import SimError, model_for
 
 # The models' version: part of a simulated run's key, so that runs stored before the models
@@ -138,8 +139,9 @@ class SimBed:
         (self.workdir / "workload.toml").write_text(workload_toml(self.plan, chosen, self.host, workloads or {}, timeout_s,
                                                                   self.stand_in))
         self._start_wall = time.time()
-        p = subprocess.run([str(DCEMU), "sim", str(self.workdir / "scenario.toml"), "--workload",
-                            str(self.workdir / "workload.toml"), "--stats", str(self.stats)],
+        # It ends with this process, even a killed one, as an emulated run's processes do.
+        p = subprocess.run(die_with_parent([str(DCEMU), "sim", str(self.workdir / "scenario.toml"), "--workload",
+                                            str(self.workdir / "workload.toml"), "--stats", str(self.stats)]),
                            capture_output=True, text=True)
         (self.workdir / "dcemu.log").write_text(p.stderr)
         if p.returncode != 0:
