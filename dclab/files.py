@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import tomllib
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,20 @@ def clip(text: object, limit: int = ECHO_LIMIT) -> str:
     """`text` as repr, cut to about `limit` characters: messages never echo a whole input."""
     s = repr(text)
     return s if len(s) <= limit else f"{s[:limit]}... ({len(str(text))} characters)"
+
+
+# Characters shown as escapes when text read from a file reaches a terminal: controls (an
+# escape sequence could redraw earlier lines), format characters (U+202E reverses what
+# follows), surrogates, private use, line and paragraph separators.
+_UNPRINTED = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
+
+
+def printable(text: str, limit: int = 500) -> str:
+    """`text` safe to print: each control or format character shown as its escape (\\x1b,
+    \\u202e), cut to about `limit` characters."""
+    out = "".join(c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) in _UNPRINTED else c
+                  for c in text[: limit + 1])
+    return out if len(text) <= limit else f"{out[:limit]}... ({len(text)} characters)"
 
 
 def check_name(name: str, what: str) -> str:

@@ -518,6 +518,37 @@ def test_figure_reads_only_regular_pngs_and_reports_damage(tmp_path):
     (tmp_path / "t.png").write_text("not a png")
     code, text = invoke("figure", str(tmp_path / "t.png"))
     assert code == 1 and "not a PNG dclab can read" in text, text
+    # Crafted descriptions: nesting past the parser's depth, an extent of one number, a text
+    # where a count belongs; each a one-line refusal, no traceback.
+    for n, crafted in enumerate(("[" * 100_000 + "]" * 100_000,
+                                 '{"suptitle": "", "command": "c", "version": "v", "axes": [' + AXES.replace(
+                                     '"x": null', '"x": [1]') + "]}",
+                                 '{"suptitle": "", "command": "c", "version": "v", "axes": [' + AXES.replace(
+                                     '"lines": 0', '"lines": "many"') + "]}")):
+        info = PngImagePlugin.PngInfo()
+        info.add_text("dclab", crafted)
+        Image.new("RGB", (4, 4)).save(tmp_path / f"c{n}.png", pnginfo=info)
+        code, text = invoke("figure", str(tmp_path / f"c{n}.png"))
+        assert code == 1 and "its dclab description is damaged" in text and "Traceback" not in text, (n, text)
+
+
+AXES = ('{"title": "t", "xlabel": "", "ylabel": "", "legend": [], "xticks": [], "texts": [], "hlines": [], '
+        '"vlines": [], "lines": 0, "bars": 0, "scatters": 0, "x": null, "y": null, "series": []}')
+
+
+def test_figure_shows_a_crafted_description_s_control_characters_and_never_sends_them(tmp_path):
+    """Escape sequences and bidirectional overrides in a PNG's description would reach the
+    terminal and could fake the command that drew it: they are printed as escapes."""
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("dclab", '{"suptitle": "s\\u202eevil", "command": "rm -rf /\\u001b[2K\\rdclab report smoke", '
+                           '"version": "v", "axes": [' + AXES.replace('"title": "t"', '"title": "a\\u0007b"') + "]}")
+    Image.new("RGB", (4, 4)).save(tmp_path / "e.png", pnginfo=info)
+    code, text = invoke("figure", str(tmp_path / "e.png"))
+    assert code == 0, text
+    assert "\\x1b[2K\\rdclab report smoke" in text and "s\\u202eevil" in text and "a\\x07b" in text, text
+    assert not any(c in text for c in "\x1b\u202e\x07\r"), repr(text)
 
 
 def test_a_state_dir_that_is_a_symlink_is_refused(tmp_path):

@@ -33,6 +33,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter  # noqa: E402
 from PIL import Image, PngImagePlugin  # noqa: E402
+from pydantic import TypeAdapter  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from ..files import check_input, clip, output_file  # noqa: E402
@@ -209,8 +210,7 @@ def save_figure(fig: Figure, path: Path, dpi: int = DPI) -> Path:
     return path
 
 
-def _extent_of(v: Any) -> Extent | None:
-    return (float(v[0]), float(v[1])) if v else None
+_DESCRIPTION = TypeAdapter(FigureInfo)
 
 
 def figure_info(path: Path) -> FigureInfo:
@@ -227,11 +227,8 @@ def figure_info(path: Path) -> FigureInfo:
     if not isinstance(text, str):
         raise ValueError(f"{path}: a PNG without a dclab description (not drawn by dclab, or before figures carried one)")
     try:
-        d = json.loads(text)
-        axes = [AxesInfo(**{**a, "x": _extent_of(a["x"]), "y": _extent_of(a["y"]),
-                            "series": [SeriesInfo(**{**s, "x": _extent_of(s["x"]), "y": _extent_of(s["y"])})
-                                       for s in a["series"]]})
-                for a in d["axes"]]
-        return FigureInfo(suptitle=d["suptitle"], command=d["command"], version=d["version"], axes=axes)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"{path}: its dclab description is damaged ({type(e).__name__}: {clip(str(e))})") from None
+        # Every field of the type it has when dclab writes it (a PNG may come from anyone).
+        return _DESCRIPTION.validate_python(json.loads(text))
+    except (ValueError, RecursionError) as e:  # pydantic's ValidationError is a ValueError
+        raise ValueError(f"{path}: its dclab description is damaged ({type(e).__name__}: "
+                         f"{clip(str(e).splitlines()[0] if str(e) else '')})") from None

@@ -13,7 +13,7 @@ import click
 from ..campaign.merge import merge_stores
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..errors import InputError
-from ..files import FileRefused, check_output, check_output_dir, clip, output_file
+from ..files import FileRefused, check_output, check_output_dir, clip, output_file, printable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -139,15 +139,18 @@ def figure(pngs: tuple[Path, ...], as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps({"path": str(path), **dataclasses.asdict(info)}))
             continue
-        click.echo(f"{path}: drawn by `{info.command}` (dclab {info.version})" + (f": {info.suptitle}" if info.suptitle else ""))
+        # Its texts come from the file, which anyone may have made: shown, never obeyed.
+        p = printable
+        click.echo(f"{p(str(path))}: drawn by `{p(info.command)}` (dclab {p(info.version)})"
+                   + (f": {p(info.suptitle)}" if info.suptitle else ""))
         for i, ax in enumerate(info.axes, 1):
-            click.echo(f"  panel {i}: {ax.title or '(no title)'}")
+            click.echo(f"  panel {i}: {p(ax.title) or '(no title)'}")
             for name, label, ext in (("x", ax.xlabel, ax.x), ("y", ax.ylabel, ax.y)):
-                click.echo(f"    {name}: {label or '-'}" + (f", data {ext[0]:g} to {ext[1]:g}" if ext else ""))
+                click.echo(f"    {name}: {p(label) or '-'}" + (f", data {ext[0]:g} to {ext[1]:g}" if ext else ""))
             click.echo(f"    {ax.lines} lines, {ax.bars} groups of bars, {ax.scatters} scatters"
-                       + (f"; legend: {' | '.join(ax.legend)}" if ax.legend else ""))
+                       + (f"; legend: {p(' | '.join(ax.legend))}" if ax.legend else ""))
             for t in ax.texts:
-                click.echo(f"    text: {' '.join(t.split())}")
+                click.echo(f"    text: {p(' '.join(t.split()))}")
 
 
 @click.command(context_settings=CONTEXT)
