@@ -1,6 +1,6 @@
 """What a machine needs before it can hold a testbed: root, TUN, namespaces, the tools,
-dcemu, every stack and the kernel's congestion controllers. `dclab doctor` prints these
-checks; `dclab worker` refuses to join a cluster when one fails."""
+dcemu, every stack, the kernel's congestion controllers and free space for the results.
+`dclab doctor` prints these checks; `dclab worker` refuses to join a cluster when one fails."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..endpoints import STACKS, get_stack
-from ..paths import DCEMU, ROOT
+from ..paths import DCEMU, ROOT, results_dir
 from .hostconfig import read_sysctl
 
 RUST_MIN = (1, 82)  # emu/Cargo.toml's rust-version
@@ -38,6 +38,7 @@ def checks() -> list[Check]:
         rust_toolchain(),
         go_toolchain(),
         Check("dcemu built", DCEMU.exists(), "make build"),
+        disk_space(results_dir()),
     ]
     for name in STACKS:
         try:
@@ -54,6 +55,25 @@ def checks() -> list[Check]:
     out.append(Check("tshark (reads captures with --keylog)", shutil.which("tshark") is not None,
                      "apt-get install tshark (only the inspection tests and your own analysis need it)", optional=True))
     return out
+
+
+# Free space below which runs are refused by the check: a long EN-DC run's records and a
+# campaign's store take tens of MB, a run with --pcap hundreds.
+MIN_FREE = 1 << 30
+
+
+def disk_space(path: Path) -> Check:
+    """Free space where the results go (the nearest existing directory of ``path``): a full
+    disk stores nothing (a store is never damaged by one, but the run is lost)."""
+    where = path
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError as e:
+        return Check(f"free space ({path})", False, f"cannot read it: {e.strerror or e}")
+    return Check(f"free space ({path}: {free / (1 << 30):.1f} GiB)", free >= MIN_FREE,
+                 f"free at least {MIN_FREE >> 30} GiB there, or point DCLAB_RESULTS elsewhere")
 
 
 def failed(found: list[Check] | None = None) -> list[Check]:
