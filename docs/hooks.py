@@ -4,6 +4,7 @@ in at build time. A page names what it wants with a marker line:
     <!-- generated: scenario-fields -->   every field of dclab's Scenario (dclab/scenario.py)
     <!-- generated: dcemu-limits -->      every bound of dcemu's scenario file (LIMITS in
                                           emu/src/config/validate/mod.rs, what `dcemu limits` prints)
+    <!-- generated: cli-reference -->     every `dclab` command with its options (dclab/cli/reference.py)
 
 A marker that names nothing known, or a source that cannot be read, fails the build."""
 
@@ -108,7 +109,14 @@ def dcemu_limits() -> str:
     return "\n".join(rows)
 
 
-GENERATORS = {"scenario-fields": scenario_fields, "dcemu-limits": dcemu_limits}
+def cli_reference() -> str:
+    from dclab.cli import app
+    from dclab.cli.reference import markdown
+
+    return markdown(app)
+
+
+GENERATORS = {"scenario-fields": scenario_fields, "dcemu-limits": dcemu_limits, "cli-reference": cli_reference}
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
