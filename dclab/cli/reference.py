@@ -53,6 +53,12 @@ def options_table(command: click.Command, ctx: click.Context) -> str:
     return "| option | default | what it does |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
 
+def context(app: click.Command, prog: str = "dclab") -> click.Context:
+    """The top context, with the settings the command gives its own (as `app()` makes it):
+    the help option's names, which every subcommand inherits."""
+    return click.Context(app, info_name=prog, **app.context_settings)
+
+
 def walk(command: click.Command, ctx: click.Context) -> list[tuple[click.Command, click.Context]]:
     """``command`` and every command below it, depth first, in the order --help lists them."""
     out = [(command, ctx)]
@@ -60,14 +66,14 @@ def walk(command: click.Command, ctx: click.Context) -> list[tuple[click.Command
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
-                out += walk(sub, click.Context(sub, info_name=name, parent=ctx))
+                out += walk(sub, click.Context(sub, info_name=name, parent=ctx, **sub.context_settings))
     return out
 
 
 def markdown(app: click.Command, prog: str = "dclab", level: int = 2) -> str:
     """Every command of ``app`` as a section: heading, usage, help, options."""
     parts = []
-    for command, ctx in walk(app, click.Context(app, info_name=prog)):
+    for command, ctx in walk(app, context(app, prog)):
         path = ctx.command_path
         parts.append(f"{'#' * level} {path}\n\n```\n{command.get_usage(ctx)}\n```\n\n{_help(command)}\n\n"
                      + options_table(command, ctx))
