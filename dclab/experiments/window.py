@@ -1,7 +1,7 @@
 """A long-lived download measured over a window rather than to completion: the clients run
 for the window (and a margin), dcemu's records are read, and each bearer's mean over the
-window after its warm-up comes from its delivered bytes. Shared by ``capacity`` and
-``flows`` (and ``simult_flows`` through ``flows``)."""
+window after its warm-up comes from its delivered bytes. Shared by ``capacity``,
+``fairness``, ``flows`` (and ``simult_flows`` through it) and ``split_layer``'s fairness runs."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from ..analysis.records import Stats
 from ..endpoints.base import TransferResult
 from ..testbed import Bed, stats_ms
 
-# Seconds the clients may run past the window before they are stopped: long enough for a
-# slow start to be seen to end, short enough that a stuck client does not hold the run.
+# Seconds the clients may run past the window before they are stopped, so that the
+# window's end falls inside their transfers (the value the four experiments used before).
 MARGIN_S = 2
 
 
@@ -25,7 +25,7 @@ class Window:
     records: Sequence[Stats]  # dcemu's, the whole run
     t0_ms: float  # the clients' start on dcemu's stats clock
     means: dict[str, float]  # Mbit/s by bearer over [warm-up, window]; empty without records
-    legs: dict[str, float]  # Mbit/s out of each downlink leg (PDCP headers too) over the same
+    legs: dict[str, float]  # Mbit/s out of each downlink leg (PDCP headers too), same window
 
 
 def run_window(bed: Bed, duration_s: float, warmup_s: float) -> Window:
