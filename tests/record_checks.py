@@ -17,6 +17,7 @@ from dclab.analysis import records as r
 MAY_BE_ABSENT = {"runtime", "cell", "uplink", "rx", "dropped_count_exhausted", "buckets", "x2",
                  # a cell's HARQ and blockage counters, left out while 0
                  "harq_failed", "harq_retx", "harq_lost_packets", "harq_lost_bytes", "blocked_ttis",
+                 "rlc_retx", "rlc_retx_packets",
                  # a static split has no flow control; a leg without secondary node events; a
                  # split other than delay-target holds nothing unnumbered
                  "flow", "secondary", "hold"}

@@ -89,6 +89,9 @@ class Device(_Record):
     harq_retx: int = 0
     harq_lost_packets: int = 0
     harq_lost_bytes: int = 0
+    # RLC AM: blocks HARQ gave up on that RLC sent again, and their packets
+    rlc_retx: int = 0
+    rlc_retx_packets: int = 0
     blocked_ttis: int = 0
     # TTIs run with data queued, and the bits the device could have had in them (its
     # blocks and the idle resource blocks): the rate flow control reads

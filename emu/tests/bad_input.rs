@@ -1735,6 +1735,21 @@ fn bad_nr_cells_are_refused_naming_the_field() {
             format!("{f}.harq.max_tx: HARQ transmissions 0: must be 1 to 8"),
         ),
         (
+            format!("{cell}rat = 'nr'\nrlc = {{ mode = 'tm' }}\n{dev}"),
+            format!(
+                "{f}.rlc.mode: must be \"am\" (acknowledged: resent) or \"um\" \
+                 (unacknowledged: lost) (got \"tm\")"
+            ),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nrlc = {{ t_reassembly_ms = 250 }}\n{dev}"),
+            format!("{f}.rlc.t_reassembly_ms: must be between 0 and 200 (got 250)"),
+        ),
+        (
+            format!("{cell}rlc = {{ max_retx = 40 }}\n{dev}"),
+            format!("{f}.rlc.max_retx: RLC retransmissions 40: must be 1 to 32"),
+        ),
+        (
             format!("{cell}rat = 'nr'\n{dev}blockage = {{ periods = [[1, 0]] }}\n"),
             format!(
                 "{f}.devices[0].blockage.periods[0]: [START_S, DURATION_S] with START_S >= 0, \

@@ -757,15 +757,10 @@ fn an_nr_cell_leg_carries_its_slots_blocks_and_hands_back_what_harq_loses() {
         capacity_mbps > 250.0 && capacity_mbps < 400.0,
         "{capacity_mbps}"
     );
-    for (harq, lossy) in [("", false), ("harq = { bler = 0.2, max_tx = 1 }", true)] {
+    let lossy_um = "harq = { bler = 0.2, max_tx = 1 }\nrlc = { mode = \"um\" }";
+    for (harq, lossy) in [("", false), (lossy_um, true)] {
         let mut h = Harness::new(&nr_scenario(harq));
-        for i in 0..83_000u32 {
-            h.inject(
-                i as Nanos * 12_000,
-                Dir::Down,
-                &udp(4433, 5000, i, 1500, true),
-            );
-        }
+        h.offer_udp(83_000, 12_000);
         h.run_until(1200 * NS_PER_MS);
         let rec = h.e.summary(h.now);
         let cell = rec.legs[0].cell.as_ref().expect("a cell record");
@@ -789,7 +784,7 @@ fn an_nr_cell_leg_carries_its_slots_blocks_and_hands_back_what_harq_loses() {
             .sum();
         let mbps = bits / 0.8 / 1e6;
         // Default HARQ (BLER 0.1, 4 transmissions): a tenth of the slots resend; with
-        // BLER 0.2 and no retransmission a fifth of the blocks is lost instead.
+        // BLER 0.2, no retransmission and RLC UM a fifth of the blocks is lost instead.
         let share = if lossy { 0.8 } else { 0.9 };
         assert!(
             (mbps / (capacity_mbps * share) - 1.0).abs() < 0.03,
@@ -812,6 +807,52 @@ fn an_nr_cell_leg_carries_its_slots_blocks_and_hands_back_what_harq_loses() {
                 > 0
         );
     }
+}
+
+/// What PDCP's reordering sees of the blocks HARQ gives up on (BLER 0.2, one
+/// transmission; 150 Mbit/s offered for 1 s, half the carrier): under RLC AM (the
+/// default) each comes back about 22 ms later (t-Reassembly 20 ms and a 4-slot round
+/// trip), within t-Reordering (100 ms), so nothing is lost and the timer never expires;
+/// under RLC UM each is a gap the timer waits out.
+#[test]
+fn rlc_am_turns_what_harq_gives_up_on_into_late_packets_not_reordering_gaps() {
+    let base = "harq = { bler = 0.2, max_tx = 1 }";
+    let mut seen = Vec::new();
+    for rlc in ["", "rlc = { mode = \"um\" }"] {
+        let scenario = nr_scenario(&format!("{base}\n{rlc}"))
+            .replace("t_reordering_ms = 20", "t_reordering_ms = 100");
+        let mut h = Harness::new(&scenario);
+        let n = 12_500u32;
+        h.offer_udp(n, 80_000);
+        h.run_until(2000 * NS_PER_MS);
+        let rec = h.e.summary(h.now);
+        let d = rec.legs[0].cell.as_ref().unwrap().devices[0]
+            .counters
+            .clone();
+        let json = serde_json::to_value(&rec).unwrap();
+        let expiries = json["bearers"][0]["rx"]["timer_expiries"].as_u64().unwrap();
+        seen.push((
+            h.written.len() as u32,
+            n,
+            d.harq_lost_packets,
+            d.rlc_retx_packets,
+            expiries,
+        ));
+        assert_eq!(rec.engine.buffers_in_use, 0, "{rlc}");
+    }
+    let (am, um) = (seen[0], seen[1]);
+    assert_eq!(
+        (am.0, am.2, am.4),
+        (am.1, 0, 0),
+        "AM: all delivered, no expiry: {am:?}"
+    );
+    assert!(am.3 > 2000, "AM resent what HARQ gave up on: {am:?}");
+    assert!(
+        um.2 > 1000 && um.0 == um.1 - um.2 as u32,
+        "UM: lost: {um:?}"
+    );
+    // A gap every few slots: each expiry (every 100 ms while losses go on) ends many.
+    assert!(um.4 >= 8, "UM: t-Reordering waits out the gaps: {um:?}");
 }
 
 #[test]

@@ -33,9 +33,10 @@ use serde::Serialize;
 use super::amc::{self, db_to_linear};
 use super::blockage::{Blockage, BlockageSpec};
 use super::fading::{Fading, FadingModel};
-use super::harq::{Harq, HarqSpec, Pending};
+use super::harq::{Failed, Harq, HarqSpec, Pending};
 use super::nr::{NrCarrier, NrSpec};
 use super::phy::Phy;
+use super::rlc::RlcSpec;
 use super::scheduler::{Demand, Scheduler, SchedulerSpec};
 use crate::base::packet::Pkt;
 use crate::base::time::{Nanos, NS_PER_MS};
@@ -102,6 +103,8 @@ pub struct CellSpec {
     pub nr: Option<NrSpec>,
     /// HARQ retransmissions (`None`: every transport block arrives).
     pub harq: Option<HarqSpec>,
+    /// What RLC does with a block HARQ gave up on (default AM: it is sent again).
+    pub rlc: RlcSpec,
 }
 
 impl CellSpec {
@@ -114,6 +117,7 @@ impl CellSpec {
             tti: NS_PER_MS,
             nr: None,
             harq: None,
+            rlc: RlcSpec::default(),
         }
     }
 
@@ -131,6 +135,7 @@ impl CellSpec {
             tti: super::nr::numerology::slot_duration(carrier.numerology.min(3)),
             nr: Some(carrier),
             harq,
+            rlc: RlcSpec::default(),
         }
     }
 
@@ -169,6 +174,7 @@ impl CellSpec {
         if let Some(h) = &self.harq {
             h.validate()?;
         }
+        self.rlc.validate()?;
         for (i, d) in self.devices.iter().enumerate() {
             d.validate()
                 .map_err(|e| anyhow::anyhow!("device {i}: {e}"))?;
@@ -196,7 +202,8 @@ pub struct DeviceCounters {
     pub cqi: u8,
     /// HARQ: transport blocks that failed, retransmissions sent (their RBs are in `rbs`,
     /// their bits not in `capacity_bits`), and packets lost with a block that failed its
-    /// last transmission. Left out of records while 0.
+    /// last transmission (RLC UM, or AM after its last retransmission). Left out of
+    /// records while 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub harq_failed: u64,
     #[serde(skip_serializing_if = "is_zero")]
@@ -205,6 +212,12 @@ pub struct DeviceCounters {
     pub harq_lost_packets: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub harq_lost_bytes: u64,
+    /// RLC AM: blocks HARQ gave up on that RLC sent again (each sending counted; its RBs
+    /// are in `rbs`), and their packets. Left out of records while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rlc_retx: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rlc_retx_packets: u64,
     /// TTIs run while the device's line of sight was blocked.
     #[serde(skip_serializing_if = "is_zero")]
     pub blocked_ttis: u64,
@@ -376,7 +389,10 @@ impl Cell {
             n_rb,
             devices,
             scheduler: Scheduler::new(scheduler, n_rb, n),
-            harq: spec.harq.map(|h| Harq::new(h, harq_seed(seed))),
+            harq: spec.harq.map(|h| {
+                let recovery = spec.rlc.recovery(spec.tti, h.rtt_slots);
+                Harq::new(h, recovery, harq_seed(seed))
+            }),
             due: Vec::new(),
             lost: Vec::new(),
             phy,
@@ -606,10 +622,11 @@ impl Cell {
                     device: d,
                     prbs: self.rbs[d],
                     tx: 1,
+                    rlc_retx: 0,
                     pkts,
                 };
-                if let Err(pkts) = h.failed(n, block) {
-                    // One transmission allowed: the block is lost.
+                if let Failed::Lost(pkts) = h.failed(n, block) {
+                    // One transmission allowed and RLC UM: the block is lost.
                     lose(c, &mut self.lost, &pkts);
                     h.recycle(pkts);
                 }
@@ -635,13 +652,18 @@ impl Cell {
                 continue;
             }
             free -= block.prbs;
-            block.tx += 1;
             let c = &mut self.devices[block.device].counters;
-            c.harq_retx += 1;
+            if block.tx == 0 {
+                c.rlc_retx += 1;
+                c.rlc_retx_packets += block.pkts.len() as u64;
+            } else {
+                c.harq_retx += 1;
+            }
+            block.tx += 1;
             c.rbs += block.prbs as u64;
             if h.fails() {
                 c.harq_failed += 1;
-                if let Err(pkts) = h.failed(n, block) {
+                if let Failed::Lost(pkts) = h.failed(n, block) {
                     lose(c, &mut self.lost, &pkts);
                     h.recycle(pkts);
                 }

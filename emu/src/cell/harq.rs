@@ -2,8 +2,9 @@
 //! `bler` (the link adaptation's target: a CQI is the entry a device receives at a block
 //! error rate of at most 0.1, TS 38.214 §5.2.2.1), and a failed block is sent again
 //! `rtt_slots` later on the same number of PRBs, ahead of new data, up to `max_tx`
-//! transmissions in all. A block that fails its last transmission is lost (what RLC AM
-//! would recover much later is not modelled).
+//! transmissions in all. A block that fails its last transmission is lost in RLC UM; in
+//! RLC AM it is sent again, with a fresh set of transmissions, once the receiver's STATUS
+//! report has asked for it (`super::rlc`).
 //!
 //! Simplifications: every transmission fails with the same probability (no chase
 //! combining gain); retransmissions use the CQI of their slot only to be sent, not to size
@@ -18,6 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use thiserror::Error;
 
+use super::rlc::Recovery;
 use crate::base::packet::Pkt;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,6 +57,17 @@ impl HarqSpec {
     }
 }
 
+/// What becomes of a block that failed a transmission.
+#[derive(Debug, PartialEq)]
+pub enum Failed {
+    /// HARQ sends it again a round trip later.
+    Retry,
+    /// HARQ gave up; RLC AM sends it again after its recovery.
+    Recover,
+    /// Lost: its packets, for the caller to drop.
+    Lost(Vec<Pkt>),
+}
+
 /// A block waiting for its retransmission.
 #[derive(Debug)]
 pub struct Pending {
@@ -62,8 +75,11 @@ pub struct Pending {
     pub due: u64,
     pub device: usize,
     pub prbs: u32,
-    /// Transmissions so far.
+    /// HARQ transmissions so far of this RLC transmission (0: an RLC retransmission not
+    /// yet sent).
     pub tx: u8,
+    /// RLC retransmissions so far.
+    pub rlc_retx: u8,
     /// Packets whose last byte it carries.
     pub pkts: Vec<Pkt>,
 }
@@ -71,6 +87,8 @@ pub struct Pending {
 #[derive(Debug)]
 pub struct Harq {
     spec: HarqSpec,
+    /// RLC AM's recovery of a block HARQ gave up on (`None`: RLC UM, the block is lost).
+    recovery: Option<Recovery>,
     rng: SmallRng,
     pending: Vec<Pending>,
     /// Emptied packet lists, reused so that steady state does not allocate.
@@ -78,9 +96,10 @@ pub struct Harq {
 }
 
 impl Harq {
-    pub fn new(spec: HarqSpec, seed: u64) -> Self {
+    pub fn new(spec: HarqSpec, recovery: Option<Recovery>, seed: u64) -> Self {
         Harq {
             spec,
+            recovery,
             rng: SmallRng::seed_from_u64(seed),
             pending: Vec::new(),
             spare: Vec::new(),
@@ -108,15 +127,25 @@ impl Harq {
     }
 
     /// A block sent in slot `n` failed its `tx`-th transmission: it waits for slot
-    /// `n + rtt` if it has transmissions left (`true`); otherwise its list comes back for
-    /// the caller to drop (`Err`).
-    pub fn failed(&mut self, n: u64, mut p: Pending) -> Result<(), Vec<Pkt>> {
-        if p.tx >= self.spec.max_tx {
-            return Err(p.pkts);
-        }
-        p.due = n + self.spec.rtt_slots as u64;
+    /// `n + rtt` if it has transmissions left, or (RLC AM, retransmissions left) for RLC's
+    /// recovery; otherwise its list comes back for the caller to drop.
+    pub fn failed(&mut self, n: u64, mut p: Pending) -> Failed {
+        let outcome = if p.tx < self.spec.max_tx {
+            p.due = n + self.spec.rtt_slots as u64;
+            Failed::Retry
+        } else {
+            match self.recovery {
+                Some(r) if p.rlc_retx < r.max_retx => {
+                    p.due = n + r.slots;
+                    p.tx = 0;
+                    p.rlc_retx += 1;
+                    Failed::Recover
+                }
+                _ => return Failed::Lost(p.pkts),
+            }
+        };
         self.pending.push(p);
-        Ok(())
+        outcome
     }
 
     /// Whether any block waits.
@@ -154,6 +183,7 @@ mod tests {
             device,
             prbs: 10,
             tx,
+            rlc_retx: 0,
             pkts: vec![Pkt::new(device as u32, 100, 0)],
         }
     }
@@ -166,11 +196,11 @@ mod tests {
             max_tx: 4,
         };
         assert_eq!(spec.validate(), Ok(()));
-        let mut h = Harq::new(spec, 7);
+        let mut h = Harq::new(spec, None, 7);
         let fails = (0..100_000).filter(|_| h.fails()).count();
         assert!((9_600..10_400).contains(&fails), "{fails}");
-        assert!(h.failed(5, block(0, 1)).is_ok());
-        assert!(h.failed(6, block(1, 3)).is_ok());
+        assert_eq!(h.failed(5, block(0, 1)), Failed::Retry);
+        assert_eq!(h.failed(6, block(1, 3)), Failed::Retry);
         let mut due = Vec::new();
         h.take_due(12, &mut due);
         assert!(due.is_empty());
@@ -188,11 +218,57 @@ mod tests {
         assert_eq!(last.tx, 3);
         let mut last = last;
         last.tx = 4;
-        assert_eq!(
-            h.failed(14, last).unwrap_err().len(),
-            1,
-            "its fourth failure drops it"
+        assert!(
+            matches!(h.failed(14, last), Failed::Lost(p) if p.len() == 1),
+            "its fourth failure drops it (RLC UM)"
         );
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn rlc_am_sends_a_given_up_block_again_after_its_recovery_until_its_last_retx() {
+        let spec = HarqSpec {
+            bler: 0.1,
+            rtt_slots: 4,
+            max_tx: 2,
+        };
+        let recovery = Recovery {
+            slots: 44,
+            max_retx: 2,
+        };
+        let mut h = Harq::new(spec, Some(recovery), 3);
+        let mut due = Vec::new();
+        assert_eq!(h.failed(10, block(0, 1)), Failed::Retry);
+        h.take_due(14, &mut due);
+        let mut b = due.pop().unwrap();
+        b.tx += 1;
+        assert_eq!(
+            h.failed(14, b),
+            Failed::Recover,
+            "HARQ gave up: RLC resends"
+        );
+        h.take_due(57, &mut due);
+        assert!(due.is_empty(), "not before the recovery");
+        h.take_due(58, &mut due);
+        let b = due.pop().unwrap();
+        assert_eq!((b.tx, b.rlc_retx), (0, 1), "a fresh set of transmissions");
+        let (mut b, mut n) = (b, 58);
+        for retx in 1..=2 {
+            b.tx = 2;
+            let got = h.failed(n, b);
+            if retx == 2 {
+                assert!(
+                    matches!(got, Failed::Lost(ref p) if p.len() == 1),
+                    "after its second RLC retransmission: lost"
+                );
+                break;
+            }
+            assert_eq!(got, Failed::Recover);
+            n += 44;
+            h.take_due(n, &mut due);
+            b = due.pop().unwrap();
+            assert_eq!(b.rlc_retx, 2);
+        }
         assert!(h.is_empty());
     }
 
@@ -204,6 +280,7 @@ mod tests {
                 rtt_slots: 1,
                 max_tx: 1,
             },
+            None,
             1,
         );
         assert!((0..10_000).all(|_| !h.fails()));

@@ -14,6 +14,8 @@
 //! - [`nr`]: an NR carrier: numerology, PRBs, TS 38.214 MCS, CQI and TBS, layers, TDD.
 //! - [`phy`]: LTE or NR, as the TTI loop asks for them.
 //! - [`harq`]: block errors at a target rate and retransmissions a round trip later.
+//! - [`rlc`]: what a block HARQ gave up on becomes: sent again after RLC AM's recovery, or
+//!   lost (UM).
 //! - [`blockage`]: line-of-sight blockage, a two-state process or fixed periods.
 //!
 //! An NR cell runs the same loop with the carrier's slot as its TTI, its PRBs, MCS and
@@ -39,6 +41,7 @@ pub mod fading;
 pub mod harq;
 pub mod nr;
 pub mod phy;
+pub mod rlc;
 pub mod scheduler;
 
 pub use amc::{cqi_from_sinr_db, rbs_for_bandwidth, tb_bits};
@@ -49,9 +52,10 @@ pub use cell::{
     DeviceCounters, DeviceSpec, DEFAULT_QUEUE_BYTES,
 };
 pub use fading::{Fading, FadingModel};
-pub use harq::{HarqSpec, Pending};
+pub use harq::{Failed, HarqSpec, Pending};
 pub use nr::{McsTable, NrCarrier, NrSpec, TddPattern};
 pub use phy::Phy;
+pub use rlc::{Recovery, RlcError, RlcSpec};
 pub use scheduler::{Demand, Scheduler, SchedulerSpec};
 
 #[cfg(test)]

@@ -165,12 +165,15 @@ fn harq_retransmits_a_round_trip_later_and_costs_its_share_of_the_capacity() {
 
 #[test]
 fn blocks_that_fail_their_last_transmission_are_lost_and_handed_back() {
-    let spec = CellSpec::nr(
-        carrier(0, 10.0, 1, None),
-        SchedulerSpec::RoundRobin,
-        vec![flat(30.0)],
-        harq(0.3, 2, 1),
-    );
+    let spec = CellSpec {
+        rlc: RlcSpec::Um,
+        ..CellSpec::nr(
+            carrier(0, 10.0, 1, None),
+            SchedulerSpec::RoundRobin,
+            vec![flat(30.0)],
+            harq(0.3, 2, 1),
+        )
+    };
     let mut cell = Cell::new(&spec, 2).unwrap();
     let (out, _) = saturate(&mut cell, 5_000);
     let c = cell.counters(0).clone();
@@ -182,6 +185,67 @@ fn blocks_that_fail_their_last_transmission_are_lost_and_handed_back() {
     assert_eq!(freed.len() as u64, c.harq_lost_packets);
     let sent: std::collections::HashSet<u32> = out.iter().map(|o| o.2.id).collect();
     assert!(freed.iter().all(|id| !sent.contains(id)));
+}
+
+/// RLC AM (the default): a block HARQ gave up on comes back t-Reassembly (20 ms) and a
+/// HARQ round trip (2 slots of 1 ms) later, ahead of new data; nothing is lost. One
+/// packet a slot: each leaves 1 ms after it came, or 22 ms later for each time its block
+/// failed.
+#[test]
+fn rlc_am_resends_what_harq_gave_up_on_after_t_reassembly_and_loses_nothing() {
+    let spec = CellSpec::nr(
+        carrier(0, 10.0, 1, None),
+        SchedulerSpec::RoundRobin,
+        vec![flat(30.0)],
+        harq(0.3, 2, 1),
+    );
+    assert_eq!(spec.rlc, RlcSpec::default());
+    let mut cell = Cell::new(&spec, 2).unwrap();
+    let mut out: Vec<Out> = Vec::new();
+    let n = 5_000;
+    for i in 0..n {
+        cell.enqueue(i as u64 * MS, 0, Pkt::new(i, 1500, i as u64 * MS))
+            .unwrap();
+        cell.poll((i as u64 + 1) * MS, &mut |t, d, p| out.push((t, d, p)));
+    }
+    let mut now = n as u64 * MS;
+    while cell.next_deadline().is_some() && now < 10_000 * MS {
+        now += MS;
+        cell.poll(now, &mut |t, d, p| out.push((t, d, p)));
+    }
+    let c = cell.counters(0).clone();
+    assert_eq!((c.harq_lost_packets, c.harq_retx), (0, 0));
+    let ids: std::collections::HashSet<u32> = out.iter().map(|o| o.2.id).collect();
+    assert_eq!(
+        (out.len(), ids.len()),
+        (n as usize, n as usize),
+        "each once"
+    );
+    let mut resent = [0u32; 4];
+    for &(t, _, p) in &out {
+        let late = t - p.born - MS;
+        assert_eq!(late % (22 * MS), 0, "packet {}: {late} ns", p.id);
+        resent[((late / (22 * MS)) as usize).min(3)] += 1;
+    }
+    // Geometric at 0.3: 70 % at once, 21 % after one recovery, 6.3 % after two.
+    let share = |k: usize| resent[k] as f64 / n as f64;
+    assert!((share(0) - 0.7).abs() < 0.02, "{resent:?}");
+    assert!((share(1) - 0.21).abs() < 0.02, "{resent:?}");
+    assert!((share(2) - 0.063).abs() < 0.012, "{resent:?}");
+    assert_eq!(c.rlc_retx_packets, c.rlc_retx, "a packet a block");
+    assert_eq!(
+        c.rlc_retx,
+        (resent[1] + 2 * resent[2]) as u64 + extra_resends(&out, 3),
+        "each recovery counted"
+    );
+}
+
+/// Resends of the packets late by `k` recoveries or more.
+fn extra_resends(out: &[Out], k: u64) -> u64 {
+    out.iter()
+        .map(|o| (o.0 - o.2.born - MS) / (22 * MS))
+        .filter(|&r| r >= k)
+        .sum()
 }
 
 #[test]

@@ -429,6 +429,9 @@ pub struct CellFile {
     /// HARQ (`[legs.downlink.cell.harq]`): NR has it by default, LTE only when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harq: Option<HarqFile>,
+    /// RLC (`[legs.downlink.cell.rlc]`): what a block HARQ gave up on becomes (default AM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc: Option<RlcFile>,
     /// "rr" (round robin) or "pf" (proportional fair).
     #[serde(default = "d_scheduler")]
     pub scheduler: String,
@@ -518,6 +521,43 @@ pub fn d_harq_rtt() -> u32 {
 }
 fn d_max_tx() -> u8 {
     4
+}
+
+/// `[legs.downlink.cell.rlc]`: RLC AM or UM (see `cell::rlc`); the defaults are srsRAN
+/// Project's for a 5QI 9 data bearer.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RlcFile {
+    /// "am" (a block HARQ gave up on is sent again) or "um" (it is lost).
+    #[serde(default = "d_rlc_mode")]
+    pub mode: String,
+    /// AM: ms from the block's last failed transmission to the receiver's STATUS report,
+    /// 0 to 200 (TS 38.331's range).
+    #[serde(default = "d_t_reassembly")]
+    pub t_reassembly_ms: f64,
+    /// AM: retransmissions of a block at most, 1 to 32 (`maxRetxThreshold`).
+    #[serde(default = "d_max_retx")]
+    pub max_retx: u8,
+}
+
+fn d_rlc_mode() -> String {
+    "am".into()
+}
+fn d_t_reassembly() -> f64 {
+    20.0
+}
+fn d_max_retx() -> u8 {
+    32
+}
+
+impl Default for RlcFile {
+    fn default() -> Self {
+        RlcFile {
+            mode: d_rlc_mode(),
+            t_reassembly_ms: d_t_reassembly(),
+            max_retx: d_max_retx(),
+        }
+    }
 }
 
 impl Default for HarqFile {

@@ -52,6 +52,13 @@ impl Harness {
         self.drain();
     }
 
+    /// Offers `n` downlink UDP packets of 1500 bytes, one every `gap`, from time 0.
+    pub fn offer_udp(&mut self, n: u32, gap: Nanos) {
+        for i in 0..n {
+            self.inject(i as Nanos * gap, Dir::Down, &udp(4433, 5000, i, 1500, true));
+        }
+    }
+
     pub fn run_until(&mut self, t: Nanos) {
         while let Some(d) = self.e.next_deadline() {
             if d > t {

@@ -9,18 +9,19 @@ use anyhow::Result;
 
 use super::names::check_name;
 use super::{bad, fmt_num, in_range, limit, within, FieldError, MAX_TRACES};
+use crate::base::time::from_ms;
 use crate::cell::blockage::BlockageError;
 use crate::cell::harq::HarqError;
 use crate::cell::nr::numerology::{bandwidths as nr_bandwidths, prbs_for_bandwidth};
 use crate::cell::{
     rbs_for_bandwidth, BlockageSpec, CellSpec, DeviceSpec, FadingModel, HarqSpec, McsTable, NrSpec,
-    SchedulerSpec, TddPattern,
+    RlcError, RlcSpec, SchedulerSpec, TddPattern,
 };
 use crate::config::input::clip;
 use crate::config::scenario::{CellLeg, Leg};
 use crate::config::schema::{
     BlockageFile, CellDeviceFile, CellFile, DelayFile, DirectionFile, HarqFile, LossAt, LossFile,
-    NrFile, RateValue, ScenarioFile, TraceFile,
+    NrFile, RateValue, RlcFile, ScenarioFile, TraceFile,
 };
 use crate::config::trace_file;
 use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
@@ -412,13 +413,50 @@ pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<
         (None, true) => Some(harq_spec(&format!("{f}.harq"), &HarqFile::default())?),
         (None, false) => None,
     };
-    Ok(match nr {
+    let rlc = rlc_spec(
+        &format!("{f}.rlc"),
+        c.rlc.as_ref().unwrap_or(&RlcFile::default()),
+    )?;
+    let spec = match nr {
         Some(nr) => CellSpec::nr(nr, scheduler, devices, harq),
         None => CellSpec {
             harq,
             ..CellSpec::new(c.bandwidth_mhz, scheduler, devices)
         },
-    })
+    };
+    Ok(CellSpec { rlc, ..spec })
+}
+
+fn rlc_spec(f: &str, r: &RlcFile) -> Result<RlcSpec> {
+    let spec = match r.mode.as_str() {
+        "um" => RlcSpec::Um,
+        "am" => {
+            within(
+                &format!("{f}.t_reassembly_ms"),
+                "cell.rlc_t_reassembly_ms",
+                r.t_reassembly_ms,
+            )?;
+            RlcSpec::Am {
+                t_reassembly: from_ms(r.t_reassembly_ms),
+                max_retx: r.max_retx,
+            }
+        }
+        other => bad(
+            format!("{f}.mode"),
+            format!(
+                "must be \"am\" (acknowledged: resent) or \"um\" (unacknowledged: lost) (got {})",
+                clip(other)
+            ),
+        )?,
+    };
+    spec.validate().or_else(|e| {
+        let field = match e {
+            RlcError::TReassembly(_) => "t_reassembly_ms",
+            RlcError::MaxRetx(_) => "max_retx",
+        };
+        bad(format!("{f}.{field}"), e.to_string())
+    })?;
+    Ok(spec)
 }
 
 /// The NR carrier of cell `c` (`f` its path).

@@ -68,6 +68,11 @@ pub const LIMITS: &[(&str, f64, f64)] = &[
     ("direction.delay_ms", 0.0, 100_000.0),
     ("direction.loss_percent", 0.0, 100.0),
     ("cell.tc_ttis", 1.0, 1e6),
+    (
+        "cell.rlc_t_reassembly_ms",
+        0.0,
+        crate::cell::rlc::MAX_T_REASSEMBLY_MS,
+    ),
     ("device.mean_sinr_db", -30.0, 60.0),
     ("device.doppler_hz", 0.0, 2000.0),
     ("device.queue_bytes", 1500.0, 1e11),
