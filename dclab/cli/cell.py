@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -42,8 +43,9 @@ def cell_trace(link: str, seconds: float, seed: int, out: Path) -> None:
     args = [str(DCEMU), "cell-trace", "--sinr-db", str(lte.sinr_db(lte.LEVELS[level])),
             "--bandwidth-mhz", str(lte.BANDWIDTH_MHZ), "--doppler", str(lte.DOPPLER_HZ), "--seconds", str(seconds),
             "--seed", str(seed), "--format", "mahimahi", "--out"]
-    if str(out) == "-":
-        p = subprocess.run([*args, "-"], capture_output=True, text=True)
+    if str(out) == "-":  # straight to our standard output: a long trace is larger than memory
+        sys.stdout.flush()
+        p = subprocess.run([*args, "-"], stderr=subprocess.PIPE, text=True)
     else:
         try:  # dcemu writes beside --out; moved in only over a regular file or nothing
             with output_file(out, "--out") as tmp:
@@ -54,7 +56,6 @@ def cell_trace(link: str, seconds: float, seed: int, out: Path) -> None:
             raise click.BadParameter(str(e).removeprefix("--out: "), param_hint="--out") from None
     if p.returncode != 0:
         raise click.UsageError(p.stderr.strip().removeprefix("dcemu: error: "))
-    click.echo(p.stdout, nl=False)
 
 
 @cell.command("cut-trace")

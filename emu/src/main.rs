@@ -207,11 +207,11 @@ struct ChannelArgs {
 }
 
 impl ChannelArgs {
-    /// Bits per TTI (NR: per slot), TTI by TTI, and the TTI.
-    fn series(&self) -> anyhow::Result<(Vec<u64>, u64)> {
+    /// The channel the options describe (errors: a value out of range, naming its option).
+    fn channel(&self) -> anyhow::Result<Channel> {
         use dcemu::cell::{
-            device_seed, phy_capacity_series, rbs_for_bandwidth, DeviceSpec, FadingModel, McsTable,
-            NrCarrier, NrSpec, Phy, TddPattern,
+            device_seed, rbs_for_bandwidth, DeviceSpec, FadingModel, McsTable, NrCarrier, NrSpec,
+            Phy, TddPattern,
         };
         let check = |name: &str, v: f64, lo: f64, hi: f64| {
             anyhow::ensure!(
@@ -278,9 +278,31 @@ impl ChannelArgs {
             _ => FadingModel::Rayleigh,
         };
         let d = DeviceSpec::new(self.sinr_db, self.doppler, fading);
-        let ttis = (self.seconds * 1e9 / tti as f64).round().max(1.0) as usize;
-        let series = phy_capacity_series(&phy, &d, tti, device_seed(self.seed, 0), ttis)?;
-        Ok((series, tti))
+        d.validate()?;
+        Ok(Channel {
+            phy,
+            device: d,
+            tti,
+            ttis: (self.seconds * 1e9 / tti as f64).round().max(1.0) as u64,
+            seed: device_seed(self.seed, 0),
+        })
+    }
+}
+
+/// One device's channel over `ttis` TTIs of `tti`.
+struct Channel {
+    phy: dcemu::cell::Phy,
+    device: dcemu::cell::DeviceSpec,
+    tti: u64,
+    ttis: u64,
+    seed: u64,
+}
+
+impl Channel {
+    /// The bits of every TTI (NR: slot) in turn, made as they are read: a day of TTIs as a
+    /// trace would not fit in memory.
+    fn bits(&self) -> anyhow::Result<impl Iterator<Item = u64> + '_> {
+        dcemu::cell::phy_capacity_iter(&self.phy, &self.device, self.tti, self.seed, self.ttis)
     }
 }
 
@@ -405,9 +427,10 @@ fn real_main(cli: Cli) -> anyhow::Result<()> {
             println!("{}", serde_json::Value::Object(limits));
         }
         Cmd::CellCapacity { channel } => {
-            let (series, tti) = channel.series()?;
-            let sum = dcemu::cell::summarize(&series, tti);
-            println!("{}", serde_json::to_string(&sum)?);
+            let c = channel.channel()?;
+            let mut sum = dcemu::cell::Summary::default();
+            c.bits()?.for_each(|b| sum.add(b));
+            println!("{}", serde_json::to_string(&sum.finish(c.tti))?);
         }
         Cmd::CellTrace {
             channel,
@@ -481,28 +504,42 @@ fn sim(
     Ok(())
 }
 
-/// `dcemu cell-trace`: the channel's transmission opportunities as a mahimahi trace.
+/// `dcemu cell-trace`: the channel's transmission opportunities as a mahimahi trace,
+/// written as they are made; `out` is opened at the first (a channel with none writes
+/// nothing).
 fn cell_trace(channel: &ChannelArgs, out: &Path) -> anyhow::Result<()> {
-    let (series, tti) = channel.series()?;
-    let times = dcemu::cell::mahimahi_opportunities(&series, tti, 1500);
-    anyhow::ensure!(
-        !times.is_empty(),
-        "--sinr-db: the channel carries not one 1500-byte packet in {} s; a trace \
-         needs at least one",
-        fmt_num(channel.seconds)
-    );
-    let mut text = String::with_capacity(times.len() * 6);
-    for t in times {
-        text.push_str(&t.to_string());
-        text.push('\n');
+    let c = channel.channel()?;
+    let cannot = |e: std::io::Error| anyhow::anyhow!("--out: cannot write {}: {e}", out.display());
+    let mut o = dcemu::cell::Opportunities::new(c.tti, 1500);
+    let mut w: Option<std::io::BufWriter<Box<dyn Write>>> = None;
+    for bits in c.bits()? {
+        let (ms, k) = o.push(bits);
+        if k == 0 {
+            continue;
+        }
+        let w = match &mut w {
+            Some(w) => w,
+            None => {
+                let sink: Box<dyn Write> = if out.as_os_str() == "-" {
+                    Box::new(std::io::stdout())
+                } else {
+                    Box::new(std::fs::File::create(out).map_err(cannot)?)
+                };
+                w.insert(std::io::BufWriter::with_capacity(1 << 16, sink))
+            }
+        };
+        for _ in 0..k {
+            writeln!(w, "{ms}").map_err(cannot)?;
+        }
     }
-    if out.as_os_str() == "-" {
-        std::io::stdout().write_all(text.as_bytes())?;
-    } else {
-        std::fs::write(out, text)
-            .map_err(|e| anyhow::anyhow!("--out: cannot write {}: {e}", out.display()))?;
+    match w {
+        Some(mut w) => w.flush().map_err(cannot),
+        None => anyhow::bail!(
+            "--sinr-db: the channel carries not one 1500-byte packet in {} s; a trace \
+             needs at least one",
+            fmt_num(channel.seconds)
+        ),
     }
-    Ok(())
 }
 
 /// `dcemu pdcp-replay`: PDCP reception of the SNs on stdin, its releases on stdout.

@@ -2,6 +2,8 @@
 //! says: its mean and spread in Mbit/s, and the same capacity as a mahimahi trace (one line
 //! per delivery opportunity of a fixed packet size, in ms).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::base::time::{Nanos, NS_PER_MS, NS_PER_S};
@@ -20,24 +22,55 @@ pub struct CapacitySummary {
 
 /// Mean, percentiles (nearest rank) and outage of `series`, each TTI `tti` long.
 pub fn summarize(series: &[u64], tti: Nanos) -> CapacitySummary {
-    let per_s = NS_PER_S as f64 / tti as f64 / 1e6;
-    let mut sorted = series.to_vec();
-    sorted.sort_unstable();
-    let pct = |p: f64| -> f64 {
-        if sorted.is_empty() {
-            return 0.0;
+    let mut s = Summary::default();
+    series.iter().for_each(|&b| s.add(b));
+    s.finish(tti)
+}
+
+/// [`summarize`] fed one TTI at a time: it keeps a count per distinct value (a cell's
+/// transport block sizes, a few dozen), so a day of TTIs takes no more memory than a second.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    counts: BTreeMap<u64, u64>,
+    n: u64,
+    sum: u128,
+}
+
+impl Summary {
+    /// One TTI's bits.
+    pub fn add(&mut self, bits: u64) {
+        *self.counts.entry(bits).or_default() += 1;
+        self.n += 1;
+        self.sum += bits as u128;
+    }
+
+    /// The summary of what was added, each TTI `tti` long.
+    pub fn finish(&self, tti: Nanos) -> CapacitySummary {
+        let per_s = NS_PER_S as f64 / tti as f64 / 1e6;
+        // Nearest rank: the value at 0-based rank ceil(p·n) - 1 of the sorted series.
+        let pct = |p: f64| -> f64 {
+            if self.n == 0 {
+                return 0.0;
+            }
+            let rank = ((p * self.n as f64).ceil() as u64).clamp(1, self.n) - 1;
+            let mut below = 0;
+            for (&v, &c) in &self.counts {
+                below += c;
+                if rank < below {
+                    return v as f64 * per_s;
+                }
+            }
+            unreachable!("rank {rank} within the {} values counted", self.n)
+        };
+        let n = self.n.max(1) as f64;
+        CapacitySummary {
+            ttis: self.n,
+            mean_mbps: self.sum as f64 / n * per_s,
+            p10_mbps: pct(0.1),
+            p50_mbps: pct(0.5),
+            p90_mbps: pct(0.9),
+            outage: self.counts.get(&0).copied().unwrap_or(0) as f64 / n,
         }
-        let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-        sorted[i] as f64 * per_s
-    };
-    let n = series.len().max(1) as f64;
-    CapacitySummary {
-        ttis: series.len() as u64,
-        mean_mbps: series.iter().sum::<u64>() as f64 / n * per_s,
-        p10_mbps: pct(0.1),
-        p50_mbps: pct(0.5),
-        p90_mbps: pct(0.9),
-        outage: series.iter().filter(|&&b| b == 0).count() as f64 / n,
     }
 }
 
@@ -46,18 +79,42 @@ pub fn summarize(series: &[u64], tti: Nanos) -> CapacitySummary {
 /// packet segmented over TTIs) is one opportunity at that instant, in whole ms (rounded
 /// down; a TTI of 1 ms gives exact ms).
 pub fn mahimahi_opportunities(series: &[u64], tti: Nanos, packet_bytes: u64) -> Vec<u64> {
-    let per_packet = packet_bytes.max(1) * 8;
+    let mut o = Opportunities::new(tti, packet_bytes);
     let mut out = Vec::new();
-    let mut bits = 0u64;
-    for (n, &b) in series.iter().enumerate() {
-        bits += b;
-        let end_ms = (n as u64 + 1) * tti / NS_PER_MS;
-        while bits >= per_packet {
-            bits -= per_packet;
-            out.push(end_ms);
-        }
+    for &b in series {
+        let (ms, k) = o.push(b);
+        out.extend(std::iter::repeat_n(ms, k as usize));
     }
     out
+}
+
+/// [`mahimahi_opportunities`] one TTI at a time, for a trace written as it is made.
+#[derive(Debug, Clone)]
+pub struct Opportunities {
+    tti: Nanos,
+    per_packet: u64,
+    bits: u64,
+    n: u64,
+}
+
+impl Opportunities {
+    pub fn new(tti: Nanos, packet_bytes: u64) -> Self {
+        Opportunities {
+            tti,
+            per_packet: packet_bytes.max(1) * 8,
+            bits: 0,
+            n: 0,
+        }
+    }
+
+    /// The next TTI's bits: the instant it ends (ms) and the opportunities it completes.
+    pub fn push(&mut self, bits: u64) -> (u64, u64) {
+        self.bits += bits;
+        self.n += 1;
+        let k = self.bits / self.per_packet;
+        self.bits -= k * self.per_packet;
+        (self.n * self.tti / NS_PER_MS, k)
+    }
 }
 
 #[cfg(test)]
@@ -79,6 +136,25 @@ mod tests {
         );
         let sum = summarize(&[0, 0, 0, 1000], NS_PER_MS);
         assert_eq!((sum.outage, sum.p90_mbps, sum.mean_mbps), (0.75, 1.0, 0.25));
+    }
+
+    /// The counting summary gives what sorting the whole series gives.
+    #[test]
+    fn percentiles_by_counts_are_those_of_the_sorted_series() {
+        let d = DeviceSpec::new(10.0, 5.0, FadingModel::Rayleigh);
+        let s = capacity_series(20.0, &d, NS_PER_MS, device_seed(3, 0), 20_000).unwrap();
+        let mut sorted = s.clone();
+        sorted.sort_unstable();
+        let rank = |p: f64| sorted[((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
+        let sum = summarize(&s, NS_PER_MS);
+        let mbps = |bits: u64| bits as f64 * (NS_PER_S as f64 / NS_PER_MS as f64 / 1e6);
+        assert_eq!(
+            (sum.p10_mbps, sum.p50_mbps, sum.p90_mbps),
+            (mbps(rank(0.1)), mbps(rank(0.5)), mbps(rank(0.9)))
+        );
+        assert_eq!(sum.ttis, 20_000);
+        assert!(sum.p10_mbps < sum.p50_mbps && sum.p50_mbps < sum.p90_mbps);
+        assert_eq!(summarize(&[], NS_PER_MS).p50_mbps, 0.0);
     }
 
     /// The mean capacity of one device with all 100 RBs of a 20 MHz cell, pedestrian

@@ -276,6 +276,17 @@ pub fn phy_capacity_series(
     seed: u64,
     n_ttis: usize,
 ) -> anyhow::Result<Vec<u64>> {
+    Ok(phy_capacity_iter(phy, device, tti, seed, n_ttis as u64)?.collect())
+}
+
+/// [`phy_capacity_series`] TTI by TTI, without holding it.
+pub fn phy_capacity_iter<'a>(
+    phy: &'a Phy,
+    device: &DeviceSpec,
+    tti: Nanos,
+    seed: u64,
+    n_ttis: u64,
+) -> anyhow::Result<impl Iterator<Item = u64> + 'a> {
     device.validate()?;
     ensure!(tti > 0, "a TTI of 0 ns");
     let mut f = Fading::new(device.fading, device.doppler_hz, tti, seed);
@@ -285,13 +296,11 @@ pub fn phy_capacity_series(
         .map(|b| Blockage::new(b, blockage_seed(seed)));
     let mean = db_to_linear(device.mean_sinr_db);
     let n_rb = phy.n_rb();
-    Ok((0..n_ttis as u64)
-        .map(|n| {
-            f.advance_to(n);
-            let g = block.as_mut().map_or(1.0, |b| b.factor_at(n * tti));
-            phy.tb_bits(phy.cqi(mean * f.power() * g), n_rb, n)
-        })
-        .collect())
+    Ok((0..n_ttis).map(move |n| {
+        f.advance_to(n);
+        let g = block.as_mut().map_or(1.0, |b| b.factor_at(n * tti));
+        phy.tb_bits(phy.cqi(mean * f.power() * g), n_rb, n)
+    }))
 }
 
 /// A device's blockage seed, from its fading seed (a stream of its own).

@@ -46,10 +46,10 @@ pub mod scheduler;
 
 pub use amc::{cqi_from_sinr_db, rbs_for_bandwidth, tb_bits};
 pub use blockage::{Blockage, BlockageSpec};
-pub use capacity::{mahimahi_opportunities, summarize, CapacitySummary};
+pub use capacity::{mahimahi_opportunities, summarize, CapacitySummary, Opportunities, Summary};
 pub use cell::{
-    capacity_series, device_seed, phy_capacity_series, Cell, CellCounters, CellSpec,
-    DeviceCounters, DeviceSpec, DEFAULT_QUEUE_BYTES,
+    capacity_series, device_seed, phy_capacity_iter, phy_capacity_series, Cell, CellCounters,
+    CellSpec, DeviceCounters, DeviceSpec, DEFAULT_QUEUE_BYTES,
 };
 pub use fading::{Fading, FadingModel};
 pub use harq::{Failed, HarqSpec, Pending};
