@@ -134,10 +134,26 @@ def read_toml(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT)
         raise FileRefused(f"{what}: {path}: arrays or tables nested too deeply") from None
 
 
+# What Linux takes: a path of at most PATH_MAX - 1 bytes, each name at most NAME_MAX.
+PATH_MAX, NAME_MAX = 4096, 255
+
+
+def _sized(path: str | os.PathLike[str], what: str) -> Path:
+    """`path`, refused before it is echoed or used if the system cannot take it (a path of
+    thousands of characters would otherwise fill the message that refuses it)."""
+    p = Path(path)
+    n = len(os.fsencode(p))
+    longest = max((len(os.fsencode(part)) for part in p.parts), default=0)
+    if n >= PATH_MAX or longest > NAME_MAX:
+        raise FileRefused(f"{what}: {clip(str(p), 60)}: a path of {n} bytes with a name of {longest}; the system "
+                          f"takes at most {PATH_MAX - 1} and {NAME_MAX}")
+    return p
+
+
 def check_output(path: str | os.PathLike[str], what: str) -> Path:
     """`path` if dclab may write a file there: nothing there yet, or a regular file (not a
     symlink), in a directory that exists. Else FileRefused naming `what`."""
-    p = Path(path)
+    p = _sized(path, what)
     try:
         st = os.lstat(p)
     except FileNotFoundError:
@@ -156,7 +172,7 @@ def check_output(path: str | os.PathLike[str], what: str) -> Path:
 def check_output_dir(path: str | os.PathLike[str], what: str) -> Path:
     """`path` if dclab may create files in it: a directory (not a symlink to one) or nothing
     yet, under a directory that exists or can be made. Else FileRefused naming `what`."""
-    p = Path(path)
+    p = _sized(path, what)
     try:
         st = os.lstat(p)
     except FileNotFoundError:

@@ -111,7 +111,8 @@ class FlowPlan:
             # connection would open subflows from every paths bearer's addresses
             raise PlanError(f"a plan has at most one paths bearer (got {', '.join(paths)})")
         if paths and scenario.link is not None:
-            raise PlanError(f"bearer {paths[0]}: no paths bearer over a cell (--link), which is one leg")
+            raise PlanError(f"bearer {paths[0]}: a paths bearer (MPTCP, multipath QUIC) runs over wired legs "
+                            f"(--bw, --delay); over cells (--link {scenario.link}) it is not built")
         fnames = [f.name for f in flows]
         if len(set(fnames)) != len(fnames):
             raise PlanError(f"flow names must be unique (got {', '.join(fnames)})")
@@ -180,6 +181,18 @@ class FlowPlan:
 
     def cc_label(self) -> str:
         return ",".join(sorted({f.cc or "" for f in self.flows}))
+
+    def split_label(self, scenario: Scenario) -> str:
+        """How PDCP places this plan's packets, for summary lines: the scenario's split
+        where a DC bearer spans legs, else what the bearers do instead (a split nothing
+        reads is not shown as if it were run)."""
+        legs = scenario.legs
+        if any(b.mode == "dc" and len(b.leg_numbers(legs)) > 1 for b in self.bearers):
+            return "PDCP duplication" if scenario.duplicate else scenario.split_text()
+        if any(b.mode == "dup" for b in self.bearers):
+            return "PDCP duplication"
+        modes = sorted({b.mode for b in self.bearers})
+        return f"no PDCP split ({' and '.join(modes)} bearers)"
 
     def with_packet_sizes(self, scenario: Scenario, tcp_mss: int = TCP_MSS, quic_datagram: int | None = None) -> "FlowPlan":
         """This plan with the TCP MSS clamp and the QUIC max datagram size, checked against

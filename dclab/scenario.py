@@ -268,6 +268,14 @@ class Scenario(BaseModel):
             times = [e.at_s for e in self.sn_events]
             if times != sorted(times):
                 raise ValueError("sn_events: give the events in time order")
+            added = True  # a run starts with its secondary
+            for e in self.sn_events:
+                if e.event == "add" and added:
+                    raise ValueError(f"sn_events: {e} adds a secondary that is there (a run starts with "
+                                     "it): release it first")
+                if e.event != "add" and not added:
+                    raise ValueError(f"sn_events: {e} with no secondary (released before it): add one first")
+                added = e.event != "release"
         if self.split_policy != "static":
             if n < 2:
                 raise ValueError(f"split_policy: {self.split_policy} needs a secondary leg (two legs or more, "
@@ -277,7 +285,21 @@ class Scenario(BaseModel):
                                  "every leg")
         if self.outage is not None and self.outage.leg > n:
             raise ValueError(f"outage: leg {self.outage.leg} does not exist (the scenario has {n})")
+        self._policy_reads_its_options()
         return self
+
+    def _policy_reads_its_options(self) -> None:
+        """An option the split policy does not read, changed from its default, is refused:
+        it would change nothing but the run's key (two equal runs stored apart)."""
+        for name, readers in POLICY_OPTIONS.items():
+            default = type(self).model_fields[name].default
+            value = getattr(self, name)
+            if name == "split" and self.link is not None and not self.link.startswith("endc:"):
+                default = default[:1]
+            if self.split_policy not in readers and value != default:
+                users = " and ".join(readers)
+                raise ValueError(f"{name}: not used by split policy {self.split_policy} (only by {users}; "
+                                 f"it would change nothing but the run's key)")
 
     def leg_trace(self, leg: int) -> Path | None:
         """The trace of downlink leg ``leg`` (0-based), None: its fixed rate."""
@@ -326,6 +348,14 @@ class Scenario(BaseModel):
         return f"{kind}, cov {self.delay_cov:g}"
 
 
+# The split options and the policies that read them (docs/endc.md, "The split").
+POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "batch": ("static",), "split": ("static",),
+    "report_period": ("ddds", "delay-aware", "delay-target"), "target_delay": ("ddds", "delay-target"),
+    "hold_bytes": ("delay-target",), "discard_ms": ("delay-target",),
+}
+
+
 def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **changes: object) -> Scenario:
     """A validated scenario from ``base`` (default: the reference) with ``changes``
     applied; raises ScenarioError naming the field (as its option, or as a file names it
@@ -351,7 +381,7 @@ ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}
 
 # The CLI option of a field where it is not --field-name.
-OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue"}
+OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue", "traces": "--trace"}
 
 
 

@@ -102,3 +102,29 @@ def test_what_another_process_stored_after_planning_is_not_run_again(tmp_path, m
     monkeypatch.setattr(Store, "keys", lambda self: {todo[1].key, todo[2].key})  # stored meanwhile
     cli.run_all(c, store, todo)
     assert ran == [[todo[0].key, todo[3].key]]
+
+
+def test_a_campaign_that_cannot_start_leaves_no_empty_store(tmp_path, monkeypatch):
+    """No simulated twin: refused before a store is made. A runner that fails before it
+    stores anything (a cluster refusing the certificate): the store this call made goes."""
+    from click.testing import CliRunner
+
+    from dclab.cli import app
+    from dclab.cli import campaign as cli
+
+    monkeypatch.setenv("DCLAB_RESULTS", str(tmp_path / "results"))
+    multipath = tmp_path / "mp.toml"
+    multipath.write_text('description = "multipath only"\nreps = 1\n[[group]]\nname = "mp"\n'
+                         'experiments = ["split-layer"]\nconfigs = [{ stack = "mptcp", cc = "cubic" }]\nsweeps = ["none"]\n'
+                         'options = { split-layer = { aggregation = "mptcp" } }\n')
+    r = CliRunner().invoke(app, ["campaign", "run", str(multipath), "--backend", "sim"])
+    assert r.exit_code == 1 and "no run to do with --backend sim (nothing was written)" in r.output, r.output
+    assert not (tmp_path / "results" / "mp" / "store.sqlite").exists()
+
+    def refused(*_a, **_k):
+        raise cli.click.ClickException("cannot reach the Dask scheduler tls://h:8786: certificate refused")
+
+    monkeypatch.setattr(cli, "run_all", refused)
+    r = CliRunner().invoke(app, ["campaign", "run", "smoke", "--backend", "sim", "--group", "smoke*"])
+    assert r.exit_code == 1 and "certificate refused" in r.output, r.output
+    assert not (tmp_path / "results" / "smoke" / "store.sqlite").exists()

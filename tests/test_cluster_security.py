@@ -10,6 +10,7 @@ function or a stand-in for a run (a few seconds in all)."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import socket
@@ -72,6 +73,34 @@ def test_lab_certs_are_made_once_keys_0600_from_the_start_and_no_ca_key(tmp_path
     with pytest.raises(tls.TLSError, match="key.pem exists"):
         tls.make_lab_certs(other)
     assert sorted(p.name for p in other.rglob("*")) == ["key.pem", "worker"], "nothing written when one file exists"
+
+
+def test_lab_certs_go_into_an_empty_directory_and_a_full_disk_keeps_nothing(tmp_path, monkeypatch):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    with pytest.raises(tls.TLSError, match="busy is not empty"):
+        tls.make_lab_certs(busy)
+    assert [p.name for p in busy.iterdir()] == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    tls.make_lab_certs(empty)  # an empty directory is taken
+    # The fifth file's write finds the disk full: nothing of the set is left, not even a
+    # 0-byte file or the directories it made.
+    calls = []
+    real_fsync = os.fsync
+
+    def full(fd):
+        calls.append(fd)
+        if len(calls) == 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    lab = tmp_path / "lab"
+    with pytest.raises(tls.TLSError, match=r"No space left on device \(nothing was kept\)"):
+        tls.make_lab_certs(lab)
+    assert not lab.exists()
 
 
 def test_a_role_directory_is_checked_before_it_is_used(tmp_path):

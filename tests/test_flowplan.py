@@ -142,8 +142,23 @@ def test_a_paths_bearer_is_a_path_bearer_per_leg_each_from_its_own_client_addres
 
 def test_a_paths_bearer_is_refused_over_a_cell_and_by_the_simulation():
     cell = build(link="lte:good")
-    with pytest.raises(PlanError, match=r"bearer mp: no paths bearer over a cell \(--link\)"):
+    with pytest.raises(PlanError, match=r"bearer mp: a paths bearer .* over cells \(--link lte:good\) it is not built"):
         FlowPlan.build([Bearer("mp", "paths", (1, 1))], [flow("a", "mptcp", "mp")], cell)
+    # Two cells are two legs: still refused, and not as "one leg".
+    with pytest.raises(PlanError, match=r"over cells \(--link endc:good,good\) it is not built"):
+        FlowPlan.build([Bearer("mp", "paths")], [flow("a", "mptcp", "mp")], build(link="endc:good,good"))
     plan = FlowPlan.build([Bearer("mp", "paths")], [flow("a", "mptcp", "mp")], Scenario())
     with pytest.raises(SimError, match="flow a: the simulation has no model of a multipath transport .* --backend emu"):
         workload_toml(plan, plan.flows, host_config_for({"tcp"}, "default"), {}, 1.0)
+
+
+def test_the_split_label_says_what_pdcp_does_with_the_plan():
+    """A run's summary line shows the split only where a DC bearer splits."""
+    s, dup = Scenario(), build(duplicate=True)
+    assert FlowPlan.build([Bearer("dc")], [flow("a")], s).split_label(s) == "batch 100, split 50:50"
+    assert FlowPlan.build([Bearer("dc")], [flow("a")], dup).split_label(dup) == "PDCP duplication"
+    mp = FlowPlan.build([Bearer("mp", "paths")], [flow("a", "mptcp", "mp")], s)
+    assert mp.split_label(s) == "no PDCP split (paths bearers)"
+    sc = FlowPlan.build([Bearer("s1", "sc", (1,)), Bearer("s2", "sc", (2,))],
+                        [flow("a", "tcp", "s1"), flow("b", "tcp", "s2")], s)  # fmt: skip
+    assert sc.split_label(s) == "no PDCP split (sc bearers)"

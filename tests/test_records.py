@@ -53,3 +53,33 @@ def test_an_unknown_version_or_shape_is_refused_with_what_to_do(tmp_path):
     assert records[0] == Stats(type="summary", t_ms=1.0)  # read when looked at ...
     with pytest.raises(StatsError, match=r"dcemu-stats\.jsonl, line 2: dcemu's stats version 99"):
         records.summary()  # ... and the file's second line is named when it is refused
+
+
+def _record(t_ms: float, kind: str = "interval") -> bytes:
+    return orjson.dumps({"type": kind, "version": STATS_VERSION, "t_ms": t_ms})
+
+
+def test_a_long_or_bomb_like_stats_file_is_thinned_as_it_is_read(tmp_path):
+    """A figure reads at most about twice ``most`` records however long the file (a gzip
+    of a few hundred kB here expands to tens of MB), keeping the first and the last two
+    (the summary, the simulation's own line); a short file is read whole."""
+    n = 300_000
+    body = b"\n".join(_record(float(i)) for i in range(n)) + b"\n" + _record(n, "summary") + b"\n" + \
+        _record(n, "sim") + b"\n"
+    gz = tmp_path / "dcemu-stats.jsonl.gz"
+    gz.write_bytes(gzip.compress(body))
+    thin = StatsRecords.of_file(gz, drop_last_of_type="sim", most=1000)
+    assert 1000 <= len(thin) <= 2000
+    assert thin[0].t_ms == 0 and thin.summary() is not None and thin[-1].type == "summary"
+    times = [r.t_ms for r in thin.intervals()]
+    assert times == sorted(times) and times[-1] > 0.99 * (n - 1)
+    # Evenly spread: one record every 2^k.
+    steps = {b - a for a, b in zip(times, times[1:])}
+    assert len(steps) == 1 and next(iter(steps)) in {2**k for k in range(20)}, sorted(steps)[:5]
+    whole = StatsRecords.of_file(gz, drop_last_of_type="sim")
+    assert len(whole) == n + 1
+    # Cut mid-stream (a crash): what was written before the cut is read.
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(body)[: len(gzip.compress(body)) // 2])
+    part = StatsRecords.of_file(cut)
+    assert 0 < len(part) < n and part[0].t_ms == 0

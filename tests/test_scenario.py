@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -422,6 +423,10 @@ def test_cell_trace_writes_a_mahimahi_trace(tmp_path):
     assert 0.85 < len(times) * 12_000 / 10 / 1e6 / 64.1 < 1.1
     r = CliRunner().invoke(app, ["cell", "trace", "--link", "lte:good", "--seconds", "-1", "--out", "-"])
     assert r.exit_code == 2 and "--seconds: must be above 0 and at most 86400 (got -1)" in r.output
+    # To standard output, dcemu's own: passed through, not held (a long trace exceeds memory).
+    p = subprocess.run([sys.executable, "-m", "dclab", "cell", "trace", "--link", "lte:250m", "--seconds", "10",
+                        "--out", "-"], capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0 and p.stdout == out.read_text(), p.stderr
 
 
 def test_a_cell_keeps_packet_order_unless_asked_and_says_so():
@@ -495,3 +500,39 @@ def test_secondary_node_events_render_as_dcemu_schedule_changes(tmp_path):
     s = sc.build(link="endc:good,good", sn_events="change@1:80,release@2:lose")
     assert [str(e) for e in s.sn_events or []] == ["change@1:80", "release@2:lose"]
     assert_dcemu_accepts(tmp_path / "sn.toml", r.output)
+
+
+def test_options_a_split_policy_does_not_read_are_refused():
+    """Changed from its default, an option the policy ignores is refused (it would only
+    split the run key); the options each policy reads are taken."""
+    for policy, changes in [("ddds", {"batch": 20}), ("delay-aware", {"split": [5.0, 95.0]}),
+                            ("static", {"report_period": 5.0}), ("delay-aware", {"target_delay": 20.0}),
+                            ("ddds", {"hold_bytes": 1_000_000}), ("static", {"discard_ms": 50.0})]:
+        (field,) = changes
+        with pytest.raises(ValueError, match=f"--{field.replace('_', '-')}: not used by split policy {policy} "):
+            sc.build(link="endc:good,good", split_policy=policy, **changes)
+    sc.build(link="endc:good,good", split_policy="delay-target", target_delay=20.0, hold_bytes=1_000_000,
+             discard_ms=50.0, report_period=5.0)
+    sc.build(link="endc:good,good", split_policy="ddds", target_delay=20.0, report_period=5.0)
+    sc.build(link="endc:good,good", batch=20, split=[5.0, 95.0])
+    sc.build(link="lte:good", batch=20)
+
+
+def test_secondary_events_must_make_sense_in_order():
+    """A run starts with its secondary: an add needs a release before it, a release or a
+    change needs a secondary."""
+    for events, want in [("add@1", "add@1 adds a secondary that is there"),
+                         ("release@1,release@2", "release@2 with no secondary"),
+                         ("release@1,change@2:50", "change@2:50 with no secondary"),
+                         ("release@1,add@2,add@3", "add@3 adds a secondary that is there")]:
+        with pytest.raises(ValueError, match=want):
+            sc.build(link="endc:good,good", split_policy="ddds", sn_events=events)
+    s = sc.build(link="endc:good,good", split_policy="ddds", sn_events="release@1,add@2,change@3:40:lose,release@4")
+    assert [str(e) for e in s.sn_events or []] == ["release@1", "add@2", "change@3:40:lose", "release@4"]
+
+
+def test_a_trace_per_leg_is_refused_under_the_option_the_user_gave():
+    """--trace a,b,c becomes the field traces; the message names --trace (there is no
+    --traces)."""
+    with pytest.raises(ValueError, match=r"^--trace: needs one per leg \(2, as --bw gives\), got 3"):
+        sc.build(traces=[Path("a"), Path("b"), Path("c")])

@@ -152,6 +152,12 @@ def test_run_out_that_cannot_be_a_run_directory(tmp_path):
     link.symlink_to(tmp_path)
     code, text = invoke("run", "throughput", "--out", str(link))
     assert code == 2 and "is a symlink, not a directory" in text, text
+    # A path the system cannot take is refused without being echoed whole.
+    for long in (tmp_path / ("a" * 5000), tmp_path / ("d" * 200) / ("e" * 200) / ("f" * 4000)):
+        code, text = invoke("run", "throughput", "--out", str(long))
+        assert code == 2 and "the system takes at most 4095 and 255" in text and len(text) < 600, text
+    with pytest.raises(FileRefused, match="a name of 300"):
+        files.check_output(tmp_path / ("x" * 300), "--out")
 
 
 def test_figures_are_never_written_through_a_symlink(tmp_path, monkeypatch):
@@ -232,6 +238,21 @@ def hostile_store(tmp_path: Path) -> Store:
                 environment={"kernel": "<script>alert(5)</script>"}, run_dir="../../../../etc",
                 machine="<i>m</i>", started_at="2026", finished_at="2026", campaign="c"))
     return store
+
+
+def test_report_shows_control_characters_as_escapes_and_long_labels_cut(tmp_path):
+    """NUL, U+202E and an escape sequence from a store reach the page as escapes; a
+    100,000-character value is cut where it labels a figure or a table."""
+    from test_store import rec
+
+    store = Store(tmp_path / "store.sqlite")
+    for rep, value in ((1, "a\x00b\u202ec\x1b[2J"), (1, "v" * 100_000)):
+        store.add(rec(f"k{len(value)}", value=value, value_num=None, rep=rep, sweep="batch", param="batch",
+                      error="x\u202ey"))
+    page = build_report(store, tmp_path / "report", "t").read_text()
+    assert "\x00" not in page and "\u202e" not in page and "\x1b" not in page
+    assert "a\\x00b\\u202ec\\x1b[2J" in page
+    assert "v" * 121 not in page and "(100000 characters)" in page
 
 
 def test_report_and_plot_keep_hostile_names_inside_out_and_escaped(tmp_path):
@@ -498,7 +519,7 @@ def test_messages_name_what_the_user_gave(tmp_path):
     p.write_bytes(b"\xef\xbb\xbfbatch = 5\n")  # a byte order mark, as some editors write
     assert sc.load(p).batch == 5
     c = campaign_file(tmp_path, "c.toml", group="scenario = {batch = 0}\n")
-    with pytest.raises(sc.ScenarioError, match=r"^group 0: scenario: batch: must be at least 1 and at most 100000"):
+    with pytest.raises(sc.ScenarioError, match=rf"^{c}: group 0: scenario: batch: must be at least 1 and at most 100000"):
         cp.plan(cp.load(str(c)))
 
 

@@ -178,3 +178,16 @@ def test_bad_input_writes_nothing(results, args, message):
     code, out = sbatch(*args)
     assert code == 2 and message in out, out
     assert not results.exists()
+
+
+def test_a_campaign_file_given_by_a_relative_path_is_run_by_its_absolute_one(results, tmp_path, monkeypatch):
+    """The jobs run from the checkout (--repo), not from where sbatch was asked: a relative
+    path in their command would name another file, or none."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "c.toml").write_text((cp.CAMPAIGNS / "smoke.toml").read_text())
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "sl"
+    code, text = sbatch("mine/c.toml", "--shards", "2", "--reps", "1", "--out", str(out))
+    assert code == 0, text
+    array = (out / "shards.sbatch").read_text()
+    assert f"campaign run {tmp_path / 'mine' / 'c.toml'} --shard" in array, array

@@ -376,3 +376,27 @@ def test_the_api_keeps_writing_and_merging(tmp_path):
     assert snapshot(old) == before, "a merge only reads its sources"
     counts, total = merge_stores(tmp_path / "e.sqlite", [dest.path, old])
     assert [n for _, n in counts] == [3, 0] and total == 3 and not (tmp_path / "e.sqlite.lock").exists()
+
+
+def test_a_failed_merge_names_the_destination_given_not_its_temporary(tmp_path, monkeypatch):
+    a = make(tmp_path / "a.sqlite", n=3, prefix="a")
+    dest = tmp_path / "out" / "all.sqlite"
+
+    def failing(self, other):
+        raise StoreError(f"cannot merge {other} into {self.path}: disk I/O error")
+
+    monkeypatch.setattr(Store, "merge", failing)
+    with pytest.raises(StoreError) as e:
+        merge_stores(dest, [a])
+    assert f"into {dest}: disk I/O error" in str(e.value) and ".tmp" not in str(e.value), str(e.value)
+    assert not dest.exists() and sorted(p.name for p in dest.parent.iterdir()) == []
+
+
+def test_a_where_that_adds_rows_of_its_own_reads_only_the_stores(tmp_path):
+    """A UNION of made-up rows (which a healthy store was then called damaged for) only
+    chooses run keys: the store's own runs come back, whole."""
+    store = make(tmp_path / "store.sqlite")
+    keys = {r["run_key"] for r in open_existing(store).rows()}
+    made_up = "0 UNION SELECT 'not json' UNION SELECT run_key FROM runs"
+    assert {r["run_key"] for r in open_existing(store).rows(made_up)} == keys
+    assert open_existing(store).rows("0 UNION SELECT 'k-none'") == []

@@ -359,11 +359,18 @@ def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None =
     return _save(fig, path)
 
 
+# Records a figure reads at most (about twice this): a 10 ms record for over half an hour.
+# A longer run is thinned as it is read (records.py, _lines), so a run of gigabytes, or a
+# small gzip from elsewhere that expands to gigabytes, is drawn in bounded memory.
+FIGURE_RECORDS = 200_000
+
+
 def read_stats(run_dir: Path) -> Sequence[Stats]:
     """The dcemu records of a run (``dcemu-stats.jsonl``, or ``.jsonl.gz`` from a
-    simulation, its own last line left out); a torn last line is skipped."""
+    simulation, its own last line left out), thinned past FIGURE_RECORDS; a torn last line
+    is skipped."""
     path = stats_file(Path(run_dir))
-    return StatsRecords.of_file(path, drop_last_of_type="sim") if path else []
+    return StatsRecords.of_file(path, drop_last_of_type="sim", most=FIGURE_RECORDS) if path else []
 
 
 def _rebin(pts: Iterable[tuple[float, float]], bin_s: float) -> list[tuple[float, float]]:

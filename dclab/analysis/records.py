@@ -9,8 +9,9 @@ Counters are cumulative since dcemu started; ``queue_*``, ``in_flight``, ``cqi``
 
 from __future__ import annotations
 
+import collections
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal, overload
 
@@ -256,19 +257,63 @@ def stats_file(run_dir: Path) -> Path | None:
     return next((p for name in STATS_FILES if (p := Path(run_dir) / name).is_file()), None)
 
 
-def _lines(path: Path) -> list[bytes]:
-    """The file's lines, gunzipped if its name ends in .gz: as much as a stream cut by a
-    crash holds ([] if it cannot be read)."""
+# Reading a stats file: in chunks (a gzip one decompressed a chunk at a time), so memory
+# follows the records kept, not the file; a line longer than any record ends the reading.
+CHUNK = 1 << 20
+MAX_LINE = 16 << 20
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    """The file's bytes, gunzipped if its name ends in .gz, as far as they can be read (a
+    stream cut by a crash, or damaged, ends where it breaks)."""
     try:
-        data = path.read_bytes()
-    except OSError:
-        return []
-    if path.suffix == ".gz":
-        try:
-            data = zlib.decompressobj(wbits=31).decompress(data)  # no error on a missing end
-        except zlib.error:
-            return []
-    return [line for line in data.splitlines() if line.strip()]
+        with open(path, "rb") as f:
+            if path.suffix != ".gz":
+                while chunk := f.read(CHUNK):
+                    yield chunk
+                return
+            z = zlib.decompressobj(wbits=31)
+            while not z.eof and (raw := f.read(CHUNK)):
+                out = z.decompress(raw, CHUNK)
+                yield out
+                while z.unconsumed_tail and not z.eof:  # never more than CHUNK out at once
+                    yield z.decompress(z.unconsumed_tail, CHUNK)
+    except (OSError, zlib.error):
+        return
+
+
+def _iter_lines(path: Path) -> Iterator[bytes]:
+    """The file's non-blank lines, as they are read."""
+    rest = b""
+    for chunk in _chunks(path):
+        rest += chunk
+        *lines, rest = rest.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line
+        if len(rest) > MAX_LINE:
+            return
+    if rest.strip():
+        yield rest
+
+
+def _lines(path: Path, most: int | None = None) -> list[bytes]:
+    """The file's lines (plain or .gz; [] if it cannot be read). With ``most``, at most
+    twice that many: while reading, every other one kept is dropped each time the list
+    reaches twice ``most`` (the records are cumulative, so a figure of every 2^k-th one is
+    the same curve), and the last two lines (a summary, the simulation's own) are kept."""
+    out: list[bytes] = []
+    tail: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=2)
+    stride, n = 1, 0
+    for line in _iter_lines(path):
+        if n % stride == 0:
+            out.append(line)
+        tail.append((n, line))
+        n += 1
+        if most is not None and len(out) >= 2 * most:
+            out, stride = out[::2], stride * 2
+    out += [line for i, line in tail if i % stride != 0]
+    return out
 
 
 def _kind(line: bytes) -> object:
@@ -310,10 +355,11 @@ class StatsRecords(Sequence[Stats]):
         self._parsed: list[Stats | None] = [None] * len(lines)
 
     @classmethod
-    def of_file(cls, path: Path, drop_last_of_type: str | None = None) -> StatsRecords:
+    def of_file(cls, path: Path, drop_last_of_type: str | None = None, most: int | None = None) -> StatsRecords:
         """The file's records (plain or .gz; none if it cannot be read); ``drop_last_of_type``:
-        leave out the last line when it is a line of that type (the simulation's own)."""
-        lines = _lines(path)
+        leave out the last line when it is a line of that type (the simulation's own);
+        ``most``: thin them to at most about twice that many (``_lines``), for a figure."""
+        lines = _lines(path, most)
         if drop_last_of_type and lines and _kind(lines[-1]) == drop_last_of_type:
             lines.pop()
         return cls(lines, str(path))

@@ -62,6 +62,8 @@ def merge_stores(dest: Path, srcs: Sequence[Path], on_wait: Callable[[], None] |
                             counts.append((src, target.merge(src)))
                         target.check()
                         total = len(target.keys())
+                    except StoreError as e:  # named as the destination the user gave, not its temporary
+                        raise StoreError(str(e).replace(str(tmp), str(dest))) from None
                     finally:  # SQLite removes them as the last connection closes; after a crash, too
                         for suffix in ("-wal", "-shm", "-journal"):
                             tmp.with_name(tmp.name + suffix).unlink(missing_ok=True)

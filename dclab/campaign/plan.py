@@ -95,6 +95,12 @@ class Campaign:
     reps: int = 10
     experiment_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # [NAME] tables
     groups: list[dict[str, Any]] = field(default_factory=list)
+    source: Path | None = None  # the campaign file, named by planning's errors
+
+    def where(self, group: dict[str, Any]) -> str:
+        """"FILE: group NAME" for an error about ``group`` (its index when unnamed)."""
+        name = group.get("name") or self.groups.index(group)
+        return f"{self.source}: group {name}" if self.source else f"group {name}"
 
 
 def parse_config(spec: str | dict[str, Any]) -> StackConfig:
@@ -193,7 +199,7 @@ def load(name_or_path: str) -> Campaign:
         name = check_name(f.name or path.stem, f"{path}: name" if f.name else f"{path}: the file's name (the campaign's name)")
     except FileRefused as e:
         raise CampaignFileError(str(e)) from None
-    c = Campaign(name=name, description=f.description, reps=f.reps)
+    c = Campaign(name=name, description=f.description, reps=f.reps, source=path)
     c.experiment_options = {k: dict(v) for k, v in (f.model_extra or {}).items()}
     c.groups = [g.model_dump(exclude_none=True) for g in f.group]
     for i, g in enumerate(c.groups):
@@ -348,9 +354,9 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
                 raise ScenarioError("bw: not used with link (the cell's capacity follows the channel)")
             group_base = build(base, fields_as_in_file=True, **changes)
         except ScenarioError as e:
-            raise ScenarioError(f"group {g.get('name') or c.groups.index(g)}: scenario: {e}") from None
+            raise ScenarioError(f"{c.where(g)}: scenario: {e}") from None
         if group_base.seed + (reps or c.reps) - 1 > MAX_SEED:
-            raise ScenarioError(f"group {g.get('name') or c.groups.index(g)}: scenario: seed: repetition N uses the "
+            raise ScenarioError(f"{c.where(g)}: scenario: seed: repetition N uses the "
                                 f"seed + N - 1, so with {reps or c.reps} repetitions at most {MAX_SEED - (reps or c.reps) + 1}")
         configs = [parse_config(x) for x in g["configs"]]
         for name in g.get("experiments", list(experiments())):
@@ -368,7 +374,8 @@ def plan(c: Campaign, reps: int | None = None, base: Scenario | None = None,
                         try:
                             options = with_used_stand_ins(exp, p.scenario, exp.options(**values_))
                         except ValidationError as e:
-                            raise OptionError(f"{name} {cfg.label} {sname}={p.value:g}: {_first_error(e)}") from None
+                            raise OptionError(f"{c.where(g)}: {name} {cfg.label} {sname}={p.value:g}: "
+                                              f"{_first_error(e)}") from None
                         dumped = options.model_dump(mode="json")
                         for rep in range(1, (reps or c.reps) + 1):
                             key = run_key(name, cfg, sname, p.value, rep, p.scenario, dumped)

@@ -19,7 +19,7 @@ from ..analysis import figures, machines, stacks
 from ..analysis.stand_in import row_stack
 from ..experiments import AnyExperiment, experiments
 from ..experiments.base import Table
-from ..files import check_output_dir, write_output
+from ..files import check_output_dir, printable, write_output
 from ..testbed.sim_models import unrecorded
 from . import fidelity
 from .store import Store, open_existing
@@ -54,7 +54,21 @@ def slug(text: object) -> str:
 
 
 def _e(x: object) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
+    """Text from a store, for the page: control and format characters (NUL, U+202E) as
+    escapes, cut to 2000 characters, HTML-escaped."""
+    return html.escape(printable("" if x is None else str(x), 2000), quote=True)
+
+
+# The fields of a stored run the report shows as labels (headings, captions, axes): from
+# a store made elsewhere they may hold anything, and a 100,000-character value drawn as an
+# axis label took over a minute to lay out.
+LABEL_FIELDS = ("value", "param", "sweep", "group", "host_config")
+LABEL_LIMIT = 120
+
+
+def _labels_shown(r: dict[str, Any]) -> dict[str, Any]:
+    """``r`` with its label fields' text printable and at most LABEL_LIMIT characters."""
+    return {**r, **{k: printable(r[k], LABEL_LIMIT) for k in LABEL_FIELDS if isinstance(r.get(k), str)}}
 
 
 def _num(x: float | None, digits: int = 2) -> str:
@@ -322,7 +336,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     base = store.path.resolve().parent
     out_dir = check_output_dir(out_dir, "--out")
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = completed(store.rows())  # every table and figure below shows a stand-in's model
+    rows = [_labels_shown(r) for r in completed(store.rows())]  # every table and figure below shows a stand-in's model
     groups = sweep_groups(rows)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     ok = sum(1 for r in rows if r.get("ok"))

@@ -137,7 +137,8 @@ def write_sbatch(name: str, shards: int, out_dir: Path | None = None, **options:
     n = o.shards
     q = shlex.quote
     job = re.sub(r"[^A-Za-z0-9_.-]", "_", c.name)
-    run_args = ["campaign", "run", o.name]
+    # A campaign file given by path is run by its absolute path: the job runs from --repo.
+    run_args = ["campaign", "run", str(Path(o.name).resolve()) if Path(o.name).suffix else o.name]
     if o.reps is not None:
         run_args += ["--reps", str(o.reps)]
     for g in o.groups:

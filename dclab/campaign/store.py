@@ -110,7 +110,11 @@ SCHEMA_STATEMENTS = _statements(SCHEMA)
 
 
 def _select(where: str) -> str:
-    return f"SELECT * FROM runs WHERE {where} ORDER BY experiment, sweep, value_num, rep"
+    """The runs ``where`` picks. The condition only chooses run keys: whatever it adds (a
+    UNION of made-up rows) cannot put a row the store does not hold into the result, so a
+    run read back is always the store's own, and a broken one means a damaged store."""
+    return (f"SELECT * FROM runs WHERE run_key IN (SELECT run_key FROM runs WHERE {where}) "
+            "ORDER BY experiment, sweep, value_num, rep")
 
 
 class StoreError(ValueError):
@@ -206,6 +210,14 @@ def _read_only(path: Path) -> sqlite3.Connection:
 def _sidecars(path: Path) -> bool:
     """Whether SQLite's -wal or -shm file of `path` is there."""
     return any(os.path.lexists(f"{path}{suffix}") for suffix in ("-wal", "-shm"))
+
+
+def remove_store(path: Path) -> None:
+    """Removes the store at ``path`` with SQLite's files beside it: for a store this
+    process made and stored nothing in (a campaign that could not start)."""
+    for p in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
 
 
 def _tidy(path: Path) -> None:

@@ -18,6 +18,7 @@ that exists is overwritten."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import ssl
@@ -108,10 +109,14 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         raise TLSError(f"{path} exists: dclab never overwrites certificates (choose a new directory)") from None
     except OSError as e:
         raise TLSError(f"cannot write {path}: {e.strerror or e}") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:  # a full disk: no empty or partial file is left
+        path.unlink(missing_ok=True)
+        raise TLSError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def lab_files(directory: Path) -> list[Path]:
@@ -122,34 +127,53 @@ def lab_files(directory: Path) -> list[Path]:
 def make_lab_certs(directory: Path, days: int = DEFAULT_DAYS) -> list[Path]:
     """Writes a lab's CA certificate and a signed certificate and key per role (see the
     module's docstring) and returns the files written. Refuses, before writing anything,
-    when one of them exists; directories it makes are 0700."""
+    a directory that is not new or empty; directories it makes are 0700. All or nothing:
+    a write that fails (a full disk) removes what this call wrote and made."""
     if not 1 <= days <= 3650:
         raise TLSError(f"days: {days} is not within 1-3650")
     targets = lab_files(directory)
     there = [p for p in targets if os.path.lexists(p)]
     if there:
         raise TLSError(f"{there[0]} exists: dclab never overwrites certificates (choose a new directory)")
-    for d in (directory, *(directory / role for role in ROLES)):
-        try:
-            d.mkdir(mode=0o700, parents=d == directory)
-        except FileExistsError:
-            if d.is_symlink() or not d.is_dir():
-                raise TLSError(f"{d} is not a directory") from None
-        except OSError as e:
-            raise TLSError(f"cannot make {d}: {e.strerror or e}") from None
+    if directory.is_dir() and not directory.is_symlink() and any(directory.iterdir()):
+        raise TLSError(f"{directory} is not empty: a lab's certificates go into a new or empty directory")
+    made: list[Path] = []
+    written: list[Path] = []
+    try:
+        for d in (directory, *(directory / role for role in ROLES)):
+            try:
+                d.mkdir(mode=0o700, parents=d == directory)
+                made.append(d)
+            except FileExistsError:
+                if d.is_symlink() or not d.is_dir():
+                    raise TLSError(f"{d} is not a directory") from None
+            except OSError as e:
+                raise TLSError(f"cannot make {d}: {e.strerror or e}") from None
+        _write_all(directory, days, written)
+    except TLSError as e:
+        for p in written:
+            p.unlink(missing_ok=True)
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise TLSError(f"{e} (nothing was kept)") from None
+    return written
+
+
+def _write_all(directory: Path, days: int, written: list[Path]) -> None:
+    """The files of ``make_lab_certs``, each added to ``written`` once it is whole."""
     ca_key, ca = _ca(days)  # the CA's key lives only in this process
-    written = []
     _write_new(directory / "ca.pem", _pem(ca), 0o644)
     written.append(directory / "ca.pem")
     for role in ROLES:
         key, cert = _leaf(role, ca_key, ca, days)
         d = directory / role
-        _write_new(d / "key.pem", key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                    serialization.NoEncryption()), 0o600)
-        _write_new(d / "cert.pem", _pem(cert), 0o644)
-        _write_new(d / "ca.pem", _pem(ca), 0o644)
-        written += [d / "key.pem", d / "cert.pem", d / "ca.pem"]
-    return written
+        for name, data, mode in (("key.pem", key.private_bytes(serialization.Encoding.PEM,
+                                                               serialization.PrivateFormat.PKCS8,
+                                                               serialization.NoEncryption()), 0o600),
+                                 ("cert.pem", _pem(cert), 0o644), ("ca.pem", _pem(ca), 0o644)):
+            _write_new(d / name, data, mode)
+            written.append(d / name)
 
 
 def role_files(tls_dir: Path) -> tuple[Path, Path, Path]:

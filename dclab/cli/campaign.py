@@ -22,7 +22,7 @@ from ..campaign.cluster import CLUSTER_OVERHEAD_S
 from ..campaign.dispatch import Where, runner_for
 from ..campaign.locks import Busy, campaign_lock
 from ..campaign.runner import CampaignError, Outcome, calibration
-from ..campaign.store import Store, StoreError, campaign_dir, open_existing
+from ..campaign.store import Store, StoreError, campaign_dir, open_existing, remove_store
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..errors import InputError
 from ..experiments import default_experiment, experiments
@@ -383,13 +383,22 @@ def campaign_run(name: str, reps: int | None, shard: str | None, groups: tuple[s
         runs, todo = sims, [s for s in sims if s.key not in done]
     else:
         root_or_exit()
+    if not runs:
+        raise click.ClickException(f"campaign {c.name}: no run to do with --backend {backend} (nothing was written)")
     preflight_all(todo)  # before the store exists: a refused campaign creates nothing
-    store = store_at(campaign_dir(c.name) / "store.sqlite")  # read-only until now: planning writes nothing
+    path = campaign_dir(c.name) / "store.sqlite"
+    created = not path.exists()
+    store = store_at(path)  # read-only until now: planning writes nothing
     err.print(f"campaign {c.name}: {len(runs)} runs, {len(runs) - len(todo)} already stored, {len(todo)} to do "
               f"-> {store.path}")
     if backend == "sim" and not where.cluster:
         where = replace(where, jobs=sim_jobs(jobs))
-    outcome = run_all(c, store, todo, where)
+    try:
+        outcome = run_all(c, store, todo, where)
+    except BaseException:  # e.g. the cluster refused our certificate: no empty store is left
+        if created and not store.keys():
+            remove_store(path)
+        raise
     counts = Counter(r["ok"] for r in store.rows("campaign = ?", (c.name,)))
     click.echo(done_line(counts.get(1, 0), counts.get(0, 0), outcome.errors, store.path))
     if outcome.failures and outcome.failures == len(todo):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import radio
+from .. import lte, nr, radio
 from .. import scenario as sc
 from ..files import clip
 from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
@@ -219,7 +219,10 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                                            f"(got {clip(t)})") from None
                 changes["t_reordering"] = value
         if kw.get("trace"):
-            files = [Path(t.strip()).resolve() for t in kw["trace"].split(",")]
+            names = [t.strip() for t in kw["trace"].split(",")]
+            if "" in names:  # Path("") is the current directory
+                raise sc.ScenarioError(f"--trace: an empty file name in {clip(kw['trace'])} (FILE or FILE,FILE,...)")
+            files = [Path(t).resolve() for t in names]
             for t in files:
                 if not t.is_file():
                     raise sc.ScenarioError(f"--trace: no such file {clip(str(t))}")
@@ -242,6 +245,14 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
         for name in ("split", "delay", "loss"):
             if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):
                 changes[name] = [getattr(base, name)[0]] * n
+        if link:  # given, even at its default value: a cell would take it silently otherwise
+            if "queue_packets" in changes:
+                raise sc.ScenarioError(f"--queue: not used with --link (each device has its own queue at the cell: "
+                                       f"{lte.QUEUE_BYTES // 1000} kB in LTE, {nr.QUEUE_BYTES // 1000} kB in NR)")
+            for name in ("split", "delay", "loss"):
+                if name in changes and len(changes[name]) != n:
+                    raise sc.ScenarioError(f"--{name}: needs one value per leg ({n}, --link {link} gives {n}), got "
+                                           f"{len(changes[name])}")
         return sc.build(base, **changes)
     except sc.ScenarioError as e:
         raise click.UsageError(str(e)) from None

@@ -78,6 +78,9 @@ def _command(exp: Experiment) -> click.Command:
     def cmd(ctx: click.Context, reps: int, seed: int | None, out: Path | None, as_json: bool, on_error: str,
             **kw: Any) -> None:
         options = options_from(exp.options_model, kw)
+        for name, why in exp.unused(options).items():
+            if name in options.model_fields_set:
+                raise click.BadParameter(f"not used: {why}", param_hint="--" + name.replace("_", "-"))
         s = scenario_from(kw)
         if seed is not None:
             s = s.model_copy(update={"seed": seed})
@@ -102,10 +105,12 @@ def _command(exp: Experiment) -> click.Command:
             raise click.UsageError(str(e)) from None
         shown = exp.scenario(s, options)  # as the repetitions run it (an experiment may set fields)
         stack = stack_label(plan.stack_label(), RunChoices.of(options).stand_ins)
-        links = f"link {shown.link}" if shown.link else f"bw {shown.bw} Mbit/s"
+        traces = shown.traces or ([shown.trace] if shown.trace else [])
+        links = (f"link {shown.link}" if shown.link else
+                 f"trace {', '.join(Path(t).name for t in traces)}" if traces else f"bw {shown.bw} Mbit/s")
         simulated = " (simulated)" if RunChoices.of(options).backend == "sim" else ""
         err.print(f"[bold]{exp.name}[/]{simulated}: {stack} {plan.cc_label()}, x {reps}, {links}, "
-                  f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, {shown.split_text()}, "
+                  f"delay {shown.delay} ms, jitter {shown.jitter()}, loss {shown.loss} %, {plan.split_label(shown)}, "
                   f"seed {shown.seed} -> {out_dir}")
         _warn_inexact_split(shown)
         try:

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationInfo,
+    model_validator,
+)
 
 from ..analysis import figures
 from ..analysis.diagnosis import Diagnosis
@@ -42,8 +51,9 @@ def _stack_name(name: str) -> str:
     return name
 
 
-def _size(v: object) -> int:
-    return parse_size(v if isinstance(v, (int, str)) else str(v), "size")
+def _size(v: object, info: ValidationInfo) -> int:
+    """A size, its errors naming the field it is given for (``short``, not ``size``)."""
+    return parse_size(v if isinstance(v, (int, str)) else str(v), info.field_name or "size")
 
 
 def _stand_ins(v: dict[str, str]) -> dict[str, str]:
@@ -359,6 +369,12 @@ class Experiment(ABC, Generic[OptionsT]):
         """The scenario a repetition runs (default: unchanged)."""
         return scenario
 
+    def unused(self, options: OptionsT) -> dict[str, str]:
+        """The options ``options`` make this experiment ignore, each with why. Given on the
+        command line they are refused: they would change nothing but the run's key (a
+        campaign file's experiment table sets them for every group, so it may)."""
+        return {}
+
     def host_transports(self, plan: FlowPlan) -> set[str]:
         return plan.transports()
 
@@ -371,6 +387,12 @@ class Experiment(ABC, Generic[OptionsT]):
     def estimate_s(self, scenario: Scenario, options: OptionsT, capacity_mbps: float) -> float:
         """Seconds one repetition measures (setup excluded), for campaign estimates."""
         return 10.0
+
+    def longest_s(self, scenario: Scenario, plan: FlowPlan, options: OptionsT) -> float | None:
+        """The longest the clients of one repetition can run, s (None: not known). An
+        outage or secondary node event later than this (and the start-up) never happens,
+        and is refused before the run."""
+        return None
 
     def timeout_s(self, plan: FlowPlan, capacity_mbps: float) -> float:
         """How long the clients may take: ten times the transfer at ``capacity_mbps`` (at

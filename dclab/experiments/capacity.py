@@ -98,6 +98,9 @@ class Capacity(Experiment[CapacityOptions]):
     def estimate_s(self, scenario: Scenario, options: CapacityOptions, capacity_mbps: float) -> float:
         return 2.0 + float(options.duration)
 
+    def longest_s(self, scenario: Scenario, plan: FlowPlan, options: CapacityOptions) -> float | None:
+        return float(options.duration)
+
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: CapacityOptions,
                 result: RepResult) -> RepResult:
         o = options

@@ -94,6 +94,9 @@ class Fairness(Experiment[FairnessOptions]):
     def estimate_s(self, scenario: Scenario, options: FairnessOptions, capacity_mbps: float) -> float:
         return 2.0 + float(options.duration)
 
+    def longest_s(self, scenario: Scenario, plan: FlowPlan, options: FairnessOptions) -> float | None:
+        return float(options.duration)
+
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: FairnessOptions, result: RepResult) -> RepResult:
         o = options
         w = run_window(bed, o.duration, 0.0)

@@ -246,6 +246,9 @@ class Flows(Experiment[FlowsOptions]):
     def estimate_s(self, scenario: Scenario, options: FlowsOptions, capacity_mbps: float) -> float:
         return 2.0 + float(options.duration)
 
+    def longest_s(self, scenario: Scenario, plan: FlowPlan, options: FlowsOptions) -> float | None:
+        return float(options.duration)
+
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: FlowsOptions, result: RepResult) -> RepResult:
         o = options
         w = run_window(bed, o.duration, o.warmup)

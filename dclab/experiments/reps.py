@@ -74,6 +74,24 @@ def rep_setup(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, 
     return RepSetup(s, plan, host_config_for(exp.host_transports(plan), choices.udp_buffer), choices)
 
 
+# Seconds from the emulator's start to the clients' (namespaces, servers, handshakes) at
+# most, for the check below: an event this much past the longest run still never happens.
+START_SLACK_S = 60.0
+
+
+def _events_within(s: Scenario, longest_s: float | None) -> None:
+    """Refuses an outage or secondary node event that comes after the run can have ended."""
+    if longest_s is None:
+        return
+    last = longest_s + START_SLACK_S
+    events = [("--outage", s.outage.at_s)] if s.outage is not None else []
+    events += [("--sn-events", e.at_s) for e in s.sn_events or []]
+    for option, at in events:
+        if at > last:
+            raise ScenarioError(f"{option}: at {at:g} s, after this run has ended (its clients run {longest_s:.0f} s at "
+                                f"most, starting within {START_SLACK_S:.0f} s): it would never happen")
+
+
 def preflight(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT) -> FlowPlan:
     """Everything that can be checked before the host lock and the namespaces: the plan
     (returned), and the dcemu scenario it renders to, read by dcemu itself (trace files
@@ -85,6 +103,7 @@ def preflight(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT) 
     err = check_scenario(to_dcemu(s, plan, topology))
     if err:
         raise ScenarioError(f"the emulator refuses this scenario: {err}")
+    _events_within(s, exp.longest_s(s, plan, options))
     if setup.choices.backend == "sim":
         if not exp.simulates:
             raise OptionError(f"backend: {exp.name} runs only on real stacks (emu); sim runs "

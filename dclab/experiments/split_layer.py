@@ -185,10 +185,24 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         # undo it, while PDCP and SC bearers had it undone: at 50:50 ms it cost noq 2.4 times
         # the bytes in spurious retransmissions, and reset MPTCP's joining subflow
         # (docs/split-layer.md, "Asymmetric delay").
+        if scenario.duplicate and options.aggregation != "pdcp-dup":
+            raise PlanError(f"--duplicate: the aggregation decides it here, and {options.aggregation} does not "
+                            "duplicate (--aggregation pdcp-dup is PDCP duplication)")
         in_order = scenario.jitter_reorders is None
         return build(scenario, duplicate=options.aggregation == "pdcp-dup",
                      stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS),
                      jitter_reorders=False if in_order else None)
+
+    def unused(self, options: SplitLayerOptions) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if options.setting == "fairness":
+            out |= {"short": "the fairness setting runs no short downloads", "shorts": "the fairness setting runs "
+                    "no short downloads"}
+        else:
+            out["duration"] = "the alone setting measures downloads, not a window (--setting fairness does)"
+        if options.aggregation != "mptcp":
+            out["mptcp_scheduler"] = f"{options.aggregation} runs no MPTCP (--aggregation mptcp does)"
+        return out
 
     def plan(self, scenario: Scenario, options: SplitLayerOptions) -> FlowPlan:
         o = options
@@ -214,6 +228,13 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             return 2.0 + options.duration
         goodput = max(0.6 * capacity_mbps, 1.0)
         return (options.size + options.shorts * options.short) * 8 / (goodput * 1e6) + options.shorts * 0.3
+
+    def longest_s(self, scenario: Scenario, plan: FlowPlan, options: SplitLayerOptions) -> float | None:
+        if options.setting == "fairness":
+            return float(options.duration)
+        capacity = 2.0 if scenario.trace or scenario.traces else float(sum(scenario.bw))
+        timeout = options.timeout or self.timeout_s(plan, capacity)
+        return timeout + options.shorts * min(timeout, 60.0)
 
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: SplitLayerOptions,
                 result: RepResult) -> RepResult:

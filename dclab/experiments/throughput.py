@@ -94,6 +94,9 @@ class Throughput(Experiment[ThroughputOptions]):
             goodput = min(goodput, 50.0)
         return float(options.size) * 8 / (max(goodput, 0.5) * 1e6)
 
+    def longest_s(self, scenario: Scenario, plan: FlowPlan, options: ThroughputOptions) -> float | None:
+        return options.timeout or self.timeout_s(plan, 2.0 if scenario.trace else capacity_mbps(scenario))
+
     def measure(self, bed: Bed, scenario: Scenario, plan: FlowPlan, options: ThroughputOptions, result: RepResult) -> RepResult:
         o = options
         # Traces: assume at least 2 Mbit/s; a cell: its level's mean capacity.

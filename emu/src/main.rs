@@ -180,15 +180,15 @@ struct ChannelArgs {
     /// Radio: "lte" (1 ms TTIs, 120 data REs per RB) or "nr" (TS 38.214 TBS per slot).
     #[arg(long, default_value = "lte", value_parser = ["lte", "nr"])]
     rat: String,
-    /// NR: numerology µ, 0 to 3 (slots of 1 ms / 2^µ).
-    #[arg(long, default_value_t = 1)]
-    numerology: u8,
-    /// NR: MIMO layers, 1 to 4.
-    #[arg(long, default_value_t = 2)]
-    layers: u8,
-    /// NR: "qam256" or "qam64" (the MCS and CQI tables of TS 38.214).
-    #[arg(long, default_value = "qam256", value_parser = ["qam256", "qam64"])]
-    mcs_table: String,
+    /// NR: numerology µ, 0 to 3 (slots of 1 ms / 2^µ) [default: 1].
+    #[arg(long)]
+    numerology: Option<u8>,
+    /// NR: MIMO layers, 1 to 4 [default: 2].
+    #[arg(long)]
+    layers: Option<u8>,
+    /// NR: "qam256" or "qam64" (the MCS and CQI tables of TS 38.214) [default: qam256].
+    #[arg(long, value_parser = ["qam256", "qam64"])]
+    mcs_table: Option<String>,
     /// NR: a TDD pattern of D, S and U slots such as DDDSU (default: FDD).
     #[arg(long)]
     tdd: Option<String>,
@@ -231,29 +231,25 @@ impl ChannelArgs {
             fmt_num(self.seconds)
         );
         let phy = if self.rat == "nr" {
+            let numerology = self.numerology.unwrap_or(1);
+            let layers = self.layers.unwrap_or(2);
             anyhow::ensure!(
-                self.numerology <= 3,
-                "--numerology: must be 0 to 3 (got {})",
-                self.numerology
+                numerology <= 3,
+                "--numerology: must be 0 to 3 (got {numerology})"
             );
             anyhow::ensure!(
-                dcemu::cell::nr::numerology::prbs_for_bandwidth(
-                    self.numerology,
-                    self.bandwidth_mhz
-                )
-                .is_some(),
-                "--bandwidth-mhz: numerology {} has {:?} MHz (got {})",
-                self.numerology,
-                dcemu::cell::nr::numerology::bandwidths(self.numerology),
+                dcemu::cell::nr::numerology::prbs_for_bandwidth(numerology, self.bandwidth_mhz)
+                    .is_some(),
+                "--bandwidth-mhz: numerology {numerology} has {:?} MHz (got {})",
+                dcemu::cell::nr::numerology::bandwidths(numerology),
                 fmt_num(self.bandwidth_mhz)
             );
             anyhow::ensure!(
-                (1..=4).contains(&self.layers),
-                "--layers: must be 1 to 4 (got {})",
-                self.layers
+                (1..=4).contains(&layers),
+                "--layers: must be 1 to 4 (got {layers})"
             );
-            let mut spec = NrSpec::new(self.numerology, self.bandwidth_mhz, self.layers);
-            if self.mcs_table == "qam64" {
+            let mut spec = NrSpec::new(numerology, self.bandwidth_mhz, layers);
+            if self.mcs_table.as_deref() == Some("qam64") {
                 spec.mcs_table = McsTable::Qam64;
             }
             if let Some(t) = &self.tdd {
@@ -261,6 +257,16 @@ impl ChannelArgs {
             }
             Phy::Nr(NrCarrier::new(&spec)?)
         } else {
+            // An LTE cell has none of these: given, they would be ignored.
+            let nr_only = [
+                ("--numerology", self.numerology.is_some()),
+                ("--layers", self.layers.is_some()),
+                ("--mcs-table", self.mcs_table.is_some()),
+                ("--tdd", self.tdd.is_some()),
+            ];
+            if let Some((name, _)) = nr_only.iter().find(|(_, given)| *given) {
+                anyhow::bail!("{name}: an NR option; give --rat nr (an LTE cell has 1 ms TTIs, one layer, its own CQI table and FDD)");
+            }
             let n_rb = rbs_for_bandwidth(self.bandwidth_mhz).ok_or_else(|| {
                 anyhow::anyhow!(
                     "--bandwidth-mhz: must be 1.4, 3, 5, 10, 15 or 20 (got {})",

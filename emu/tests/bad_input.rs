@@ -183,6 +183,24 @@ fn bad_cell_options_are_refused() {
             "--bandwidth-mhz: must be 1.4, 3, 5, 10, 15 or 20 (got 7)",
         ),
         (
+            vec!["cell-capacity", "--sinr-db", "10", "--layers", "4"],
+            "--layers: an NR option; give --rat nr (an LTE cell has 1 ms TTIs, one layer, its own \
+             CQI table and FDD)",
+        ),
+        (
+            vec![
+                "cell-trace",
+                "--sinr-db",
+                "10",
+                "--tdd",
+                "DDDSU",
+                "--out",
+                "-",
+            ],
+            "--tdd: an NR option; give --rat nr (an LTE cell has 1 ms TTIs, one layer, its own \
+             CQI table and FDD)",
+        ),
+        (
             vec![
                 "cell-trace",
                 "--sinr-db",
@@ -288,6 +306,21 @@ fn bad_scenarios_and_traces_are_refused() {
         (
             "[[schedule]]\nat_ms = 1e30\nsplit = { batch = 5 }".into(),
             "schedule[0].at_ms: must be between 0 and 1000000000 (got 1e30)".into(),
+        ),
+        (
+            "[[legs]]\nname = 'm'\n[legs.x2]\nrate = 'unlimited'\n[[legs]]\nname = 's'".into(),
+            "legs[0].x2: leg m is bearer dc's master (its first leg): the X2/Xn hop is a \
+             secondary's, from the master's PDCP"
+                .into(),
+        ),
+        (
+            "[split]\npolicy = 'ddds'\n[[legs]]\nname = 'm'\n[[legs]]\nname = 's'\n\
+             [[bearers]]\nname = 'b'\nmode = 'dup'"
+                .into(),
+            "split.policy: a flow-controlled policy is for the dc bearers that take the \
+             global split; this scenario has none (dup bearers send every packet on every leg; \
+             a bearer with a split of its own takes that one)"
+                .into(),
         ),
         (
             "[[legs]]\nname = 'a'\n[legs.downlink]\n\
@@ -424,18 +457,42 @@ fn every_input_file_must_be_a_regular_file_below_the_limit() {
             format!("cannot read {d}/missing: No such file or directory (os error 2)"),
         ),
     ];
+    // A TOML input (scenario, workload) is parsed whole: at most 16 MiB of it.
+    let toml_limit = "at most 16777216 bytes (16 MiB) are read";
+    let toml16 = dir.0.join("toml16");
+    std::fs::File::create(&toml16)
+        .unwrap()
+        .set_len(16 * 1024 * 1024 + 1)
+        .unwrap();
+    let toml16 = toml16.to_str().unwrap().to_string();
+    let over16 = format!("{toml16} is 16777217 bytes; {toml_limit}");
+    check_io(
+        &["check", &toml16],
+        Input::Text(""),
+        &format!("scenario: {over16}"),
+    );
+    check_io(
+        &["sim", ok, "--workload", &toml16],
+        Input::Text(""),
+        &format!("workload: {over16}"),
+    );
     for (i, (path, why)) in bad.iter().enumerate() {
         let p = path.as_str();
-        check_io(&["check", p], Input::Text(""), &format!("scenario: {why}"));
+        let toml_why = why.replace(limit, toml_limit);
+        check_io(
+            &["check", p],
+            Input::Text(""),
+            &format!("scenario: {toml_why}"),
+        );
         check_io(
             &["sim", p, "--workload", wl],
             Input::Text(""),
-            &format!("scenario: {why}"),
+            &format!("scenario: {toml_why}"),
         );
         check_io(
             &["sim", ok, "--workload", p],
             Input::Text(""),
-            &format!("workload: {why}"),
+            &format!("workload: {toml_why}"),
         );
         for (format, kind) in [("mahimahi", "mahimahi trace"), ("csv", "CSV trace")] {
             let text = format!(
@@ -1716,6 +1773,17 @@ fn bad_nr_cells_are_refused_naming_the_field() {
         (
             format!("{cell}rat = 'nr'\nharq = {{ bler = 0.7 }}\n{dev}"),
             format!("{f}.harq.bler: HARQ block error rate 0.7: must be between 0 and 0.5"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ tdd = 'SU', special_pdsch_symbols = 0 }}\n{dev}"),
+            format!(
+                "{f}.nr: TDD pattern with no downlink slot, and its special slots carry no data \
+                 (0 PDSCH symbols): the carrier would never send"
+            ),
+        ),
+        (
+            format!("{cell}rat = 'nr'\n{dev}blockage = {{ periods = [] }}\n"),
+            format!("{f}.devices[0].blockage.periods: blockage periods: give 1 to 86400 (got 0)"),
         ),
         (
             format!("{cell}rat = 'nr'\nharq = {{ max_tx = 0 }}\n{dev}"),

@@ -204,3 +204,37 @@ fn without_a_duration_a_flow_that_cannot_finish_stops_at_the_horizon() {
     assert_eq!(sum.ended, "done");
     assert!(sum.t_ms < 10_000.0, "{}", sum.t_ms);
 }
+
+#[test]
+fn a_segment_larger_than_the_mtu_is_refused_before_anything_runs() {
+    let s = parse(&default_toml(), Path::new(".")).expect("scenario");
+    let controllers =
+        |kind, _t, mss| dcemu::model::cc::build(kind, dcemu::model::cc::Flavor::Linux, mss);
+    for (transport, field, want) in [
+        (
+            "tcp",
+            "mss = 1449",
+            "mss 1449 + 52 (IP, TCP and timestamps) exceeds the scenario's MTU 1500",
+        ),
+        (
+            "quic",
+            "datagram = 1473",
+            "datagram 1473 + 28 exceeds the scenario's MTU 1500",
+        ),
+    ] {
+        let w = parse_workload(&format!(
+            "[[flow]]\nname = \"dc\"\ntransport = \"{transport}\"\nserver_port = 4433\nsize = 1000\n{field}\n"
+        ))
+        .expect("workload");
+        let mut out = Vec::new();
+        let e = run(&s, &w, &controllers, &mut out).unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
+        assert!(out.is_empty(), "nothing written");
+    }
+    // The largest that fit run.
+    let w = parse_workload(
+        "[[flow]]\nname = \"dc\"\ntransport = \"tcp\"\nserver_port = 4433\nsize = 1000\nmss = 1448\n",
+    )
+    .expect("workload");
+    run(&s, &w, &controllers, &mut Vec::new()).expect("mss 1448 fits 1500");
+}

@@ -37,7 +37,13 @@ pub enum BlockageError {
     Mean(f64, f64),
     #[error("blockage period {0} starts before the previous one ends, or lasts 0")]
     Overlap(usize),
+    #[error("blockage periods: give 1 to {MAX_PERIODS} (got {0})")]
+    Count(usize),
 }
+
+/// Most blockage periods a device may list: a period a second for a day (each is kept in
+/// memory; an unbounded list made a scenario under the input limit take gigabytes).
+pub const MAX_PERIODS: usize = 86_400;
 
 impl BlockageSpec {
     pub fn loss_db(&self) -> f64 {
@@ -65,6 +71,9 @@ impl BlockageSpec {
                 }
             }
             BlockageSpec::Periods { periods, .. } => {
+                if !(1..=MAX_PERIODS).contains(&periods.len()) {
+                    return Err(BlockageError::Count(periods.len()));
+                }
                 let mut end = 0;
                 for (i, &(s, d)) in periods.iter().enumerate() {
                     if d == 0 || (i > 0 && s < end) {
@@ -254,6 +263,10 @@ mod tests {
             loss_db: 20.0,
         };
         assert_eq!(m.validate(), Err(BlockageError::Mean(0.5, 100.0)));
+        assert_eq!(p(vec![]), Err(BlockageError::Count(0)));
+        let many: Vec<(Nanos, Nanos)> =
+            (0..=MAX_PERIODS as u64).map(|i| (i * MS, MS / 2)).collect();
+        assert_eq!(p(many), Err(BlockageError::Count(MAX_PERIODS + 1)));
         let l = BlockageSpec::Periods {
             periods: vec![],
             loss_db: -1.0,

@@ -22,6 +22,12 @@ use anyhow::{bail, Result};
 /// largest bandwidth traces a few MB: far above both, far below memory.
 pub const INPUT_LIMIT: u64 = 64 * 1024 * 1024;
 
+/// Largest TOML input (a scenario, a workload), bytes: parsing takes about 27 times its
+/// size (11 MB of match rules peaked at 300 MB), so 16 MiB stays under half a gigabyte;
+/// the largest scenario the limits allow otherwise (10,000 schedule entries, a day of
+/// blockage periods per device) is a few MB.
+pub const TOML_LIMIT: u64 = 16 * 1024 * 1024;
+
 /// Characters of an input value a message echoes before cutting it.
 pub const ECHO_LIMIT: usize = 120;
 
@@ -63,6 +69,11 @@ fn kind(m: &Metadata) -> &'static str {
 /// "scenario: /dev/zero is a character device, not a regular file".
 pub fn read_input(path: &Path, what: &str) -> Result<String> {
     read_input_within(path, what, INPUT_LIMIT)
+}
+
+/// [`read_input`] for a TOML file: at most [`TOML_LIMIT`] bytes.
+pub fn read_toml_input(path: &Path, what: &str) -> Result<String> {
+    read_input_within(path, what, TOML_LIMIT)
 }
 
 fn read_input_within(path: &Path, what: &str, limit: u64) -> Result<String> {

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use serde::de::DeserializeOwned;
 
-use super::input::{clip, clip_echoes, clip_plain, read_input};
+use super::input::{clip, clip_echoes, clip_plain, read_toml_input};
 use super::scenario::Scenario;
 use super::schema::ScenarioFile;
 use super::validate::{validate, FieldError};
@@ -15,7 +15,7 @@ use super::validate::{validate, FieldError};
 /// Reads, parses and validates a scenario file. Relative trace paths are resolved against
 /// the file's directory.
 pub fn load(path: &Path) -> Result<Scenario> {
-    let text = read_input(path, "scenario")?;
+    let text = read_toml_input(path, "scenario")?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse(&text, base).with_context(|| format!("invalid scenario {}", path.display()))
 }

@@ -15,7 +15,9 @@ pub mod schema;
 pub mod trace_file;
 pub mod validate;
 
-pub use input::{clip, clip_echoes, clip_plain, read_input, ECHO_LIMIT, INPUT_LIMIT};
+pub use input::{
+    clip, clip_echoes, clip_plain, read_input, read_toml_input, ECHO_LIMIT, INPUT_LIMIT, TOML_LIMIT,
+};
 pub use load::{load, parse, parse_toml};
 pub use scenario::{
     Bearer, CellLeg, Change, ChangeKind, FlowSpec, HoldSpec, Leg, Pdcp, Rule, Scenario, SnEvent,

@@ -180,6 +180,14 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
             f.datagram
         );
     }
+    let tcp_headers = crate::model::tcp::HEADERS;
+    if f.mss as usize + tcp_headers > mtu && f.transport == Transport::Tcp {
+        bail!(
+            "flow {:?}: mss {} + {tcp_headers} (IP, TCP and timestamps) exceeds the scenario's MTU {mtu}",
+            f.name,
+            f.mss
+        );
+    }
     Ok(Flow {
         spec: f.clone(),
         server,

@@ -9,7 +9,7 @@
 //! server_port = 4433       # the bearer rules see it
 //! client_port = 40000      # optional: 40000 + the flow's index
 //! size = 100000000         # bytes of the object
-//! start_s = 0.0            # when the client starts
+//! start_s = 0.0            # when the client starts (at most 3600)
 //! datagram = 1252          # QUIC: UDP payload of a full packet (aioquic's max_datagram_size)
 //! quic = "aioquic-1.7"     # QUIC: whose behaviour, "aioquic-1.7" or "aioquic-0.8" (draft 27)
 //! mss = 1448               # TCP: payload of a full segment
@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::base::time::{from_ms, Nanos, MAX_TIME_S};
-use crate::config::input::{clip, read_input};
+use crate::config::input::{clip, read_toml_input};
 use crate::config::parse_toml;
 use crate::config::validate::{fmt_num, is_name, NAME_RULE};
 use crate::model::cc::CcKind;
@@ -35,6 +35,9 @@ use crate::model::cc::CcKind;
 /// Most flows in a workload: each is a pair of modelled endpoints and a host, and its
 /// default client port (40000 + index) must stay a port; the experiments run up to 32.
 pub const MAX_FLOWS: usize = 10_000;
+/// Latest start of a flow, s: the simulation runs through the idle time before it, a
+/// record per stats interval (ten years' start ran for days).
+pub const MAX_START_S: f64 = 3_600.0;
 /// Most points of `app_packet_quantiles_us`: a measured distribution needs dozens.
 pub const MAX_QUANTILE_POINTS: usize = 1_000;
 /// Largest object, bytes (1 TB): hours at 1 Gbit/s, and every byte count of the models
@@ -151,7 +154,7 @@ pub struct Workload {
 }
 
 pub fn load_workload(path: &Path) -> Result<Workload> {
-    let text = read_input(path, "workload")?;
+    let text = read_toml_input(path, "workload")?;
     parse_workload(&text).with_context(|| format!("workload {}", path.display()))
 }
 
@@ -176,6 +179,9 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
         );
     }
     let mut flows = Vec::new();
+    // Each flow's index by name and by (server, client) port: none may share either.
+    let mut names = std::collections::HashMap::new();
+    let mut ports_seen = std::collections::HashMap::new();
     for (i, f) in file.flow.into_iter().enumerate() {
         let at = |field: &str| format!("flow[{i}].{field}");
         if !is_name(&f.name) {
@@ -199,9 +205,9 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
                 f.size
             );
         }
-        if !(f.start_s.is_finite() && (0.0..=MAX_TIME_S as f64).contains(&f.start_s)) {
+        if !(f.start_s.is_finite() && (0.0..=MAX_START_S).contains(&f.start_s)) {
             bail!(
-                "{}: must be between 0 and {MAX_TIME_S} (got {})",
+                "{}: must be between 0 and {MAX_START_S} (got {})",
                 at("start_s"),
                 fmt_num(f.start_s)
             );
@@ -269,8 +275,25 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
         if f.server_port == 0 {
             bail!("{}: must be between 1 and 65535", at("server_port"));
         }
+        if let Some(j) = names.insert(f.name.clone(), i) {
+            bail!(
+                "{}: flow[{j}] has the name {} too",
+                at("name"),
+                clip(&f.name)
+            );
+        }
+        let client_port = f.client_port.unwrap_or(40_000 + i as u16);
+        let ports = (f.server_port, client_port);
+        if let Some(j) = ports_seen.insert(ports, i) {
+            bail!(
+                "{}: flow[{j}] has the same ports (server {}, client {}): their packets would mix",
+                at("server_port"),
+                ports.0,
+                ports.1
+            );
+        }
         flows.push(FlowSpec {
-            client_port: f.client_port.unwrap_or(40_000 + i as u16),
+            client_port,
             name: f.name,
             transport: f.transport,
             cc,
@@ -359,6 +382,9 @@ mod tests {
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\napp_packet_quantiles_us=[[0.0,5.0],[0.5,4.0]]\n", "must not fall"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\ntruesize=8\n", "flow[0].truesize"),
             ("duration_s = -1\n[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\n", "duration_s"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nstart_s=315360000\n", "flow[0].start_s: must be between 0 and 3600"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\n[[flow]]\nname=\"a\"\ntransport=\"tcp\"\nserver_port=2\nsize=1\n", "flow[1].name: flow[0] has the name \"a\" too"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nclient_port=40001\n[[flow]]\nname=\"b\"\ntransport=\"tcp\"\nserver_port=1\nsize=1\n", "flow[1].server_port: flow[0] has the same ports (server 1, client 40001)"),
             ("", "at least one"),
         ] {
             let e = format!("{:#}", parse_workload(text).unwrap_err());

@@ -95,6 +95,17 @@ impl NrSpec {
             self.dmrs_re,
             self.pdsch_symbols
         );
+        if let Some(t) = &self.tdd {
+            let (d, s, _) = t.counts();
+            let special =
+                tbs::re_per_prb(self.special_pdsch_symbols, self.dmrs_re, self.overhead_re) > 0;
+            ensure!(
+                d > 0 || (s > 0 && special),
+                "TDD pattern with no downlink slot, and its special slots carry no data \
+                 ({} PDSCH symbols): the carrier would never send",
+                self.special_pdsch_symbols
+            );
+        }
         Ok(())
     }
 }

@@ -146,6 +146,34 @@ pub(super) fn bearers(file: &ScenarioFile, legs: &[Leg]) -> Result<Vec<Bearer>> 
             split,
         });
     }
+    // A flow-controlled [split] that no bearer reads would be a policy the run never had.
+    let global_readers = bearer_files
+        .iter()
+        .filter(|b| b.mode == BearerMode::Dc && b.split.is_none())
+        .count();
+    if file.split.policy != SplitPolicyName::Static && global_readers == 0 {
+        bad(
+            "split.policy",
+            "a flow-controlled policy is for the dc bearers that take the global split; this \
+             scenario has none (dup bearers send every packet on every leg; a bearer with a \
+             split of its own takes that one)",
+        )?;
+    }
+    // The X2/Xn hop leads from the master to a secondary: on a master's leg it means nothing.
+    for b in &bearers {
+        let master = b.legs[0];
+        let split = matches!(b.mode, BearerMode::Dc | BearerMode::Dup) && b.legs.len() > 1;
+        if split && legs[master].x2.is_some() {
+            bad(
+                format!("legs[{master}].x2"),
+                format!(
+                    "leg {} is bearer {}'s master (its first leg): the X2/Xn hop is a \
+                     secondary's, from the master's PDCP",
+                    legs[master].name, b.name
+                ),
+            )?;
+        }
+    }
     Ok(bearers)
 }
 

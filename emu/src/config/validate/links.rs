@@ -607,6 +607,7 @@ fn blockage_spec(f: &str, b: &BlockageFile) -> Result<BlockageSpec> {
             BlockageError::Loss(_) => "loss_db".to_string(),
             BlockageError::Mean(..) => "mean_clear_ms".to_string(),
             BlockageError::Overlap(i) => format!("periods[{i}]"),
+            BlockageError::Count(_) => "periods".to_string(),
         };
         bad(format!("{f}.{field}"), e.to_string())
     })?;
