@@ -181,7 +181,7 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
         );
     }
     let tcp_headers = crate::model::tcp::HEADERS;
-    if f.mss as usize + tcp_headers > mtu && f.transport == Transport::Tcp {
+    if f.mss + tcp_headers > mtu && f.transport == Transport::Tcp {
         bail!(
             "flow {:?}: mss {} + {tcp_headers} (IP, TCP and timestamps) exceeds the scenario's MTU {mtu}",
             f.name,
