@@ -18,6 +18,7 @@ from dclab.analysis.records import Bearer, Hist, Rx, Stats
 from dclab.campaign.store import open_existing
 from dclab.endpoints.base import TransferResult
 from dclab.experiments.split_layer import AGGREGATIONS, EXPERIMENT, completion_downloads, reordered
+from dclab.flowplan import PlanError
 from dclab.scenario import build
 
 OPT = EXPERIMENT.options
@@ -35,9 +36,11 @@ def test_each_aggregation_has_its_bearer_and_stack():
     assert modes["pdcp"] == ("dc", None, "tcp", 4433) and modes["pdcp-dup"] == ("dc", None, "tcp", 4433)
     assert modes["mptcp"] == ("paths", None, "mptcp", 4433)
     assert modes["sc1"] == ("sc", (1,), "tcp", 4433) and modes["sc2"] == ("sc", (2,), "tcp", 4433)
-    # Duplication is the aggregation's, whatever the scenario said.
+    # Duplication is the aggregation's: a scenario's --duplicate with another is refused, not
+    # overridden in silence.
     assert EXPERIMENT.scenario(s, OPT(aggregation="pdcp-dup")).duplicate
-    assert not EXPERIMENT.scenario(build(duplicate=True), OPT(aggregation="mptcp")).duplicate
+    with pytest.raises(PlanError, match="--duplicate: the aggregation decides it here, and mptcp does not"):
+        EXPERIMENT.scenario(build(duplicate=True), OPT(aggregation="mptcp"))
 
 
 def test_each_leg_delivers_in_order_unless_reordering_jitter_is_asked_for():
