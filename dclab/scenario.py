@@ -33,7 +33,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "delay_limit": (1, 1_000_000), "pdcp_processing": (0, 1000), "header_bytes": (0, 64), "mtu": (1280, 9000), "stats_interval_ms": (1, 10_000),
     "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8), "x2_delay": (0, 1000),
     "report_period": (1, 1000), "target_delay": (0, 10_000), "sn_at_s": (0, 86_400), "sn_interruption_ms": (0, 60_000),
-    "hold_bytes": (9000, 1_000_000_000), "discard_ms": (1, 1500),
+    "hold_bytes": (9000, 1_000_000_000), "discard_ms": (1, 1500), "fallback_ms": (0, 1000),
 }  # fmt: skip
 for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
     RANGES[f"uplink_{_leg}"] = RANGES[_leg]
@@ -195,6 +195,9 @@ class Scenario(BaseModel):
         "delay-target: bytes PDCP may hold unnumbered while every leg is at its target"))] = 4_000_000
     discard_ms: Annotated[float, bounded("discard_ms", description=(
         "delay-target: ms an SDU may wait unnumbered before it is discarded (TS 38.323's discard timer)"))] = 100.0
+    fallback_ms: Annotated[float, bounded("fallback_ms", description=(
+        "ddds, delay-aware, delay-target: a secondary leg that holds packets and serves none for this many ms "
+        "reports an outage, and PDCP sends its copies of what it sent there again on leg 1; 0: off"))] = 0.0
     sn_events: Annotated[list[SnEvent] | None, BeforeValidator(_sn_events), Field(description=(
         "secondary node events on leg 2, in time order: release@AT_S, add@AT_S, change@AT_S[:INTERRUPTION_MS], "
         "each with an optional :lose"))] = None
@@ -337,7 +340,8 @@ class Scenario(BaseModel):
         target = f", target {self.target_delay:g} ms" if self.split_policy in ("ddds", "delay-target") else ""
         hold = (f", hold {self.hold_bytes / 1e6:g} MB, discard {self.discard_ms:g} ms"
                 if self.split_policy == "delay-target" else "")
-        return f"split {self.split_policy} (reports every {self.report_period:g} ms{target}{hold})"
+        fallback = f", fallback after {self.fallback_ms:g} ms" if self.fallback_ms > 0 else ""
+        return f"split {self.split_policy} (reports every {self.report_period:g} ms{target}{hold}{fallback})"
 
     def jitter(self) -> str:
         """The jitter as run, for summary lines and records: 'none', 'reordering (netem)'
@@ -353,6 +357,7 @@ POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
     "batch": ("static",), "split": ("static",),
     "report_period": ("ddds", "delay-aware", "delay-target"), "target_delay": ("ddds", "delay-target"),
     "hold_bytes": ("delay-target",), "discard_ms": ("delay-target",),
+    "fallback_ms": ("ddds", "delay-aware", "delay-target"),
 }
 
 
@@ -375,7 +380,7 @@ def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **ch
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
 ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing", "traces",
                                  "outage", "x2_delay", "split_policy", "report_period", "target_delay",
-                                 "sn_events", "hold_bytes", "discard_ms")
+                                 "sn_events", "hold_bytes", "discard_ms", "fallback_ms")
 # An added field's value in those stores where it is not its default today: the jitter was
 # netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}

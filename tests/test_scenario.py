@@ -273,6 +273,7 @@ def test_lte_levels_are_the_study_distances():
         (["--split-policy", "credit"], "'credit' is not one of 'static', 'ddds', 'delay-aware', 'delay-target'"),
         (["--hold-bytes", "100"], "--hold-bytes: must be at least 9000 and at most 1000000000 (got 100)"),
         (["--discard-ms", "0"], "--discard-ms: must be at least 1 and at most 1500 (got 0"),
+        (["--fallback-ms", "1001"], "--fallback-ms: must be at least 0 and at most 1000 (got 1001"),
         (["--report-period", "0.5"], "--report-period: must be at least 1 and at most 1000 (got 0.5)"),
         (["--target-delay", "-1"], "--target-delay: must be at least 0 and at most 10000 (got -1"),
         (["--link", "nr:good", "--sn-events", "change@1"], "--sn-events: needs a secondary leg (two legs or more; endc: gives two)"),
@@ -484,6 +485,12 @@ def test_flow_controlled_splits_render_for_dcemu(tmp_path):
     assert sc.build(split_policy="ddds").split_text() == "split ddds (reports every 10 ms, target 10 ms)"
     assert sc.Scenario().split_text() == "batch 100, split 50:50"
     assert_dcemu_accepts(tmp_path / "endc.toml", r.output)
+    r = CliRunner().invoke(app, [*args, "--split-policy", "delay-target", "--fallback-ms", "5"])
+    assert r.exit_code == 0, r.output
+    assert tomllib.loads(r.output)["split"]["fallback_ms"] == 5.0
+    assert_dcemu_accepts(tmp_path / "fallback.toml", r.output)
+    assert sc.build(split_policy="delay-aware", fallback_ms=5).split_text() == (
+        "split delay-aware (reports every 10 ms, fallback after 5 ms)")
 
 
 def test_secondary_node_events_render_as_dcemu_schedule_changes(tmp_path):
@@ -507,7 +514,8 @@ def test_options_a_split_policy_does_not_read_are_refused():
     split the run key); the options each policy reads are taken."""
     for policy, changes in [("ddds", {"batch": 20}), ("delay-aware", {"split": [5.0, 95.0]}),
                             ("static", {"report_period": 5.0}), ("delay-aware", {"target_delay": 20.0}),
-                            ("ddds", {"hold_bytes": 1_000_000}), ("static", {"discard_ms": 50.0})]:
+                            ("ddds", {"hold_bytes": 1_000_000}), ("static", {"discard_ms": 50.0}),
+                            ("static", {"fallback_ms": 5.0})]:
         (field,) = changes
         with pytest.raises(ValueError, match=f"--{field.replace('_', '-')}: not used by split policy {policy} "):
             sc.build(link="endc:good,good", split_policy=policy, **changes)

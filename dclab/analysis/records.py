@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 3
+STATS_VERSION = 4
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -163,6 +163,14 @@ class FlowLeg(_Record):
     reported_rate_mbps: float | None = None
     credit_bytes: int = 0
     unseen_bytes: int = 0
+    # The outage fallback (``split.outage_ms``): in an outage now, outages acted on and
+    # copies sent again on the master's leg (cumulative), copies kept now and refused.
+    outage: bool = False
+    outages: int = 0
+    resent_packets: int = 0
+    resent_bytes: int = 0
+    copies_bytes: int = 0
+    copies_refused: int = 0
 
 
 class Flow(_Record):

@@ -175,6 +175,11 @@ def scenario_options(f: F) -> F:
         click.option("--discard-ms", type=float, metavar="MS",
                      help="delay-target: how long an SDU may wait unnumbered before it is discarded, TS 38.323's "
                           "discard timer (1-1500) [default 100]."),
+        click.option("--fallback-ms", type=float, metavar="MS",
+                     help="ddds, delay-aware, delay-target: a secondary leg that holds packets and serves none for MS "
+                          "(a cell in a deep fade) reports an outage, and PDCP sends its copies of what it sent there "
+                          "again on leg 1, sending the leg nothing new until it serves again (0-1000; 0: off) "
+                          "[default 0]; docs/endc.md."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -196,7 +201,7 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                 changes[name] = sc.parse_list(f"--{name}", kw[name])
         for name in ("delay_cov", "jitter_reorders", "loss_at", "queue_packets", "uplink_bw", "uplink_delay",
                      "uplink_loss", "uplink_queue_packets", "pdcp_processing", "split_policy", "report_period",
-                     "target_delay", "sn_events", "hold_bytes", "discard_ms"):
+                     "target_delay", "sn_events", "hold_bytes", "discard_ms", "fallback_ms"):
             if kw.get(name) is not None:
                 changes[name] = kw[name]
         if kw.get("duplicate") is not None:

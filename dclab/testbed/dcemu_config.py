@@ -110,6 +110,8 @@ def split(s: Scenario, ratio: Sequence[float]) -> dict[str, Any]:
         out.update(policy=s.split_policy, period_ms=s.report_period, target_delay_ms=s.target_delay)
     if s.split_policy == "delay-target":
         out.update(hold_bytes=s.hold_bytes, discard_ms=s.discard_ms)
+    if s.split_policy != "static" and s.fallback_ms > 0:
+        out["fallback_ms"] = s.fallback_ms
     return out
 
 

@@ -1878,6 +1878,10 @@ fn bad_flow_controlled_splits_are_refused_naming_the_field() {
             "split.discard_ms: must be between 1 and 1500 (got 2000)".to_string(),
         ),
         (
+            format!("[split]\npolicy = 'delay-target'\nfallback_ms = -1\n{legs}"),
+            "split.fallback_ms: must be between 0 and 1000 (got -1)".to_string(),
+        ),
+        (
             format!("[split]\npolicy = 'ddds'\nperiod_ms = 0\n{legs}"),
             "split.period_ms: must be between 1 and 1000 (got 0)".to_string(),
         ),

@@ -97,6 +97,10 @@ pub struct FlowSpec {
     pub target_delay: Nanos,
     /// The least a secondary asks for, and its credit before its first report.
     pub min_bytes: u64,
+    /// Outage fallback (`pdcp/outage.rs`): a secondary that holds PDUs and serves none for
+    /// this long is in an outage, and the master sends what it sent there again on its
+    /// own leg. `None`: off.
+    pub outage_after: Option<Nanos>,
 }
 
 impl SplitPolicy {

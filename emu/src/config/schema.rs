@@ -193,6 +193,11 @@ pub struct SplitFile {
     pub hold_bytes: u64,
     #[serde(default = "d_discard_ms")]
     pub discard_ms: f64,
+    /// Flow control: a secondary that holds the bearer's PDUs and serves none for
+    /// `fallback_ms` reports a radio link outage, and the master sends its copies of what
+    /// it sent there again on its own leg; 0: off.
+    #[serde(default)]
+    pub fallback_ms: f64,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
@@ -235,6 +240,7 @@ impl Default for SplitFile {
             min_bytes: d_min_bytes(),
             hold_bytes: d_hold_bytes(),
             discard_ms: d_discard_ms(),
+            fallback_ms: 0.0,
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::base::time::Nanos;
 use crate::cell::{Cell, CellCounters, DeviceCounters};
 use crate::config::CellLeg;
 use crate::link::{
-    sub_seed, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel,
+    sub_seed, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel, Served,
 };
 
 #[derive(Debug)]
@@ -224,6 +224,23 @@ impl Downlink {
         match self {
             Downlink::Link(l) => l.take_bearer(now, bearer),
             Downlink::Cell(c) => c.take_bearer(now, bearer),
+        }
+    }
+
+    /// Notes from now on every packet that leaves the queueing stage (the rate stage, or
+    /// the cell), for [`Downlink::take_served`].
+    pub fn track_served(&mut self) {
+        match self {
+            Downlink::Link(l) => l.tail_mut().track_served(),
+            Downlink::Cell(c) => c.tail.track_served(),
+        }
+    }
+
+    /// Moves what left the queueing stage since the last call into `out`.
+    pub fn take_served(&mut self, out: &mut Vec<Served>) {
+        match self {
+            Downlink::Link(l) => l.tail_mut().take_served(out),
+            Downlink::Cell(c) => c.tail.take_served(out),
         }
     }
 

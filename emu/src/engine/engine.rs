@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
-use super::flow_control::{FlowControl, FlowLeg};
+use super::flow_control::{CopyFate, FlowControl, FlowLeg};
 use super::processing::FixedDelay;
 use super::record::{
     BearerRecord, CellRecord, DirRecord, EngineCounters, HoldRecord, LegRecord, Record, RxRecord,
@@ -230,6 +230,14 @@ impl Engine {
                 uplink_packets: 0,
             });
         }
+        // Outage fallback: the secondaries note what they serve.
+        for b in &bearers {
+            if b.flow.as_ref().is_some_and(|f| f.keeps_copies()) {
+                for &l in &b.legs[1..] {
+                    legs[l].down.track_served();
+                }
+            }
+        }
         let rules: Vec<_> = s.bearers.iter().map(|b| b.rules.clone()).collect();
         Ok(Engine {
             pool: PacketPool::new(slot_size, 4096, MAX_BUFFERS),
@@ -424,19 +432,36 @@ impl Engine {
             let taken = match l.x2.as_mut() {
                 Some(x2) if via_x2 => x2.enqueue(now, p),
                 _ => {
+                    let empty = l.down.queued_bytes(b) == 0;
                     if let Some(fc) = self.bearers[b].flow.as_mut() {
-                        fc.arrived(leg, count);
+                        fc.arrived(leg, count, now, empty);
                     }
                     l.down.enqueue(now, p)
                 }
             };
             if !taken {
                 self.pool.free(p.id);
+            } else if leg != self.bearers[b].legs[0] {
+                self.keep_copy(b, leg, p);
             }
         }
         if first {
             // No leg took it (cannot happen with a validated scenario); do not leak it.
             self.pool.free(pkt.id);
+        }
+    }
+
+    /// Outage fallback: the master keeps a copy of `p`, sent to the secondary on `leg`.
+    fn keep_copy(&mut self, b: usize, leg: usize, p: Pkt) {
+        let Some(fc) = self.bearers[b].flow.as_mut().filter(|f| f.keeps_copies()) else {
+            return;
+        };
+        let Some(id) = self.pool.clone_packet(p.id) else {
+            self.counters.dropped_no_buffer += 1;
+            return;
+        };
+        if let Err(c) = fc.keep_copy(leg, p.count, Pkt { id, ..p }) {
+            self.pool.free(c.id);
         }
     }
 
@@ -639,11 +664,45 @@ impl Engine {
         }
     }
 
-    /// Bearer `b`'s flow control at `t`: the secondaries' reports made and received.
+    /// Bearer `b`'s flow control at `t`: the secondaries' reports made and received; on an
+    /// outage, the master's copies of what it sent there go on its own leg.
     fn poll_flow(&mut self, t: Nanos, b: usize) {
-        let Engine { legs, bearers, .. } = self;
-        if let Some(fc) = bearers[b].flow.as_mut() {
-            fc.poll(t, |leg, at| legs[leg].down.service(b, at));
+        let Engine {
+            legs,
+            bearers,
+            pool,
+            ..
+        } = self;
+        let Some(fc) = bearers[b].flow.as_ref() else {
+            return;
+        };
+        if fc.keeps_copies() {
+            // What the secondaries served since (of any bearer they carry), each with its leg.
+            let (mut served, mut tagged) = (Vec::new(), Vec::new());
+            for &l in &bearers[b].legs[1..] {
+                let from = served.len();
+                legs[l].down.take_served(&mut served);
+                tagged.extend(std::iter::repeat_n(l, served.len() - from));
+            }
+            for (&(at, bearer, count), &l) in served.iter().zip(&tagged) {
+                if let Some(f) = bearers[bearer as usize].flow.as_mut() {
+                    f.served(l, count, at);
+                }
+            }
+        }
+        let mut fates = Vec::new();
+        let fc = bearers[b].flow.as_mut().expect("checked above");
+        fc.poll(t, |leg, at| legs[leg].down.service(b, at), &mut fates);
+        let master = fc.master_leg();
+        for fate in fates {
+            match fate {
+                CopyFate::Free(p) => pool.free(p.id),
+                CopyFate::Resend(p) => {
+                    if !legs[master].down.enqueue(t, p) {
+                        pool.free(p.id);
+                    }
+                }
+            }
         }
     }
 
@@ -705,7 +764,8 @@ impl Engine {
         }
         for &b in &split {
             if let Some(fc) = self.bearers[b].flow.as_mut() {
-                fc.set_active(l, active);
+                let pool = &mut self.pool;
+                fc.set_active(l, active, |p| pool.free(p.id));
             }
         }
     }
@@ -720,7 +780,8 @@ impl Engine {
         if resumed {
             for b in self.split_bearers_on(l) {
                 if let Some(fc) = self.bearers[b].flow.as_mut() {
-                    fc.set_active(l, true);
+                    let pool = &mut self.pool;
+                    fc.set_active(l, true, |p| pool.free(p.id));
                 }
             }
         }
@@ -728,8 +789,9 @@ impl Engine {
             let bearer = &mut self.bearers[p.bearer as usize];
             let to = match target {
                 Target::Leg => {
+                    let empty = self.legs[l].down.queued_bytes(p.bearer as usize) == 0;
                     if let Some(fc) = bearer.flow.as_mut() {
-                        fc.arrived(l, p.count);
+                        fc.arrived(l, p.count, at, empty);
                     }
                     l
                 }
@@ -769,8 +831,9 @@ impl Engine {
                     }
                     return;
                 }
+                let empty = down.queued_bytes(pkt.bearer as usize) == 0;
                 if let Some(fc) = bearers[pkt.bearer as usize].flow.as_mut() {
-                    fc.arrived(l, pkt.count);
+                    fc.arrived(l, pkt.count, at, empty);
                 }
                 if !down.enqueue(at, pkt) {
                     pool.free(pkt.id);

@@ -9,17 +9,23 @@
 //!
 //! The bearer's first leg is the master's, its own (no hop): the master knows its queue
 //! now and its rate from the same estimator, renewed every period.
+//!
+//! With `outage_after` set, a secondary that holds PDUs and serves none for that long
+//! reports a radio link outage at once, and the master sends its copies of what it sent
+//! there again on its own leg (`pdcp/outage.rs`).
 
 use std::collections::VecDeque;
 
 use serde::Serialize;
 
 use super::cell_leg::Service;
+use crate::base::packet::Pkt;
 use crate::base::time::Nanos;
 use crate::config::{FlowSpec, SplitPolicy};
 use crate::pdcp::ddds::{desired_buffer_bytes, Ddds, DddsCredit};
 use crate::pdcp::delay_aware::{earliest, secondary_backlog, LegView};
 use crate::pdcp::delay_target::{Predicted, Target, TargetView};
+use crate::pdcp::outage::{Copies, Stall};
 use crate::pdcp::service_rate::ServiceRate;
 
 /// How the master places PDUs.
@@ -57,6 +63,36 @@ struct Secondary {
     last: Option<(Nanos, Ddds)>,
     /// `delay-target`: its queue as the master predicts it from the last report.
     predicted: Predicted,
+    /// Outage fallback (`outage_after` set). The secondary's side: its stall, and whether
+    /// its last report said it is in an outage.
+    stall: Stall,
+    outage_reported: bool,
+    /// The master's side: in an outage as of the last report (nothing new is sent), its
+    /// copies of what it sent there, the outages it acted on and the copies sent again.
+    outage: bool,
+    copies: Copies<Pkt>,
+    outages: u64,
+    resent_packets: u64,
+    resent_bytes: u64,
+}
+
+impl Secondary {
+    /// Whether the master may send it new PDUs.
+    fn usable(&self) -> bool {
+        self.active && !self.outage
+    }
+}
+
+/// What the master keeps of the PDUs it sent a secondary, to send them again on an outage.
+pub const COPIES_LIMIT_BYTES: u64 = 4_000_000;
+
+/// A copy of a PDU sent to a secondary, at the end of its keeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFate {
+    /// No longer needed: its buffer goes back to the pool.
+    Free(Pkt),
+    /// To be sent again on the master's leg (the secondary is in an outage).
+    Resend(Pkt),
 }
 
 #[derive(Debug)]
@@ -102,6 +138,13 @@ impl FlowControl {
                     credit: DddsCredit::new(spec.min_bytes),
                     last: None,
                     predicted: Predicted::default(),
+                    stall: Stall::default(),
+                    outage_reported: false,
+                    outage: false,
+                    copies: Copies::new(COPIES_LIMIT_BYTES),
+                    outages: 0,
+                    resent_packets: 0,
+                    resent_bytes: 0,
                 })
                 .collect(),
             next_report: spec.period,
@@ -113,35 +156,69 @@ impl FlowControl {
         self.master.leg
     }
 
-    /// The next report to make or to arrive.
+    /// The next report to make or to arrive, or outage to check.
     pub fn next_deadline(&self) -> Nanos {
-        self.in_flight
+        let report = self
+            .in_flight
             .front()
-            .map_or(self.next_report, |r| r.0.min(self.next_report))
+            .map_or(self.next_report, |r| r.0.min(self.next_report));
+        self.next_stall().map_or(report, |(t, _)| t.min(report))
     }
 
-    /// Makes and delivers the reports due by `now`; `service(leg)` is the leg's service of
-    /// the bearer at the report's instant.
-    pub fn poll(&mut self, now: Nanos, service: impl Fn(usize, Nanos) -> Service) {
+    /// The earliest instant a secondary not yet reported in an outage would be in one:
+    /// (instant, secondary).
+    fn next_stall(&self) -> Option<(Nanos, usize)> {
+        let after = self.spec.outage_after?;
+        self.secondaries
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.active && !s.outage_reported)
+            .filter_map(|(i, s)| s.stall.outage_at(after).map(|t| (t, i)))
+            .min()
+    }
+
+    /// Whether the master keeps copies of what it sends the secondaries (outage fallback).
+    pub fn keeps_copies(&self) -> bool {
+        self.spec.outage_after.is_some()
+    }
+
+    /// Makes and delivers the reports due by `now`, and checks the secondaries for an
+    /// outage; `service(leg)` is the leg's service of the bearer at the report's instant.
+    /// What becomes of the master's copies (outage fallback) is pushed to `copies`.
+    pub fn poll(
+        &mut self,
+        now: Nanos,
+        service: impl Fn(usize, Nanos) -> Service,
+        copies: &mut Vec<CopyFate>,
+    ) {
         loop {
             let arrival = self.in_flight.front().map(|r| r.0).filter(|&a| a <= now);
-            match arrival {
+            let stall = self.next_stall().filter(|s| s.0 <= now);
+            match (arrival, stall) {
                 // A report arriving at the instant another is made is read first.
-                Some(a) if a <= self.next_report => {
+                (Some(a), _) if a <= self.next_report && stall.is_none_or(|s| a <= s.0) => {
                     let (_, i, made, r) = self.in_flight.pop_front().expect("front");
-                    let s = &mut self.secondaries[i];
-                    s.credit.on_report(&r);
-                    s.last = Some((made, r));
-                    // Its queue then, and what was sent since as it reaches it.
-                    let bps = r.desired_rate as f64 * 8.0;
-                    s.predicted = Predicted::restart(r.queued_bytes, made);
-                    for (_, len, at) in s.credit.unseen() {
-                        s.predicted.arrive(at + s.at.hop, len, bps);
+                    self.on_report(i, made, r, copies);
+                }
+                (_, Some((t, i))) if t <= self.next_report => {
+                    // Holding PDUs it has not served for `outage_after`, if it still holds
+                    // some: it says so at once.
+                    if service(self.secondaries[i].at.leg, t).queued_bytes > 0 {
+                        self.make_report(i, t, &service);
+                    } else {
+                        self.secondaries[i].stall.idle();
                     }
                 }
                 _ if self.next_report <= now => {
                     let t = self.next_report;
-                    self.make_reports(t, &service);
+                    let m = service(self.master.leg, t);
+                    self.master_rate.update(m.capacity_bytes, m.busy);
+                    self.master_limit = m.limit_bytes;
+                    for i in 0..self.secondaries.len() {
+                        if self.secondaries[i].active {
+                            self.make_report(i, t, &service);
+                        }
+                    }
                     self.next_report += self.spec.period;
                 }
                 _ => break,
@@ -149,53 +226,90 @@ impl FlowControl {
         }
     }
 
-    fn make_reports(&mut self, t: Nanos, service: &impl Fn(usize, Nanos) -> Service) {
-        let m = service(self.master.leg, t);
-        self.master_rate.update(m.capacity_bytes, m.busy);
-        self.master_limit = m.limit_bytes;
-        for (i, s) in self.secondaries.iter_mut().enumerate() {
-            if !s.active {
-                continue;
-            }
-            let v = service(s.at.leg, t);
-            let rate = s.rate.update(v.capacity_bytes, v.busy).unwrap_or(0.0);
-            // What reaches the secondary after this report was asked for one period later
-            // plus the hop both ways: it must last that long, and a target queue beyond.
-            let horizon = self.spec.target_delay + self.spec.period + 2 * s.at.hop;
-            // Never more than its queue has room for.
-            let room = v
-                .limit_bytes
-                .map_or(u64::MAX, |l| l.saturating_sub(v.queued_bytes));
-            let report = Ddds {
-                desired_buffer_bytes: desired_buffer_bytes(
-                    rate,
-                    horizon,
-                    self.spec.min_bytes,
-                    v.queued_bytes,
-                )
-                .min(room),
-                highest_transmitted: s.highest_arrived,
-                desired_rate: (rate / 8.0) as u64,
-                queued_bytes: v.queued_bytes,
-                limit_bytes: v.limit_bytes,
-            };
-            s.made += 1;
-            let arrival = t + s.at.hop;
-            // Every secondary's hop is fixed, so arrivals stay in order per secondary; keep
-            // the queue in arrival order across them.
-            let pos = self.in_flight.partition_point(|r| r.0 <= arrival);
-            self.in_flight.insert(pos, (arrival, i, t, report));
+    /// The master reads secondary `i`'s report, made at `made`.
+    fn on_report(&mut self, i: usize, made: Nanos, r: Ddds, copies: &mut Vec<CopyFate>) {
+        let s = &mut self.secondaries[i];
+        s.credit.on_report(&r);
+        s.last = Some((made, r));
+        // Its queue then, and what was sent since as it reaches it.
+        let bps = r.desired_rate as f64 * 8.0;
+        s.predicted = Predicted::restart(r.queued_bytes, made);
+        for (_, len, at) in s.credit.unseen() {
+            s.predicted.arrive(at + s.at.hop, len, bps);
         }
+        if let Some(h) = r.highest_served {
+            s.copies.served_upto(h, |p| copies.push(CopyFate::Free(p)));
+        }
+        if r.outage && !s.outage {
+            s.outages += 1;
+            for (_, p) in s.copies.take_all() {
+                s.resent_packets += 1;
+                s.resent_bytes += p.len as u64;
+                copies.push(CopyFate::Resend(p));
+            }
+        }
+        s.outage = r.outage;
+    }
+
+    /// Secondary `i` makes a report at `t`.
+    fn make_report(&mut self, i: usize, t: Nanos, service: &impl Fn(usize, Nanos) -> Service) {
+        let s = &mut self.secondaries[i];
+        let v = service(s.at.leg, t);
+        let rate = s.rate.update(v.capacity_bytes, v.busy).unwrap_or(0.0);
+        // What reaches the secondary after this report was asked for one period later
+        // plus the hop both ways: it must last that long, and a target queue beyond.
+        let horizon = self.spec.target_delay + self.spec.period + 2 * s.at.hop;
+        // Never more than its queue has room for.
+        let room = v
+            .limit_bytes
+            .map_or(u64::MAX, |l| l.saturating_sub(v.queued_bytes));
+        if v.queued_bytes == 0 {
+            s.stall.idle();
+        }
+        let outage = self
+            .spec
+            .outage_after
+            .and_then(|a| s.stall.outage_at(a))
+            .is_some_and(|o| o <= t);
+        s.outage_reported = outage;
+        let report = Ddds {
+            desired_buffer_bytes: desired_buffer_bytes(
+                rate,
+                horizon,
+                self.spec.min_bytes,
+                v.queued_bytes,
+            )
+            .min(room),
+            highest_transmitted: s.highest_arrived,
+            desired_rate: (rate / 8.0) as u64,
+            queued_bytes: v.queued_bytes,
+            limit_bytes: v.limit_bytes,
+            highest_served: s.stall.highest_served(),
+            outage,
+        };
+        s.made += 1;
+        let arrival = t + s.at.hop;
+        // Every secondary's hop is fixed, so arrivals stay in order per secondary; keep
+        // the queue in arrival order across them.
+        let pos = self.in_flight.partition_point(|r| r.0 <= arrival);
+        self.in_flight.insert(pos, (arrival, i, t, report));
     }
 
     /// The secondary on `leg` leaves (false) or a new one is there (true): it starts
     /// afresh, with `min_bytes` of credit and no report; reports on their way from the old
-    /// one are dropped.
-    pub fn set_active(&mut self, leg: usize, active: bool) {
+    /// one are dropped, and the master's copies of what it sent the old one go to `free`
+    /// (what the old node held is forwarded or lost with it: `engine/secondary.rs`).
+    pub fn set_active(&mut self, leg: usize, active: bool, mut free: impl FnMut(Pkt)) {
         let Some(i) = self.secondaries.iter().position(|s| s.at.leg == leg) else {
             return;
         };
         let s = &mut self.secondaries[i];
+        for (_, p) in s.copies.take_all() {
+            free(p);
+        }
+        s.stall.restart();
+        s.outage = false;
+        s.outage_reported = false;
         s.active = active;
         s.credit = DddsCredit::new(if active { self.spec.min_bytes } else { 0 });
         s.last = None;
@@ -205,11 +319,45 @@ impl FlowControl {
         self.in_flight.retain(|r| r.1 != i);
     }
 
-    /// The secondary on `leg` received the PDU `count` from the master.
-    pub fn arrived(&mut self, leg: usize, count: u32) {
+    /// The secondary on `leg` received the PDU `count` from the master at `now`, its queue
+    /// for the bearer then empty or not.
+    pub fn arrived(&mut self, leg: usize, count: u32, now: Nanos, queue_was_empty: bool) {
         if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
             s.highest_arrived = Some(s.highest_arrived.map_or(count, |h| h.max(count)));
+            s.stall.arrived(now, queue_was_empty);
         }
+    }
+
+    /// The secondary on `leg` served the PDU `count` at `at` (outage fallback).
+    pub fn served(&mut self, leg: usize, count: u32, at: Nanos) {
+        if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
+            s.stall.served(count, at);
+        }
+    }
+
+    /// Whether `leg` is one of the bearer's secondaries.
+    pub fn is_secondary(&self, leg: usize) -> bool {
+        self.secondaries.iter().any(|s| s.at.leg == leg)
+    }
+
+    /// Keeps `p`, the copy of PDU `count` sent to the secondary on `leg`; given back when
+    /// it is not kept (no fallback, not a secondary, or the copies are at their limit).
+    pub fn keep_copy(&mut self, leg: usize, count: u32, p: Pkt) -> Result<(), Pkt> {
+        if !self.keeps_copies() {
+            return Err(p);
+        }
+        match self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
+            Some(s) => s.copies.keep(count, p.len, p),
+            None => Err(p),
+        }
+    }
+
+    /// Every copy still kept (at the end of a run, to free their buffers).
+    pub fn drain_copies(&mut self) -> Vec<Pkt> {
+        self.secondaries
+            .iter_mut()
+            .flat_map(|s| s.copies.take_all().map(|(_, p)| p).collect::<Vec<_>>())
+            .collect()
     }
 
     /// The leg for PDU `count` of `len` bytes at `now`, the master's leg holding
@@ -219,7 +367,7 @@ impl FlowControl {
             Policy::Ddds => self
                 .secondaries
                 .iter()
-                .position(|s| s.active && s.credit.fits(len))
+                .position(|s| s.usable() && s.credit.fits(len))
                 .map_or(self.master.leg, |i| self.secondaries[i].at.leg),
             Policy::DelayAware => self
                 .earliest_delivery(now, len, master_queued)
@@ -304,7 +452,7 @@ impl FlowControl {
             delay: self.master.delay,
             limit_bytes: self.master_limit,
         }];
-        for s in self.secondaries.iter().filter(|s| s.active) {
+        for s in self.secondaries.iter().filter(|s| s.usable()) {
             legs.push(s.at.leg);
             views.push(Self::target_view(s, now));
         }
@@ -320,7 +468,7 @@ impl FlowControl {
         };
         self.secondaries
             .iter()
-            .filter(|s| s.active)
+            .filter(|s| s.usable())
             .filter_map(|s| target.until_fits(&Self::target_view(s, now), len))
             .min()
             .map(|d| now + d)
@@ -330,7 +478,7 @@ impl FlowControl {
     /// rate reported yet gets its credit, so that it can be measured.
     fn earliest_delivery(&self, now: Nanos, len: u32, master_queued: u64) -> Option<usize> {
         if let Some(i) = self.secondaries.iter().position(|s| {
-            s.active && s.last.filter(|(_, r)| r.desired_rate > 0).is_none() && s.credit.fits(len)
+            s.usable() && s.last.filter(|(_, r)| r.desired_rate > 0).is_none() && s.credit.fits(len)
         }) {
             return Some(i);
         }
@@ -349,9 +497,9 @@ impl FlowControl {
         }];
         for s in &self.secondaries {
             let v = Self::secondary_view(s, now);
-            // Inactive or unmeasured: never the earliest.
+            // Inactive, in an outage or unmeasured: never the earliest.
             views.push(LegView {
-                rate_bps: v.rate_bps.filter(|_| s.active),
+                rate_bps: v.rate_bps.filter(|_| s.usable()),
                 ..v
             });
         }
@@ -382,6 +530,12 @@ impl FlowControl {
                         reported_rate_mbps: last.map(|r| r.desired_rate as f64 * 8.0 / 1e6),
                         credit_bytes: s.credit.credit(),
                         unseen_bytes: s.credit.unseen_bytes(),
+                        outage: s.outage,
+                        outages: s.outages,
+                        resent_packets: s.resent_packets,
+                        resent_bytes: s.resent_bytes,
+                        copies_bytes: s.copies.bytes(),
+                        copies_refused: s.copies.refused(),
                     }
                 })
                 .collect(),
@@ -411,6 +565,16 @@ pub struct FlowLegRecord {
     pub credit_bytes: u64,
     /// Bytes sent that no report had seen yet.
     pub unseen_bytes: u64,
+    /// Outage fallback (`pdcp/outage.rs`): whether the master holds the leg in an outage
+    /// now; the outages it acted on and the copies it sent again on its own leg
+    /// (cumulative); the bytes of copies it keeps now, and the copies it could not keep
+    /// (cumulative).
+    pub outage: bool,
+    pub outages: u64,
+    pub resent_packets: u64,
+    pub resent_bytes: u64,
+    pub copies_bytes: u64,
+    pub copies_refused: u64,
 }
 
 #[cfg(test)]
@@ -425,6 +589,7 @@ mod tests {
             period: 10 * MS,
             target_delay: 10 * MS,
             min_bytes: 15_000,
+            outage_after: None,
         }
     }
 
@@ -457,7 +622,7 @@ mod tests {
         let sent: Vec<usize> = (0..12).map(|c| fc.steer(0, c, 1500, 0)).collect();
         assert_eq!(sent, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0]);
         for c in 0..10 {
-            fc.arrived(1, c);
+            fc.arrived(1, c, 0, false);
         }
         // The secondary served 25 kB over 2 ms busy (100 Mbit/s) and holds 10 kB.
         let service = |leg: usize, _t: Nanos| Service {
@@ -466,10 +631,10 @@ mod tests {
             busy: 2 * MS,
             limit_bytes: None,
         };
-        fc.poll(10 * MS, service);
+        fc.poll(10 * MS, service, &mut Vec::new());
         assert_eq!(fc.next_deadline(), 15 * MS, "the report is on the hop");
         assert_eq!(fc.steer(12 * MS, 12, 1500, 0), 0, "no credit yet");
-        fc.poll(15 * MS, service);
+        fc.poll(15 * MS, service, &mut Vec::new());
         // 100 Mbit/s over 10 + 10 + 2·5 ms = 375 kB, less the 10 kB held.
         let r = fc.record(|l| format!("leg{l}"));
         assert_eq!(r.secondaries[0].desired_bytes, Some(365_000));
@@ -483,12 +648,16 @@ mod tests {
     #[test]
     fn a_report_asks_for_no_more_than_the_queue_has_room_for() {
         let mut fc = FlowControl::new(SplitPolicy::Ddds(spec()), &legs(0)).unwrap();
-        fc.poll(10 * MS, |_, _| Service {
-            queued_bytes: 10_000,
-            capacity_bytes: 25_000,
-            busy: 2 * MS,
-            limit_bytes: Some(100_000),
-        });
+        fc.poll(
+            10 * MS,
+            |_, _| Service {
+                queued_bytes: 10_000,
+                capacity_bytes: 25_000,
+                busy: 2 * MS,
+                limit_bytes: Some(100_000),
+            },
+            &mut Vec::new(),
+        );
         let r = fc.record(|l| format!("leg{l}"));
         assert_eq!(r.secondaries[0].desired_bytes, Some(90_000));
     }
@@ -511,7 +680,7 @@ mod tests {
         assert_eq!(fc.place(0, 1500, 15_000), None, "both at min_bytes");
         assert_eq!(fc.next_room(0, 1500), None, "no rate to predict a drain by");
         for c in 0..10 {
-            fc.arrived(1, c);
+            fc.arrived(1, c, 0, false);
         }
         // The master serves 10 Mbit/s and holds 15 kB; the secondary 100 Mbit/s, 10 kB.
         let service = |leg: usize, _t: Nanos| match leg {
@@ -528,8 +697,8 @@ mod tests {
                 limit_bytes: None,
             },
         };
-        fc.poll(10 * MS, service);
-        fc.poll(15 * MS, service);
+        fc.poll(10 * MS, service, &mut Vec::new());
+        fc.poll(15 * MS, service, &mut Vec::new());
         // The master's 10 ms is 12.5 kB (min_bytes: 15 kB): full. The secondary's 10 kB
         // drained by the time a PDU sent at 15 ms gets there (20 ms); its 10 ms is 125 kB.
         assert_eq!(fc.place(15 * MS, 1500, 15_000), Some(1));
@@ -566,9 +735,93 @@ mod tests {
                 limit_bytes: None,
             },
         };
-        fc.poll(10 * MS, service);
+        fc.poll(10 * MS, service, &mut Vec::new());
         assert_eq!(fc.steer(10 * MS, 11, 1500, 30_000), 1);
         // An empty master beats a secondary 8 ms deep.
         assert_eq!(fc.steer(10 * MS, 12, 1500, 0), 0);
+    }
+
+    /// Outage fallback at 5 ms over a 5 ms hop: the secondary holds PDUs and serves none
+    /// from 2 ms, so it reports an outage at 7 ms, not at the 10 ms period; at 12 ms the
+    /// master sends every copy not yet served again and sends it nothing new; a report
+    /// saying it serves again lets it back in.
+    #[test]
+    fn an_outage_is_reported_at_once_and_the_copies_are_sent_again() {
+        let spec = FlowSpec {
+            outage_after: Some(5 * MS),
+            ..spec()
+        };
+        let mut fc = FlowControl::new(SplitPolicy::Ddds(spec), &legs(5 * MS)).unwrap();
+        assert!(fc.keeps_copies());
+        let mut fates = Vec::new();
+        for c in 0..4 {
+            assert_eq!(fc.steer(0, c, 1500, 0), 1);
+            assert_eq!(fc.keep_copy(1, c, Pkt::new(c, 1500, 0)), Ok(()));
+        }
+        assert_eq!(
+            fc.keep_copy(0, 9, Pkt::new(9, 1500, 0)).map_err(|p| p.id),
+            Err(9)
+        );
+        for c in 0..4 {
+            fc.arrived(1, c, 2 * MS, c == 0);
+        }
+        fc.served(1, 0, 2 * MS);
+        let holding = |_: usize, _: Nanos| Service {
+            queued_bytes: 4500,
+            capacity_bytes: 0,
+            busy: 0,
+            limit_bytes: None,
+        };
+        assert_eq!(fc.next_deadline(), 7 * MS, "the stall, before the period");
+        fc.poll(7 * MS, holding, &mut fates);
+        assert_eq!(
+            fc.next_deadline(),
+            10 * MS,
+            "reported: the next is the period's"
+        );
+        fc.poll(10 * MS, holding, &mut fates);
+        assert!(fates.is_empty());
+        fc.poll(12 * MS, holding, &mut fates);
+        // COUNT 0 was served: its copy is freed, the other three sent again, in order.
+        assert_eq!(
+            fates,
+            [
+                CopyFate::Free(Pkt::new(0, 1500, 0)),
+                CopyFate::Resend(Pkt::new(1, 1500, 0)),
+                CopyFate::Resend(Pkt::new(2, 1500, 0)),
+                CopyFate::Resend(Pkt::new(3, 1500, 0)),
+            ]
+        );
+        let r = fc.record(|l| format!("leg{l}")).secondaries[0].clone();
+        assert_eq!(
+            (r.outage, r.outages, r.resent_packets, r.resent_bytes),
+            (true, 1, 3, 4500)
+        );
+        assert_eq!(fc.steer(12 * MS, 4, 1500, 0), 0, "nothing new for it");
+        // The 10 ms report (on its way) arrives at 15 ms, still in the outage: nothing more.
+        fates.clear();
+        fc.poll(15 * MS, holding, &mut fates);
+        assert!(fates.is_empty());
+        // The fade ends: it serves what it held at 18 ms; the 20 ms report lets it back.
+        for c in 1..4 {
+            fc.served(1, c, 18 * MS);
+        }
+        let drained = |_: usize, _: Nanos| Service {
+            queued_bytes: 0,
+            capacity_bytes: 4500,
+            busy: MS,
+            limit_bytes: None,
+        };
+        fc.poll(25 * MS, drained, &mut fates);
+        assert!(fates.is_empty(), "the copies were sent again already");
+        let r = fc.record(|l| format!("leg{l}")).secondaries[0].clone();
+        assert_eq!((r.outage, r.outages), (false, 1));
+        assert_eq!(fc.steer(25 * MS, 5, 1500, 0), 1);
+        // A stall that ends by itself (the queue found empty) is no outage.
+        fc.arrived(1, 5, 30 * MS, true);
+        assert_eq!(fc.next_deadline(), 30 * MS, "the period comes first");
+        fc.poll(36 * MS, drained, &mut fates);
+        assert_eq!(fc.next_deadline(), 40 * MS);
+        assert!(!fc.record(|l| format!("leg{l}")).secondaries[0].outage);
     }
 }

@@ -85,7 +85,13 @@ pub struct LinkTail {
     /// Buffers of packets lost or dropped at the delay limit, for the owner of the packet
     /// pool to take back ([`LinkTail::reclaim`]); reused, so the hot path does not allocate.
     dropped: Vec<PktId>,
+    /// Some: every packet that left the queueing stage, as (instant, bearer, COUNT), for
+    /// a split bearer's outage fallback to read (`pdcp/outage.rs`).
+    served: Option<Vec<Served>>,
 }
+
+/// A packet that left a queueing stage: (instant, bearer, COUNT).
+pub type Served = (Nanos, u16, u32);
 
 impl LinkTail {
     /// The loss and delay stages of `spec`, seeded from streams 1 and 2 of `seed`.
@@ -100,6 +106,19 @@ impl LinkTail {
                 sub_seed(seed, 2),
             ),
             dropped: Vec::new(),
+            served: None,
+        }
+    }
+
+    /// Notes from now on every packet that leaves the queueing stage ([`LinkTail::take_served`]).
+    pub fn track_served(&mut self) {
+        self.served.get_or_insert_with(Vec::new);
+    }
+
+    /// Moves what left the queueing stage since the last call into `out`.
+    pub fn take_served(&mut self, out: &mut Vec<Served>) {
+        if let Some(s) = self.served.as_mut() {
+            out.append(s);
         }
     }
 
@@ -112,6 +131,9 @@ impl LinkTail {
 
     /// `p` left the queueing stage at `t`: lost, dropped at the delay limit, or delayed.
     pub fn offer(&mut self, t: Nanos, p: Pkt, c: &mut LinkCounters) {
+        if let Some(s) = self.served.as_mut() {
+            s.push((t, p.bearer, p.count));
+        }
         if !self.loss_before && self.loss.lose() {
             c.dropped_loss_packets += 1;
             c.dropped_loss_bytes += p.len as u64;
@@ -215,6 +237,11 @@ impl LinkDirection {
     /// Hands the buffers of packets lost on the link to `free`.
     pub fn reclaim(&mut self, free: &mut impl FnMut(PktId)) {
         self.tail.reclaim(free);
+    }
+
+    /// The stages after the rate stage (to note what leaves it: [`LinkTail::track_served`]).
+    pub fn tail_mut(&mut self) -> &mut LinkTail {
+        &mut self.tail
     }
 
     /// Changes the rate at `now` (see [`RateStage::set_spec`]).

@@ -14,7 +14,7 @@ pub mod rate;
 pub mod trace;
 
 pub use delay::{DelayDist, DelayStage};
-pub use direction::{sub_seed, LinkCounters, LinkDirection, LinkSpec, LinkTail};
+pub use direction::{sub_seed, LinkCounters, LinkDirection, LinkSpec, LinkTail, Served};
 pub use loss::{Loss, LossModel};
 pub use queue::DropTail;
 pub use rate::{RateSpec, RateStage};

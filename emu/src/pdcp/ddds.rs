@@ -36,6 +36,11 @@ pub struct Ddds {
     /// read, `pdcp/delay_aware.rs`, `pdcp/delay_target.rs`).
     pub queued_bytes: u64,
     pub limit_bytes: Option<u64>,
+    /// The highest COUNT the secondary has served (TS 38.425's "highest delivered NR PDCP
+    /// SN", `pdcp/outage.rs`), and whether it is in a radio link outage (the report's
+    /// cause value): read where the split sends PDUs again on an outage.
+    pub highest_served: Option<u32>,
+    pub outage: bool,
 }
 
 /// The secondary's desired buffer size: `rate_bps × target_delay` (at least `min_bytes`)
@@ -130,6 +135,8 @@ mod tests {
         desired_rate: 0,
         queued_bytes: 0,
         limit_bytes: None,
+        highest_served: None,
+        outage: false,
     };
 
     #[test]

@@ -9,6 +9,7 @@ pub mod ddds;
 pub mod delay_aware;
 pub mod delay_target;
 pub mod hold;
+pub mod outage;
 pub mod rx;
 pub mod service_rate;
 pub mod tx;

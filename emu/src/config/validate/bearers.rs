@@ -270,10 +270,16 @@ fn split_spec(field: &str, s: &SplitFile, mode: BearerMode, legs: usize) -> Resu
         "split.min_bytes",
         s.min_bytes as f64,
     )?;
+    within(
+        &format!("{field}.fallback_ms"),
+        "split.fallback_ms",
+        s.fallback_ms,
+    )?;
     let flow = FlowSpec {
         period: from_ms(s.period_ms),
         target_delay: from_ms(s.target_delay_ms),
         min_bytes: s.min_bytes,
+        outage_after: (s.fallback_ms > 0.0).then(|| from_ms(s.fallback_ms)),
     };
     within(
         &format!("{field}.hold_bytes"),

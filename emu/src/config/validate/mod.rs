@@ -61,6 +61,8 @@ pub const LIMITS: &[(&str, f64, f64)] = &[
     ("split.hold_bytes", 9000.0, 1e10),
     // TS 38.331's discardTimer runs from 10 ms to 1500 ms (or infinity).
     ("split.discard_ms", 1.0, 1500.0),
+    // 0: off; beyond a second a fade is a failure the secondary node events model.
+    ("split.fallback_ms", 0.0, 1000.0),
     ("direction.rate_bps", 1e3, 1e12),
     ("direction.queue_packets", 1.0, 10_000_000.0),
     ("direction.queue_bytes", 1500.0, 1e11),
