@@ -77,7 +77,7 @@ def test_paper_campaign_is_the_whole_matrix():
     # fidelity campaign (docs/fidelity.md) and EN-DC's (docs/endc.md).
     not_the_papers = ("none", "conns", "iw", "radio", "distance", "distance-mean", "streams", "t-reordering",
                       "pdcp-processing", "nr-distance", "lte-distance", "nr-distance-matched",
-                      "lte-distance-matched", "x2-delay", "report-period", "target-delay")
+                      "lte-distance-matched", "x2-delay", "report-period", "target-delay", "fallback-ms")
     for name in [n for n in SWEEPS if n not in not_the_papers]:
         assert ("throughput", name) in sweeps
         assert ("fairness", name) in sweeps or name == "size"

@@ -123,6 +123,8 @@ SWEEPS: dict[str, SweepDef] = {
                  lambda v: {"report_period": v}),
         SweepDef("target-delay", "flow control's target queue delay (ms)", [0, 5, 10, 20, 50],
                  lambda v: {"target_delay": v}),
+        SweepDef("fallback-ms", "outage fallback: ms without service before an outage (0: off)", [0, 2, 5, 10, 20],
+                 lambda v: {"fallback_ms": v}),
         # throughput --streams (the LTE study's experiment 4: 1 to 16 streams on one connection).
         SweepDef("streams", "concurrent streams on one connection (N)", [1, 2, 4, 8, 16], lambda v: {"streams": int(v)}),
     ]
