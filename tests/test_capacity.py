@@ -34,6 +34,14 @@ def test_the_window_counts_only_what_happened_in_it():
     plain = [record(0, 0, None), record(35_000, 4, None), record(35_000, 4, None, "summary")]
     assert window_counters(plain, 0.0, 35.0, 5.0) == {"expiries": 4}
     assert "hold" not in run_facts(plain)
+    # Under flow control: the copies the master resent, over the window and every secondary.
+    def flowing(t_ms: float, resent: list[int]) -> Stats:
+        r = record(t_ms, 0, None).model_dump()
+        r["bearers"][0]["flow"] = {"policy": "delay-target", "secondaries": [
+            {"leg": f"leg{i + 2}", "resent_packets": n} for i, n in enumerate(resent)]}
+        return Stats.model_validate(r)
+    fell_back = [flowing(0, [3, 0]), flowing(5000, [10, 2]), flowing(35_000, [250, 2])]
+    assert window_counters(fell_back, 0.0, 35.0, 5.0) == {"expiries": 0, "resent": 240}
 
 
 @pytest.mark.parametrize("args, option", [

@@ -3,6 +3,7 @@ split policies and a secondary node change through real TCP, with its report's f
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -10,6 +11,7 @@ from conftest import run_dclab
 
 from dclab import batch
 from dclab.analysis.figures import read_stats
+from dclab.analysis.records import STATS_VERSION, Stats, parse
 from dclab.analysis.split_bearer import split_series
 from dclab.campaign.store import open_existing
 from dclab.campaign.sweeps import SWEEPS
@@ -66,6 +68,20 @@ def test_the_matched_sweeps_split_at_the_level_pairs_capacities():
     assert lte_matched.apply(250)["split"] == [5, 95] and lte_matched.apply(750)["split"] == [0, 100]
     for d in nr_matched.defaults:
         assert batch.is_exact(20, nr_matched.apply(d)["split"])
+
+
+def test_the_split_figure_marks_each_outage_fallback_once():
+    """An interval in which a secondary's ``outages`` counter rose is one tick in the
+    figure's strip; a counter that rose by two in one interval is still one."""
+    def rec(t_ms: float, outages: int, reports: int) -> Stats:
+        flow = {"policy": "delay-target", "secondaries": [
+            {"leg": "leg2", "outages": outages, "reports_received": reports}]}
+        return parse(json.dumps({"type": "interval", "version": STATS_VERSION, "t_ms": t_ms, "bearers": [
+            {"name": "dc", "tx_pdus": [["leg1", 1], ["leg2", 1]], "flow": flow}]}))
+
+    s = split_series([rec(10, 0, 1), rec(20, 1, 2), rec(30, 1, 3), rec(40, 3, 3)], "dc")
+    assert s.outages == {"leg2": [0.02, 0.04]} and s.reports == {"leg2": [0.01, 0.02, 0.03]}
+    assert split_series([rec(10, 0, 1)], "dc").outages == {}
 
 
 @pytest.mark.root

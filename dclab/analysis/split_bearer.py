@@ -25,6 +25,8 @@ class SplitSeries:
     queue_kb: dict[str, list[float]] = field(default_factory=dict)  # per leg: the bearer's queue there
     desired_kb: dict[str, list[float | None]] = field(default_factory=dict)  # per secondary: last report's size
     reports: dict[str, list[float]] = field(default_factory=dict)  # per secondary: when reports reached the master
+    # per secondary: intervals in which the master began an outage fallback (split.fallback_ms)
+    outages: dict[str, list[float]] = field(default_factory=dict)
     expiries: list[float] = field(default_factory=list)  # intervals in which t-Reordering expired
     away: list[Span] = field(default_factory=list)  # a secondary node released or changing
     policy: str = "static"
@@ -43,6 +45,7 @@ def split_series(records: Sequence[Stats], bearer: str, t0_ms: float = 0.0) -> S
     """The bearer's series over every interval record."""
     s = SplitSeries()
     prev_reports: dict[str, int] = {}
+    prev_outages: dict[str, int] = {}
     prev_expiries = 0
     away_since: dict[str, tuple[float, str]] = {}
     prev_t = 0.0
@@ -74,6 +77,9 @@ def split_series(records: Sequence[Stats], bearer: str, t0_ms: float = 0.0) -> S
                 prev_reports[f.leg] = f.reports_received
                 if got > 0:
                     s.reports.setdefault(f.leg, []).append(t)
+                if f.outages > prev_outages.get(f.leg, 0):
+                    s.outages.setdefault(f.leg, []).append(t)
+                prev_outages[f.leg] = f.outages
         expiries = b.rx.timer_expiries if b.rx is not None else 0
         if expiries > prev_expiries:
             s.expiries.append(t)
@@ -87,8 +93,9 @@ def split_series(records: Sequence[Stats], bearer: str, t0_ms: float = 0.0) -> S
 def split_figure(s: SplitSeries, capacities: Sequence[float | None], path: Path, title: str) -> Path:
     """Three panels over the whole run: each leg's rate for the bearer (capacities
     dashed), each leg's queue for it (each secondary's last desired size dotted), and a
-    strip with a tick per interval in which a report reached the master (per secondary)
-    and per t-Reordering expiry; a secondary node's away spans shaded."""
+    strip with a tick per interval in which a report reached the master (per secondary),
+    in which the master began an outage fallback (per secondary, where any did) and per
+    t-Reordering expiry; a secondary node's away spans shaded."""
     fig, (ax_rate, ax_queue, ax_events) = plt.subplots(
         3, 1, figsize=(8, 6.4), sharex=True, gridspec_kw={"height_ratios": [3, 3, 1.2]})
     for ax in (ax_rate, ax_queue, ax_events):
@@ -108,6 +115,7 @@ def split_figure(s: SplitSeries, capacities: Sequence[float | None], path: Path,
                       linewidth=1.0, label=f"{name} desired (last report)")
     rows: list[tuple[str, list[float], str]] = [
         (f"{name} reports", ts, colors.get(name, "k")) for name, ts in s.reports.items()]
+    rows += [(f"{name} outages (resent)", ts, "tab:purple") for name, ts in s.outages.items()]
     rows.append(("t-Reordering expiries", s.expiries, "tab:red"))
     for y, (_, ts, color) in enumerate(rows):
         ax_events.vlines(ts, y - 0.35, y + 0.35, color=color, linewidth=0.6)

@@ -48,13 +48,16 @@ class CapacityOptions(StackOptions):
 
 
 def window_counters(records: Sequence[Stats], t0_ms: float, duration: float, warmup: float) -> dict[str, int]:
-    """Over the window: the DC bearer's t-Reordering expiries and, under delay-target, the
-    packets PDCP dropped unnumbered (hold full, discard timer)."""
+    """Over the window: the DC bearer's t-Reordering expiries, under delay-target the
+    packets PDCP dropped unnumbered (hold full, discard timer), and under flow control the
+    packets the master sent again on its own leg (outage fallback, ``--fallback-ms``)."""
     def read(r: Stats) -> dict[str, int]:
         b = r.bearer(BEARER)
         out = {"expiries": b.rx.timer_expiries if b is not None and b.rx is not None else 0}
         if b is not None and b.hold is not None:
             out["hold_dropped"] = b.hold.dropped_full + b.hold.discarded_timer
+        if b is not None and b.flow is not None:
+            out["resent"] = sum(s.resent_packets for s in b.flow.secondaries)
         return out
     return window_deltas(records, t0_ms, duration, warmup, read)[1]
 
@@ -84,6 +87,7 @@ class Capacity(Experiment[CapacityOptions]):
         Metric("expiries", "t-Reordering expiries in the window", digits=1),
         Metric("wait_p99_ms", "p99 reordering wait", "ms"),
         Metric("hold_dropped", "packets dropped unnumbered in the window", digits=0),
+        Metric("resent", "packets resent on the master's leg in the window (outage fallback)", digits=0),
     )
     run_figure_name = "link-utilization.png"
     run_figure_kind = "links"
@@ -123,6 +127,7 @@ class Capacity(Experiment[CapacityOptions]):
             "expiries": float(counters["expiries"]) if "expiries" in counters else None,
             "wait_p99_ms": facts.get("wait_p99_ms"),
             "hold_dropped": float(counters["hold_dropped"]) if "hold_dropped" in counters else None,
+            "resent": float(counters["resent"]) if "resent" in counters else None,
         }
         leg_names = [leg.name for leg in records[-1].legs] if records else []
         result.details = {
