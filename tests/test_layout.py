@@ -121,3 +121,32 @@ def test_input_errors_are_one_family_and_only_the_cli_exits():
                     isinstance(node, ast.Attribute) and node.attr == "exit" and getattr(node.value, "id", "") == "sys"):
                 exits.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert exits == []
+
+
+def _named_in_architecture() -> set[str]:
+    """What docs/architecture.md names in backticks (its code blocks left out)."""
+    import re
+
+    text = re.sub(r"```.*?```", "", (ROOT / "docs" / "architecture.md").read_text(), flags=re.S)
+    return set(re.findall(r"`([^`\n]+)`", text))
+
+
+def test_the_architecture_page_names_only_files_that_exist_and_every_module():
+    """Every file or folder docs/architecture.md names exists (by its path, or as the end of
+    one), and every module and room at the top of dclab/ and emu/src/ is named there."""
+    import re
+
+    named = _named_in_architecture()
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    paths = {t for t in named if re.fullmatch(r"[a-z0-9_./-]+(\.py|\.rs|\.sh|\.md|/)", t)}
+    assert len(paths) > 50, sorted(paths)
+    missing = [t for t in sorted(paths) if not any(f.startswith(t) or f"/{t}" in f"/{f}" for f in files)]
+    assert not missing, f"docs/architecture.md names what the repository does not have: {missing}"
+
+    def tops(root: str, ext: str) -> set[str]:
+        depth = root.count("/")
+        return {f.split("/")[depth] + ("/" if f.count("/") > depth else "")
+                for f in files if f.startswith(root) and f.endswith(ext)}
+    unnamed = sorted(((tops("dclab/", ".py") - {"__init__.py", "__main__.py"})
+                      | (tops("emu/src/", ".rs") - {"lib.rs"})) - named)
+    assert not unnamed, f"docs/architecture.md does not name: {unnamed}"

@@ -19,6 +19,9 @@
 //! next deadline, and none of them touches files, so the same code runs in real time (`io`)
 //! and in virtual time (tests, `pdcp-replay`).
 
+// Only the OS-facing I/O may use `unsafe` (syscalls; see the allows in `src/io/mod.rs`).
+#![deny(unsafe_code)]
+
 pub mod base;
 pub mod cell;
 pub mod config;

@@ -1,5 +1,7 @@
 //! The `dcemu` command.
 
+#![deny(unsafe_code)]
+
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

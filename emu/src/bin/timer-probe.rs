@@ -1,5 +1,7 @@
 //! Measures wake-up lateness of the Waiter back-ends (see src/io/TIMER.md).
 
+#![deny(unsafe_code)]
+
 use clap::Parser;
 use dcemu::io::timer::{probe, pwait2_available, Backend, ProbeSpec};
 

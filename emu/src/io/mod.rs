@@ -11,12 +11,16 @@
 //! - [`vnet`]: TUN offloads: splitting super-packets read, joining runs to write (sans-IO).
 //! - [`runtime`]: the real-time driver of the engine.
 
+#[allow(unsafe_code)] // syscalls libc does not wrap safely
 pub mod clock;
 pub mod idle;
 pub mod pcap;
 pub mod runtime;
+#[allow(unsafe_code)] // syscalls libc does not wrap safely
 pub mod signals;
+#[allow(unsafe_code)] // syscalls libc does not wrap safely
 pub mod timer;
+#[allow(unsafe_code)] // syscalls libc does not wrap safely
 pub mod tun;
 pub mod vnet;
 
