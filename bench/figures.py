@@ -10,7 +10,7 @@ from typing import Any
 from dclab.paths import DCEMU
 from dclab.testbed.emulator_mode import TUN_OFFLOADS
 
-SECTIONS = ("kernel", "unlimited", "delay", "lateness", "dc5g", "rate", "offload", "cells")
+SECTIONS = ("kernel", "unlimited", "delay", "lateness", "dc5g", "rate", "offload", "cells", "sim")
 SECTION_HELP = {
     "kernel": "plain veth between the two namespaces: TCP goodput, UDP kpps, RTT p50/p99",
     "unlimited": "dcemu, two unlimited legs, no delay: TCP, UDP, added RTT, CPU s/GB, lateness, packets lost inside dcemu",
@@ -20,6 +20,7 @@ SECTION_HELP = {
     "rate": "rate error of one leg at 20 Mbit/s and at 1 Gbit/s",
     "offload": "TUN offload modes all/read/write/none: TCP goodput, UDP kpps (skipped if dcemu lacks --tun-offload)",
     "cells": "TCP through the nr:good carrier against its model capacity, and through EN-DC (lte:good + nr:good): lateness",
+    "sim": "the simulation twin: events per second of an EN-DC run, runs per second of a twentieth of the paper campaign",
 }
 OFFLOAD_MODES = TUN_OFFLOADS
 
@@ -87,6 +88,9 @@ FIGURES: dict[str, Fig] = {
     "cells.endc_paced_service_lateness_p99_us": Fig("paced timer p99", "us", ".1f"),
     "cells.endc_paced_halt_service_lateness_p50_us": Fig("idle CPUs halting, paced timer p50", "us", ".1f"),
     "cells.endc_paced_halt_service_lateness_p99_us": Fig("idle CPUs halting, paced timer p99", "us", ".1f"),
+    "sim.endc_events_per_s": Fig("EN-DC run: engine events", "per s", ".3g"),
+    "sim.endc_run_s": Fig("EN-DC run: wall time of the command", "s", ".2f"),
+    "sim.paper_runs_per_s": Fig("paper campaign (shard 1/20, --jobs 2)", "runs/s", ".2f"),
 }
 for _sfx, _how in (("", "reordering on"), ("_no_reordering", "reordering off"), ("_busy_poll", "reordering on, --busy-poll")):
     FIGURES |= {

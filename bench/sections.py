@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench.cells import section_cells
 from bench.figures import OFFLOAD_MODES, add, detail, log, record_run
+from bench.sim import section_sim
 from bench.tools import (
     LARGE_TCP_BUFFERS,
     dcemu_losses,
@@ -274,6 +275,7 @@ def section_offload(results: dict, tmp: Path) -> None:
 SECTION_FUNCS: dict[str, Callable[[dict, Path], None]] = {
     "kernel": section_kernel, "unlimited": section_unlimited, "delay": section_delay, "lateness": section_lateness,
     "dc5g": section_dc5g, "rate": section_rate, "offload": section_offload, "cells": section_cells,
+    "sim": section_sim,
 }
 
 

@@ -133,6 +133,12 @@ ROWS: list[Row] = [
         "cells.endc_paced_halt_service_lateness_p50_us"),
     Row("  EN-DC paced with idle CPUs left to halt (dcemu run --idle-halt), timer precision p99",
         "cells.endc_paced_halt_service_lateness_p99_us"),
+    Row("Simulation: engine events per second, one EN-DC run (TCP, 500 MB over endc:good,good, ddds)",
+        "sim.endc_events_per_s"),
+    Row("  that run's wall time, `dclab run throughput --backend sim` from start to end", "sim.endc_run_s"),
+    # The paper campaign is 20,890 runs (10 repetitions); 15 minutes for all of it (issue 48).
+    Row("Simulation: runs per second of the paper campaign's mix (its shard 1/20 at one repetition, --jobs 2)",
+        "sim.paper_runs_per_s", None, Target(">=", 23.2, ">= 23.2 runs/s (the whole campaign in 15 min)")),
 ]
 
 

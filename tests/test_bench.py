@@ -285,3 +285,26 @@ def test_the_benchmarks_page_holds_the_table_markers(bench):
     """--update-docs rewrites docs/explanation/benchmarks.md between its markers: both are there, in order."""
     text = bench.Paths().page.read_text()
     assert text.index(table.START) < text.index(table.END)
+
+
+def test_the_sim_section_reads_the_campaigns_count_and_the_runs_last_record(tmp_path):
+    import gzip
+
+    import bench.sim as sim
+
+    out = "[4/4] trace: fairness ...: ok\ndone: 104 runs stored ok, 0 failed; store /tmp/x/paper/store.sqlite\n"
+    assert sim.runs_done(out) == 104
+    with pytest.raises(RuntimeError, match="no 'done:' line"):
+        sim.runs_done("interrupted\n")
+    with gzip.open(tmp_path / "dcemu-stats.jsonl.gz", "wt") as f:
+        f.write(json.dumps({"type": "summary", "t_ms": 1.0}) + "\n")
+        f.write(json.dumps({"type": "sim", "events_per_s": 1.8e6, "wall_s": 0.06, "instants": 61866}) + "\n")
+    assert sim.sim_record(tmp_path)["events_per_s"] == 1.8e6
+    with gzip.open(tmp_path / "dcemu-stats.jsonl.gz", "wt") as f:
+        f.write(json.dumps({"type": "summary", "t_ms": 1.0}) + "\n")
+    with pytest.raises(RuntimeError, match="not the simulation's"):
+        sim.sim_record(tmp_path)
+    # Its figures have rows in the table, one with the issue's target.
+    assert {"sim.endc_events_per_s", "sim.endc_run_s", "sim.paper_runs_per_s"} <= set(figures.FIGURES)
+    row = next(r for r in table.ROWS if r.dcemu == "sim.paper_runs_per_s")
+    assert row.target is not None and row.target.met(23.2) and not row.target.met(5.4)
