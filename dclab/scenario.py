@@ -197,7 +197,8 @@ class Scenario(BaseModel):
         "delay-target: ms an SDU may wait unnumbered before it is discarded (TS 38.323's discard timer)"))] = 100.0
     fallback_ms: Annotated[float, bounded("fallback_ms", description=(
         "ddds, delay-aware, delay-target: a secondary leg that holds packets and serves none for this many ms "
-        "reports an outage, and PDCP sends its copies of what it sent there again on leg 1; 0: off"))] = 0.0
+        "reports an outage, and PDCP sends its copies of what it sent there again on leg 1 (leg 1 likewise, its "
+        "copies sent to leg 2); 0: off"))] = 0.0
     sn_events: Annotated[list[SnEvent] | None, BeforeValidator(_sn_events), Field(description=(
         "secondary node events on leg 2, in time order: release@AT_S, add@AT_S, change@AT_S[:INTERRUPTION_MS], "
         "each with an optional :lose"))] = None

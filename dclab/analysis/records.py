@@ -150,10 +150,23 @@ class Rx(_Record):
     wait: Hist = Hist()
 
 
-class FlowLeg(_Record):
+class Fallback(_Record):
+    """A leg's outage fallback (``FallbackRecord``, ``split.fallback_ms``): in an outage
+    now, outages acted on and copies sent again on another leg (cumulative), copies kept
+    now and refused (cumulative)."""
+
+    outage: bool = False
+    outages: int = 0
+    resent_packets: int = 0
+    resent_bytes: int = 0
+    copies_bytes: int = 0
+    copies_refused: int = 0
+
+
+class FlowLeg(Fallback):
     """A secondary leg of a flow-controlled split (``FlowLegRecord``): its reports
-    (cumulative), the last one the master received (None before the first) and the
-    master's credit for it now."""
+    (cumulative), the last one the master received (None before the first), the master's
+    credit for it now, and its outage fallback (its copies sent again on the master's leg)."""
 
     leg: str = ""
     reports_made: int = 0
@@ -163,14 +176,6 @@ class FlowLeg(_Record):
     reported_rate_mbps: float | None = None
     credit_bytes: int = 0
     unseen_bytes: int = 0
-    # The outage fallback (``split.outage_ms``): in an outage now, outages acted on and
-    # copies sent again on the master's leg (cumulative), copies kept now and refused.
-    outage: bool = False
-    outages: int = 0
-    resent_packets: int = 0
-    resent_bytes: int = 0
-    copies_bytes: int = 0
-    copies_refused: int = 0
 
 
 class Flow(_Record):
@@ -178,6 +183,7 @@ class Flow(_Record):
 
     policy: str = ""
     master_rate_mbps: float | None = None
+    master_fallback: Fallback = Fallback()  # the master's own leg (its copies sent to a secondary)
     secondaries: list[FlowLeg] = []
 
 

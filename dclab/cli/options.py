@@ -178,8 +178,8 @@ def scenario_options(f: F) -> F:
         click.option("--fallback-ms", type=float, metavar="MS",
                      help="ddds, delay-aware, delay-target: a secondary leg that holds packets and serves none for MS "
                           "(a cell in a deep fade) reports an outage, and PDCP sends its copies of what it sent there "
-                          "again on leg 1, sending the leg nothing new until it serves again (0-1000; 0: off) "
-                          "[default 0]; docs/endc.md."),
+                          "again on leg 1, sending the leg nothing new until it serves again; leg 1 likewise, its "
+                          "copies sent to leg 2 (0-1000; 0: off) [default 0]; docs/endc.md."),
     ]
     for o in reversed(opts):
         f = o(f)

@@ -57,7 +57,8 @@ def window_counters(records: Sequence[Stats], t0_ms: float, duration: float, war
         if b is not None and b.hold is not None:
             out["hold_dropped"] = b.hold.dropped_full + b.hold.discarded_timer
         if b is not None and b.flow is not None:
-            out["resent"] = sum(s.resent_packets for s in b.flow.secondaries)
+            f = b.flow
+            out["resent"] = f.master_fallback.resent_packets + sum(s.resent_packets for s in f.secondaries)
         return out
     return window_deltas(records, t0_ms, duration, warmup, read)[1]
 

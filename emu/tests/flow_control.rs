@@ -472,3 +472,48 @@ fn an_outage_on_the_secondary_is_bridged_by_the_master_resending_its_copies() {
         "copies freed once served"
     );
 }
+
+/// The LTE master's own device blocked (40 dB) from 1.0 s to 1.3 s, otherwise as above.
+/// The master sees its own leg stall at once: with the fallback it sends its copies of what
+/// the LTE cell holds to the NR cell and places nothing new there until the LTE cell
+/// serves again, so the receiver never waits for t-Reordering; without it, it does.
+#[test]
+fn an_outage_on_the_masters_own_leg_is_bridged_by_the_secondary() {
+    let blocked = "\nblockage = { periods = [[1.0, 0.3]], loss_db = 40 }";
+    let scenario = |fallback_ms: u32| {
+        endc_with(
+            "reordering = true\nt_reordering_ms = 200",
+            &format!("policy = \"delay-target\"\nfallback_ms = {fallback_ms}"),
+        )
+        .replace(
+            "queue_bytes = 1000000",
+            &format!("queue_bytes = 1000000{blocked}"),
+        )
+    };
+    let of = |o: &Outcome| {
+        let json = serde_json::to_value(&o.summary).unwrap();
+        let b = &json["bearers"][0];
+        (b["rx"].clone(), b["flow"]["master_fallback"].clone())
+    };
+    let (rx, fb) = of(&run_on(&scenario(0), 250.0));
+    assert!(
+        rx["timer_expiries"].as_u64().unwrap() >= 1,
+        "without the fallback the LTE fade stalls the receiver: {rx}"
+    );
+    assert_eq!(fb["outages"], 0, "{fb}");
+    let on = run_on(&scenario(5), 250.0);
+    let (rx, fb) = of(&on);
+    assert_eq!(rx["timer_expiries"], 0, "{rx}");
+    assert_eq!(fb["outages"], 1, "one fade, one outage: {fb}");
+    // What the LTE cell held when it faded (the split keeps its queue within target).
+    assert!(fb["resent_packets"].as_u64().unwrap() > 0, "{fb}");
+    assert_eq!(fb["outage"], false, "the LTE cell is in use again: {fb}");
+    // What the LTE cell held (its 10 ms target at 66.7 Mbit/s, about 83 kB) crosses the
+    // X2 hop and the NR cell's short queue: the wait ends within tens of ms.
+    let max_ms = rx["wait"]["max_us"].as_f64().unwrap() / 1e3;
+    assert!(max_ms < 60.0, "{max_ms} ms: {rx}");
+    assert_eq!(
+        on.summary.engine.buffers_in_use, 0,
+        "copies freed once served"
+    );
+}

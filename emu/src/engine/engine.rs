@@ -230,10 +230,10 @@ impl Engine {
                 uplink_packets: 0,
             });
         }
-        // Outage fallback: the secondaries note what they serve.
+        // Outage fallback: every leg of the bearer notes what it serves.
         for b in &bearers {
             if b.flow.as_ref().is_some_and(|f| f.keeps_copies()) {
-                for &l in &b.legs[1..] {
+                for &l in &b.legs {
                     legs[l].down.track_served();
                 }
             }
@@ -441,7 +441,7 @@ impl Engine {
             };
             if !taken {
                 self.pool.free(p.id);
-            } else if leg != self.bearers[b].legs[0] {
+            } else {
                 self.keep_copy(b, leg, p);
             }
         }
@@ -451,7 +451,7 @@ impl Engine {
         }
     }
 
-    /// Outage fallback: the master keeps a copy of `p`, sent to the secondary on `leg`.
+    /// Outage fallback: the master keeps a copy of `p`, sent on `leg`.
     fn keep_copy(&mut self, b: usize, leg: usize, p: Pkt) {
         let Some(fc) = self.bearers[b].flow.as_mut().filter(|f| f.keeps_copies()) else {
             return;
@@ -677,9 +677,9 @@ impl Engine {
             return;
         };
         if fc.keeps_copies() {
-            // What the secondaries served since (of any bearer they carry), each with its leg.
+            // What the bearer's legs served since (of any bearer they carry), each with its leg.
             let (mut served, mut tagged) = (Vec::new(), Vec::new());
-            for &l in &bearers[b].legs[1..] {
+            for &l in &bearers[b].legs {
                 let from = served.len();
                 legs[l].down.take_served(&mut served);
                 tagged.extend(std::iter::repeat_n(l, served.len() - from));
@@ -697,8 +697,20 @@ impl Engine {
         for fate in fates {
             match fate {
                 CopyFate::Free(p) => pool.free(p.id),
-                CopyFate::Resend(p) => {
-                    if !legs[master].down.enqueue(t, p) {
+                CopyFate::Resend(p, to) => {
+                    let l = &mut legs[to];
+                    // A secondary is reached over its X2/Xn hop, as the split's PDUs are.
+                    let taken = match l.x2.as_mut() {
+                        Some(x2) if to != master => x2.enqueue(t, p),
+                        _ => {
+                            let empty = l.down.queued_bytes(b) == 0;
+                            if let Some(fc) = bearers[b].flow.as_mut() {
+                                fc.arrived(to, p.count, t, empty);
+                            }
+                            l.down.enqueue(t, p)
+                        }
+                    };
+                    if !taken {
                         pool.free(p.id);
                     }
                 }

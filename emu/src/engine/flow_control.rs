@@ -63,23 +63,65 @@ struct Secondary {
     last: Option<(Nanos, Ddds)>,
     /// `delay-target`: its queue as the master predicts it from the last report.
     predicted: Predicted,
-    /// Outage fallback (`outage_after` set). The secondary's side: its stall, and whether
-    /// its last report said it is in an outage.
-    stall: Stall,
-    outage_reported: bool,
-    /// The master's side: in an outage as of the last report (nothing new is sent), its
-    /// copies of what it sent there, the outages it acted on and the copies sent again.
-    outage: bool,
-    copies: Copies<Pkt>,
-    outages: u64,
-    resent_packets: u64,
-    resent_bytes: u64,
+    /// Outage fallback (`outage_after` set).
+    fb: Fallback,
 }
 
 impl Secondary {
     /// Whether the master may send it new PDUs.
     fn usable(&self) -> bool {
-        self.active && !self.outage
+        self.active && !self.fb.outage
+    }
+}
+
+/// One leg's outage fallback: the stall its node sees, and the master's copies of what it
+/// sent there and what it did about outages.
+#[derive(Debug)]
+struct Fallback {
+    stall: Stall,
+    /// A secondary's last report said it is in an outage (the master's own leg: unused).
+    outage_reported: bool,
+    /// The master holds the leg in an outage: nothing new is sent there.
+    outage: bool,
+    copies: Copies<Pkt>,
+    /// Outages acted on, and the copies sent again on another leg (cumulative).
+    outages: u64,
+    resent_packets: u64,
+    resent_bytes: u64,
+}
+
+impl Fallback {
+    fn new() -> Self {
+        Fallback {
+            stall: Stall::default(),
+            outage_reported: false,
+            outage: false,
+            copies: Copies::new(COPIES_LIMIT_BYTES),
+            outages: 0,
+            resent_packets: 0,
+            resent_bytes: 0,
+        }
+    }
+
+    /// An outage begins: every copy not yet served is to be sent again on leg `to`.
+    fn start(&mut self, to: usize, out: &mut Vec<CopyFate>) {
+        self.outages += 1;
+        self.outage = true;
+        for (_, p) in self.copies.take_all() {
+            self.resent_packets += 1;
+            self.resent_bytes += p.len as u64;
+            out.push(CopyFate::Resend(p, to));
+        }
+    }
+
+    /// A new node serves the leg: no stall, no outage, and the copies go to `free`.
+    fn restart(&mut self, free: &mut impl FnMut(Pkt)) {
+        for (_, p) in self.copies.take_all() {
+            free(p);
+        }
+        self.stall.restart();
+        self.outage = false;
+        self.outage_reported = false;
     }
 }
 
@@ -91,8 +133,9 @@ pub const COPIES_LIMIT_BYTES: u64 = 4_000_000;
 pub enum CopyFate {
     /// No longer needed: its buffer goes back to the pool.
     Free(Pkt),
-    /// To be sent again on the master's leg (the secondary is in an outage).
-    Resend(Pkt),
+    /// To be sent again on this leg: the master's (a secondary is in an outage), or a
+    /// secondary (the master's own leg is).
+    Resend(Pkt, usize),
 }
 
 #[derive(Debug)]
@@ -103,6 +146,8 @@ pub struct FlowControl {
     master_rate: ServiceRate,
     /// What the master leg's queue can hold, as of the last report instant.
     master_limit: Option<u64>,
+    /// The master's own leg's outage fallback: the master sees its stall at once.
+    master_fb: Fallback,
     secondaries: Vec<Secondary>,
     next_report: Nanos,
     /// Reports on their way to the master: (arrival, secondary, made at, report).
@@ -127,6 +172,7 @@ impl FlowControl {
             master: *master,
             master_rate: ServiceRate::new(master.known_bps),
             master_limit: None,
+            master_fb: Fallback::new(),
             secondaries: rest
                 .iter()
                 .map(|&at| Secondary {
@@ -138,13 +184,7 @@ impl FlowControl {
                     credit: DddsCredit::new(spec.min_bytes),
                     last: None,
                     predicted: Predicted::default(),
-                    stall: Stall::default(),
-                    outage_reported: false,
-                    outage: false,
-                    copies: Copies::new(COPIES_LIMIT_BYTES),
-                    outages: 0,
-                    resent_packets: 0,
-                    resent_bytes: 0,
+                    fb: Fallback::new(),
                 })
                 .collect(),
             next_report: spec.period,
@@ -165,15 +205,20 @@ impl FlowControl {
         self.next_stall().map_or(report, |(t, _)| t.min(report))
     }
 
-    /// The earliest instant a secondary not yet reported in an outage would be in one:
-    /// (instant, secondary).
-    fn next_stall(&self) -> Option<(Nanos, usize)> {
+    /// The earliest instant a leg not yet in an outage would be in one: (instant, the
+    /// secondary's index, or `None` for the master's own leg).
+    fn next_stall(&self) -> Option<(Nanos, Option<usize>)> {
         let after = self.spec.outage_after?;
+        let master = (!self.master_fb.outage)
+            .then(|| self.master_fb.stall.outage_at(after))
+            .flatten()
+            .map(|t| (t, None));
         self.secondaries
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.active && !s.outage_reported)
-            .filter_map(|(i, s)| s.stall.outage_at(after).map(|t| (t, i)))
+            .filter(|(_, s)| s.active && !s.fb.outage_reported)
+            .filter_map(|(i, s)| s.fb.stall.outage_at(after).map(|t| (t, Some(i))))
+            .chain(master)
             .min()
     }
 
@@ -200,13 +245,21 @@ impl FlowControl {
                     let (_, i, made, r) = self.in_flight.pop_front().expect("front");
                     self.on_report(i, made, r, copies);
                 }
-                (_, Some((t, i))) if t <= self.next_report => {
+                (_, Some((t, Some(i)))) if t <= self.next_report => {
                     // Holding PDUs it has not served for `outage_after`, if it still holds
                     // some: it says so at once.
                     if service(self.secondaries[i].at.leg, t).queued_bytes > 0 {
                         self.make_report(i, t, &service);
                     } else {
-                        self.secondaries[i].stall.idle();
+                        self.secondaries[i].fb.stall.idle();
+                    }
+                }
+                (_, Some((t, None))) if t <= self.next_report => {
+                    // The master's own leg: what it sent there goes to a secondary.
+                    if service(self.master.leg, t).queued_bytes > 0 {
+                        self.master_outage(t, copies);
+                    } else {
+                        self.master_fb.stall.idle();
                     }
                 }
                 _ if self.next_report <= now => {
@@ -214,6 +267,7 @@ impl FlowControl {
                     let m = service(self.master.leg, t);
                     self.master_rate.update(m.capacity_bytes, m.busy);
                     self.master_limit = m.limit_bytes;
+                    self.master_check(t, m.queued_bytes, copies);
                     for i in 0..self.secondaries.len() {
                         if self.secondaries[i].active {
                             self.make_report(i, t, &service);
@@ -238,17 +292,66 @@ impl FlowControl {
             s.predicted.arrive(at + s.at.hop, len, bps);
         }
         if let Some(h) = r.highest_served {
-            s.copies.served_upto(h, |p| copies.push(CopyFate::Free(p)));
+            s.fb.copies
+                .served_upto(h, |p| copies.push(CopyFate::Free(p)));
         }
-        if r.outage && !s.outage {
-            s.outages += 1;
-            for (_, p) in s.copies.take_all() {
-                s.resent_packets += 1;
-                s.resent_bytes += p.len as u64;
-                copies.push(CopyFate::Resend(p));
-            }
+        if r.outage && !s.fb.outage {
+            s.fb.start(self.master.leg, copies);
         }
-        s.outage = r.outage;
+        s.fb.outage = r.outage;
+    }
+
+    /// The master's own leg has held PDUs and served none for `outage_after` (at `t`):
+    /// its copies go to the first secondary that may take PDUs, and it gets nothing new
+    /// until it serves again. With no such secondary it is only marked.
+    fn master_outage(&mut self, t: Nanos, copies: &mut Vec<CopyFate>) {
+        let Some(to) = self
+            .secondaries
+            .iter()
+            .find(|s| s.usable())
+            .map(|s| s.at.leg)
+        else {
+            self.master_fb.outage = true;
+            return;
+        };
+        if let Some(h) = self.master_fb.stall.highest_served() {
+            self.master_fb
+                .copies
+                .served_upto(h, |p| copies.push(CopyFate::Free(p)));
+        }
+        let from = copies.len();
+        self.master_fb.start(to, copies);
+        // The secondary's credit and predicted queue count what is sent there again.
+        let resent: Vec<(u32, u32)> = copies[from..]
+            .iter()
+            .filter_map(|c| match c {
+                CopyFate::Resend(p, _) => Some((p.count, p.len)),
+                CopyFate::Free(_) => None,
+            })
+            .collect();
+        for (count, len) in resent {
+            self.sent(t, to, count, len);
+        }
+    }
+
+    /// Every period: the master frees its copies of what its own leg served, and ends its
+    /// leg's outage once the leg serves again (or holds nothing).
+    fn master_check(&mut self, t: Nanos, queued_bytes: u64, copies: &mut Vec<CopyFate>) {
+        let fb = &mut self.master_fb;
+        if let Some(h) = fb.stall.highest_served() {
+            fb.copies.served_upto(h, |p| copies.push(CopyFate::Free(p)));
+        }
+        if queued_bytes == 0 {
+            fb.stall.idle();
+        }
+        let stalled = self
+            .spec
+            .outage_after
+            .and_then(|a| fb.stall.outage_at(a))
+            .is_some_and(|o| o <= t);
+        if fb.outage && !stalled {
+            fb.outage = false;
+        }
     }
 
     /// Secondary `i` makes a report at `t`.
@@ -264,14 +367,14 @@ impl FlowControl {
             .limit_bytes
             .map_or(u64::MAX, |l| l.saturating_sub(v.queued_bytes));
         if v.queued_bytes == 0 {
-            s.stall.idle();
+            s.fb.stall.idle();
         }
         let outage = self
             .spec
             .outage_after
-            .and_then(|a| s.stall.outage_at(a))
+            .and_then(|a| s.fb.stall.outage_at(a))
             .is_some_and(|o| o <= t);
-        s.outage_reported = outage;
+        s.fb.outage_reported = outage;
         let report = Ddds {
             desired_buffer_bytes: desired_buffer_bytes(
                 rate,
@@ -284,7 +387,7 @@ impl FlowControl {
             desired_rate: (rate / 8.0) as u64,
             queued_bytes: v.queued_bytes,
             limit_bytes: v.limit_bytes,
-            highest_served: s.stall.highest_served(),
+            highest_served: s.fb.stall.highest_served(),
             outage,
         };
         s.made += 1;
@@ -304,12 +407,7 @@ impl FlowControl {
             return;
         };
         let s = &mut self.secondaries[i];
-        for (_, p) in s.copies.take_all() {
-            free(p);
-        }
-        s.stall.restart();
-        s.outage = false;
-        s.outage_reported = false;
+        s.fb.restart(&mut free);
         s.active = active;
         s.credit = DddsCredit::new(if active { self.spec.min_bytes } else { 0 });
         s.last = None;
@@ -322,42 +420,38 @@ impl FlowControl {
     /// The secondary on `leg` received the PDU `count` from the master at `now`, its queue
     /// for the bearer then empty or not.
     pub fn arrived(&mut self, leg: usize, count: u32, now: Nanos, queue_was_empty: bool) {
-        if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
+        if leg == self.master.leg {
+            self.master_fb.stall.arrived(now, queue_was_empty);
+        } else if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
             s.highest_arrived = Some(s.highest_arrived.map_or(count, |h| h.max(count)));
-            s.stall.arrived(now, queue_was_empty);
+            s.fb.stall.arrived(now, queue_was_empty);
         }
     }
 
-    /// The secondary on `leg` served the PDU `count` at `at` (outage fallback).
+    /// The leg `leg` (the master's or a secondary) served the PDU `count` at `at` (outage
+    /// fallback).
     pub fn served(&mut self, leg: usize, count: u32, at: Nanos) {
-        if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
-            s.stall.served(count, at);
+        if leg == self.master.leg {
+            self.master_fb.stall.served(count, at);
+        } else if let Some(s) = self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
+            s.fb.stall.served(count, at);
         }
     }
 
-    /// Whether `leg` is one of the bearer's secondaries.
-    pub fn is_secondary(&self, leg: usize) -> bool {
-        self.secondaries.iter().any(|s| s.at.leg == leg)
-    }
-
-    /// Keeps `p`, the copy of PDU `count` sent to the secondary on `leg`; given back when
-    /// it is not kept (no fallback, not a secondary, or the copies are at their limit).
+    /// Keeps `p`, the copy of PDU `count` sent on `leg` (the master's or a secondary);
+    /// given back when it is not kept (no fallback, not the bearer's leg, or the copies
+    /// are at their limit).
     pub fn keep_copy(&mut self, leg: usize, count: u32, p: Pkt) -> Result<(), Pkt> {
         if !self.keeps_copies() {
             return Err(p);
         }
+        if leg == self.master.leg {
+            return self.master_fb.copies.keep(count, p.len, p);
+        }
         match self.secondaries.iter_mut().find(|s| s.at.leg == leg) {
-            Some(s) => s.copies.keep(count, p.len, p),
+            Some(s) => s.fb.copies.keep(count, p.len, p),
             None => Err(p),
         }
-    }
-
-    /// Every copy still kept (at the end of a run, to free their buffers).
-    pub fn drain_copies(&mut self) -> Vec<Pkt> {
-        self.secondaries
-            .iter_mut()
-            .flat_map(|s| s.copies.take_all().map(|(_, p)| p).collect::<Vec<_>>())
-            .collect()
     }
 
     /// The leg for PDU `count` of `len` bytes at `now`, the master's leg holding
@@ -444,14 +538,18 @@ impl FlowControl {
         let Policy::DelayTarget(target) = self.policy else {
             return Some(self.master.leg);
         };
-        let mut legs = vec![self.master.leg];
-        let mut views = vec![TargetView {
-            ahead_bytes: master_queued,
-            rate_bps: self.master_rate.bps(),
-            hop: 0,
-            delay: self.master.delay,
-            limit_bytes: self.master_limit,
-        }];
+        let (mut legs, mut views) = (Vec::new(), Vec::new());
+        // The master's own leg in an outage takes nothing new.
+        if !self.master_fb.outage {
+            legs.push(self.master.leg);
+            views.push(TargetView {
+                ahead_bytes: master_queued,
+                rate_bps: self.master_rate.bps(),
+                hop: 0,
+                delay: self.master.delay,
+                limit_bytes: self.master_limit,
+            });
+        }
         for s in self.secondaries.iter().filter(|s| s.usable()) {
             legs.push(s.at.leg);
             views.push(Self::target_view(s, now));
@@ -516,6 +614,7 @@ impl FlowControl {
                 Policy::DelayTarget(_) => "delay-target",
             },
             master_rate_mbps: mbps(self.master_rate.bps()),
+            master_fallback: self.master_fb.record(),
             secondaries: self
                 .secondaries
                 .iter()
@@ -530,12 +629,7 @@ impl FlowControl {
                         reported_rate_mbps: last.map(|r| r.desired_rate as f64 * 8.0 / 1e6),
                         credit_bytes: s.credit.credit(),
                         unseen_bytes: s.credit.unseen_bytes(),
-                        outage: s.outage,
-                        outages: s.outages,
-                        resent_packets: s.resent_packets,
-                        resent_bytes: s.resent_bytes,
-                        copies_bytes: s.copies.bytes(),
-                        copies_refused: s.copies.refused(),
+                        fallback: s.fb.record(),
                     }
                 })
                 .collect(),
@@ -550,6 +644,8 @@ pub struct FlowRecord {
     pub policy: &'static str,
     /// The master leg's service rate estimate (none before it was busy for 1 ms).
     pub master_rate_mbps: Option<f64>,
+    /// The master's own leg's outage fallback (its copies sent again on a secondary).
+    pub master_fallback: FallbackRecord,
     pub secondaries: Vec<FlowLegRecord>,
 }
 
@@ -565,16 +661,37 @@ pub struct FlowLegRecord {
     pub credit_bytes: u64,
     /// Bytes sent that no report had seen yet.
     pub unseen_bytes: u64,
-    /// Outage fallback (`pdcp/outage.rs`): whether the master holds the leg in an outage
-    /// now; the outages it acted on and the copies it sent again on its own leg
-    /// (cumulative); the bytes of copies it keeps now, and the copies it could not keep
-    /// (cumulative).
+    /// The outage fallback's counters for the leg (its copies sent again on the master's).
+    #[serde(flatten)]
+    pub fallback: FallbackRecord,
+}
+
+/// A leg's outage fallback in a record (`pdcp/outage.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FallbackRecord {
+    /// Whether the master holds the leg in an outage now.
     pub outage: bool,
+    /// Cumulative: the outages acted on, and the copies sent again on another leg.
     pub outages: u64,
     pub resent_packets: u64,
     pub resent_bytes: u64,
+    /// The bytes of copies the master keeps now, and the copies it could not keep
+    /// (cumulative).
     pub copies_bytes: u64,
     pub copies_refused: u64,
+}
+
+impl Fallback {
+    fn record(&self) -> FallbackRecord {
+        FallbackRecord {
+            outage: self.outage,
+            outages: self.outages,
+            resent_packets: self.resent_packets,
+            resent_bytes: self.resent_bytes,
+            copies_bytes: self.copies.bytes(),
+            copies_refused: self.copies.refused(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -759,8 +876,9 @@ mod tests {
             assert_eq!(fc.keep_copy(1, c, Pkt::new(c, 1500, 0)), Ok(()));
         }
         assert_eq!(
-            fc.keep_copy(0, 9, Pkt::new(9, 1500, 0)).map_err(|p| p.id),
-            Err(9)
+            fc.keep_copy(7, 9, Pkt::new(9, 1500, 0)).map_err(|p| p.id),
+            Err(9),
+            "not a leg of the bearer"
         );
         for c in 0..4 {
             fc.arrived(1, c, 2 * MS, c == 0);
@@ -787,14 +905,16 @@ mod tests {
             fates,
             [
                 CopyFate::Free(Pkt::new(0, 1500, 0)),
-                CopyFate::Resend(Pkt::new(1, 1500, 0)),
-                CopyFate::Resend(Pkt::new(2, 1500, 0)),
-                CopyFate::Resend(Pkt::new(3, 1500, 0)),
+                CopyFate::Resend(Pkt::new(1, 1500, 0), 0),
+                CopyFate::Resend(Pkt::new(2, 1500, 0), 0),
+                CopyFate::Resend(Pkt::new(3, 1500, 0), 0),
             ]
         );
-        let r = fc.record(|l| format!("leg{l}")).secondaries[0].clone();
+        let f = fc.record(|l| format!("leg{l}")).secondaries[0]
+            .fallback
+            .clone();
         assert_eq!(
-            (r.outage, r.outages, r.resent_packets, r.resent_bytes),
+            (f.outage, f.outages, f.resent_packets, f.resent_bytes),
             (true, 1, 3, 4500)
         );
         assert_eq!(fc.steer(12 * MS, 4, 1500, 0), 0, "nothing new for it");
@@ -815,13 +935,75 @@ mod tests {
         fc.poll(25 * MS, drained, &mut fates);
         assert!(fates.is_empty(), "the copies were sent again already");
         let r = fc.record(|l| format!("leg{l}")).secondaries[0].clone();
-        assert_eq!((r.outage, r.outages), (false, 1));
+        assert_eq!((r.fallback.outage, r.fallback.outages), (false, 1));
         assert_eq!(fc.steer(25 * MS, 5, 1500, 0), 1);
         // A stall that ends by itself (the queue found empty) is no outage.
         fc.arrived(1, 5, 30 * MS, true);
         assert_eq!(fc.next_deadline(), 30 * MS, "the period comes first");
         fc.poll(36 * MS, drained, &mut fates);
         assert_eq!(fc.next_deadline(), 40 * MS);
-        assert!(!fc.record(|l| format!("leg{l}")).secondaries[0].outage);
+        assert!(
+            !fc.record(|l| format!("leg{l}")).secondaries[0]
+                .fallback
+                .outage
+        );
+    }
+
+    /// The master's own leg stalls (delay-target, outage fallback at 5 ms): the master sees
+    /// it at once, sends its copies of what the leg has not served to the secondary (over
+    /// its hop, counted in its predicted queue), and places nothing new on its own leg
+    /// until the leg serves again.
+    #[test]
+    fn the_masters_own_leg_in_an_outage_sends_its_copies_to_a_secondary() {
+        use crate::config::HoldSpec;
+        let spec = FlowSpec {
+            outage_after: Some(5 * MS),
+            ..spec()
+        };
+        let hold = HoldSpec {
+            limit_bytes: 1_000_000,
+            discard_after: 100 * MS,
+        };
+        let mut fc = FlowControl::new(SplitPolicy::DelayTarget(spec, hold), &legs(5 * MS)).unwrap();
+        let mut fates = Vec::new();
+        for c in 0..3 {
+            fc.sent(0, 0, c, 1500);
+            fc.arrived(0, c, 0, c == 0);
+            fc.keep_copy(0, c, Pkt::new(c, 1500, 0)).unwrap();
+        }
+        fc.served(0, 0, MS);
+        assert_eq!(fc.next_deadline(), 6 * MS, "served at 1 ms, stalled since");
+        let holding = |leg: usize, _: Nanos| Service {
+            queued_bytes: if leg == 0 { 3000 } else { 0 },
+            capacity_bytes: 0,
+            busy: 0,
+            limit_bytes: None,
+        };
+        fc.poll(6 * MS, holding, &mut fates);
+        // COUNT 0 was served: freed; 1 and 2 go to the secondary (leg 1).
+        assert_eq!(
+            fates,
+            [
+                CopyFate::Free(Pkt::new(0, 1500, 0)),
+                CopyFate::Resend(Pkt::new(1, 1500, 0), 1),
+                CopyFate::Resend(Pkt::new(2, 1500, 0), 1),
+            ]
+        );
+        let r = fc.record(|l| format!("leg{l}"));
+        let m = &r.master_fallback;
+        assert_eq!((m.outage, m.outages, m.resent_packets), (true, 1, 2));
+        assert_eq!(
+            r.secondaries[0].unseen_bytes, 3000,
+            "the secondary's credit counts them"
+        );
+        // Nothing new on the master's leg: the secondary (no rate yet: min_bytes, 15 kB,
+        // of which 3 kB are taken) or the hold.
+        assert_eq!(fc.place(6 * MS, 1500, 3000), Some(1));
+        // It serves again at 8 ms; the 10 ms period ends the outage and frees the copies.
+        fc.served(0, 1, 8 * MS);
+        fates.clear();
+        fc.poll(10 * MS, holding, &mut fates);
+        assert!(!fc.record(|l| format!("leg{l}")).master_fallback.outage);
+        assert_eq!(fc.place(10 * MS, 1500, 0), Some(0));
     }
 }
