@@ -388,6 +388,17 @@ fn the_hold_drops_by_size_and_by_age() {
     );
 }
 
+/// The cells above under `delay-target` with reordering on (t-Reordering 200 ms), the
+/// device whose line `device` (its queue's) names blocked by 40 dB from 1.0 s to 1.3 s.
+fn blocked_endc(device: &str, fallback_ms: u32) -> String {
+    let blocked = "\nblockage = { periods = [[1.0, 0.3]], loss_db = 40 }";
+    endc_with(
+        "reordering = true\nt_reordering_ms = 200",
+        &format!("policy = \"delay-target\"\nfallback_ms = {fallback_ms}"),
+    )
+    .replace(device, &format!("{device}{blocked}"))
+}
+
 /// The NR cell's device blocked (40 dB: CQI 0, no block at all) from 1.0 s to 1.3 s, the
 /// split `delay-target` at 250 Mbit/s offered (below the two cells' 337) with reordering
 /// on. Without the outage fallback, what the NR cell held when the fade began is stranded
@@ -399,17 +410,7 @@ fn the_hold_drops_by_size_and_by_age() {
 /// reports that it serves again, and the split uses it again.
 #[test]
 fn an_outage_on_the_secondary_is_bridged_by_the_master_resending_its_copies() {
-    let blocked = "\nblockage = { periods = [[1.0, 0.3]], loss_db = 40 }";
-    let scenario = |outage_ms: u32| {
-        endc_with(
-            "reordering = true\nt_reordering_ms = 200",
-            &format!("policy = \"delay-target\"\nfallback_ms = {outage_ms}"),
-        )
-        .replace(
-            "queue_bytes = 3000000",
-            &format!("queue_bytes = 3000000{blocked}"),
-        )
-    };
+    let scenario = |fallback_ms: u32| blocked_endc("queue_bytes = 3000000", fallback_ms);
     let rx_of = |o: &Outcome| {
         let json = serde_json::to_value(&o.summary).unwrap();
         (
@@ -479,17 +480,7 @@ fn an_outage_on_the_secondary_is_bridged_by_the_master_resending_its_copies() {
 /// serves again, so the receiver never waits for t-Reordering; without it, it does.
 #[test]
 fn an_outage_on_the_masters_own_leg_is_bridged_by_the_secondary() {
-    let blocked = "\nblockage = { periods = [[1.0, 0.3]], loss_db = 40 }";
-    let scenario = |fallback_ms: u32| {
-        endc_with(
-            "reordering = true\nt_reordering_ms = 200",
-            &format!("policy = \"delay-target\"\nfallback_ms = {fallback_ms}"),
-        )
-        .replace(
-            "queue_bytes = 1000000",
-            &format!("queue_bytes = 1000000{blocked}"),
-        )
-    };
+    let scenario = |fallback_ms: u32| blocked_endc("queue_bytes = 1000000", fallback_ms);
     let of = |o: &Outcome| {
         let json = serde_json::to_value(&o.summary).unwrap();
         let b = &json["bearers"][0];
