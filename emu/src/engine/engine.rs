@@ -432,9 +432,8 @@ impl Engine {
             let taken = match l.x2.as_mut() {
                 Some(x2) if via_x2 => x2.enqueue(now, p),
                 _ => {
-                    let empty = l.down.queued_bytes(b) == 0;
                     if let Some(fc) = self.bearers[b].flow.as_mut() {
-                        fc.arrived(leg, count, now, empty);
+                        fc.arrived(leg, count, now, l.down.queued_bytes(b) == 0);
                     }
                     l.down.enqueue(now, p)
                 }
@@ -801,8 +800,8 @@ impl Engine {
             let bearer = &mut self.bearers[p.bearer as usize];
             let to = match target {
                 Target::Leg => {
-                    let empty = self.legs[l].down.queued_bytes(p.bearer as usize) == 0;
                     if let Some(fc) = bearer.flow.as_mut() {
+                        let empty = self.legs[l].down.queued_bytes(p.bearer as usize) == 0;
                         fc.arrived(l, p.count, at, empty);
                     }
                     l
@@ -843,9 +842,8 @@ impl Engine {
                     }
                     return;
                 }
-                let empty = down.queued_bytes(pkt.bearer as usize) == 0;
                 if let Some(fc) = bearers[pkt.bearer as usize].flow.as_mut() {
-                    fc.arrived(l, pkt.count, at, empty);
+                    fc.arrived(l, pkt.count, at, down.queued_bytes(pkt.bearer as usize) == 0);
                 }
                 if !down.enqueue(at, pkt) {
                     pool.free(pkt.id);
