@@ -395,10 +395,6 @@ class BbrCongestionControl(QuicCongestionControl):
             return self.initial_cwnd
         return int(gain * self.btlbw * self.rtprop) + 3 * self.send_quantum
 
-    @property
-    def bdp(self) -> float:
-        return 0.0 if math.isinf(self.rtprop) else self.btlbw * self.rtprop
-
     # -- states --------------------------------------------------------------------------
 
     def _enter_startup(self) -> None:

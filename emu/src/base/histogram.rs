@@ -87,15 +87,6 @@ impl Histogram {
         self.max
     }
 
-    pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += b;
-        }
-        self.count += other.count;
-        self.sum += other.sum;
-        self.max = self.max.max(other.max);
-    }
-
     /// Summary in microseconds, for a histogram of nanosecond values.
     pub fn summary_us(&self) -> HistSummary {
         let us = |ns: u64| ns as f64 / 1000.0;

@@ -13,16 +13,13 @@ use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
 use super::flow_control::{CopyFate, FlowControl, FlowLeg};
 use super::processing::FixedDelay;
-use super::record::{
-    BearerRecord, CellRecord, DirRecord, EngineCounters, HoldRecord, LegRecord, Record, RxRecord,
-    STATS_VERSION,
-};
+use super::record::{EngineCounters, Record};
 use super::secondary::{Divert, SecondaryNode, Target};
+use super::state::{BearerState, LegState};
 use crate::base::packet::{Pkt, PktId};
 use crate::base::pool::PacketPool;
 use crate::base::time::from_ms;
-use crate::base::time::{Nanos, NS_PER_MS};
-use crate::base::Histogram;
+use crate::base::time::Nanos;
 use crate::config::{BearerMode, ChangeKind, Scenario, SnEvent, SplitPolicy};
 use crate::link::{LinkDirection, LinkSpec, RateSpec};
 use crate::pdcp::hold::SduHold;
@@ -46,45 +43,6 @@ pub struct LegExit {
     pub leg: usize,
     pub at: Nanos,
     pub bytes: Vec<u8>,
-}
-
-struct LegState {
-    name: String,
-    down: Downlink,
-    up: Option<LinkDirection>,
-    /// The X2/Xn hop split and duplicated PDUs cross before `down`, and its mean delay.
-    x2: Option<LinkDirection>,
-    x2_hop: Nanos,
-    /// The secondary node on this leg, once an event happened to it.
-    sn: Option<SecondaryNode>,
-    prev_x2_bytes: u64,
-    prev_down_bytes: u64,
-    prev_up_bytes: u64,
-    /// Cell legs: per device, bytes out of the cell at the last record; its bearer's name.
-    prev_device_bytes: Vec<u64>,
-    device_bearers: Vec<String>,
-}
-
-struct BearerState {
-    name: String,
-    mode: BearerMode,
-    legs: Vec<usize>,
-    tx: PdcpTx,
-    /// A flow-controlled split's reports and policy (None: static).
-    flow: Option<FlowControl>,
-    /// `delay-target`: SDUs waiting unnumbered until a leg has room, and when room is next
-    /// predicted on a secondary (`FlowControl::next_room`).
-    hold: Option<SduHold<Pkt>>,
-    hold_wake: Option<Nanos>,
-    /// None: reordering off, PDUs bypass the receiver.
-    rx: Option<PdcpRx<Pkt>>,
-    sn_mask: u32,
-    uplink_leg: Option<usize>,
-    delivered_bytes: u64,
-    delivered_packets: u64,
-    prev_delivered_bytes: u64,
-    uplink_bytes: u64,
-    uplink_packets: u64,
 }
 
 /// Components that have deadlines, in tie-break order: at the same instant a reordering
@@ -843,7 +801,12 @@ impl Engine {
                     return;
                 }
                 if let Some(fc) = bearers[pkt.bearer as usize].flow.as_mut() {
-                    fc.arrived(l, pkt.count, at, down.queued_bytes(pkt.bearer as usize) == 0);
+                    fc.arrived(
+                        l,
+                        pkt.count,
+                        at,
+                        down.queued_bytes(pkt.bearer as usize) == 0,
+                    );
                 }
                 if !down.enqueue(at, pkt) {
                     pool.free(pkt.id);
@@ -1023,106 +986,13 @@ impl Engine {
 
     fn record(&mut self, kind: &'static str, t: Nanos) -> Record {
         let dt = t.saturating_sub(self.last_stats);
-        let mbps = |bytes: u64| {
-            if dt == 0 {
-                0.0
-            } else {
-                bytes as f64 * 8.0 / dt as f64 * 1e3
-            }
-        };
-        let legs = self
-            .legs
-            .iter_mut()
-            .map(|l| {
-                let down_bytes = l.down.counters().bytes_out;
-                let downlink =
-                    DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes));
-                l.prev_down_bytes = down_bytes;
-                let uplink = l.up.as_ref().map(|u| {
-                    let b = u.counters().bytes_out;
-                    let r = DirRecord::of_link(u, mbps(b - l.prev_up_bytes));
-                    l.prev_up_bytes = b;
-                    r
-                });
-                let x2 = l.x2.as_ref().map(|x| {
-                    let b = x.counters().bytes_out;
-                    let r = DirRecord::of_link(x, mbps(b - l.prev_x2_bytes));
-                    l.prev_x2_bytes = b;
-                    r
-                });
-                let cell = match &l.down {
-                    Downlink::Link(_) => None,
-                    Downlink::Cell(c) => Some(CellRecord::of(
-                        c,
-                        &l.device_bearers,
-                        &mut l.prev_device_bytes,
-                        mbps,
-                    )),
-                };
-                LegRecord {
-                    name: l.name.clone(),
-                    downlink,
-                    uplink,
-                    cell,
-                    x2,
-                    secondary: l.sn.as_ref().map(|s| s.record()),
-                }
-            })
-            .collect();
-        let leg_names: Vec<String> = self.legs.iter().map(|l| l.name.clone()).collect();
-        let bearers = self
-            .bearers
-            .iter_mut()
-            .map(|b| {
-                let r = BearerRecord {
-                    name: b.name.clone(),
-                    mode: format!("{:?}", b.mode).to_lowercase(),
-                    tx_pdus: b
-                        .legs
-                        .iter()
-                        .map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l]))
-                        .collect(),
-                    rx: b.rx.as_ref().map(|rx| RxRecord::of(rx, kind == "summary")),
-                    reorder_buffer: b.rx.as_ref().map_or(0, |rx| rx.occupancy()),
-                    delivered_bytes: b.delivered_bytes,
-                    delivered_packets: b.delivered_packets,
-                    delivered_mbps: mbps(b.delivered_bytes - b.prev_delivered_bytes),
-                    uplink_bytes: b.uplink_bytes,
-                    uplink_packets: b.uplink_packets,
-                    flow: b.flow.as_ref().map(|f| f.record(|l| leg_names[l].clone())),
-                    hold: b
-                        .hold
-                        .as_ref()
-                        .map(|h| HoldRecord::of(h, kind == "summary")),
-                };
-                b.prev_delivered_bytes = b.delivered_bytes;
-                r
-            })
-            .collect();
         let mut engine = self.counters.clone();
         engine.buffers_in_use = self.pool.in_use() as u64;
-        Record {
-            kind,
-            version: STATS_VERSION,
-            t_ms: t as f64 / NS_PER_MS as f64,
-            dt_ms: dt as f64 / NS_PER_MS as f64,
-            legs,
-            bearers,
-            engine,
-            runtime: None,
-        }
+        Record::of(kind, t, dt, &mut self.legs, &mut self.bearers, engine)
     }
 
     pub fn counters(&self) -> &EngineCounters {
         &self.counters
-    }
-
-    /// Wait-time histogram of one bearer's receiver (None in bypass).
-    pub fn rx_wait(&self, bearer: usize) -> Option<&Histogram> {
-        self.bearers[bearer]
-            .rx
-            .as_ref()
-            .map(|rx| &rx.counters().wait)
     }
 }
 
@@ -1180,3 +1050,6 @@ fn on_rx_event(
         RxEvent::Discard { item, .. } => pool.free(item.id),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,6 +11,7 @@ pub mod flow_control;
 pub mod processing;
 pub mod record;
 pub mod secondary;
+mod state;
 
 pub use cell_leg::{CellDirection, Downlink};
 pub use classifier::{five_tuple, Classifier, Dir, FiveTuple};

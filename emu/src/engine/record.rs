@@ -9,6 +9,8 @@ use serde::Serialize;
 use super::cell_leg::{CellDirection, Downlink};
 use super::flow_control::FlowRecord;
 use super::secondary::SnRecord;
+use super::state::{BearerState, LegState};
+use crate::base::time::{Nanos, NS_PER_MS};
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
 use crate::link::{LinkCounters, LinkDirection};
@@ -223,6 +225,109 @@ pub struct RuntimeRecord {
 
 // How the records are made from the engine's parts (the engine keeps the counters of the
 // previous interval, from which the rates are computed).
+
+impl Record {
+    /// The record of the `dt` ns ending at `t`: each leg's and bearer's state, read and
+    /// their interval counters moved on.
+    pub(super) fn of(
+        kind: &'static str,
+        t: Nanos,
+        dt: Nanos,
+        legs: &mut [LegState],
+        bearers: &mut [BearerState],
+        engine: EngineCounters,
+    ) -> Record {
+        let mbps = |bytes: u64| {
+            if dt == 0 {
+                0.0
+            } else {
+                bytes as f64 * 8.0 / dt as f64 * 1e3
+            }
+        };
+        let leg_names: Vec<String> = legs.iter().map(|l| l.name.clone()).collect();
+        let summary = kind == "summary";
+        Record {
+            kind,
+            version: STATS_VERSION,
+            t_ms: t as f64 / NS_PER_MS as f64,
+            dt_ms: dt as f64 / NS_PER_MS as f64,
+            legs: legs.iter_mut().map(|l| LegRecord::of(l, mbps)).collect(),
+            bearers: bearers
+                .iter_mut()
+                .map(|b| BearerRecord::of(b, &leg_names, summary, mbps))
+                .collect(),
+            engine,
+            runtime: None,
+        }
+    }
+}
+
+impl LegRecord {
+    fn of(l: &mut LegState, mbps: impl Fn(u64) -> f64) -> LegRecord {
+        let down_bytes = l.down.counters().bytes_out;
+        let downlink = DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes));
+        l.prev_down_bytes = down_bytes;
+        let uplink = l.up.as_ref().map(|u| {
+            let b = u.counters().bytes_out;
+            let r = DirRecord::of_link(u, mbps(b - l.prev_up_bytes));
+            l.prev_up_bytes = b;
+            r
+        });
+        let x2 = l.x2.as_ref().map(|x| {
+            let b = x.counters().bytes_out;
+            let r = DirRecord::of_link(x, mbps(b - l.prev_x2_bytes));
+            l.prev_x2_bytes = b;
+            r
+        });
+        let cell = match &l.down {
+            Downlink::Link(_) => None,
+            Downlink::Cell(c) => Some(CellRecord::of(
+                c,
+                &l.device_bearers,
+                &mut l.prev_device_bytes,
+                &mbps,
+            )),
+        };
+        LegRecord {
+            name: l.name.clone(),
+            downlink,
+            uplink,
+            cell,
+            x2,
+            secondary: l.sn.as_ref().map(|s| s.record()),
+        }
+    }
+}
+
+impl BearerRecord {
+    fn of(
+        b: &mut BearerState,
+        leg_names: &[String],
+        summary: bool,
+        mbps: impl Fn(u64) -> f64,
+    ) -> BearerRecord {
+        let r = BearerRecord {
+            name: b.name.clone(),
+            mode: format!("{:?}", b.mode).to_lowercase(),
+            tx_pdus: b
+                .legs
+                .iter()
+                .map(|&l| (leg_names[l].clone(), b.tx.counters().per_leg[l]))
+                .collect(),
+            rx: b.rx.as_ref().map(|rx| RxRecord::of(rx, summary)),
+            reorder_buffer: b.rx.as_ref().map_or(0, |rx| rx.occupancy()),
+            delivered_bytes: b.delivered_bytes,
+            delivered_packets: b.delivered_packets,
+            delivered_mbps: mbps(b.delivered_bytes - b.prev_delivered_bytes),
+            uplink_bytes: b.uplink_bytes,
+            uplink_packets: b.uplink_packets,
+            flow: b.flow.as_ref().map(|f| f.record(|l| leg_names[l].clone())),
+            hold: b.hold.as_ref().map(|h| HoldRecord::of(h, summary)),
+        };
+        b.prev_delivered_bytes = b.delivered_bytes;
+        r
+    }
+}
 
 impl DirRecord {
     /// A leg's downlink (a link or a cell), `out_mbps` over the interval.
