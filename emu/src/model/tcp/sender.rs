@@ -522,6 +522,9 @@ impl TcpSender {
         self.state = CaState::Open;
     }
 
+    /// One ACK, in the kernel's order (`tcp_ack`): D-SACK, the cumulative ACK, new SACK
+    /// blocks, the RTT sample, a tail loss probe's fate, loss detection and recovery, then
+    /// the congestion controller.
     fn on_ack(&mut self, now: Nanos, ack: u64, window: u32, tsecr: u32, sack: &[(u64, u64)]) {
         let tsecr_ns = (tsecr != 0).then(|| {
             let ago = ts_of(now).wrapping_sub(tsecr) as Nanos * NS_PER_US;
@@ -531,35 +534,68 @@ impl TcpSender {
         let prior_una = self.snd_una;
         let ack = ack.clamp(self.snd_una, self.snd_nxt());
         self.snd_wnd_right = ack + window as u64;
-        let prior_highest_sack = self.highest_sack_end;
         self.acked_scratch.clear();
         self.rack.advanced = false;
 
-        // RFC 2883 / `tcp_check_dsack`: a first block below the ACK or inside the second.
-        let mut blocks = sack;
-        let mut dsack_tlp = false;
-        if let Some(&(s, e)) = sack.first() {
-            let inside_second = sack.get(1).is_some_and(|&(s2, e2)| s >= s2 && e <= e2);
-            if s < ack || inside_second {
-                blocks = &sack[1..];
-                let probe_seq = self.seg_start(self.tlp_idx);
-                dsack_tlp = self.tlp_high_seq.is_some()
-                    && self.tlp_retrans
-                    && s <= probe_seq
-                    && probe_seq < e;
-                if !dsack_tlp && self.lost > 0 {
-                    self.rack.on_dsack();
-                }
+        let (blocks, dsack_tlp) = self.split_dsack(ack, sack);
+        let mut step = AckStep {
+            now,
+            tsecr_ns,
+            prior_highest_sack: self.highest_sack_end,
+            min_rtt: self.min_rtt,
+            newly: 0,
+            seq_rtt: None,
+            sack_rtt: None,
+            ca_sent: None,
+        };
+        self.ack_cumulative(&mut step, ack);
+        self.snd_una = ack;
+        let una_advanced = self.snd_una > prior_una;
+        self.ack_sacked(&mut step, blocks);
+        let newly = step.newly;
+        if newly > 0 {
+            self.delivered_time = now;
+            if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
+                self.app_limited_until = 0;
             }
         }
+        self.update_rtt(&step, una_advanced);
+        self.rack.update_reo_wnd(prior_delivered, self.delivered);
+        self.process_tlp_ack(now, ack, dsack_tlp, una_advanced, newly);
+        let newly_lost = self.fastretrans_alert(now);
+        self.cong_control(now, newly, newly_lost, una_advanced);
 
-        let mut newly = 0u64;
-        let mut seq_rtt: Option<Nanos> = None;
-        let mut sack_rtt: Option<Nanos> = None;
-        let mut ca_sent: Option<Nanos> = None;
-        let min_rtt = self.min_rtt;
+        if una_advanced {
+            self.set_xmit_timer(now);
+        }
+        if self.done() {
+            self.timer = None;
+            self.done_at.get_or_insert(now);
+        }
+    }
 
-        // Cumulatively ACKed segments.
+    /// RFC 2883 / `tcp_check_dsack`: a first block below the ACK or inside the second is a
+    /// D-SACK. Returns the blocks that SACK new data, and whether the D-SACK covers the
+    /// tail loss probe's retransmission (the probe was not needed).
+    fn split_dsack<'a>(&mut self, ack: u64, sack: &'a [(u64, u64)]) -> (&'a [(u64, u64)], bool) {
+        let Some(&(s, e)) = sack.first() else {
+            return (sack, false);
+        };
+        let inside_second = sack.get(1).is_some_and(|&(s2, e2)| s >= s2 && e <= e2);
+        if !(s < ack || inside_second) {
+            return (sack, false);
+        }
+        let probe_seq = self.seg_start(self.tlp_idx);
+        let dsack_tlp =
+            self.tlp_high_seq.is_some() && self.tlp_retrans && s <= probe_seq && probe_seq < e;
+        if !dsack_tlp && self.lost > 0 {
+            self.rack.on_dsack();
+        }
+        (&sack[1..], dsack_tlp)
+    }
+
+    /// The segments the cumulative ACK covers leave the scoreboard.
+    fn ack_cumulative(&mut self, st: &mut AckStep, ack: u64) {
         while self.base < self.next_new && self.seg_end(self.base) <= ack {
             let idx = self.base;
             let seg = self.segs.pop_front().expect("scoreboard covers base");
@@ -573,23 +609,29 @@ impl TcpSender {
                 self.sacked_out -= 1;
                 continue;
             }
-            newly += 1;
+            st.newly += 1;
             if !seg.retrans {
-                seq_rtt.get_or_insert(now - seg.sent_at);
-                ca_sent = Some(ca_sent.unwrap_or(0).max(seg.sent_at));
-                if self.seg_end(idx) <= prior_highest_sack {
+                st.seq_rtt.get_or_insert(st.now - seg.sent_at);
+                st.ca_sent = Some(st.ca_sent.unwrap_or(0).max(seg.sent_at));
+                if self.seg_end(idx) <= st.prior_highest_sack {
                     self.rack.reord_seen = true;
                 }
             }
             let end = self.seg_end(idx);
-            self.rack
-                .advance(now, seg.sent_at, end, seg.retrans, min_rtt, tsecr_ns);
+            self.rack.advance(
+                st.now,
+                seg.sent_at,
+                end,
+                seg.retrans,
+                st.min_rtt,
+                st.tsecr_ns,
+            );
             self.delivered_one(&seg);
         }
-        self.snd_una = ack;
-        let una_advanced = self.snd_una > prior_una;
+    }
 
-        // Newly SACKed segments.
+    /// Segments newly covered by a SACK block are marked and counted delivered.
+    fn ack_sacked(&mut self, st: &mut AckStep, blocks: &[(u64, u64)]) {
         for &(s, e) in blocks {
             let mut idx = s.div_ceil(self.mss).max(self.base);
             while idx < self.next_new && self.seg_end(idx) <= e {
@@ -608,35 +650,39 @@ impl TcpSender {
                     }
                     self.tsorted.remove(&(seg.sent_at, idx));
                     self.retx.remove(&idx);
-                    newly += 1;
+                    st.newly += 1;
                     if !seg.retrans {
-                        let r = now - seg.sent_at;
-                        sack_rtt = Some(sack_rtt.unwrap_or(0).max(r));
-                        ca_sent = Some(ca_sent.unwrap_or(0).max(seg.sent_at));
-                        if end <= prior_highest_sack {
+                        let r = st.now - seg.sent_at;
+                        st.sack_rtt = Some(st.sack_rtt.unwrap_or(0).max(r));
+                        st.ca_sent = Some(st.ca_sent.unwrap_or(0).max(seg.sent_at));
+                        if end <= st.prior_highest_sack {
                             self.rack.reord_seen = true;
                         }
                     }
                     self.highest_sack_end = self.highest_sack_end.max(end);
-                    self.rack
-                        .advance(now, seg.sent_at, end, seg.retrans, min_rtt, tsecr_ns);
+                    self.rack.advance(
+                        st.now,
+                        seg.sent_at,
+                        end,
+                        seg.retrans,
+                        st.min_rtt,
+                        st.tsecr_ns,
+                    );
                     self.delivered_one(&seg);
                 }
                 idx += 1;
             }
         }
-        if newly > 0 {
-            self.delivered_time = now;
-            if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
-                self.app_limited_until = 0;
-            }
-        }
+    }
 
-        // RTT (`tcp_ack_update_rtt`).
-        let mut ca_rtt = ca_sent.map(|t| now - t);
-        let mut sample = seq_rtt.or(sack_rtt);
+    /// `tcp_ack_update_rtt`: a sample from new data (the cumulative ACK's first, else the
+    /// newest SACKed), else from the timestamp echo when the ACK moved.
+    fn update_rtt(&mut self, st: &AckStep, una_advanced: bool) {
+        let now = st.now;
+        let mut ca_rtt = st.ca_sent.map(|t| now - t);
+        let mut sample = st.seq_rtt.or(st.sack_rtt);
         if sample.is_none() && una_advanced {
-            if let Some(t) = tsecr_ns {
+            if let Some(t) = st.tsecr_ns {
                 sample = Some(now - t);
                 ca_rtt = sample;
             }
@@ -648,25 +694,38 @@ impl TcpSender {
             self.set_rto();
             self.backoffs = 0;
         }
+    }
 
-        self.rack.update_reo_wnd(prior_delivered, self.delivered);
-
-        // `tcp_process_tlp_ack`.
-        if let Some(h) = self.tlp_high_seq {
-            if ack >= h {
-                if !self.tlp_retrans || dsack_tlp {
-                    self.tlp_high_seq = None;
-                } else if ack > h {
-                    self.tlp_high_seq = None;
-                    self.cc
-                        .on_lost(now, self.tlp_sent_at, self.mss, self.pipe * self.mss);
-                } else if !una_advanced && newly == 0 {
-                    self.tlp_high_seq = None;
-                }
-            }
+    /// `tcp_process_tlp_ack`: an ACK past the probe ends the episode; if the probe was a
+    /// retransmission nobody reported as a duplicate, the original was lost.
+    fn process_tlp_ack(
+        &mut self,
+        now: Nanos,
+        ack: u64,
+        dsack_tlp: bool,
+        una_advanced: bool,
+        newly: u64,
+    ) {
+        let Some(h) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < h {
+            return;
         }
+        if !self.tlp_retrans || dsack_tlp {
+            self.tlp_high_seq = None;
+        } else if ack > h {
+            self.tlp_high_seq = None;
+            self.cc
+                .on_lost(now, self.tlp_sent_at, self.mss, self.pipe * self.mss);
+        } else if !una_advanced && newly == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
 
-        // `tcp_fastretrans_alert`: leave a finished recovery, detect losses, enter one.
+    /// `tcp_fastretrans_alert`: leave a finished recovery, detect losses (RACK), enter one.
+    /// Returns the segments newly marked lost.
+    fn fastretrans_alert(&mut self, now: Nanos) -> u64 {
         if self.state != CaState::Open && self.snd_una >= self.high_seq {
             self.end_recovery();
         }
@@ -681,8 +740,12 @@ impl TcpSender {
         if !self.retx.is_empty() && self.state == CaState::Open {
             self.enter_recovery(now, newly_lost);
         }
+        newly_lost
+    }
 
-        // `tcp_cong_control`.
+    /// `tcp_cong_control`: PRR in recovery, else the controller sees each ACKed segment
+    /// when the window (or pacing) limited the sender.
+    fn cong_control(&mut self, now: Nanos, newly: u64, newly_lost: u64, una_advanced: bool) {
         if self.state == CaState::Recovery && !self.paced() {
             self.prr(newly, newly_lost, una_advanced);
         } else if newly > 0 && (self.paced() || self.cwnd_limited()) {
@@ -693,14 +756,6 @@ impl TcpSender {
             }
             self.cc.on_ack_end(now, &self.rtt, in_flight);
             self.acked_scratch = acked;
-        }
-
-        if una_advanced {
-            self.set_xmit_timer(now);
-        }
-        if self.done() {
-            self.timer = None;
-            self.done_at.get_or_insert(now);
         }
     }
 
@@ -861,4 +916,20 @@ impl Endpoint for TcpSender {
             sent: self.sent,
         }
     }
+}
+/// What one ACK's steps learn as they go (`Sender::on_ack`).
+struct AckStep {
+    now: Nanos,
+    tsecr_ns: Option<Nanos>,
+    /// The highest SACKed sequence before this ACK: a segment below it delivered now was
+    /// reordered.
+    prior_highest_sack: u64,
+    min_rtt: Nanos,
+    /// Segments newly delivered (cumulatively or by SACK).
+    newly: u64,
+    /// RTT from the first never-retransmitted segment the cumulative ACK covers, and the
+    /// largest from the SACKed ones; the newest send time among them.
+    seq_rtt: Option<Nanos>,
+    sack_rtt: Option<Nanos>,
+    ca_sent: Option<Nanos>,
 }
