@@ -6,15 +6,16 @@
 //! scenario parser (then the engine, in virtual time) and to the replay driver, which
 //! must answer with a `Result`, never a panic.
 
+mod fuzz;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use dcemu::base::time::{Nanos, NS_PER_MS};
-use dcemu::engine::{Dir, Engine, Output};
+use dcemu::base::time::NS_PER_MS;
 use dcemu::replay::{run_replay, ReplayOptions};
+use fuzz::{drive, fill, parse_or_refuse, pick, runner, slot_value, text, toml_text, toml_value};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 /// A scratch directory for scenario and trace files, removed on drop.
 struct Scratch(PathBuf);
@@ -1020,170 +1021,9 @@ fn deep_toml_nesting_is_refused() {
     );
 }
 
-/// Deterministic runner: the same cases on every run, nothing written to disk.
-fn runner(cases: u32) -> TestRunner {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
-}
-
-/// A TOML value as text: mostly numbers of every size and form, some strings.
-fn toml_value() -> impl Strategy<Value = String> {
-    let float = any::<f64>().prop_map(|v| {
-        if v.is_nan() {
-            "nan".to_string()
-        } else if v.is_infinite() {
-            if v > 0.0 { "inf" } else { "-inf" }.to_string()
-        } else {
-            format!("{v:?}")
-        }
-    });
-    prop_oneof![
-        any::<i64>().prop_map(|v| v.to_string()),
-        (-3i64..20).prop_map(|v| v.to_string()),
-        float,
-        (0.0f64..2000.0).prop_map(|v| format!("{v:?}")),
-        "[0-9]{1,25}",
-        "-[0-9]{1,25}",
-        "[0-9]{1,3}e[0-9]{1,3}",
-        prop::sample::select(vec![
-            "18446744073709551615",
-            "18446744073709551616",
-            "9223372036854775807",
-            "-9223372036854775809",
-            "4294967295",
-            "4294967296",
-            "65536",
-            "1e400",
-            "1e-400",
-            "5e-324",
-            "1.7976931348623157e308",
-            "3600000.000001",
-            "0.0",
-            "-0.0",
-            "'inf'",
-            "'unlimited'",
-            "'1e30 Gbit/s'",
-            "'1e3mbit'",
-            "'-5 kbit'",
-            "'nan mbit'",
-            "'8000-8001'",
-            "'9-1'",
-            "''",
-        ])
-        .prop_map(|s| s.to_string()),
-    ]
-}
-
-/// Characters put into valid values: multi-byte UTF-8 ('µ', 'é', '€', an emoji, a combining
-/// accent, a byte-order mark, a right-to-left override, CJK), controls and punctuation.
-const ODD: &[&str] = &[
-    "µ", "é", "€", "😀", "\u{301}", "\u{feff}", "\u{202e}", "ß", "Ω", "中", "\u{0}", "\t", " ",
-    "-", "/", ".", "%", "\\", "\"", "'",
-];
-
-/// Where to put which [`ODD`] characters into a value (1 to 3 of them).
-fn insertions() -> impl Strategy<Value = Vec<(prop::sample::Index, &'static str)>> {
-    proptest::collection::vec(
-        (any::<prop::sample::Index>(), prop::sample::select(ODD)),
-        1..4,
-    )
-}
-
-/// `s` with the `ins` characters put in at character boundaries.
-fn insert(s: &str, ins: &[(prop::sample::Index, &str)]) -> String {
-    let mut s = s.to_string();
-    for (at, c) in ins {
-        let bounds: Vec<usize> = s.char_indices().map(|(i, _)| i).chain([s.len()]).collect();
-        s.insert_str(bounds[at.index(bounds.len())], c);
-    }
-    s
-}
-
-/// Text for a string field: valid words with [`ODD`] characters put in, random strings of
-/// any characters, and the words themselves.
-fn text() -> impl Strategy<Value = String> {
-    const WORDS: &[&str] = &[
-        "20mbit",
-        "1.5 Gbit/s",
-        "unlimited",
-        "inf",
-        "leg1",
-        "leg2",
-        "dc",
-        "sc",
-        "dup",
-        "udp",
-        "tcp",
-        "6",
-        "1000-2000",
-        "198.18.0.0/15",
-        "198.18.0.1",
-        "csv",
-        "mahimahi",
-        "DL_bitrate",
-        "uplink",
-        "downlink",
-        "normal",
-        "pareto",
-        "bernoulli",
-        "none",
-        "after-rate",
-        "pf",
-        "rr",
-        "rayleigh",
-        "dclab-server",
-        "dcemu-s",
-        "quic",
-        "reno",
-        "cubic",
-        "bbr",
-        "aioquic-1.7",
-        "",
-    ];
-    let word = prop::sample::select(WORDS);
-    prop_oneof![
-        4 => (word.clone(), insertions()).prop_map(|(w, ins)| insert(w, &ins)),
-        2 => any::<String>(),
-        2 => "[0-9a-zµé€😀\u{301}./-]{0,16}",
-        1 => word.prop_map(str::to_string),
-    ]
-}
-
-/// [`text`] as a TOML string (escaped as TOML needs).
-fn toml_text() -> impl Strategy<Value = String> {
-    text().prop_map(|s| toml::Value::String(s).to_string())
-}
-
-/// The makings of a value for a slot of [`SCENARIO`]; [`pick`] chooses.
-type SlotValue = (String, String, Vec<(prop::sample::Index, &'static str)>, u8);
-
-fn slot_value() -> impl Strategy<Value = SlotValue> {
-    (toml_value(), toml_text(), insertions(), 0u8..10)
-}
-
 /// Slots of [`SCENARIO`] that hold strings (or take one: a rate, a port range, "inf").
 fn is_text_slot(i: usize) -> bool {
     matches!(i, 4 | 10 | 27 | 31 | 41..=65 | 68 | 72 | 74..=76)
-}
-
-/// The value of slot `i` (valid: `default`) from `v`. A string field mostly gets its own
-/// valid value with odd characters put in, or any text; a numeric one mostly a number;
-/// now and then each gets the other kind.
-fn pick(i: usize, default: &str, v: &SlotValue) -> String {
-    let (number, text, ins, roll) = v;
-    let mutated = || {
-        let plain = default.trim_matches(|c| c == '\'' || c == '"');
-        toml::Value::String(insert(plain, ins)).to_string()
-    };
-    match (is_text_slot(i), roll) {
-        (true, 0..=4) | (false, 8) => mutated(),
-        (true, 5..=7) | (false, 9) => text.clone(),
-        _ => number.clone(),
-    }
 }
 
 /// A scenario with a slot `@i@` for every numeric and string field, `defaults(..)[i]` valid.
@@ -1277,18 +1117,6 @@ loss = { model = "bernoulli", percent = @40@ }
 /// Slots in [`SCENARIO`].
 const SLOTS: usize = 77;
 
-/// [`SCENARIO`] with slot `i` filled by `v(i)`; each value is put in as it is, once.
-fn scenario(v: &dyn Fn(usize) -> String) -> String {
-    let mut out = String::new();
-    let mut parts = SCENARIO.split('@');
-    out.push_str(parts.next().unwrap());
-    while let (Some(i), Some(rest)) = (parts.next(), parts.next()) {
-        out.push_str(&v(i.parse().unwrap()));
-        out.push_str(rest);
-    }
-    out
-}
-
 /// Valid values for the slots of [`SCENARIO`]; `csv` and `mahimahi` are trace files.
 fn defaults(csv: &str, mahimahi: &str) -> Vec<String> {
     let q = |s: &str| toml::Value::String(s.into()).to_string();
@@ -1373,47 +1201,6 @@ fn defaults(csv: &str, mahimahi: &str) -> Vec<String> {
     d
 }
 
-/// Runs a parsed scenario's engine for a while in virtual time, with traffic both ways.
-fn drive(s: &dcemu::config::Scenario) {
-    let Ok(mut e) = Engine::new(s, 2048) else {
-        return;
-    };
-    let mut pkt = vec![0u8; 200];
-    pkt[0] = 0x45;
-    pkt[2..4].copy_from_slice(&200u16.to_be_bytes());
-    pkt[9] = 17;
-    pkt[12..16].copy_from_slice(&[198, 18, 0, 1]);
-    pkt[16..20].copy_from_slice(&[198, 18, 0, 2]);
-    pkt[20..22].copy_from_slice(&4433u16.to_be_bytes());
-    let horizon: Nanos = 3_000 * NS_PER_MS;
-    let mut steps = 0;
-    let mut run_until = |e: &mut Engine, t: Nanos| {
-        while let Some(d) = e.next_deadline().filter(|&d| d <= t) {
-            e.advance(d);
-            steps += 1;
-            assert!(steps < 200_000, "engine does not settle");
-            while let Some(Output { id, .. }) = e.outputs().pop_front() {
-                e.release(id);
-            }
-        }
-        e.advance(t);
-        while let Some(Output { id, .. }) = e.outputs().pop_front() {
-            e.release(id);
-        }
-    };
-    for i in 0..40u64 {
-        let now = i * 7 * NS_PER_MS;
-        run_until(&mut e, now);
-        let dir = if i % 4 == 3 { Dir::Up } else { Dir::Down };
-        if let Some(id) = e.alloc_buffer() {
-            e.pool_mut().slot_mut(id)[..pkt.len()].copy_from_slice(&pkt);
-            e.ingress(now, dir, id, pkt.len());
-        }
-    }
-    run_until(&mut e, horizon);
-    let _ = e.summary(horizon);
-}
-
 #[test]
 fn random_values_in_every_scenario_field_never_panic() {
     let dir = Scratch::new("fuzz");
@@ -1421,7 +1208,7 @@ fn random_values_in_every_scenario_field_never_panic() {
     let mm = dir.file("t.down", "0\n0\n3\n7\n");
     let defaults = defaults(csv.to_str().unwrap(), mm.to_str().unwrap());
     // The template is valid as it stands.
-    let ok = scenario(&|i| defaults[i].clone());
+    let ok = fill(SCENARIO, &|i| defaults[i].clone());
     let s = dcemu::config::parse(&ok, Path::new(".")).unwrap();
     drive(&s);
 
@@ -1434,21 +1221,14 @@ fn random_values_in_every_scenario_field_never_panic() {
     let accepted = std::cell::Cell::new(0);
     runner(512)
         .run(&slots, |slots| {
-            let text = scenario(&|i| {
-                slots[i]
-                    .as_ref()
-                    .map_or_else(|| defaults[i].clone(), |v| pick(i, &defaults[i], v))
+            let text = fill(SCENARIO, &|i| {
+                slots[i].as_ref().map_or_else(
+                    || defaults[i].clone(),
+                    |v| pick(is_text_slot(i), &defaults[i], v),
+                )
             });
-            match dcemu::config::parse(&text, Path::new(".")) {
-                Ok(s) => {
-                    accepted.set(accepted.get() + 1);
-                    drive(&s);
-                }
-                Err(e) => {
-                    let msg = format!("{e:#}");
-                    prop_assert!(!msg.is_empty() && !msg.contains('\n'), "{msg}");
-                    prop_assert!(msg.chars().count() < 800, "{msg}");
-                }
+            if parse_or_refuse(&text)? {
+                accepted.set(accepted.get() + 1);
             }
             Ok(())
         })
@@ -1514,16 +1294,7 @@ const WORKLOAD_DEFAULTS: [&str; 21] = [
 #[test]
 fn random_workloads_never_panic_and_simulate() {
     let s = dcemu::config::parse("", Path::new(".")).unwrap();
-    let fill = |v: &dyn Fn(usize) -> String| {
-        let mut out = String::new();
-        let mut parts = WORKLOAD_TEMPLATE.split('@');
-        out.push_str(parts.next().unwrap());
-        while let (Some(i), Some(rest)) = (parts.next(), parts.next()) {
-            out.push_str(&v(i.parse().unwrap()));
-            out.push_str(rest);
-        }
-        out
-    };
+    let fill = |v: &dyn Fn(usize) -> String| fill(WORKLOAD_TEMPLATE, v);
     let controllers = |kind, transport, mss| {
         let flavor = match transport {
             dcemu::sim::Transport::Quic => dcemu::model::cc::Flavor::Aioquic,
