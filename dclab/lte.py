@@ -94,12 +94,21 @@ class CellLink:
         return f"lte:{self.level}"
 
 
+def parse_level(name: str) -> CellLink:
+    """A level name or its distance (250m); ValueError listing the allowed ones."""
+    aliases = {f"{d}m": n for n, d in LEVELS.items()}
+    level = aliases.get(name, name)
+    if level not in LEVELS:
+        raise ValueError(f"LTE level one of {', '.join([*LEVELS, *aliases])} (got {clip(name)})")
+    return CellLink(level)
+
+
 def parse_link(link: str) -> CellLink:
     """``lte:LEVEL`` (a name or a distance such as 250m); ValueError naming --link otherwise."""
     kind, _, name = link.partition(":")
-    aliases = {f"{d}m": n for n, d in LEVELS.items()}
-    name = aliases.get(name, name)
-    if kind != "lte" or name not in LEVELS:
-        choices = ", ".join([*LEVELS, *aliases])
-        raise ValueError(f"--link: expected lte:LEVEL with LEVEL one of {choices} (got {clip(link)})")
-    return CellLink(name)
+    if kind != "lte":
+        raise ValueError(f"--link: expected lte:LEVEL (got {clip(link)})")
+    try:
+        return parse_level(name)
+    except ValueError as e:
+        raise ValueError(f"--link: {e}") from None

@@ -60,7 +60,7 @@ def parse_link(link: str) -> RadioLink:
             master, sep, secondary = rest.partition(",")
             if not sep:
                 raise ValueError(f"expected endc:LTE_LEVEL,NR_LEVEL (got {clip(link)})")
-            return RadioLink("endc", (lte.parse_link(f"lte:{master.strip()}"), nr.parse_level(secondary.strip())))
+            return RadioLink("endc", (lte.parse_level(master.strip()), nr.parse_level(secondary.strip())))
     except ValueError as e:
         raise ValueError(f"--link: {str(e).removeprefix('--link: ')}") from None
     raise ValueError(f"--link: expected {FORMS} (got {clip(link)})")

@@ -227,9 +227,9 @@ def test_distance_sweeps_give_the_lte_levels_and_their_mean_rates():
     wired = build(bw=[20.0], split=[100.0], delay=[12.0], loss=[0.5])
     assert [p.scenario.bw for p in expand("distance-mean", [750, 1500], wired)] == [
         [lte.CAPACITY_MBPS["medium"]], [lte.CAPACITY_MBPS["poor"]]]
-    with pytest.raises(ScenarioError, match="sweep distance=300: link: expected lte:LEVEL"):
+    with pytest.raises(ScenarioError, match=r"sweep distance=300: link: LTE level one of .* \(got .300m.\)"):
         expand("distance", [300], cell)
-    with pytest.raises(ScenarioError, match="--link: expected lte:LEVEL"):
+    with pytest.raises(ScenarioError, match=r"--link: LTE level one of .* \(got .300m.\)"):
         expand("distance-mean", [300], wired)
 
 

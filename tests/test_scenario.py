@@ -245,15 +245,21 @@ def test_lte_levels_are_the_study_distances():
     assert cell == radio.RadioLink("lte", (lte.CellLink("medium"),)) and str(cell) == "lte:medium"
     assert cell.capacity_mbps == 23.9 and cell.legs == 1
     assert cell.cells[0].device()["mean_sinr_db"] == 14.6 and sc.Scenario().cell is None
-    for bad in ("lte:far", "wifi:good", "lte", "lte:300m"):
-        with pytest.raises(ValueError, match="--link: expected lte:LEVEL"):
+    for bad in ("wifi:good", "nr:good"):
+        with pytest.raises(ValueError, match="^--link: expected lte:LEVEL "):
+            lte.parse_link(bad)
+    for bad in ("lte:far", "lte", "lte:300m"):
+        with pytest.raises(ValueError, match="^--link: LTE level one of good, medium, poor, edge, 250m"):
             lte.parse_link(bad)
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--link", "lte:far"], "--link: expected lte:LEVEL with LEVEL one of good, medium, poor, edge, 250m"),
+        (["--link", "lte:far"], "--link: LTE level one of good, medium, poor, edge, 250m, 750m, 1500m, 2500m (got 'far')"),
+        # each cell of endc: is named by its RAT, with what the user gave for it
+        (["--link", "endc:,poor"], "--link: LTE level one of good, medium, poor, edge, 250m, 750m, 1500m, 2500m (got '')"),
+        (["--link", "endc:good,250m"], "--link: NR level one of good, medium, poor, edge, 150m, 200m, 400m, 700m (got '250m')"),
         (["--link", "lte:good", "--bw", "30"], "--bw: not used with --link"),
         (["--link", "lte:good", "--duplicate"], "--duplicate: needs two legs; one cell gives one (endc: gives two)"),
         (["--link", "lte:good", "--delay", "12,12"],

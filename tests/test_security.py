@@ -35,7 +35,7 @@ from dclab.errors import InputError, OptionError
 from dclab.experiments.base import PacketSizeOptions, plan_with_packet_sizes
 from dclab.files import FileRefused
 from dclab.flowplan import Flow, PlanError, parse_assignments, single_bearer_plan
-from dclab.paths import ROOT
+from dclab.paths import DCEMU, ROOT
 
 HUGE = 65 * 1024 * 1024  # above files.INPUT_LIMIT
 pytestmark = pytest.mark.usefixtures("no_hang")  # conftest.py: a test blocked on a FIFO fails after 60 s
@@ -495,6 +495,64 @@ def test_fuzz_file_readers_refuse_with_named_errors(tmp_path):
                 assert len(str(e)) < 2000 and "Traceback" not in str(e)
     assert time.monotonic() - t < 60
     assert set(Path("/tmp").iterdir()) <= before | {tmp_path}
+
+
+# The options EN-DC added: values valid and near their bounds, then malformed and hostile.
+ENDC_OPTIONS: dict[str, tuple[list[str], list[str]]] = {
+    "--link": (["endc:good,good", "endc:good,poor", "endc:edge,200m", "nr:poor", "lte:750m"],
+               ["endc:good", "endc:good,good,good", "nr:", "endc:,", "endc:,poor", "endc:good,250m", "lte:🚀", "endc:good,poor\x00", "wifi:good", ""]),
+    "--x2-delay": (["0", "5", "1000"], ["1000.001", "-1", "nan", "inf", "1e999", "5ms", ""]),
+    "--split-policy": (["static", "ddds", "delay-aware", "delay-target"], ["DDDS", "delay_target", "none", ""]),
+    "--report-period": (["1", "10", "1000"], ["0", "0.5", "-3", "nan", "x"]),
+    "--target-delay": (["0", "10", "10000"], ["10001", "-0.1", "inf"]),
+    "--hold-bytes": (["9000", "4000000", "1000000000"], ["8999", "1e12", "-1", "4MB"]),
+    "--discard-ms": (["1", "100", "1500"], ["0", "1501", "nan"]),
+    "--fallback-ms": (["0", "2", "5", "1000"], ["1001", "-1", "nan", "1e400", "5,5"]),
+    "--sn-events": (["release@1", "release@1,add@2", "change@1:80", "change@1:80:lose,release@2"],
+                    ["add@1", "release@1,release@2", "release@86401", "change@1:60001", "release@-1",
+                     "release@1:maybe", "boom@1", "release@", "@@@", "release@1,,add@2", "release@nan"]),
+    "--outage": (["2:0.5:1", "1:0:0.001", "2:86400:3600"], ["3:1:1", "2:1:0", "2:x:1", "2:1", ":::"]),
+    "--uplink-bw": (["200", "0.001"], ["0", "-5", "1e9"]),
+}
+
+
+def test_fuzz_the_endc_options_refuse_in_one_line_or_give_a_scenario_dcemu_takes(tmp_path):
+    """Random combinations of the options EN-DC added (the link, the X2 hop, the split
+    policies and what they read, the fallback, secondary events, outages): each ends in
+    a scenario dcemu accepts, or in a one-line refusal naming an option, never in a
+    traceback; and the pass stays within time and memory bounds."""
+    if not DCEMU.exists():
+        pytest.skip("dcemu not built")
+    rnd = random.Random(20261129)
+    names = list(ENDC_OPTIONS)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.monotonic()
+    valid: list[str] = []
+    for _ in range(300):
+        args = ["scenario", "show", "--dcemu"]
+        for name in rnd.sample(names, rnd.randint(1, 6)):
+            good, bad = ENDC_OPTIONS[name]
+            args += [name, rnd.choice(bad if rnd.random() < 0.15 else good)]
+        if rnd.random() < 0.7 and "--link" not in args:  # mostly over EN-DC, where they apply
+            args += ["--link", "endc:good,poor"]
+        r = CliRunner().invoke(app, args)
+        assert isinstance(r.exception, SystemExit | None), (args, r.exception)
+        if r.exit_code == 0:
+            valid.append(r.output)
+            continue
+        assert r.exit_code in (1, 2), (args, r.output)
+        message = r.output.strip().splitlines()[-1]
+        assert "Traceback" not in r.output and len(message) < 600, (args, r.output)
+        assert "--" in message or "Error: " in message, (args, r.output)
+    assert len(valid) > 30, f"only {len(valid)} of 300 combinations valid: the renderer went untested"
+    for i, text in enumerate(valid):
+        f = tmp_path / f"v{i}.toml"
+        f.write_text(text)
+        p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, (text, p.stderr)
+    assert time.monotonic() - t < 300, "a hang guard, not a speed target"
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grown_mb < 500, f"the pass grew the process by {grown_mb:.0f} MB"
 
 
 def test_no_reader_blocks_on_a_fifo_in_a_subprocess(tmp_path):
