@@ -1529,6 +1529,27 @@ fn bad_nr_cells_are_refused_naming_the_field() {
             format!("{cell}rat = 'nr'\nnr = {{ numerology = 5 }}\n{dev}"),
             format!("{f}.nr.numerology: must be 0 to 3 (got 5)"),
         ),
+        // Below zero or past the field's type: still the field's own range.
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ numerology = -1 }}\n{dev}"),
+            format!("{f}.nr.numerology: must be 0 to 3 (got -1)"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ layers = 300 }}\n{dev}"),
+            format!("{f}.nr.layers: must be 1 to 4 (got 300)"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\nnr = {{ numerology = 1.5 }}\n{dev}"),
+            format!("line 5, column 21: {f}.nr.numerology: must be a whole number (got 1.5)"),
+        ),
+        (
+            format!("{cell}rat = 'nr'\n{dev}blockage = {{ periods = [[1]] }}\n"),
+            format!(
+                "line 7, column 12: {f}.devices[0].blockage: must be {{ periods = [[START_S, \
+                 DURATION_S], ...] }} or {{ mean_clear_ms = MS, mean_blocked_ms = MS }}, either \
+                 with an optional loss_db"
+            ),
+        ),
         (
             format!("{cell}rat = 'nr'\nnr = {{ tdd = 'DDXU' }}\n{dev}"),
             format!("{f}.nr.tdd: a TDD pattern has only D, S and U slots (got 'X')"),

@@ -73,7 +73,9 @@ fn syntax_error<T: DeserializeOwned>(text: &str, e: DeError) -> anyhow::Error {
             }
         }
     }
-    msg = friendly_int_range(&msg).unwrap_or(msg);
+    msg = friendly_int_range(&msg)
+        .or_else(|| friendly_type(&msg))
+        .unwrap_or(msg);
     let err = if path == "." {
         anyhow!(msg)
     } else {
@@ -138,6 +140,26 @@ fn friendly_int_range(msg: &str) -> Option<String> {
     Some(format!(
         "must be an integer between 0 and {max} (got {got})"
     ))
+}
+
+/// serde's "invalid type: floating point `1.5`, expected u8" as what the field takes.
+fn friendly_type(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("invalid type: ")?;
+    let (got, ty) = rest.rsplit_once(", expected ")?;
+    let want = match ty {
+        "u8" | "u16" | "u32" | "u64" | "i64" => "a whole number",
+        "f64" => "a number",
+        "a boolean" => "true or false",
+        "a string" => "a string",
+        _ => return None,
+    };
+    // "floating point `1.5`" -> 1.5, "string \"x\"" -> "x"; anything else as serde put it.
+    let value = got
+        .split_once('`')
+        .and_then(|(_, v)| v.strip_suffix('`'))
+        .or_else(|| got.strip_prefix("string "))
+        .unwrap_or(got);
+    Some(format!("must be {want} (got {value})"))
 }
 
 #[cfg(test)]

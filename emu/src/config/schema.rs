@@ -459,15 +459,16 @@ fn d_rat() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NrFile {
-    /// µ, 0 to 3: subcarrier spacing 15·2^µ kHz, slots of 1 ms / 2^µ.
+    /// µ, 0 to 3: subcarrier spacing 15·2^µ kHz, slots of 1 ms / 2^µ. Read as any integer
+    /// so that a value out of range is refused with the range (validation), not the type's.
     #[serde(default = "d_numerology")]
-    pub numerology: u8,
+    pub numerology: i64,
     /// "qam256" (TS 38.214 Tables 5.1.3.1-2 and 5.2.2.1-3) or "qam64" (-1 and -2).
     #[serde(default = "d_mcs_table")]
     pub mcs_table: String,
-    /// MIMO layers, 1 to 4.
+    /// MIMO layers, 1 to 4 (read as any integer, as `numerology`).
     #[serde(default = "d_layers")]
-    pub layers: u8,
+    pub layers: i64,
     /// PDSCH symbols of a downlink slot (1 to 14) and of a special slot (0 to 14).
     #[serde(default = "d_pdsch")]
     pub pdsch_symbols: u32,
@@ -483,13 +484,13 @@ pub struct NrFile {
     pub tdd: Option<String>,
 }
 
-fn d_numerology() -> u8 {
+fn d_numerology() -> i64 {
     1
 }
 fn d_mcs_table() -> String {
     "qam256".into()
 }
-fn d_layers() -> u8 {
+fn d_layers() -> i64 {
     2
 }
 fn d_pdsch() -> u32 {
@@ -579,7 +580,11 @@ impl Default for HarqFile {
 /// A device's line-of-sight blockage: `{ mean_clear_ms, mean_blocked_ms, loss_db }` (a
 /// two-state process) or `{ periods = [[START_S, DURATION_S], ...], loss_db }`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(
+    untagged,
+    deny_unknown_fields,
+    expecting = "must be { periods = [[START_S, DURATION_S], ...] } or { mean_clear_ms = MS, mean_blocked_ms = MS }, either with an optional loss_db"
+)]
 pub enum BlockageFile {
     Markov {
         mean_clear_ms: f64,

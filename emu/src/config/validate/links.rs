@@ -465,19 +465,19 @@ fn nr_spec(f: &str, c: &CellFile) -> Result<NrSpec> {
         c.nr.clone()
             .unwrap_or_else(|| toml::from_str::<NrFile>("").expect("every NR field has a default"));
     let g = format!("{f}.nr");
-    if n.numerology > 3 {
-        bad(
+    let Ok(numerology @ 0..=3) = u8::try_from(n.numerology) else {
+        return bad(
             format!("{g}.numerology"),
             format!("must be 0 to 3 (got {})", n.numerology),
-        )?;
-    }
-    if prbs_for_bandwidth(n.numerology, c.bandwidth_mhz).is_none() {
+        );
+    };
+    if prbs_for_bandwidth(numerology, c.bandwidth_mhz).is_none() {
         bad(
             format!("{f}.bandwidth_mhz"),
             format!(
                 "numerology {} has {} MHz (got {})",
-                n.numerology,
-                nr_bandwidths(n.numerology)
+                numerology,
+                nr_bandwidths(numerology)
                     .iter()
                     .map(|b| b.to_string())
                     .collect::<Vec<_>>()
@@ -494,12 +494,12 @@ fn nr_spec(f: &str, c: &CellFile) -> Result<NrSpec> {
             format!("must be \"qam256\" or \"qam64\" (got {})", clip(other)),
         )?,
     };
-    if !(1..=4).contains(&n.layers) {
-        bad(
+    let Ok(layers @ 1..=4) = u8::try_from(n.layers) else {
+        return bad(
             format!("{g}.layers"),
             format!("must be 1 to 4 (got {})", n.layers),
-        )?;
-    }
+        );
+    };
     if !(1..=14).contains(&n.pdsch_symbols) {
         bad(
             format!("{g}.pdsch_symbols"),
@@ -532,10 +532,10 @@ fn nr_spec(f: &str, c: &CellFile) -> Result<NrSpec> {
         Some(t) => Some(TddPattern::parse(t).or_else(|e| bad(format!("{g}.tdd"), e.to_string()))?),
     };
     let spec = NrSpec {
-        numerology: n.numerology,
+        numerology,
         bandwidth_mhz: c.bandwidth_mhz,
         mcs_table,
-        layers: n.layers,
+        layers,
         pdsch_symbols: n.pdsch_symbols,
         special_pdsch_symbols: n.special_pdsch_symbols,
         dmrs_re: n.dmrs_re,
