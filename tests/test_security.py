@@ -630,6 +630,32 @@ def test_figure_shows_a_crafted_description_s_control_characters_and_never_sends
     assert not any(c in text for c in "\x1b\u202e\x07\r"), repr(text)
 
 
+def test_clean_removes_what_a_killed_run_began_writing_and_nothing_else(tmp_path, monkeypatch):
+    """A run killed between writing its journal's temporary and moving it into place left
+    run-TAG.tmp in /run/dclab; recovery (under the host lock) removes it and the originals'
+    temporary, and leaves another user's file, a symlink and other names alone."""
+    from dclab.testbed import hostconfig
+
+    state = tmp_path / "state"
+    monkeypatch.setenv("DCLAB_STATE_DIR", str(state))
+    files.secure_dir(state, "state")
+    (state / "run-d2b7c2.tmp").write_text('{"tag": "d2b7c2", "pid": 1')  # cut short
+    (state / "host-originals.tmp").write_text("")
+    foreign = state / "run-other.tmp"
+    foreign.write_text("{}")
+    os.chown(foreign, 65534, 65534)
+    target = tmp_path / "target"
+    target.write_text("keep")
+    (state / "run-link.tmp").symlink_to(target)
+    (state / "notes.tmp").write_text("not ours to judge")
+    assert [p.name for p in hostconfig.unfinished_writes()] == ["host-originals.tmp", "run-d2b7c2.tmp"]
+    monkeypatch.setattr("dclab.testbed.netns.clean", lambda keep: [])
+    done = hostconfig.recover()
+    assert done == ["removed unfinished state file host-originals.tmp", "removed unfinished state file run-d2b7c2.tmp"]
+    assert sorted(p.name for p in state.iterdir()) == ["notes.tmp", "run-link.tmp", "run-other.tmp"]
+    assert target.read_text() == "keep" and hostconfig.recover() == []
+
+
 def test_a_state_dir_that_is_a_symlink_is_refused(tmp_path):
     real = tmp_path / "real"
     real.mkdir(mode=0o700)

@@ -16,7 +16,7 @@ from .options import root_or_exit
 @click.option("--no-wait", is_flag=True, help="If a run holds the host, say so and exit 1 instead of waiting for it.")
 def clean(no_wait: bool) -> None:
     """Remove what killed runs left: processes, namespaces (and the TUN devices in them),
-    private keys; restore the host's original sysctls.
+    private keys, journals they had begun writing; restore the host's original sysctls.
 
     Takes the host lock first, so it never touches a live run: while one holds the host it
     waits (or, with --no-wait, exits 1). A new run does the same by itself before it starts."""

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -286,14 +287,33 @@ def stale_journals() -> list[Path]:
     return [p for p in journals() if not journal_is_live(p)]
 
 
+def unfinished_writes() -> list[Path]:
+    """State files a killed run began and never moved into place (a journal's or the
+    originals' ``.tmp``, our own regular files). Both are written only under the host lock,
+    so under it neither is anyone's write in progress; the file each was to replace is
+    intact."""
+    uid = os.getuid()
+    found = []
+    for p in sorted([*state_dir().glob("run-*.tmp"), state_dir() / "host-originals.tmp"]):
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                found.append(p)
+    return found
+
+
 def recover() -> list[str]:
     """Undoes what dead runs left (their journals, then any other dclab namespace no live
-    run owns). Call with the host lock held: it is how a run starts on a clean host."""
+    run owns, then their unfinished state files). Call with the host lock held: it is how
+    a run starts on a clean host."""
     from .netns import clean as clean_namespaces
 
     done: list[str] = []
     for j in stale_journals():
         done += undo_journal(j)
+    for p in unfinished_writes():
+        p.unlink(missing_ok=True)
+        done.append(f"removed unfinished state file {p.name}")
     done += [f"removed namespace {n}" for n in clean_namespaces(keep=live_namespaces())]
     return done
 
