@@ -500,7 +500,8 @@ def test_fuzz_file_readers_refuse_with_named_errors(tmp_path):
 # The options EN-DC added: values valid and near their bounds, then malformed and hostile.
 ENDC_OPTIONS: dict[str, tuple[list[str], list[str]]] = {
     "--link": (["endc:good,good", "endc:good,poor", "endc:edge,200m", "nr:poor", "lte:750m"],
-               ["endc:good", "endc:good,good,good", "nr:", "endc:,", "endc:,poor", "endc:good,250m", "lte:🚀", "endc:good,poor\x00", "wifi:good", ""]),
+               ["endc:good", "endc:good,good,good", "nr:", "endc:,", "endc:,poor", "endc:good,250m", "lte:🚀",
+                "endc:good,poor\x00", "wifi:good", ""]),
     "--x2-delay": (["0", "5", "1000"], ["1000.001", "-1", "nan", "inf", "1e999", "5ms", ""]),
     "--split-policy": (["static", "ddds", "delay-aware", "delay-target"], ["DDDS", "delay_target", "none", ""]),
     "--report-period": (["1", "10", "1000"], ["0", "0.5", "-3", "nan", "x"]),
