@@ -66,7 +66,7 @@ def sinr_db(distance_m: float) -> float:
 @dataclass(frozen=True)
 class CellLink:
     """A parsed ``--link lte:LEVEL``: one LTE cell whose devices sit at ``level``'s
-    distance. Parsed once (``parse_link``, ``Scenario.cell``); everything about the cell
+    distance. Parsed once (``parse_link``, into ``Scenario.link``); everything about the cell
     comes from here."""
 
     level: str  # a name of LEVELS

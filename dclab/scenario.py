@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tomli_w
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf, PlainSerializer, StrictBool, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
 from . import lte, nr, radio
@@ -134,6 +134,23 @@ def _sn_events(v: object) -> object:
     return v
 
 
+def _link(v: object) -> object:
+    """``--link``'s text into its cells, once (a parsed link passes through)."""
+    if isinstance(v, str):
+        try:
+            return radio.parse_link(v)
+        except ValueError as e:
+            raise ValueError(str(e).removeprefix("--link: ")) from None
+    return v
+
+
+def _link_kind(v: object) -> str | None:
+    """The kind of a link given as text or parsed, before validation (None: no link)."""
+    if isinstance(v, radio.RadioLink):
+        return v.kind
+    return str(v).partition(":")[0] if v else None
+
+
 class ScenarioError(InputError):
     """An invalid scenario value; the message names the option and the allowed range."""
 
@@ -176,8 +193,10 @@ class Scenario(BaseModel):
     mtu: Annotated[int, bounded("mtu")] = 1500
     stats_interval_ms: Annotated[float, bounded("stats_interval_ms")] = 10.0
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 1
-    link: Annotated[str | None, Field(description=(
-        "cells instead of the legs: lte:LEVEL, nr:LEVEL or endc:LTE_LEVEL,NR_LEVEL (dclab/radio.py)"))] = None
+    link: Annotated[InstanceOf[radio.RadioLink] | None, BeforeValidator(_link),
+                    PlainSerializer(lambda v: None if v is None else v.text, return_type=str | None),
+                    Field(description=("cells instead of the legs: lte:LEVEL, nr:LEVEL or endc:LTE_LEVEL,NR_LEVEL "
+                                       "(dclab/radio.py)"))] = None
     x2_delay: Annotated[float | None, bounded("x2_delay", description=(
         "ms one way over the X2/Xn hop from the master's PDCP (leg 1) to every other leg, for split and "
         "duplicated packets; None: no hop"))] = None
@@ -221,7 +240,7 @@ class Scenario(BaseModel):
     def _one_leg_for_a_cell(cls, data: object) -> object:
         """With one cell there is one leg: per-leg lists still at their two-leg defaults
         become one entry (EN-DC keeps two)."""
-        if isinstance(data, dict) and data.get("link") and not str(data["link"]).startswith("endc:"):
+        if isinstance(data, dict) and _link_kind(data.get("link")) not in (None, "endc"):
             data = dict(data)
             for name, default in (("split", [50.0, 50.0]), ("delay", [10.0, 10.0]), ("loss", [0.0, 0.0])):
                 if name not in data or list(data[name]) == default:
@@ -231,7 +250,7 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _legs_agree(self) -> "Scenario":
         if self.link is not None:
-            cells = radio.parse_link(self.link)  # raises naming --link
+            cells = self.link
             if self.bw != [20.0, 20.0]:
                 raise ValueError("bw: not used with --link (the cell's capacity follows the channel)")
             if self.trace is not None or self.traces is not None:
@@ -298,7 +317,7 @@ class Scenario(BaseModel):
         for name, readers in POLICY_OPTIONS.items():
             default = type(self).model_fields[name].default
             value = getattr(self, name)
-            if name == "split" and self.link is not None and not self.link.startswith("endc:"):
+            if name == "split" and self.link is not None and self.link.kind != "endc":
                 default = default[:1]
             if self.split_policy not in readers and value != default:
                 users = " and ".join(readers)
@@ -312,7 +331,7 @@ class Scenario(BaseModel):
     @property
     def legs(self) -> int:
         """Downlink legs: one per cell of --link, else one per --bw value."""
-        return radio.parse_link(self.link).legs if self.link is not None else len(self.bw)
+        return self.link.legs if self.link is not None else len(self.bw)
 
     def delay_std(self, leg: int) -> float:
         return self.delay[leg] * self.delay_cov
@@ -324,12 +343,6 @@ class Scenario(BaseModel):
         core deliver in order; a reordering default there measured the stack's reaction to
         artificial reordering)."""
         return self.jitter_reorders if self.jitter_reorders is not None else self.link is None
-
-    @property
-    def cell(self) -> radio.RadioLink | None:
-        """``link`` parsed (None: legs, no cell); the one place it is read (a property,
-        not a cache, so that a copy with another link never shows a stale cell)."""
-        return None if self.link is None else radio.parse_link(self.link)
 
     def split_text(self) -> str:
         """The split as run, for titles and summary lines: "batch 100, split 50:50" (with
@@ -475,6 +488,6 @@ def capacity_mbps(s: Scenario) -> float:
     """The downlink capacity summed over the legs (a trace's mean rate on every leg)."""
     from .traces import trace_mean_mbps  # reads the trace file; only when there is one
 
-    if s.cell is not None:
-        return s.cell.capacity_mbps
+    if s.link is not None:
+        return s.link.capacity_mbps
     return trace_mean_mbps(Path(s.trace)) * s.legs if s.trace else sum(s.bw)

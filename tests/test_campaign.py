@@ -223,7 +223,7 @@ def test_distance_sweeps_give_the_lte_levels_and_their_mean_rates():
     from dclab.scenario import ScenarioError, build
 
     cell = build(link="lte:good", delay=[12.0], loss=[0.5])
-    assert [p.scenario.link for p in expand("distance", [250, 2500], cell)] == ["lte:250m", "lte:2500m"]
+    assert [str(p.scenario.link) for p in expand("distance", [250, 2500], cell)] == ["lte:250m", "lte:2500m"]
     wired = build(bw=[20.0], split=[100.0], delay=[12.0], loss=[0.5])
     assert [p.scenario.bw for p in expand("distance-mean", [750, 1500], wired)] == [
         [lte.CAPACITY_MBPS["medium"]], [lte.CAPACITY_MBPS["poor"]]]

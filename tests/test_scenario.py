@@ -241,10 +241,12 @@ def test_lte_levels_are_the_study_distances():
     assert [lte.sinr_db(d) for d in lte.LEVELS.values()] == [32.5, 14.6, 3.3, -5.1]
     assert round(lte.path_loss_db(1000), 1) == 128.1
     assert [lte.parse_link(x).level for x in ("lte:250m", "lte:2500m", "lte:poor")] == ["good", "edge", "poor"]
-    cell = sc.build(sc.Scenario(), link="lte:750m").cell
-    assert cell == radio.RadioLink("lte", (lte.CellLink("medium"),)) and str(cell) == "lte:medium"
+    # parsed once, kept as given: the cells by their levels, the text as the user wrote it
+    cell = sc.build(sc.Scenario(), link="lte:750m").link
+    assert cell == radio.RadioLink("lte", (lte.CellLink("medium"),)) and cell.name == "lte:medium"
+    assert str(cell) == cell.text == "lte:750m" and sc.build(link="lte:750m").model_dump()["link"] == "lte:750m"
     assert cell.capacity_mbps == 23.9 and cell.legs == 1
-    assert cell.cells[0].device()["mean_sinr_db"] == 14.6 and sc.Scenario().cell is None
+    assert cell.cells[0].device()["mean_sinr_db"] == 14.6 and sc.Scenario().link is None
     for bad in ("wifi:good", "nr:good"):
         with pytest.raises(ValueError, match="^--link: expected lte:LEVEL "):
             lte.parse_link(bad)
@@ -337,7 +339,7 @@ def test_nr_levels_are_computed_from_the_uma_path_loss():
     # 150 m LOS: d3D = 151.8 m; 28 + 22 log10(151.8) + 20 log10(3.5) = 86.9 dB.
     assert round(nr.path_loss_db(150, True), 1) == 86.9
     link = radio.parse_link("endc:750m,150m")
-    assert str(link) == "endc:medium,good" and link.legs == 2
+    assert link.name == "endc:medium,good" and str(link) == "endc:750m,150m" and link.legs == 2
     # HARQ resends a tenth: 1553.4 sent, 1398.1 for the device.
     assert link.capacities == [23.9, 1398.1] and link.capacity_mbps == 1422.0
 

@@ -235,17 +235,17 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
         if kw.get("outage") is not None:
             changes["outage"] = kw["outage"]
         if kw.get("link") is not None:
-            changes["link"] = kw["link"]
+            try:
+                changes["link"] = radio.parse_link(kw["link"])  # the one parse of --link
+            except ValueError as e:
+                raise sc.ScenarioError(str(e)) from None
         if kw.get("x2_delay") is not None:
             changes["x2_delay"] = kw["x2_delay"]
         if changes.get("link", base.link) and kw.get("bw") is not None:
             raise sc.ScenarioError("--bw: not used with --link (the cell's capacity follows the channel)")
         # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
         link = changes.get("link", base.link)
-        try:
-            n = radio.parse_link(str(link)).legs if link else len(changes.get("bw", base.bw))
-        except ValueError:
-            n = 1  # a bad --link: the scenario's check below names it
+        n = link.legs if link else len(changes.get("bw", base.bw))
 
         for name in ("split", "delay", "loss"):
             if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):

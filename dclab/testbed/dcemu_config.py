@@ -37,9 +37,9 @@ def cell_legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     leg, in bearer order, as dcemu counts them, all at the level's SINR) followed by the
     leg's --delay and --loss (the core network); the uplink is the ordinary one, on leg 1
     (EN-DC's master)."""
-    assert s.cell is not None
+    assert s.link is not None
     out = []
-    for i, cell in enumerate(s.cell.cells):
+    for i, cell in enumerate(s.link.cells):
         down = _direction({}, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
                           s.reorders_by_jitter)
         del down["queue_packets"]  # the cell has a queue per device
@@ -161,7 +161,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
             # One LTE cell has nothing to reorder (its RLC delivers in order), and its queue
             # drops would leave holes the receiver waits t-Reordering for; NR's RLC hands
             # HARQ-delayed packets up out of order, and EN-DC splits, so PDCP reorders.
-            "reordering": s.reordering and (s.cell is None or s.cell.kind != "lte"),
+            "reordering": s.reordering and (s.link is None or s.link.kind != "lte"),
             "processing_ms": s.pdcp_processing,
         },
         "split": split(s, s.split),
