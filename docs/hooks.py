@@ -82,9 +82,14 @@ def _bounds(name: str, field: Any) -> str:
 def scenario_fields() -> str:
     from dclab.scenario import Scenario
 
+    from pydantic import PlainSerializer
+
     rows = ["| field | type | default | range | meaning |", "|---|---|---|---|---|"]
     for name, field in Scenario.model_fields.items():
-        rows.append(f"| `{name}` | {_cell(_type(field.annotation))} | `{_cell(_default(field))}` | {_bounds(name, field)} | "
+        # A field kept parsed (the link) is written as what it serializes to.
+        ser = next((m for m in field.metadata if isinstance(m, PlainSerializer)), None)
+        t = ser.return_type if ser is not None else field.annotation
+        rows.append(f"| `{name}` | {_cell(_type(t))} | `{_cell(_default(field))}` | {_bounds(name, field)} | "
                     f"{_cell(field.description or '')} |")
     return "\n".join(rows)
 
