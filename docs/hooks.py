@@ -80,9 +80,9 @@ def _bounds(name: str, field: Any) -> str:
 
 
 def scenario_fields() -> str:
-    from dclab.scenario import Scenario
-
     from pydantic import PlainSerializer
+
+    from dclab.scenario import Scenario
 
     rows = ["| field | type | default | range | meaning |", "|---|---|---|---|---|"]
     for name, field in Scenario.model_fields.items():
