@@ -8,10 +8,21 @@ As root (`-m root`): the quick blocks run for real in a temporary directory; the
 only with DCLAB_SLOW=1. A quick block must not need what a slow one makes (a campaign's
 store), so each runs on its own; a tutorial's blocks run in order in one directory. Each
 figure the page names for those runs must have been drawn, and with
-DCLAB_TUTORIAL_FIGURES=1 it is kept under docs/tutorials/figures, where the page shows it."""
+DCLAB_TUTORIAL_FIGURES=1 it is kept under docs/tutorials/figures, where the page shows it,
+with the numbers of each run beside it (``<tutorial>/<run>.json``: the command that made
+the run, its results and each repetition's metrics and details).
+
+A number a page quotes from a run is marked by the comment in front of it,
+``<!-- runs/DIR PATH -->817``, PATH a dotted path into the run's kept numbers
+(``results.metrics.goodput_mbps.mean``); always (no root) every marked number must be the
+kept value as rounded on the page, and the kept numbers must come from the command the
+page shows now. A run done again changes the figure and the numbers together, and the
+page's text has to follow."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import re
 import shlex
@@ -189,14 +200,15 @@ FIGURE = re.compile(r"`(runs/[^`\s]+\.png)`")
 FIGURES = ROOT / "docs" / "tutorials" / "figures"
 
 
+def out_dirs_of(command: str) -> list[str]:
+    """The run directories a command names (``--out DIR``)."""
+    ws = shlex.split(command)
+    return [ws[i + 1] for i, w in enumerate(ws[:-1]) if w == "--out"]
+
+
 def out_dirs(chosen: list[Block]) -> list[str]:
-    """The run directories the blocks name (``--out DIR``)."""
-    out = []
-    for block in chosen:
-        for command in block.commands():
-            ws = shlex.split(command)
-            out += [ws[i + 1] for i, w in enumerate(ws[:-1]) if w == "--out"]
-    return out
+    """The run directories the blocks name."""
+    return [d for block in chosen for command in block.commands() for d in out_dirs_of(command)]
 
 
 def named_figures(tutorial: str, dirs: list[str]) -> list[str]:
@@ -210,6 +222,97 @@ def kept_name(tutorial: str, figure: str) -> str:
     """The file a figure is kept as under FIGURES: runs/tput/link-utilization.png of the DC
     study is dc-study/tput-link-utilization.png."""
     return f"{tutorial}/{figure.removeprefix('runs/').replace('/rep-NN/', '-').replace('/', '-')}"
+
+
+# -- the numbers a page quotes ---------------------------------------------------------------
+
+QUOTE = re.compile(r"<!-- (runs/[^\s]+) ([\w.]+) -->(-?\d[\d,]*(?:\.\d+)?)")
+
+
+def numbers_path(tutorial: str, run_dir: str) -> Path:
+    """Where a run's numbers are kept: runs/endc-up of the EN-DC page is endc/endc-up.json."""
+    return FIGURES / tutorial / f"{run_dir.removeprefix('runs/').rstrip('/').replace('/', '-')}.json"
+
+
+def run_numbers(run: Path, command: str) -> dict:
+    """What a page may quote of a finished run: its results, and each repetition's metrics,
+    details and (simulated) the simulation's own summary."""
+    results = json.loads((run / "results.json").read_text())
+    reps = []
+    for rep in sorted(run.glob("rep-*/result.json")):
+        r = json.loads(rep.read_text())
+        kept = {"metrics": r.get("metrics"), "details": r.get("details")}
+        stats = rep.parent / "dcemu-stats.jsonl.gz"
+        if stats.is_file():
+            with gzip.open(stats, "rt") as f:
+                last = json.loads(f.read().rstrip("\n").rsplit("\n", 1)[-1])
+            if last.get("type") == "sim":
+                kept["sim"] = {k: v for k, v in last.items() if k != "flows"}
+        reps.append(kept)
+    return {"command": command, "results": {k: results.get(k) for k in ("metrics", "flows", "reps", "failed")},
+            "reps": reps}
+
+
+def at(numbers: object, path: str) -> object:
+    for part in path.split("."):
+        numbers = numbers[int(part)] if isinstance(numbers, list) else numbers[part]  # type: ignore[index]
+    return numbers
+
+
+def quote_errors(page: str, kept: dict[str, dict]) -> list[str]:
+    """Each marked number of ``page`` that is not its run's kept value as rounded there;
+    ``kept`` maps a run directory to its numbers."""
+    errors = []
+    for run, path, shown in QUOTE.findall(page):
+        if run not in kept:
+            errors.append(f"{run} {path}: no numbers kept for {run}")
+            continue
+        try:
+            value = float(at(kept[run], path))  # type: ignore[arg-type]
+        except (KeyError, IndexError, TypeError, ValueError):
+            errors.append(f"{run} {path}: not in the numbers kept for {run}")
+            continue
+        digits = len(shown.partition(".")[2])
+        if round(value, digits) != float(shown.replace(",", "")):
+            errors.append(f"{run} {path}: the page says {shown}, the run gave {value:.{digits}f}")
+    return errors
+
+
+def test_every_number_a_page_quotes_is_its_runs():
+    """Marked numbers are the kept runs' values, and the kept runs are the commands the page
+    shows now (a command changed on the page makes its numbers stale)."""
+    quoted = 0
+    for path in TUTORIALS:
+        tutorial, page = path.stem, path.read_text()
+        commands = {d: c for b in blocks() if b.tutorial == tutorial for c in b.commands() for d in out_dirs_of(c)}
+        kept = {}
+        for run, _ in {(r, p) for r, p, _ in QUOTE.findall(page)}:
+            f = numbers_path(tutorial, run)
+            if f.is_file():
+                kept[run] = json.loads(f.read_text())
+                assert kept[run]["command"] == commands.get(run), (
+                    f"{f.relative_to(ROOT)} is of `{kept[run]['command']}`; the page runs `{commands.get(run)}`")
+        errors = quote_errors(page, kept)
+        assert not errors, f"{path.relative_to(ROOT)}: " + "; ".join(errors)
+        quoted += len(QUOTE.findall(page))
+    for f in FIGURES.rglob("*.json"):  # kept numbers no page quotes are stale
+        tutorial = f.parent.name
+        page = (ROOT / "docs" / "tutorials" / f"{tutorial}.md").read_text()
+        assert any(numbers_path(tutorial, r) == f for r, _, _ in QUOTE.findall(page)), (
+            f"{f.relative_to(ROOT)} is quoted by no page")
+
+
+def test_the_quote_check_catches_drift():
+    kept = {"runs/x": {"results": {"metrics": {"goodput_mbps": {"mean": 816.6}}}, "reps": [{"metrics": {"n": 3}}]}}
+    page = "gave <!-- runs/x results.metrics.goodput_mbps.mean -->817 Mbit/s, <!-- runs/x reps.0.metrics.n -->3"
+    assert quote_errors(page, kept) == []
+    assert quote_errors(page.replace("-->817", "-->816.6"), kept) == []
+    assert quote_errors(page.replace("-->817", "-->818"), kept) == [
+        "runs/x results.metrics.goodput_mbps.mean: the page says 818, the run gave 817"]
+    assert quote_errors(page.replace("-->817", "-->816.5"), kept) == [
+        "runs/x results.metrics.goodput_mbps.mean: the page says 816.5, the run gave 816.6"]
+    assert quote_errors(page.replace("runs/x reps", "runs/y reps"), kept) == ["runs/y reps.0.metrics.n: no numbers kept for runs/y"]
+    assert quote_errors(page.replace("metrics.n", "metrics.m"), kept) == ["runs/x reps.0.metrics.m: not in the numbers kept for runs/x"]
 
 
 def test_every_figure_a_page_shows_was_kept():
@@ -242,3 +345,11 @@ def test_tutorial_runs(tutorial: str, tmp_path: Path):
             kept = FIGURES / kept_name(tutorial, figure)
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_bytes(drawn[0].read_bytes())
+    if os.environ.get("DCLAB_TUTORIAL_FIGURES") == "1":  # and the numbers of every run beside them
+        for block in chosen:
+            for command in block.commands():
+                for d in out_dirs_of(command):
+                    if (tmp_path / d / "results.json").is_file():
+                        f = numbers_path(tutorial, d)
+                        f.parent.mkdir(parents=True, exist_ok=True)
+                        f.write_text(json.dumps(run_numbers(tmp_path / d, command), indent=1) + "\n")
