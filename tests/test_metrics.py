@@ -1,6 +1,6 @@
 """Metric computations on hand-made inputs with known answers."""
 
-from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, pdcp_summary
+from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, nearest, pdcp_summary
 from dclab.analysis.records import Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.units import parse_size
@@ -89,3 +89,23 @@ def test_records_read_plain_or_gzipped_and_survive_a_cut(tmp_path):
     assert 0 < len(cut) < 502 and [x.t_ms for x in cut] == [float(i) for i in range(len(cut))]
     plain.write_bytes(text[: len(text) - 10])
     assert len(StatsRecords.of_file(plain)) == 501  # the cut sim line is left out
+
+
+def test_nearest_is_the_first_record_nearest_in_time_and_parses_few(tmp_path):
+    """The binary search finds what a scan of every record finds (the first of the nearest),
+    over times with repeats and ties, and reads only a few records of a lazily parsed file."""
+    import json
+    import random
+
+    from dclab.analysis.records import StatsRecords
+
+    rnd = random.Random(7)
+    for _ in range(300):
+        times = sorted(rnd.choice([0.0, 10.0, 10.0, 20.0, 25.0, 30.0, 30.0, 30.0, 45.0]) for _ in range(rnd.randint(1, 9)))
+        records = [Stats(type="interval", t_ms=t, dt_ms=float(i)) for i, t in enumerate(times)]
+        for t in (-5.0, 0.0, 5.0, 10.0, 12.5, 15.0, 22.5, 27.5, 30.0, 37.5, 50.0):
+            assert nearest(records, t) is min(records, key=lambda r: abs(r.t_ms - t)), (times, t)
+    lines = [json.dumps({"type": "interval", "version": 4, "t_ms": 10.0 * i}).encode() for i in range(18_000)]
+    lazy = StatsRecords(lines)
+    assert nearest(lazy, 90_004.0).t_ms == 90_000.0
+    assert sum(p is not None for p in lazy._parsed) < 40
