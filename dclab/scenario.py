@@ -188,7 +188,10 @@ class Scenario(BaseModel):
     delay_limit: Annotated[int, bounded("delay_limit")] = 10_000
     pdcp_processing: Annotated[float, bounded("pdcp_processing", description=(
         "ms each PDCP entity holds every packet, each way (the study's proxies: about 1)"))] = 0.0
-    sn_bits: Literal[12, 16, 18] = 16
+    sn_bits: Annotated[Literal[12, 16, 18] | None, Field(description=(
+        "PDCP SN length in bits; None: the link's own, 18 over an NR PDCP (nr:, endc:; TS 38.323 has 12 and 18, "
+        "and 16 bits desynchronise a split when one leg holds a PDU for more than 32,768 of the other's), else "
+        "16 (the DC study's)"))] = None
     header_bytes: Annotated[int, bounded("header_bytes")] = 2
     mtu: Annotated[int, bounded("mtu")] = 1500
     stats_interval_ms: Annotated[float, bounded("stats_interval_ms")] = 10.0
@@ -335,6 +338,14 @@ class Scenario(BaseModel):
 
     def delay_std(self, leg: int) -> float:
         return self.delay[leg] * self.delay_cov
+
+    @property
+    def pdcp_sn_bits(self) -> int:
+        """The SN length run: as given, else 18 over an NR PDCP (``nr:``, ``endc:``), else the
+        DC study's 16."""
+        if self.sn_bits is not None:
+            return self.sn_bits
+        return 18 if self.link is not None and self.link.kind in ("nr", "endc") else 16
 
     @property
     def reorders_by_jitter(self) -> bool:

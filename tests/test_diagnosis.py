@@ -21,13 +21,13 @@ TRANSFER_S = 10.0
 
 
 def records(stall: tuple[float, float] | None = None, queue_drops_at: float | None = None,
-            expiry_at: float | None = None) -> list[Stats]:
+            expiry_at: float | None = None, misread_at: float | None = None) -> list[Stats]:
     """dcemu's interval records of a 10 s transfer (t0 = 0): both legs carry 20 Mbit/s and
     40 reach the client, except in ``stall`` (start, end s) where nothing does; leg1's
     queue drops 5 packets in the interval ending at ``queue_drops_at``, t-Reordering
-    expires once at ``expiry_at``."""
+    expires once at ``expiry_at``, the receiver misreads one COUNT at ``misread_at``."""
     out = []
-    queue = expiries = 0
+    queue = expiries = misread = 0
     for i in range(1, int(TRANSFER_S * 1e3 / DT_MS) + 1):
         t = i * DT_MS / 1e3
         idle = stall is not None and stall[0] < t - 1e-9 and t <= stall[1] + 1e-9
@@ -35,11 +35,13 @@ def records(stall: tuple[float, float] | None = None, queue_drops_at: float | No
             queue += 5
         if expiry_at is not None and abs(t - expiry_at) < 1e-9:
             expiries += 1
+        if misread_at is not None and abs(t - misread_at) < 1e-9:
+            misread += 1
         rate = 0.0 if idle else 20.0
         legs = [Leg(name="leg1", downlink=Direction(out_mbps=rate, dropped_queue_packets=queue)),
                 Leg(name="leg2", downlink=Direction(out_mbps=rate))]
         out.append(Stats(type="interval", t_ms=i * DT_MS, dt_ms=DT_MS, legs=legs,
-                         bearers=[Bearer(name="dc", delivered_mbps=2 * rate, rx=Rx(timer_expiries=expiries))]))
+                         bearers=[Bearer(name="dc", delivered_mbps=2 * rate, rx=Rx(timer_expiries=expiries, counts_misread=misread))]))
     return out
 
 
@@ -84,6 +86,18 @@ def test_queue_drops_are_named_before_the_expiry_they_cause():
     assert d is not None and d.main.cause == "queue_drops" and d.main.count == 5
     assert "5 packets dropped in the legs' queues" in d.line()
     assert "--queue" in d.line() and "--split" in d.line()
+
+
+def test_a_misread_count_is_named_before_the_drops_and_the_expiry_around_it():
+    """HFN desynchronisation: a PDU held past half the SN space is taken for a later COUNT,
+    the receiver waits for the gap that opens and then discards what follows as late; the
+    stall is the misreading's, whatever queue drops or expiry came with it."""
+    tl = timeline(records(stall=(3.0, 9.0), queue_drops_at=2.8, misread_at=3.0, expiry_at=3.2), FACTS, [])
+    assert [s.cause for s in stalls(tl)] == ["sn_misread"]
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "sn_misread" and d.main.count == 1
+    assert "1 PDU the PDCP receiver took for a later COUNT" in d.line()
+    assert d.line().endswith("see --sn-bits 18 (NR PDCP's long SN, 4 times the room of 16 bits)")
 
 
 def test_a_reordering_wait_is_put_down_to_the_queue_drops_before_it_not_to_socket_drops():

@@ -70,7 +70,7 @@ def test_the_defaults_are_the_same_link_in_both_languages(limits):
     assert down["loss_at"] == s.loss_at and down["jitter_reorders"] is True and s.reorders_by_jitter
     p = d["pdcp"]
     assert (p["sn_bits"], p["header_bytes"], p["t_reordering_ms"], p["reordering"], p["processing_ms"]) == (
-        s.sn_bits, s.header_bytes, s.t_reordering, s.reordering, s.pdcp_processing)
+        s.pdcp_sn_bits, s.header_bytes, s.t_reordering, s.reordering, s.pdcp_processing)
     assert d["topology"]["mtu"] == s.mtu and d["seed"] == s.seed
     # The one that differs on purpose: the harness records every 10 ms (its figures and
     # window means need it); dcemu alone writes a record every 100 ms.

@@ -27,7 +27,7 @@ def render(s: sc.Scenario, kind: str = "throughput", topology: dict | None = Non
 def test_defaults_are_the_reference_testbed():
     s = sc.Scenario()
     assert (s.batch, s.split, s.bw, s.delay, s.delay_cov, s.loss) == (100, [50, 50], [20, 20], [10, 10], 0.1, [0, 0])
-    assert (s.queue_packets, s.uplink_queue_packets, s.delay_limit, s.t_reordering, s.sn_bits) == (100, 10000, 10000, 200, 16)
+    assert (s.queue_packets, s.uplink_queue_packets, s.delay_limit, s.t_reordering, s.pdcp_sn_bits) == (100, 10000, 10000, 200, 16)
 
 
 @pytest.mark.parametrize(
@@ -552,3 +552,22 @@ def test_a_trace_per_leg_is_refused_under_the_option_the_user_gave():
     --traces)."""
     with pytest.raises(ValueError, match=r"^--trace: needs one per leg \(2, as --bw gives\), got 3"):
         sc.build(traces=[Path("a"), Path("b"), Path("c")])
+
+
+def test_the_sn_length_is_nr_pdcps_over_nr_links_and_the_studys_elsewhere(tmp_path):
+    """TS 38.323 gives NR PDCP 12 or 18 bits: over nr: and endc: the SN is 18 bits unless
+    given, elsewhere the DC study's 16; a run's key holds the length as run, so the wired
+    runs of every store keep theirs."""
+    from dclab.campaign.plan import StackConfig, run_key
+
+    assert [sc.build(link=link).pdcp_sn_bits for link in ("endc:good,poor", "nr:good", "lte:good")] == [18, 18, 16]
+    assert sc.Scenario().pdcp_sn_bits == 16 and sc.build(link="endc:good,poor", sn_bits=16).pdcp_sn_bits == 16
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--link", "endc:good,poor"])
+    assert tomllib.loads(r.output)["pdcp"]["sn_bits"] == 18
+    r = CliRunner().invoke(app, ["scenario", "show", "--dcemu", "--sn-bits", "12"])
+    assert tomllib.loads(r.output)["pdcp"]["sn_bits"] == 12
+    r = CliRunner().invoke(app, ["scenario", "show", "--sn-bits", "15"])
+    assert r.exit_code == 2 and "'15' is not one of '12', '16', '18'" in r.output
+    cfg = StackConfig("tcp", "cubic")
+    key = lambda s: run_key("throughput", cfg, "", 0.0, 1, s, {"stack": "tcp", "cc": "cubic"})  # noqa: E731
+    assert key(sc.Scenario()) == key(sc.build(sn_bits=16)) != key(sc.build(sn_bits=18))

@@ -428,3 +428,25 @@ def test_a_simulated_run_needs_no_root():
         assert "throughput (simulated): aioquic reno" in p_text.stderr, p_text.stderr[-2000:]
         assert re.search(r"^goodput: [\d.]+ Mbit/s \(simulated\)$", p_text.stdout, re.M), p_text.stdout
         assert json.loads(p.stdout)["failed"] == 0 and (home / "run" / "rep-01" / "result.json").stat().st_uid != 0
+
+
+def test_a_16_bit_sn_desynchronises_endc_at_poor_good_and_18_bits_do_not(tmp_path):
+    """EN-DC at poor/good (the LTE master in deep fades, the NR secondary fast), seeded so
+    that a fade holds a PDU in the LTE cell while the NR cell delivers more than 32,768
+    others: with a 16-bit SN the receiver takes it for a later COUNT, discards every PDU
+    after it as late, and TCP stalls to the end of the simulated window; the run names the
+    misreading. With NR PDCP's 18 bits, the default over endc:, the same run completes."""
+    common = ["run", "throughput", "--backend", "sim", "--link", "endc:poor,good", "--x2-delay", "5",
+              "--uplink-bw", "200", "--split-policy", "delay-target", "--stack", "tcp", "--cc", "cubic",
+              "--size", "1500MB", "--reps", "1", "--seed", "2"]
+    short = run_dclab(*common, "--sn-bits", "16", "--out", str(tmp_path / "sn16"), timeout=300)
+    rep = json.loads((tmp_path / "sn16" / "rep-01" / "result.json").read_text())
+    assert not rep["ok"] and "cut at the end of the simulated window" in rep["error"], rep["error"]
+    assert rep["details"]["pdcp"]["rx"]["counts_misread"] > 0
+    assert "PDUs the PDCP receiver took for a later COUNT" in short.stdout + short.stderr
+    assert "see --sn-bits 18" in short.stdout + short.stderr
+    long = run_dclab(*common, "--out", str(tmp_path / "sn18"), timeout=300)
+    assert long.returncode == 0, long.stderr
+    rep = json.loads((tmp_path / "sn18" / "rep-01" / "result.json").read_text())
+    assert rep["ok"] and rep["details"]["pdcp"]["rx"]["counts_misread"] == 0
+    assert rep["metrics"]["goodput_mbps"] > 300

@@ -12,7 +12,9 @@ What a stall is, and what it costs:
   began until the interval in which delivery resumed (a t-Reordering expiry is counted
   when its wait ends, i.e. at the stall's end; drops come before the stall they cause,
   the sender's loss detection and probe timeout taking some round trips);
-- a stall after events of several causes is put down to one. A stall that ends with a
+- a stall after events of several causes is put down to one. A PDU the PDCP receiver
+  took for a later COUNT (HFN desynchronisation) comes first: after it the receiver
+  discards what follows as late, whatever else happened. A stall that ends with a
   t-Reordering expiry is the PDCP receiver's wait for a gap: a datagram dropped at the
   client's socket cannot open a gap (it is lost after PDCP), so it is put down to the
   queue drops before it that can, else to t-Reordering itself. Any other stall is put
@@ -45,7 +47,9 @@ THRESHOLD = 0.05  # a diagnosis when stalls after the causes cost more than 5 % 
 NEAR_NOTHING = 0.05  # delivered under 5 % of the transfer's mean rate: a stall
 MIN_STALL_S = 0.05  # five of dcemu's 10 ms intervals: shorter gaps are a burst's ordinary texture
 LOOKBACK_S = 0.5  # drops this long before a stall may have caused it (loss detection, PTO)
-DIAGNOSED: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering")
+# A misread COUNT first: after one the receiver discards what follows as late, whatever
+# else happened around the stall.
+DIAGNOSED: tuple[Cause, ...] = ("sn_misread", "socket_drops", "queue_drops", "t_reordering")
 SMOOTH_S = 0.1  # dips are found on means over this long: one 10 ms record is mostly jitter
 REFERENCE_PCT = 90  # the run's own rate: this percentile of those means inside the transfer
 DIP_BELOW = 0.8  # under this share of the run's rate: a dip
@@ -140,6 +144,9 @@ def what(cause: Cause, count: int, t_reordering_ms: float | None = None) -> str:
         "socket_drops": f"{count} datagram{s} dropped at the client's socket",
         "queue_drops": f"{count} packet{s} dropped in the legs' queues",
         "t_reordering": f"{count} t-Reordering expir{'y' if count == 1 else 'ies'}{wait}",
+        "sn_misread": (f"{count} PDU{s} the PDCP receiver took for a later COUNT (sent more than half the SN "
+                       "space before what it awaited: HFN desynchronisation, after which it discards what "
+                       "follows as late)"),
         "sender_loss": f"{count} packet{s} the sender declared lost",
         "pto": f"{count} probe timeout{s} (PTO) at the sender",
     }[cause]
@@ -152,9 +159,17 @@ def remedy(cause: Cause, t_reordering_ms: float | None = None) -> str:
         "socket_drops": "--udp-buffer large",
         "queue_drops": "a larger --queue, or a --split matched to the legs' rates",
         "t_reordering": f"a shorter --t-reordering{now}, or a --split matched to the legs",
+        "sn_misread": "--sn-bits 18 (NR PDCP's long SN, 4 times the room of 16 bits)",
         "sender_loss": "the sender's qlog",
         "pto": "the sender's qlog",
     }[cause]
+
+
+def misread_line(count: int) -> str:
+    """The line for a run whose PDCP receiver misread ``count`` COUNTs, whether or not its
+    stalls were diagnosed (a split's run has no diagnosis, and a run the misreading stalls
+    to the end fails)."""
+    return f"diagnosis: {what('sn_misread', count)}: see {remedy('sn_misread')}"
 
 
 def stalls(tl: Timeline) -> list[Stall]:
@@ -184,7 +199,7 @@ def stalls(tl: Timeline) -> list[Stall]:
             continue
         waited = any(e.cause == "t_reordering" and b - tl.dt_s - 1e-9 <= e.t_s <= b + tl.dt_s + 1e-9
                      for e in tl.events)
-        order: tuple[Cause, ...] = ("queue_drops", "t_reordering") if waited else DIAGNOSED
+        order: tuple[Cause, ...] = ("sn_misread", "queue_drops", "t_reordering") if waited else DIAGNOSED
         out.append(Stall(max(a, 0.0), b, _cause_near(tl, a, b, order)))
     return out
 

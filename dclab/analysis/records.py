@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 4
+STATS_VERSION = 5
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -146,6 +146,7 @@ class Rx(_Record):
     timer_stops: int = 0
     timer_expiries: int = 0
     counts_given_up: int = 0
+    counts_misread: int = 0  # version 5: sent over half the SN space before RX_DELIV, rebuilt as another COUNT
     buffer_high_water: int = 0
     wait: Hist = Hist()
 

@@ -25,8 +25,8 @@ from .qlog_recovery import SenderEvent, sender_events
 from .records import Stats
 from .socket_drops import DropSample, read_samples
 
-Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sender_loss", "pto"]
-CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering", "sender_loss", "pto")
+Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sn_misread", "sender_loss", "pto"]
+CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering", "sn_misread", "sender_loss", "pto")
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ class Timeline:
 
 
 def dcemu_events(records: Sequence[Stats], t0_ms: float) -> list[Event]:
-    """Queue drops per leg and t-Reordering expiries per bearer, per interval, from the
-    cumulative counters of dcemu's interval records."""
+    """Queue drops per leg, t-Reordering expiries and misread COUNTs per bearer, per
+    interval, from the cumulative counters of dcemu's interval records."""
     out: list[Event] = []
     prev: dict[tuple[Cause, str], int] = {}
     for r in records:
@@ -105,6 +105,7 @@ def dcemu_events(records: Sequence[Stats], t0_ms: float) -> list[Event]:
         counts: list[tuple[Cause, str, int]] = [("queue_drops", leg.name, leg.downlink.dropped_queue_packets)
                                                 for leg in r.legs]
         counts += [("t_reordering", b.name, b.rx.timer_expiries) for b in r.bearers if b.rx is not None]
+        counts += [("sn_misread", b.name, b.rx.counts_misread) for b in r.bearers if b.rx is not None]
         for cause, where, n in counts:
             new = n - prev.get((cause, where), 0)
             prev[(cause, where)] = n

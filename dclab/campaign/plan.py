@@ -275,6 +275,8 @@ def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: in
     # The jitter as run: the stores before a cell's order-preserving default keyed netem's
     # jitter by its absence, and a cell's run that relied on the old default must not resume.
     scenario["jitter_reorders"] = s.reorders_by_jitter
+    # Likewise the SN length as run: 16 in every store before the NR links' 18.
+    scenario["sn_bits"] = s.pdcp_sn_bits
     for name in ADDED_FIELDS:
         if scenario[name] == KEY_DEFAULTS.get(name, Scenario.model_fields[name].default):
             del scenario[name]

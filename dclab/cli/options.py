@@ -132,6 +132,10 @@ def scenario_options(f: F) -> F:
         click.option("--duplicate/--no-duplicate", default=None, help="PDCP duplication: every packet on both legs."),
         click.option("--no-reordering", is_flag=True, default=None, help="Turn PDCP reordering off (arrival order)."),
         click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
+        click.option("--sn-bits", type=click.Choice(["12", "16", "18"]),
+                     help="PDCP SN length: a PDU held back by more than half the SN space (32,768 PDUs at 16 bits) "
+                          "is taken for a later COUNT and what follows is discarded (HFN desynchronisation) "
+                          "[default 18 over nr: and endc: (NR PDCP), else 16 (the DC study's)]."),
         click.option("--pdcp-processing", type=float, metavar="MS",
                      help="Each PDCP entity holds every packet this long, each way: where it enters the emulated "
                           "network and where it leaves (0-1000 ms; the study's proxies took about 1) [default 0]."),
@@ -206,6 +210,8 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                 changes[name] = kw[name]
         if kw.get("duplicate") is not None:
             changes["duplicate"] = kw["duplicate"]
+        if kw.get("sn_bits") is not None:
+            changes["sn_bits"] = int(kw["sn_bits"])
         if kw.get("no_reordering"):
             changes["reordering"] = False
         if kw.get("t_reordering") is not None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from .. import batch
+from ..analysis.diagnosis import misread_line
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..errors import InputError
@@ -65,11 +66,15 @@ def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, reps: int) -> li
             result = RepResult.model_validate_json((rep_dir / "result.json").read_bytes())
         except (OSError, ValueError):
             continue
-        if not result.ok:
-            continue
-        d = exp.run_diagnosis(rep_dir, result.record(), shown.model_dump(mode="json"))
+        prefix = f"rep {rep}: " if reps > 1 else ""
+        d = exp.run_diagnosis(rep_dir, result.record(), shown.model_dump(mode="json")) if result.ok else None
         if d is not None:
-            out.append((f"rep {rep}: " if reps > 1 else "") + d.line())
+            out.append(prefix + d.line())
+        # A misread COUNT is named whatever else the diagnosis says (or whether there is one:
+        # a split's run has none, and a run it stalls to the end fails).
+        misread = int(((result.details.get("pdcp") or {}).get("rx") or {}).get("counts_misread") or 0)
+        if misread and (d is None or "sn_misread" not in [c.cause for c in (d.main, *d.others)]):
+            out.append(prefix + misread_line(misread))
     return out
 
 

@@ -155,7 +155,7 @@ def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
         "default_bearer": rendered[0]["name"] if plan.bearers[0].mode == "paths" else plan.default_bearer,
         "topology": {**topology, "mtu": s.mtu, **extra},
         "pdcp": {
-            "sn_bits": s.sn_bits,
+            "sn_bits": s.pdcp_sn_bits,
             "header_bytes": s.header_bytes,
             "t_reordering_ms": "inf" if s.t_reordering is None else s.t_reordering,
             # One LTE cell has nothing to reorder (its RLC delivers in order), and its queue

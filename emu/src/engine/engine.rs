@@ -847,7 +847,7 @@ impl Engine {
             match rx.as_mut() {
                 Some(rx) => {
                     let sn = pkt.count & *sn_mask;
-                    rx.receive(at, sn, pkt, &mut |ev| {
+                    rx.receive_sent(at, sn, pkt.count, pkt, &mut |ev| {
                         on_rx_event(
                             ev,
                             pool,

@@ -79,6 +79,10 @@ pub struct RxCounters {
     pub timer_expiries: u64,
     /// COUNTs never received that an expiry skipped over.
     pub counts_given_up: u64,
+    /// PDUs whose COUNT the receiver rebuilt wrongly from their SN: sent more than half the
+    /// SN space before RX_DELIV (HFN desynchronisation), so taken for a later COUNT. The
+    /// receiver sees only the SN; the testbed knows the COUNT sent (`receive_sent`).
+    pub counts_misread: u64,
     /// Most SDUs held in the buffer at once.
     pub buffer_high_water: u32,
     /// Time each delivered SDU spent in the buffer (0 for out-of-order delivery). Records
@@ -196,6 +200,27 @@ impl<T: Copy> PdcpRx<T> {
             }
             self.expire(deadline, out);
         }
+    }
+
+    /// `receive`, and counts a PDU whose COUNT the receiver rebuilds other than `sent`, the
+    /// COUNT it was sent with (`counts_misread`). What the receiver does is `receive`'s: it
+    /// acts on the SN alone.
+    pub fn receive_sent(
+        &mut self,
+        now: Nanos,
+        sn: u32,
+        sent: u32,
+        item: T,
+        out: &mut impl FnMut(RxEvent<T>),
+    ) {
+        self.poll(now, out); // the COUNT is rebuilt against RX_DELIV after the expiries due
+        let rebuilt = (sn < self.space.modulus())
+            .then(|| self.space.rcvd_count(sn, self.rx_deliv))
+            .flatten();
+        if rebuilt != Some(sent) {
+            self.counters.counts_misread += 1;
+        }
+        self.receive(now, sn, item, out);
     }
 
     /// Processes one PDU arriving at `now` (clause 5.2.2.1). Expiries due at or before
@@ -557,6 +582,60 @@ mod tests {
         let arr = [(1, 0), (262_143, 50), (0, 60)];
         let (_, evs) = run(cfg(18, Some(40), 262_143), &arr);
         assert_eq!(evs, [d(40, 262_145), x(50, 262_143, Late), x(60, 0, Late)]);
+    }
+
+    /// HFN desynchronisation: with 12-bit SNs (a window of 2048), COUNT 5 held back while
+    /// t-Reordering gives up on it and 2,055 later ones arrive comes back as COUNT 4101 (its
+    /// SN rebuilt against RX_DELIV 2061, more than 2048 past it). The receiver acts on the
+    /// SN alone and stores it as new; the test bed counts the misreading. Then the expiry
+    /// skips RX_DELIV to 4102, and every PDU sent after (COUNT 2061 on) is discarded as late.
+    #[test]
+    fn a_pdu_held_past_half_the_sn_space_is_misread_and_counted() {
+        let mut rx = PdcpRx::new(cfg(12, Some(10), 0));
+        let mut evs = Vec::new();
+        // Within the window of RX_DELIV (5) until t-Reordering gives up on COUNT 5 ...
+        for c in (0..2053u32).filter(|&c| c != 5) {
+            rx.receive_sent(MS, c % 4096, c, c, &mut |e| evs.push(e));
+        }
+        rx.poll(20 * MS, &mut |e| evs.push(e));
+        // ... and of RX_DELIV (2053) after.
+        for c in 2053..2061u32 {
+            rx.receive_sent(25 * MS, c % 4096, c, c, &mut |e| evs.push(e));
+        }
+        assert_eq!(
+            (rx.counters().counts_misread, rx.counters().counts_given_up),
+            (0, 1)
+        );
+        rx.receive_sent(30 * MS, 5, 5, 5, &mut |e| evs.push(e));
+        assert_eq!(rx.counters().counts_misread, 1, "COUNT 5 taken for 4101");
+        rx.poll(50 * MS, &mut |e| evs.push(e)); // ... and waited for up to it
+        let last = evs.iter().rev().find_map(|e| match e {
+            RxEvent::Deliver { count, .. } => Some(*count),
+            _ => None,
+        });
+        assert_eq!(last, Some(4101));
+        evs.clear();
+        for c in 2061..2070u32 {
+            rx.receive_sent(60 * MS, c % 4096, c, c, &mut |e| evs.push(e));
+        }
+        let late = evs
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    RxEvent::Discard {
+                        reason: DiscardReason::Late,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(late, 9, "every PDU sent after it is late");
+        assert_eq!(
+            rx.counters().counts_misread,
+            1,
+            "they are read right, and late"
+        );
     }
 
     #[test]
