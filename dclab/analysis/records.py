@@ -154,7 +154,8 @@ class Rx(_Record):
 class Fallback(_Record):
     """A leg's outage fallback (``FallbackRecord``, ``split.fallback_ms``): in an outage
     now, outages acted on and copies sent again on another leg (cumulative), copies kept
-    now and refused (cumulative)."""
+    now and refused (cumulative), and (version 5) the originals of those copies discarded
+    as they left the leg."""
 
     outage: bool = False
     outages: int = 0
@@ -162,6 +163,7 @@ class Fallback(_Record):
     resent_bytes: int = 0
     copies_bytes: int = 0
     copies_refused: int = 0
+    stranded_discarded: int = 0
 
 
 class FlowLeg(Fallback):

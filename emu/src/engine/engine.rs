@@ -839,11 +839,18 @@ impl Engine {
             }
             let BearerState {
                 rx,
+                flow,
                 delivered_bytes,
                 delivered_packets,
                 sn_mask,
                 ..
             } = &mut bearers[pkt.bearer as usize];
+            // An original whose copy went on another leg in an outage: discarded here, as
+            // the failed leg's RLC would have (FlowControl::take_stranded).
+            if flow.as_mut().is_some_and(|f| f.take_stranded(l, pkt.count)) {
+                pool.free(pkt.id);
+                return;
+            }
             match rx.as_mut() {
                 Some(rx) => {
                     let sn = pkt.count & *sn_mask;

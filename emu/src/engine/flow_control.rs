@@ -14,6 +14,7 @@
 //! reports a radio link outage at once, and the master sends its copies of what it sent
 //! there again on its own leg (`pdcp/outage.rs`).
 
+use std::collections::BTreeSet;
 use std::collections::VecDeque;
 
 use serde::Serialize;
@@ -84,10 +85,18 @@ struct Fallback {
     /// The master holds the leg in an outage: nothing new is sent there.
     outage: bool,
     copies: Copies<Pkt>,
+    /// The COUNTs sent again elsewhere whose originals the leg still holds: stranded. A
+    /// network re-establishes a failed leg's RLC and discards them; dcemu lets them take
+    /// their time on the leg (their service is the sign it is back) and discards them as
+    /// they leave it, before the receiver, which a PDU back after more than half the SN
+    /// space would desynchronise (docs/endc.md, "The SN length").
+    stranded: BTreeSet<u32>,
     /// Outages acted on, and the copies sent again on another leg (cumulative).
     outages: u64,
     resent_packets: u64,
     resent_bytes: u64,
+    /// Stranded originals discarded as they left the leg (cumulative).
+    stranded_discarded: u64,
 }
 
 impl Fallback {
@@ -97,9 +106,11 @@ impl Fallback {
             outage_reported: false,
             outage: false,
             copies: Copies::new(COPIES_LIMIT_BYTES),
+            stranded: BTreeSet::new(),
             outages: 0,
             resent_packets: 0,
             resent_bytes: 0,
+            stranded_discarded: 0,
         }
     }
 
@@ -107,11 +118,25 @@ impl Fallback {
     fn start(&mut self, to: usize, out: &mut Vec<CopyFate>) {
         self.outages += 1;
         self.outage = true;
-        for (_, p) in self.copies.take_all() {
+        for (count, p) in self.copies.take_all() {
             self.resent_packets += 1;
             self.resent_bytes += p.len as u64;
+            self.stranded.insert(count);
             out.push(CopyFate::Resend(p, to));
         }
+        // Bounded whatever the leg does with its originals (a queue may drop them): the
+        // oldest are forgotten first.
+        while self.stranded.len() > STRANDED_LIMIT {
+            self.stranded.pop_first();
+        }
+    }
+
+    /// Whether the original of `count`, leaving the leg, was sent again elsewhere: then it
+    /// is discarded (and forgotten).
+    fn take_stranded(&mut self, count: u32) -> bool {
+        let hit = self.stranded.remove(&count);
+        self.stranded_discarded += hit as u64;
+        hit
     }
 
     /// A new node serves the leg: no stall, no outage, and the copies go to `free`.
@@ -119,6 +144,7 @@ impl Fallback {
         for (_, p) in self.copies.take_all() {
             free(p);
         }
+        self.stranded.clear(); // a new node's RLC: what the old one held is gone
         self.stall.restart();
         self.outage = false;
         self.outage_reported = false;
@@ -127,6 +153,8 @@ impl Fallback {
 
 /// What the master keeps of the PDUs it sent a secondary, to send them again on an outage.
 pub const COPIES_LIMIT_BYTES: u64 = 4_000_000;
+/// Stranded COUNTs remembered per leg at most: the copies of a few outages' worth.
+const STRANDED_LIMIT: usize = 100_000;
 
 /// A copy of a PDU sent to a secondary, at the end of its keeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,6 +466,19 @@ impl FlowControl {
         }
     }
 
+    /// Whether PDU `count`, leaving `leg`, is an original whose copy was sent again on
+    /// another leg in an outage: the engine then discards it instead of handing it to the
+    /// receiver.
+    pub fn take_stranded(&mut self, leg: usize, count: u32) -> bool {
+        if leg == self.master.leg {
+            return self.master_fb.take_stranded(count);
+        }
+        self.secondaries
+            .iter_mut()
+            .find(|s| s.at.leg == leg)
+            .is_some_and(|s| s.fb.take_stranded(count))
+    }
+
     /// Keeps `p`, the copy of PDU `count` sent on `leg` (the master's or a secondary);
     /// given back when it is not kept (no fallback, not the bearer's leg, or the copies
     /// are at their limit).
@@ -679,6 +720,8 @@ pub struct FallbackRecord {
     /// (cumulative).
     pub copies_bytes: u64,
     pub copies_refused: u64,
+    /// Originals sent again elsewhere, discarded as they left the leg (cumulative).
+    pub stranded_discarded: u64,
 }
 
 impl Fallback {
@@ -690,6 +733,7 @@ impl Fallback {
             resent_bytes: self.resent_bytes,
             copies_bytes: self.copies.bytes(),
             copies_refused: self.copies.refused(),
+            stranded_discarded: self.stranded_discarded,
         }
     }
 }
@@ -910,9 +954,14 @@ mod tests {
                 CopyFate::Resend(Pkt::new(3, 1500, 0), 0),
             ]
         );
+        // Their originals, when the secondary serves them, are discarded once each; what
+        // was not sent again (COUNT 0) and the master's own leg are not.
+        assert!(fc.take_stranded(1, 2) && !fc.take_stranded(1, 2));
+        assert!(!fc.take_stranded(1, 0) && !fc.take_stranded(0, 3));
         let f = fc.record(|l| format!("leg{l}")).secondaries[0]
             .fallback
             .clone();
+        assert_eq!(f.stranded_discarded, 1);
         assert_eq!(
             (f.outage, f.outages, f.resent_packets, f.resent_bytes),
             (true, 1, 3, 4500)

@@ -14,8 +14,10 @@
 //! - the master keeps a copy of every PDU it sends the secondary ([`Copies`]) until a
 //!   report says the secondary served it; on an outage report it sends every copy left on
 //!   its own leg, and sends the secondary nothing new until a report says it serves again.
-//!   What the secondary still holds it serves when the fade ends, and the receiver discards
-//!   those as duplicates: they are the first sign that the leg is back.
+//!   What the secondary still holds it serves when the fade ends: the first sign that the
+//!   leg is back. Those originals of what was sent again are discarded as they leave the leg
+//!   (`FlowControl::take_stranded`), as re-establishing the failed leg's RLC would discard
+//!   them: one served more than half the SN space late would desynchronise the receiver.
 //!
 //! "Served" is a PDU leaving the secondary's queueing stage (a cell's PDU on the air and
 //! acknowledged by HARQ), which the secondary knows at once; PDUs are served in the order
