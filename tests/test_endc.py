@@ -84,6 +84,15 @@ def test_the_split_figure_marks_each_outage_fallback_once():
     assert split_series([rec(10, 0, 1)], "dc").outages == {}
 
 
+def test_the_split_figure_marks_the_intervals_in_which_a_count_was_misread():
+    def rec(t_ms: float, misread: int) -> Stats:
+        return parse(json.dumps({"type": "interval", "version": STATS_VERSION, "t_ms": t_ms, "bearers": [
+            {"name": "dc", "tx_pdus": [["leg1", 1], ["leg2", 1]], "rx": {"counts_misread": misread}}]}))
+
+    assert split_series([rec(10, 0), rec(20, 2), rec(30, 2), rec(40, 3)], "dc").misread == [0.02, 0.04]
+    assert split_series([rec(10, 0), rec(20, 0)], "dc").misread == []
+
+
 @pytest.mark.root
 def test_a_brief_endc_campaign_runs_every_policy_and_draws_its_figures(tmp_path):
     env = {**os.environ, "DCLAB_RESULTS": str(tmp_path / "results")}

@@ -2,7 +2,8 @@
 got out of it and what waited for it there (a cell device's queue, or a link's), the
 secondaries' flow-control reports (``bearers[].flow``: the desired size each asked for,
 and when each report reached the master), the secondary node's away spans
-(``legs[].secondary``) and the PDCP receiver's t-Reordering expiries. Drawn by
+(``legs[].secondary``), the PDCP receiver's t-Reordering expiries and the COUNTs it
+misread (HFN desynchronisation, ``rx.counts_misread``). Drawn by
 ``split_figure`` over the whole run (docs/endc.md)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class SplitSeries:
     # per secondary: intervals in which the master began an outage fallback (split.fallback_ms)
     outages: dict[str, list[float]] = field(default_factory=dict)
     expiries: list[float] = field(default_factory=list)  # intervals in which t-Reordering expired
+    misread: list[float] = field(default_factory=list)  # intervals in which the receiver misread a COUNT
     away: list[Span] = field(default_factory=list)  # a secondary node released or changing
     policy: str = "static"
 
@@ -47,6 +49,7 @@ def split_series(records: Sequence[Stats], bearer: str, t0_ms: float = 0.0) -> S
     prev_reports: dict[str, int] = {}
     prev_outages: dict[str, int] = {}
     prev_expiries = 0
+    prev_misread = 0
     away_since: dict[str, tuple[float, str]] = {}
     prev_t = 0.0
     for r in records:
@@ -84,6 +87,10 @@ def split_series(records: Sequence[Stats], bearer: str, t0_ms: float = 0.0) -> S
         if expiries > prev_expiries:
             s.expiries.append(t)
         prev_expiries = expiries
+        misread = b.rx.counts_misread if b.rx is not None else 0
+        if misread > prev_misread:
+            s.misread.append(t)
+        prev_misread = misread
         prev_t = t
     for name, (start, what) in away_since.items():
         s.away.append((start, prev_t, f"{name} {what}"))
@@ -94,8 +101,9 @@ def split_figure(s: SplitSeries, capacities: Sequence[float | None], path: Path,
     """Three panels over the whole run: each leg's rate for the bearer (capacities
     dashed), each leg's queue for it (each secondary's last desired size dotted), and a
     strip with a tick per interval in which a report reached the master (per secondary),
-    in which the master began an outage fallback (per secondary, where any did) and per
-    t-Reordering expiry; a secondary node's away spans shaded."""
+    in which the master began an outage fallback (per secondary, where any did), per
+    t-Reordering expiry and per misread COUNT (where any was); a secondary node's away
+    spans shaded."""
     fig, (ax_rate, ax_queue, ax_events) = plt.subplots(
         3, 1, figsize=(8, 6.4), sharex=True, gridspec_kw={"height_ratios": [3, 3, 1.2]})
     for ax in (ax_rate, ax_queue, ax_events):
@@ -117,6 +125,8 @@ def split_figure(s: SplitSeries, capacities: Sequence[float | None], path: Path,
         (f"{name} reports", ts, colors.get(name, "k")) for name, ts in s.reports.items()]
     rows += [(f"{name} outages (resent)", ts, "tab:purple") for name, ts in s.outages.items()]
     rows.append(("t-Reordering expiries", s.expiries, "tab:red"))
+    if s.misread:
+        rows.append(("COUNTs misread (HFN desync)", s.misread, "tab:pink"))
     for y, (_, ts, color) in enumerate(rows):
         ax_events.vlines(ts, y - 0.35, y + 0.35, color=color, linewidth=0.6)
     ax_events.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=7)
