@@ -668,6 +668,9 @@ impl Engine {
                         }
                     };
                     if !taken {
+                        if let Some(fc) = bearers[b].flow.as_mut() {
+                            fc.unstrand(p.count);
+                        }
                         pool.free(p.id);
                     }
                 }

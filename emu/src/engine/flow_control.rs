@@ -479,6 +479,15 @@ impl FlowControl {
             .is_some_and(|s| s.fb.take_stranded(count))
     }
 
+    /// The copy of PDU `count` sent again could not be taken (its leg's queue full): its
+    /// original is no longer stranded, the only one left to deliver.
+    pub fn unstrand(&mut self, count: u32) {
+        self.master_fb.stranded.remove(&count);
+        for s in &mut self.secondaries {
+            s.fb.stranded.remove(&count);
+        }
+    }
+
     /// Keeps `p`, the copy of PDU `count` sent on `leg` (the master's or a secondary);
     /// given back when it is not kept (no fallback, not the bearer's leg, or the copies
     /// are at their limit).
@@ -958,6 +967,9 @@ mod tests {
         // was not sent again (COUNT 0) and the master's own leg are not.
         assert!(fc.take_stranded(1, 2) && !fc.take_stranded(1, 2));
         assert!(!fc.take_stranded(1, 0) && !fc.take_stranded(0, 3));
+        // A copy its new leg could not take leaves the original the one to deliver.
+        fc.unstrand(3);
+        assert!(!fc.take_stranded(1, 3));
         let f = fc.record(|l| format!("leg{l}")).secondaries[0]
             .fallback
             .clone();
