@@ -569,7 +569,7 @@ fn path_bearers_pin_each_client_address_to_one_leg_both_ways() {
     let modes: Vec<(&str, &str, bool)> = rec
         .bearers
         .iter()
-        .map(|b| (b.name.as_str(), b.mode.as_str(), b.rx.is_some()))
+        .map(|b| (b.name.as_str(), b.mode, b.rx.is_some()))
         .collect();
     assert_eq!(
         modes,

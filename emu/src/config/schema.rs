@@ -692,6 +692,18 @@ pub enum BearerMode {
     Path,
 }
 
+impl BearerMode {
+    /// The name a scenario file and a record give it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BearerMode::Dc => "dc",
+            BearerMode::Sc => "sc",
+            BearerMode::Dup => "dup",
+            BearerMode::Path => "path",
+        }
+    }
+}
+
 /// A port or an inclusive range "lo-hi".
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(

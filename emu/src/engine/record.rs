@@ -107,7 +107,7 @@ pub struct DirRecord {
 #[derive(Clone, Debug, Serialize)]
 pub struct BearerRecord {
     pub name: String,
-    pub mode: String,
+    pub mode: &'static str,
     /// PDUs sent per downlink leg of the bearer, by leg name.
     pub tx_pdus: Vec<(String, u64)>,
     /// PDCP receiver counters (absent when reordering is off: PDUs bypass the receiver).
@@ -308,7 +308,7 @@ impl BearerRecord {
     ) -> BearerRecord {
         let r = BearerRecord {
             name: b.name.clone(),
-            mode: format!("{:?}", b.mode).to_lowercase(),
+            mode: b.mode.as_str(),
             tx_pdus: b
                 .legs
                 .iter()
