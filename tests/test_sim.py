@@ -351,9 +351,12 @@ for _ in range(int(sys.argv[2])):
 @pytest.mark.root
 def test_the_host_model_charges_what_the_kernel_charges(tmp_path):
     """Datagrams that dcemu writes into the client's TUN, into a socket nobody reads, with
-    the default buffer: the kernel charges each UDP_TRUESIZE bytes (the simulation's host
-    model, emu/src/model/host.rs) and keeps as many as fit whole, for aioquic's datagram
-    and the largest one a 1500-byte MTU allows."""
+    the default buffer: the kernel keeps as many as fit whole at UDP_TRUESIZE bytes each
+    (the simulation's host model, emu/src/model/host.rs), for aioquic's datagram and the
+    largest one a 1500-byte MTU allows. The bytes it charges are that many times
+    UDP_TRUESIZE but for one datagram's worth: past half the buffer the kernel may condense
+    a datagram (``skb_condense`` in ``__udp_enqueue_schedule_skb``) and charge it less, as
+    it did once in a busy round (1,424 bytes for one of 92; tests/data has no bound for it)."""
     import sys
 
     from dclab.scenario import Scenario
@@ -375,8 +378,8 @@ def test_the_host_model_charges_what_the_kernel_charges(tmp_path):
             queued, rx_queue, rcvbuf = map(int, r.stdout.readline().split())
             r.wait(timeout=10)
             assert rcvbuf == 212992
-            assert rx_queue == queued * UDP_TRUESIZE, (size, queued, rx_queue)
             assert queued == rcvbuf // UDP_TRUESIZE, (size, queued)
+            assert (queued - 1) * UDP_TRUESIZE < rx_queue <= queued * UDP_TRUESIZE, (size, queued, rx_queue)
 
 
 def test_the_receive_trace_gives_the_gaps_after_backlogged_datagrams(tmp_path):
