@@ -356,7 +356,7 @@ def test_the_host_model_charges_what_the_kernel_charges(tmp_path):
     largest one a 1500-byte MTU allows. The bytes it charges are that many times
     UDP_TRUESIZE but for one datagram's worth: past half the buffer the kernel may condense
     a datagram (``skb_condense`` in ``__udp_enqueue_schedule_skb``) and charge it less, as
-    it did once in a busy round (1,424 bytes for one of 92; tests/data has no bound for it)."""
+    it did once in a busy round (1,424 bytes for one of 92)."""
     import sys
 
     from dclab.scenario import Scenario
