@@ -470,6 +470,9 @@ impl FlowControl {
     /// another leg in an outage: the engine then discards it instead of handing it to the
     /// receiver.
     pub fn take_stranded(&mut self, leg: usize, count: u32) -> bool {
+        if !self.keeps_copies() {
+            return false; // nothing is ever stranded: no search per packet
+        }
         if leg == self.master.leg {
             return self.master_fb.take_stranded(count);
         }

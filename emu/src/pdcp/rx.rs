@@ -213,28 +213,35 @@ impl<T: Copy> PdcpRx<T> {
         item: T,
         out: &mut impl FnMut(RxEvent<T>),
     ) {
-        self.poll(now, out); // the COUNT is rebuilt against RX_DELIV after the expiries due
-        let rebuilt = (sn < self.space.modulus())
-            .then(|| self.space.rcvd_count(sn, self.rx_deliv))
-            .flatten();
-        if rebuilt != Some(sent) {
-            self.counters.counts_misread += 1;
-        }
-        self.receive(now, sn, item, out);
+        self.accept(now, sn, Some(sent), item, out);
     }
 
     /// Processes one PDU arriving at `now` (clause 5.2.2.1). Expiries due at or before
     /// `now` are fired first, so a caller that never polls is still correct.
     pub fn receive(&mut self, now: Nanos, sn: u32, item: T, out: &mut impl FnMut(RxEvent<T>)) {
+        self.accept(now, sn, None, item, out);
+    }
+
+    /// [`Self::receive`], counting a misread when the COUNT rebuilt is not `sent`.
+    fn accept(
+        &mut self,
+        now: Nanos,
+        sn: u32,
+        sent: Option<u32>,
+        item: T,
+        out: &mut impl FnMut(RxEvent<T>),
+    ) {
+        // The COUNT is rebuilt against RX_DELIV after the expiries due.
         self.poll(now, out);
         self.counters.pdus_received += 1;
 
         // Step 1: rebuild the COUNT. An SN outside the space cannot be mapped either.
-        let count = if sn < self.space.modulus() {
-            self.space.rcvd_count(sn, self.rx_deliv)
-        } else {
-            None
-        };
+        let count = (sn < self.space.modulus())
+            .then(|| self.space.rcvd_count(sn, self.rx_deliv))
+            .flatten();
+        if sent.is_some_and(|sent| count != Some(sent)) {
+            self.counters.counts_misread += 1;
+        }
         let Some(count) = count else {
             return self.discard(now, sn, DiscardReason::Hfn, item, out);
         };

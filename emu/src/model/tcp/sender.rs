@@ -609,24 +609,9 @@ impl TcpSender {
                 self.sacked_out -= 1;
                 continue;
             }
-            st.newly += 1;
-            if !seg.retrans {
-                st.seq_rtt.get_or_insert(st.now - seg.sent_at);
-                st.ca_sent = Some(st.ca_sent.unwrap_or(0).max(seg.sent_at));
-                if self.seg_end(idx) <= st.prior_highest_sack {
-                    self.rack.reord_seen = true;
-                }
+            if let Some(rtt) = self.newly_delivered(st, idx, &seg) {
+                st.seq_rtt.get_or_insert(rtt);
             }
-            let end = self.seg_end(idx);
-            self.rack.advance(
-                st.now,
-                seg.sent_at,
-                end,
-                seg.retrans,
-                st.min_rtt,
-                st.tsecr_ns,
-            );
-            self.delivered_one(&seg);
         }
     }
 
@@ -650,29 +635,39 @@ impl TcpSender {
                     }
                     self.tsorted.remove(&(seg.sent_at, idx));
                     self.retx.remove(&idx);
-                    st.newly += 1;
-                    if !seg.retrans {
-                        let r = st.now - seg.sent_at;
-                        st.sack_rtt = Some(st.sack_rtt.unwrap_or(0).max(r));
-                        st.ca_sent = Some(st.ca_sent.unwrap_or(0).max(seg.sent_at));
-                        if end <= st.prior_highest_sack {
-                            self.rack.reord_seen = true;
-                        }
+                    if let Some(rtt) = self.newly_delivered(st, idx, &seg) {
+                        st.sack_rtt = Some(st.sack_rtt.unwrap_or(0).max(rtt));
                     }
                     self.highest_sack_end = self.highest_sack_end.max(end);
-                    self.rack.advance(
-                        st.now,
-                        seg.sent_at,
-                        end,
-                        seg.retrans,
-                        st.min_rtt,
-                        st.tsecr_ns,
-                    );
-                    self.delivered_one(&seg);
                 }
                 idx += 1;
             }
         }
+    }
+
+    /// What a segment newly delivered (cumulatively or by SACK) counts for, once its
+    /// scoreboard entry is settled: the step's tally, reordering, RACK and the delivery
+    /// rate. Returns its RTT sample, if it was never sent again.
+    fn newly_delivered(&mut self, st: &mut AckStep, idx: u64, seg: &Seg) -> Option<Nanos> {
+        st.newly += 1;
+        let end = self.seg_end(idx);
+        let rtt = (!seg.retrans).then(|| {
+            st.ca_sent = Some(st.ca_sent.unwrap_or(0).max(seg.sent_at));
+            if end <= st.prior_highest_sack {
+                self.rack.reord_seen = true;
+            }
+            st.now - seg.sent_at
+        });
+        self.rack.advance(
+            st.now,
+            seg.sent_at,
+            end,
+            seg.retrans,
+            st.min_rtt,
+            st.tsecr_ns,
+        );
+        self.delivered_one(seg);
+        rtt
     }
 
     /// `tcp_ack_update_rtt`: a sample from new data (the cumulative ACK's first, else the
