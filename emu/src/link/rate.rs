@@ -32,6 +32,7 @@
 //! it got and completes at a later opportunity (bytes carry over within a busy period); the
 //! unused part of an opportunity is lost once no packet is waiting for it.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -68,6 +69,9 @@ enum Sched {
     /// `segs[i] = (end of step i relative to origin, bit/s)`; `total` = one pass.
     Steps {
         segs: Vec<(Nanos, u64)>,
+        /// The step found last: the server asks about the same or the next step for
+        /// nearly every packet, so a search over the whole trace is seldom needed.
+        hint: Cell<usize>,
         total: Nanos,
         looping: bool,
         origin: Nanos,
@@ -101,6 +105,7 @@ impl Sched {
                         .collect();
                     Sched::Steps {
                         segs,
+                        hint: Cell::new(0),
                         total: end,
                         looping,
                         origin: start_offset,
@@ -122,6 +127,7 @@ impl Sched {
             Sched::Fixed(bps) => (*bps, None),
             Sched::Steps {
                 segs,
+                hint,
                 total,
                 looping,
                 origin,
@@ -141,8 +147,15 @@ impl Sched {
                 } else {
                     (*origin, tau)
                 };
-                // First step whose end is after `w` (zero-length steps are skipped).
-                let i = segs.partition_point(|s| s.0 <= w);
+                // First step whose end is after `w` (zero-length steps are skipped): the
+                // one found last or the next, else searched for.
+                let found = |i: usize| segs.get(i).is_some_and(|s| s.0 > w) && (i == 0 || segs[i - 1].0 <= w);
+                let i = match hint.get() {
+                    h if found(h) => h,
+                    h if found(h + 1) => h + 1,
+                    _ => segs.partition_point(|s| s.0 <= w),
+                };
+                hint.set(i);
                 let (end, bps) = segs[i];
                 (bps, Some(base.saturating_add(end)))
             }
@@ -928,5 +941,31 @@ pub(crate) mod tests {
         let ms = NS_PER_S / 1000;
         assert_eq!(out, [(3 * ms / 2, 1), (5 * ms / 2, 3), (7 * ms / 2, 5)]);
         assert_eq!(s.busy(NS_PER_S), 7 * ms / 2);
+    }
+
+    #[test]
+    fn the_step_found_is_the_search_s_in_any_order_of_questions() {
+        // Zero-length steps, a zero rate, equal ends: the remembered step must give what a
+        // search over the whole trace gives, asked forwards, backwards and at random.
+        let steps = vec![(5, 1), (0, 2), (3, 0), (0, 4), (0, 5), (7, 6), (1, 7), (4, 8)];
+        let sched = Sched::new(RateSpec::Trace {
+            trace: steps_trace(steps),
+            looping: true,
+            start_offset: 2,
+        });
+        let Sched::Steps { segs, total, .. } = &sched else {
+            unreachable!()
+        };
+        let searched = |t: Nanos| {
+            let w = (t - 2) % total;
+            let (end, bps) = segs[segs.partition_point(|s| s.0 <= w)];
+            (bps, Some(t - w + end))
+        };
+        let mut ts: Vec<Nanos> = (2..100).collect();
+        ts.extend((2..100).rev());
+        ts.extend((0..500u64).map(|i| 2 + i.wrapping_mul(7919) % 97));
+        for t in ts {
+            assert_eq!(sched.fluid_at(t), searched(t), "at {t}");
+        }
     }
 }
