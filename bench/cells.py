@@ -13,10 +13,10 @@ from pathlib import Path
 from bench.figures import log, record_run
 from bench.tools import TCP_SECONDS, iperf, iperf_server, large_tcp_buffers, note_config, runtime_of, scenario, summary_of
 from dclab import lte, nr
-from dclab.analysis.records import Stats
 from dclab.batch import shares
+from dclab.dcemu.process import Emulator, topology_toml
+from dclab.dcemu.records import Stats
 from dclab.paths import DCEMU
-from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces
 
 DELAY_MS = 5.0  # each way, after the cell: the core network

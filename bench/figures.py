@@ -7,8 +7,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from dclab.dcemu.mode import TUN_OFFLOADS
 from dclab.paths import DCEMU
-from dclab.testbed.emulator_mode import TUN_OFFLOADS
 
 SECTIONS = ("kernel", "unlimited", "delay", "lateness", "dc5g", "rate", "offload", "cells", "sim")
 SECTION_HELP = {

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 from bench.figures import SECTION_HELP, SECTIONS, log, new_results  # noqa: E402
 from bench.sections import measure_sections  # noqa: E402
 from bench.table import render_table, replace_between_markers  # noqa: E402
+from dclab.dcemu.process import require_root  # noqa: E402
 from dclab.paths import DCEMU  # noqa: E402
-from dclab.testbed.emulator import require_root  # noqa: E402
 
 REPEATS_DEFAULT, REPEATS_MIN, REPEATS_MAX = 3, 1, 20
 

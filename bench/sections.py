@@ -35,10 +35,10 @@ from bench.tools import (
     udp_flood,
     udp_kpps,
 )
+from dclab.dcemu.process import Emulator, topology_toml
 from dclab.paths import CLIENT_ADDR as CLIENT
 from dclab.paths import DCEMU, ROOT
 from dclab.paths import SERVER_ADDR as SERVER
-from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces, veth_link
 from dclab.testbed.procs import stop_group
 

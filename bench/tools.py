@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from dclab.analysis.records import Runtime, Stats
+from dclab.dcemu.process import Emulator, topology_toml
+from dclab.dcemu.records import Runtime, Stats
 from dclab.paths import SERVER_ADDR as SERVER
-from dclab.testbed.emulator import Emulator, topology_toml
 from dclab.testbed.netns import Namespaces, sh
 
 TCP_SECONDS = 8

@@ -1,6 +1,6 @@
 """The experiment scenario: the links and PDCP of one run, with the swept parameters of
 docs/testbed-reference.md and its defaults, validated. Which bearers and flows cross the
-links is the flow plan's business (``flowplan.py``); ``testbed/dcemu_config.py`` renders
+links is the flow plan's business (``flowplan.py``); ``dcemu/config.py`` renders
 both into dcemu's scenario file.
 
 Per-leg values are lists with one entry per downlink leg (two by default, one to eight).

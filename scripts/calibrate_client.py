@@ -1,5 +1,5 @@
 """Measures the aioquic client's service time per packet while its socket is backlogged: the
-figure of the simulation's client model (``AIOQUIC_CLIENT_US`` in dclab/testbed/sim_models.py).
+figure of the simulation's client model (``AIOQUIC_CLIENT_US`` in dclab/dcemu/sim_models.py).
 
 Runs 20 MB downloads with the default UDP buffer at three points that are none of the
 validation campaigns' points (batch 50, 0.1 % loss per leg, the delay ratio 2 at

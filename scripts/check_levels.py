@@ -15,12 +15,13 @@ LEVELS = {
     "scenario": 1, "traces": 1, "trace_levels": 1,
     "endpoints": 2,
     "flowplan": 3,
-    "analysis": 4,
-    "testbed": 5,
-    "experiments": 6,
-    "campaign": 7,
-    "cli": 8,
-    "__init__": 0, "__main__": 9,
+    "dcemu": 4,
+    "analysis": 5,
+    "testbed": 6,
+    "experiments": 7,
+    "campaign": 8,
+    "cli": 9,
+    "__init__": 0, "__main__": 10,
 }
 
 

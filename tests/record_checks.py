@@ -1,5 +1,5 @@
 """Whether a record dcemu wrote has exactly the fields of its model in
-dclab/analysis/records.py, at every level (the models give missing fields defaults, so a
+dclab/dcemu/records.py, at every level (the models give missing fields defaults, so a
 parse alone would not see a field dcemu stopped writing)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dclab.analysis import records as r
+from dclab.dcemu import records as r
 
 # Fields dcemu leaves out on purpose: absent in virtual time, on a leg without a cell or
 # an uplink, with reordering off, while zero, in interval records.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dclab.campaign import calibration as cal
 from dclab.campaign import plan as cp
 from dclab.campaign import twins as v
-from dclab.testbed.sim_models import AIOQUIC_CLIENT_US
+from dclab.dcemu.sim_models import AIOQUIC_CLIENT_US
 
 
 def test_the_client_cost_in_the_code_is_the_one_the_kept_calibration_gives():

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import run_dclab
 
-from dclab.analysis.records import Stats
 from dclab.cli import app
+from dclab.dcemu.records import Stats
 from dclab.experiments.capacity import run_facts, window_counters
 
 

@@ -15,8 +15,8 @@ from measured import check_bound
 from dclab import lte
 from dclab.analysis import cell
 from dclab.analysis.figures import read_stats
-from dclab.analysis.records import Leg, Stats
 from dclab.cli import app
+from dclab.dcemu.records import Leg, Stats
 from dclab.scenario import ScenarioError, build
 
 

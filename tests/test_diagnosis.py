@@ -11,10 +11,10 @@ from figure_checks import figure
 
 from dclab.analysis import diagnosis, qlog_recovery, socket_drops
 from dclab.analysis.diagnosis import THRESHOLD, diagnose, stalls
-from dclab.analysis.records import Bearer, Direction, Leg, Rx, Stats
 from dclab.analysis.run_events import RunFacts, Timeline, timeline
 from dclab.analysis.run_figure import run_figure
 from dclab.analysis.socket_drops import DropSample
+from dclab.dcemu.records import Bearer, Direction, Leg, Rx, Stats
 
 DT_MS = 10.0
 TRANSFER_S = 10.0

@@ -1,5 +1,5 @@
 """How dcemu runs (`--busy-poll`, `--realtime`, `--spin-us`, `--idle-halt`, `--tun-offload`) on every
-experiment and on `dclab shell` (dclab/testbed/emulator_mode.py): the options reach dcemu,
+experiment and on `dclab shell` (dclab/dcemu/mode.py): the options reach dcemu,
 bad values are refused before anything starts, naming the option, and a simulated run,
 which has no real-time emulator, refuses them. Their effect on timing is dcemu's own tests'
 and the bench's (emu/tests/netns.rs, bench/run.py)."""
@@ -15,8 +15,8 @@ from conftest import run_dclab
 from measured import check_bound
 from pydantic import ValidationError
 
+from dclab.dcemu.mode import EmulatorMode
 from dclab.experiments.throughput import ThroughputOptions
-from dclab.testbed.emulator_mode import EmulatorMode
 
 BUSY = "dcemu: busy polling"
 REALTIME = "dcemu: real-time priority"

@@ -11,10 +11,10 @@ from conftest import run_dclab
 
 from dclab import batch
 from dclab.analysis.figures import read_stats
-from dclab.analysis.records import STATS_VERSION, Stats, parse
 from dclab.analysis.split_bearer import split_series
 from dclab.campaign.store import open_existing
 from dclab.campaign.sweeps import SWEEPS
+from dclab.dcemu.records import STATS_VERSION, Stats, parse
 
 CAMPAIGN = """
 description = "EN-DC in brief"

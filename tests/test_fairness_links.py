@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dclab.analysis.metrics import jain, leg_window_means, window_means
-from dclab.analysis.records import Stats
+from dclab.dcemu.records import Stats
 from dclab.experiments.fairness import at_links
 
 

@@ -8,14 +8,15 @@ import tomllib
 
 import pytest
 
+from dclab.dcemu.config import to_dcemu
+from dclab.dcemu.sim import workload_toml
+from dclab.dcemu.sim_models import SimError
 from dclab.endpoints.base import Workload
 from dclab.flowplan import Bearer, Flow, FlowPlan, PlanError, parse_assignments, single_bearer_plan
 from dclab.paths import DCEMU
 from dclab.scenario import Scenario, build
-from dclab.testbed.dcemu_config import to_dcemu
 from dclab.testbed.hostconfig import host_config_for
-from dclab.testbed.sim_models import SimError
-from dclab.testbed.simbed import workload_toml
+from dclab.testbed.simbed import rmem_for
 
 W = Workload.single(1000)
 
@@ -149,7 +150,7 @@ def test_a_paths_bearer_is_refused_over_a_cell_and_by_the_simulation():
         FlowPlan.build([Bearer("mp", "paths")], [flow("a", "mptcp", "mp")], build(link="endc:good,good"))
     plan = FlowPlan.build([Bearer("mp", "paths")], [flow("a", "mptcp", "mp")], Scenario())
     with pytest.raises(SimError, match="flow a: the simulation has no model of a multipath transport .* --backend emu"):
-        workload_toml(plan, plan.flows, host_config_for({"tcp"}, "default"), {}, 1.0)
+        workload_toml(plan, plan.flows, rmem_for(host_config_for({"tcp"}, "default")), {}, 1.0)
 
 
 def test_the_split_label_says_what_pdcp_does_with_the_plan():

@@ -13,8 +13,10 @@ from figure_checks import each, figure, panel
 from measured import check_bound
 
 from dclab.analysis.metrics import window_means
-from dclab.analysis.records import Stats
 from dclab.cli import app
+from dclab.dcemu.config import to_dcemu
+from dclab.dcemu.process import DCEMU, check_scenario
+from dclab.dcemu.records import Stats
 from dclab.endpoints.base import TransferResult
 from dclab.experiments import flows as fx
 from dclab.experiments import get_experiment
@@ -22,8 +24,6 @@ from dclab.experiments import window as wx
 from dclab.experiments.base import RepResult
 from dclab.paths import CLIENT_ADDR, SERVER_ADDR
 from dclab.scenario import Scenario, build
-from dclab.testbed.dcemu_config import to_dcemu
-from dclab.testbed.emulator import DCEMU, check_scenario
 
 EXP = get_experiment("flows")
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_dclab
 from record_checks import mismatches
 
-from dclab.analysis.records import StatsRecords
+from dclab.dcemu.records import StatsRecords
 from dclab.endpoints import get_stack
 from dclab.testbed.inspection import CLIENT_PCAP, GUIDE, SERVER_PCAP, Inspection, guide
 

@@ -29,7 +29,7 @@ def test_the_check_sees_an_upward_import_and_click_outside_the_cli(tmp_path):
         f.write("\nimport click  # noqa\n")
     p = check(tmp_path / "dclab")
     assert p.returncode == 1
-    assert "dclab.flowplan (level 3) imports dclab.cli (level 8): upwards" in p.stdout
+    assert "dclab.flowplan (level 3) imports dclab.cli (level 9): upwards" in p.stdout
     assert "netns.py" in p.stdout and "imports click" in p.stdout
 
 

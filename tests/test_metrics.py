@@ -1,7 +1,7 @@
 """Metric computations on hand-made inputs with known answers."""
 
 from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, nearest, pdcp_summary
-from dclab.analysis.records import Rx, Stats
+from dclab.dcemu.records import Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.units import parse_size
 
@@ -69,7 +69,7 @@ def test_records_read_plain_or_gzipped_and_survive_a_cut(tmp_path):
     import gzip
     import json
 
-    from dclab.analysis.records import StatsRecords, stats_file
+    from dclab.dcemu.records import StatsRecords, stats_file
 
     lines = [json.dumps({"type": "interval", "t_ms": float(i)}) for i in range(500)]
     lines += [json.dumps({"type": "summary", "t_ms": 500.0}), json.dumps({"type": "sim", "packets": 7})]
@@ -97,7 +97,7 @@ def test_nearest_is_the_first_record_nearest_in_time_and_parses_few(tmp_path):
     import json
     import random
 
-    from dclab.analysis.records import StatsRecords
+    from dclab.dcemu.records import StatsRecords
 
     rnd = random.Random(7)
     for _ in range(300):

@@ -1,4 +1,4 @@
-"""dcemu's stats records read through one typed, versioned reader (dclab/analysis/records.py)
+"""dcemu's stats records read through one typed, versioned reader (dclab/dcemu/records.py)
 that mirrors emu/src/engine/record.rs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from conftest import run_dclab
 from record_checks import kinds_seen, mismatches
 
-from dclab.analysis.records import STATS_VERSION, Stats, StatsError, StatsRecords, parse
+from dclab.dcemu.records import STATS_VERSION, Stats, StatsError, StatsRecords, parse
 
 
 def test_every_record_a_simulation_writes_has_exactly_the_modelled_fields(tmp_path):

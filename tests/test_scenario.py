@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from dclab import scenario as sc
 from dclab.cli import app
+from dclab.dcemu.config import to_dcemu
 from dclab.experiments import get_experiment
 from dclab.paths import DCEMU
-from dclab.testbed.dcemu_config import to_dcemu
 
 
 def render(s: sc.Scenario, kind: str = "throughput", topology: dict | None = None) -> str:

@@ -1,5 +1,5 @@
 """The simulation backend (`--backend sim`): the same experiments on `dcemu sim`, with
-modelled endpoints in virtual time (dclab/testbed/simbed.py, emu/src/sim/)."""
+modelled endpoints in virtual time (dclab/testbed/simbed.py, dclab/dcemu/sim.py, emu/src/sim/)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from conftest import dclab_process, run_dclab, wait_for
 from figure_checks import check, figure
 from measured import check_bound, kept
 
+from dclab.dcemu.sim import workload_toml
 from dclab.endpoints.base import Workload
 from dclab.experiments import get_experiment
 from dclab.flowplan import Flow, single_bearer_plan
 from dclab.scenario import build
 from dclab.testbed.hostconfig import HOST_CONFIGS
-from dclab.testbed.simbed import workload_toml
+from dclab.testbed.simbed import rmem_for
 
 
 def dclab_namespaces() -> list[str]:
@@ -79,12 +80,12 @@ def test_what_the_simulation_cannot_model_is_refused_before_it_starts(tmp_path):
 def test_the_workload_takes_the_hosts_receive_buffer_and_the_plans_packet_sizes():
     s = build(get_experiment("throughput").scenario(build(), get_experiment("throughput").options()))
     plan = single_bearer_plan(s, [Flow("dc", "aioquic", "dc", Workload.single(1000), "reno", 4433)])
-    text = workload_toml(plan, plan.flows, HOST_CONFIGS["quic-default"], {}, 5.0)
+    text = workload_toml(plan, plan.flows, rmem_for(HOST_CONFIGS["quic-default"]), {}, 5.0)
     assert "rmem = 212992" in text and "datagram = 1252" in text and "duration_s = 5.0" in text
-    text = workload_toml(plan, plan.flows, HOST_CONFIGS["quic-large"], {}, 5.0)
+    text = workload_toml(plan, plan.flows, rmem_for(HOST_CONFIGS["quic-large"]), {}, 5.0)
     assert "rmem = 33554432" in text
     tcp = single_bearer_plan(s, [Flow("dc", "tcp", "dc", Workload.single(1000), "cubic", 4433)])
-    text = workload_toml(tcp, tcp.flows, HOST_CONFIGS["tcp"], {}, 5.0)
+    text = workload_toml(tcp, tcp.flows, rmem_for(HOST_CONFIGS["tcp"]), {}, 5.0)
     assert 'transport = "tcp"' in text and "rmem = 6291456" in text and "mss = 1268" in text
 
 
@@ -359,10 +360,10 @@ def test_the_host_model_charges_what_the_kernel_charges(tmp_path):
     it did once in a busy round (1,424 bytes for one of 92)."""
     import sys
 
+    from dclab.dcemu.sim import QUIC_DATAGRAM, UDP_TRUESIZE
     from dclab.scenario import Scenario
     from dclab.testbed import Testbed
     from dclab.testbed.hostconfig import host_config_for
-    from dclab.testbed.simbed import QUIC_DATAGRAM, UDP_TRUESIZE
 
     plan = single_bearer_plan(Scenario(), [Flow("dl", "aioquic", "dc", Workload.single(1), "reno")])
     with Testbed(Scenario(), plan, host_config_for("quic", "default"), tmp_path) as tb:

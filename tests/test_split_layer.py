@@ -14,8 +14,8 @@ from conftest import run_dclab
 from pydantic import ValidationError
 
 from dclab.analysis.figures import read_stats
-from dclab.analysis.records import Bearer, Hist, Rx, Stats
 from dclab.campaign.store import open_existing
+from dclab.dcemu.records import Bearer, Hist, Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.experiments.split_layer import AGGREGATIONS, EXPERIMENT, completion_downloads, reordered
 from dclab.flowplan import PlanError

@@ -1,4 +1,4 @@
-"""Stand-in models on the simulation backend (dclab/testbed/sim_models.py): a stack or
+"""Stand-in models on the simulation backend (dclab/dcemu/sim_models.py): a stack or
 controller without a model of its own is refused unless a model is named for it, and a run
 on a stand-in has its own key, records the stand-in, and shows it wherever its stack is
 shown. No root: every run here is simulated."""
@@ -17,10 +17,10 @@ from dclab.analysis.stand_in import row_stack, stack_label
 from dclab.campaign import plan as cp
 from dclab.campaign import twins as v
 from dclab.campaign.plan import CampaignFileError
+from dclab.dcemu.sim_models import COVERAGE
 from dclab.endpoints import STACKS, get_stack
 from dclab.experiments import get_experiment
 from dclab.scenario import Scenario, build
-from dclab.testbed.sim_models import COVERAGE
 
 MODELLED = "the simulation models aioquic reno, cubic, bbr; aioquic-2020 reno; tcp reno, cubic"
 WIDE = {**os.environ, "COLUMNS": "200"}  # rich tables unwrapped

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from dclab import lte
 from dclab import trace_levels as tl
 from dclab.cli import app
+from dclab.dcemu.process import check_scenario
 from dclab.paths import DCEMU
-from dclab.testbed.emulator import check_scenario
 from dclab.traces import read_csv, trace_mean_mbps
 
 UCC4G = Path(__file__).resolve().parent.parent / "data/traces/raca4g/4G_A_2018.01.27_13.58.29.csv"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import Cell, Device, Stats
+from ..dcemu.records import Cell, Device, Stats
 
 
 @dataclass

@@ -34,12 +34,12 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import radio  # noqa: E402
+from ..dcemu.records import Stats, StatsRecords, stats_file  # noqa: E402
 from . import cell, diagnosis, run_figure, split_bearer  # noqa: E402
 from .diagnosis import Diagnosis  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
 from .metrics import bearer_series, jain, mean_std  # noqa: E402
 from .plots import Span  # noqa: E402
-from .records import Stats, StatsRecords, stats_file  # noqa: E402
 from .run_events import RunFacts, Timeline, read_timeline  # noqa: E402
 from .stand_in import row_stack, stand_in_of  # noqa: E402
 

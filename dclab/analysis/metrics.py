@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .records import Stats
+from ..dcemu.records import Stats
 
 
 def mean_std(values: Iterable[float | None]) -> dict[str, Any]:

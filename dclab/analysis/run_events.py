@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..dcemu.records import Stats
 from .qlog_recovery import SenderEvent, sender_events
-from .records import Stats
 from .socket_drops import DropSample, read_samples
 
 Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sn_misread", "sender_loss", "pto"]

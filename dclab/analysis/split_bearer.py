@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..dcemu.records import Leg, Stats
 from .figure_info import save_figure
 from .plots import Span, plt
-from .records import Leg, Stats
 
 
 @dataclass

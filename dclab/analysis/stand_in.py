@@ -2,7 +2,7 @@
 for it, "ngtcp2 (aioquic model)", in every table, legend and line that names the stack.
 
 A run records its stand-ins in its options (``stand_in``, e.g. ``{"ngtcp2": "aioquic"}``,
-or ``{"tcp:bbr": "dclab-bbr"}`` for one controller; testbed/sim_models.py). Emulated runs
+or ``{"tcp:bbr": "dclab-bbr"}`` for one controller; dcemu/sim_models.py). Emulated runs
 and simulated runs of a stack's own model have none and keep the stack's plain name.
 """
 

@@ -1,7 +1,7 @@
 """What a simulation model was calibrated on, as the calibration kept it.
 
 ``scripts/calibrate_client.py`` measures the aioquic client's cost per packet (the
-simulation's ``AIOQUIC_CLIENT_US``, dclab/testbed/sim_models.py) in emulated runs and keeps
+simulation's ``AIOQUIC_CLIENT_US``, dclab/dcemu/sim_models.py) in emulated runs and keeps
 what it measured in ``data/calibration/aioquic-client.json``: the command, each point's
 configuration and each run's statistics. The constant in the code is the value that record
 gives (a test holds them together), and ``dclab validate`` marks the points the model was

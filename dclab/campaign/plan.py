@@ -18,6 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
 from ..analysis.stand_in import stack_label
+from ..dcemu.sim import SIM_MODEL
+from ..dcemu.sim_models import used as used_stand_ins
 from ..endpoints import get_stack
 from ..endpoints.base import StackError
 from ..errors import InputError, OptionError
@@ -27,8 +29,6 @@ from ..files import FileRefused, check_name, clip, read_toml
 from ..flowplan import PlanError
 from ..paths import CAMPAIGNS, ROOT
 from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, MAX_SEED, Scenario, ScenarioError, build, capacity_mbps
-from ..testbed.sim_models import used as used_stand_ins
-from ..testbed.simbed import SIM_MODEL
 from .sweeps import SWEEPS, expand, frange
 
 OVERHEAD_S = 4.0  # testbed setup and teardown per run, measured on the 2-core VM

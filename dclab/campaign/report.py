@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from ..analysis import figures, machines, stacks
 from ..analysis.stand_in import row_stack
+from ..dcemu.sim_models import unrecorded
 from ..experiments import AnyExperiment, experiments
 from ..experiments.base import Table
 from ..files import check_output_dir, printable, write_output
-from ..testbed.sim_models import unrecorded
 from . import fidelity
 from .store import Store, open_existing
 from .sweeps import SWEEPS

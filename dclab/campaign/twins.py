@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dcemu.sim_models import refusal, suggestion, unmodelled_ccs, used
 from ..endpoints import get_stack
 from ..experiments import get_experiment
 from ..experiments.base import RunChoices
-from ..testbed.sim_models import refusal, suggestion, unmodelled_ccs, used
 from .calibration import CalibrationPoint, client_points
 from .plan import OVERHEAD_S, PlannedRun, run_flows, run_key
 

@@ -17,11 +17,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import lte, nr, radio
 from .. import scenario as sc
+from ..dcemu.mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
+from ..dcemu.mode import HELP as MODE_HELP
+from ..dcemu.sim_models import check as check_stand_ins
+from ..dcemu.sim_models import parse as parse_stand_ins
 from ..files import clip
-from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, TUN_OFFLOADS, EmulatorMode
-from ..testbed.emulator_mode import HELP as MODE_HELP
-from ..testbed.sim_models import check as check_stand_ins
-from ..testbed.sim_models import parse as parse_stand_ins
 from ..units import parse_size as _parse_size
 
 err = Console(stderr=True)
@@ -58,7 +58,7 @@ def root_or_exit() -> None:
 
 
 def emulator_mode_options(f: F) -> F:
-    """How dcemu runs (testbed/emulator_mode.py), for commands that are not experiments
+    """How dcemu runs (dcemu/mode.py), for commands that are not experiments
     (an experiment's options model has these fields)."""
     for deco in reversed([
         click.option("--busy-poll", is_flag=True, help=MODE_HELP["busy_poll"]),

@@ -7,10 +7,10 @@ from typing import Any
 import click
 
 from .. import scenario as sc
+from ..dcemu.config import to_dcemu
 from ..experiments import default_experiment, get_experiment
 from ..flowplan import PlanError
 from ..paths import CLIENT_ADDR, SERVER_ADDR
-from ..testbed.dcemu_config import to_dcemu
 from .options import scenario_from, scenario_options
 
 

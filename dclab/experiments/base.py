@@ -32,17 +32,17 @@ from ..analysis.diagnosis import Diagnosis
 from ..analysis.metrics import mean_std
 from ..analysis.run_events import RunFacts
 from ..analysis.stand_in import stack_label
+from ..dcemu.mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
+from ..dcemu.mode import HELP as MODE_HELP
+from ..dcemu.sim_models import MODELS, modelled_text
+from ..dcemu.sim_models import check as check_stand_ins
+from ..dcemu.sim_models import parse as parse_stand_ins
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
 from ..flowplan import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
 from ..testbed import Bed
-from ..testbed.emulator_mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
-from ..testbed.emulator_mode import HELP as MODE_HELP
 from ..testbed.inspection import Inspection
-from ..testbed.sim_models import MODELS, modelled_text
-from ..testbed.sim_models import check as check_stand_ins
-from ..testbed.sim_models import parse as parse_stand_ins
 from ..units import parse_size
 
 
@@ -100,7 +100,7 @@ class Options(BaseModel):
         "Sample every TCP and MPTCP socket of both ends with ss every 100 ms into sockets.jsonl (window, RTT, "
         "retransmissions, buffers); costs the endpoints some CPU."), json_schema_extra={"sweep": False})
 
-    # How dcemu runs, for every experiment (testbed/emulator_mode.py); never swept (a
+    # How dcemu runs, for every experiment (dcemu/mode.py); never swept (a
     # campaign's groups may still set them differently, to compare).
     busy_poll: StrictBool = Field(False, description=MODE_HELP["busy_poll"], json_schema_extra={"sweep": False})
     realtime: StrictBool = Field(False, description=MODE_HELP["realtime"], json_schema_extra={"sweep": False})

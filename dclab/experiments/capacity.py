@@ -17,8 +17,8 @@ from pydantic import Field, model_validator
 
 from ..analysis.figures import capacities_of
 from ..analysis.metrics import window_deltas
-from ..analysis.records import Stats
 from ..analysis.stand_in import stack_label
+from ..dcemu.records import Stats
 from ..endpoints.base import Workload
 from ..flowplan import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, build

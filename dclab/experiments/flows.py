@@ -11,7 +11,7 @@ The plan: every flow has its own SC bearer on leg 1, named after the flow (so dc
 each flow's delivered bytes by name). On a wired leg all bearers share that leg's one
 FIFO queue and rate: the flows compete at a wired bottleneck. With ``--link lte:LEVEL``
 leg 1 is an LTE cell and each bearer one device with its own queue, served by the cell's
-scheduler (testbed/dcemu_config.py renders it; the plan is the same). Other legs of the
+scheduler (dcemu/config.py renders it; the plan is the same). Other legs of the
 scenario carry no flow. Several mixes in one campaign (its groups) are drawn as one
 group of bars per mix (``by_mix``).
 """

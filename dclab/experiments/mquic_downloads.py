@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..analysis.records import parse
+from ..dcemu.records import parse
 from ..scenario import Scenario
 from ..testbed import Bed, stats_ms
 

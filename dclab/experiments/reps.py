@@ -17,22 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.records import stats_file
+from ..dcemu.config import to_dcemu
+from ..dcemu.process import check_scenario
+from ..dcemu.records import stats_file
+from ..dcemu.sim import workload_toml
+from ..dcemu.sim_models import SimError
+from ..dcemu.sim_models import used as used_stand_ins
 from ..endpoints import get_stack
 from ..errors import OptionError
 from ..flowplan import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario, ScenarioError, build, to_toml
 from ..testbed import NotReady, Testbed
-from ..testbed.dcemu_config import to_dcemu
-from ..testbed.emulator import check_scenario
 from ..testbed.environment import environment
 from ..testbed.hostconfig import HostConfig, host_config_for
 from ..testbed.inspection import Inspection
 from ..testbed.rundir import write_atomic, write_json
-from ..testbed.sim_models import SimError
-from ..testbed.sim_models import used as used_stand_ins
-from ..testbed.simbed import SimBed, workload_toml
+from ..testbed.simbed import SimBed, rmem_for
 from ..testbed.testbed import PartDied
 from .base import Experiment, OptionsT, PacketSizeOptions, RepResult, RunChoices, Summary, plan_with_packet_sizes
 
@@ -115,7 +116,7 @@ def preflight(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT) 
                                 f"the wire, no TLS and no real-time emulator)")
         stand_in = setup.choices.stand_ins
         try:
-            workload_toml(plan, plan.flows, setup.host, {}, 1.0, stand_in)  # a stack without a model, or a workload it cannot model
+            workload_toml(plan, plan.flows, rmem_for(setup.host), {}, 1.0, stand_in)  # a stack without a model, or a workload it cannot model
         except SimError as e:
             raise OptionError(f"backend sim: {e}") from None
         # A stand-in no flow runs on would be recorded and labelled for nothing.

@@ -37,8 +37,8 @@ from pydantic import Field, model_validator
 
 from ..analysis import completion, figures
 from ..analysis.metrics import jain, leg_window_means, pdcp_summary
-from ..analysis.records import Stats
 from ..analysis.run_events import RunFacts
+from ..dcemu.records import Stats
 from ..endpoints.base import TransferResult, Workload
 from ..endpoints.mptcp.adapter import schedulers as mptcp_schedulers
 from ..files import clip

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analysis.metrics import leg_window_means, window_means
-from ..analysis.records import Stats
+from ..dcemu.records import Stats
 from ..endpoints.base import TransferResult
 from ..testbed import Bed, stats_ms
 

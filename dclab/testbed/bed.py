@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..analysis.records import Stats
+from ..dcemu.records import Stats
 from ..endpoints.base import TransferResult, Workload
 
 
@@ -43,7 +43,7 @@ class Bed(Protocol):
                     persistent: bool = False) -> dict[str, TransferResult]: ...  # fmt: skip
 
     def finish(self) -> Sequence[Stats]:
-        """Ends the bed and returns dcemu's records (``analysis/records.py``)."""
+        """Ends the bed and returns dcemu's records (``dcemu/records.py``)."""
         ...
 
     def dead_part(self) -> str | None: ...

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..dcemu.process import die_with_parent
 from ..files import FileRefused, read_owned_json, secure_dir
 from ..paths import CLIENT_ADDR, SERVER_ADDR, state_dir
 from .procs import alive, process_start
@@ -79,14 +80,6 @@ class Namespaces:
     def exec(self, ns: str, *cmd: str) -> list[str]:
         """``cmd`` in namespace ``ns``, dying with the process that starts it."""
         return die_with_parent(["ip", "netns", "exec", ns, *cmd])
-
-
-def die_with_parent(cmd: list[str]) -> list[str]:
-    """``cmd`` with a parent-death signal (SIGTERM when the dclab process that starts it
-    dies, even by SIGKILL), so nothing of a run outlives it unguarded. setpriv (util-linux,
-    always on Debian) sets it and execs; `ip netns exec` execs without forking, so the
-    signal reaches the program itself."""
-    return ["setpriv", "--pdeathsig", "TERM", "--", *cmd]
 
 
 NETNS_DIR = Path("/run/netns")

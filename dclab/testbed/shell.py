@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.figures import capacities_of, link_usage
-from ..analysis.records import Stats
+from ..dcemu.mode import EmulatorMode
+from ..dcemu.records import Stats
 from ..flowplan import Bearer, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
 from .bed import stats_ms
-from .emulator_mode import EmulatorMode
 from .hostconfig import HostConfig
 from .inspection import Inspection
 from .netns import listening, stop_process

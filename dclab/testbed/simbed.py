@@ -4,78 +4,39 @@
 instead of real stacks. No root, no namespaces, no host settings; the run directory gets
 the same records (``dcemu-stats.jsonl.gz``, compressed) and the workload dcemu simulated.
 
-A flow runs on its stack's model, or on the stand-in its options name (``sim_models.py``).
-The host configuration gives the client's receive buffer: ``rmem_default`` for QUIC (its
-sockets keep the default), ``tcp_rmem``'s maximum for TCP.
+A flow runs on its stack's model, or on the stand-in its options name (``dcemu/sim_models.py``);
+``dcemu/sim.py`` writes the workload file and runs ``dcemu sim``. The host configuration gives
+the client's receive buffer (``rmem_for``).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from ..analysis.records import StatsRecords
+from ..dcemu.config import to_dcemu
+from ..dcemu.records import StatsRecords
+from ..dcemu.sim import SimFlow, simulate, workload_toml
+from ..dcemu.sim_models import model_for
 from ..endpoints.base import TransferResult, Workload
-from ..flowplan import Flow, FlowPlan
-from ..paths import CLIENT_ADDR, DCEMU, SERVER_ADDR
+from ..flowplan import FlowPlan
+from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
-from .dcemu_config import to_dcemu
 from .hostconfig import HostConfig
-from .netns import die_with_parent
-from .sim_models import SimError, model_for
-
-# The models' version: part of a simulated run's key, so that runs stored before the models
-# changed run again instead of standing for the new models. Raise it with any change to
-# emu/src/model/ or emu/src/sim/ that changes results, or to a calibrated host cost
-# (sim_models.py).
-SIM_MODEL = 7
-# What Linux charges a UDP socket's buffer per datagram of 700 to 1472 bytes that dcemu
-# writes into the client's TUN device: 92 of aioquic's 1252-byte datagrams fill the default
-# 212992 bytes (measured by tests/test_sim.py, test_the_host_model_charges_what_the_kernel_charges).
-UDP_TRUESIZE = 2304
-QUIC_DATAGRAM = 1252  # dclab's aioquic endpoints' max_datagram_size (endpoints/aioquic/h3_server.py)
-TCP_TIMESTAMPS = 12  # the timestamp option in every segment: payload = the clamped MSS - 12
 
 
-def rmem_for(host: HostConfig, transport: str) -> int:
-    if transport == "tcp":
-        return int(host.netns_sysctls.get("net.ipv4.tcp_rmem", "4096 131072 6291456").split()[-1])
-    return int(host.global_sysctls.get("net.core.rmem_default", "212992"))
-
-
-def workload_toml(plan: FlowPlan, flows: Sequence[Flow], host: HostConfig, workloads: dict[str, Workload],
-                  duration_s: float, stand_in: Mapping[str, str] | None = None) -> str:
-    """The workload file of ``dcemu sim`` for these flows (see emu/src/sim/workload.rs), each
-    on its stack's model or the stand-in named for it (SimError when neither)."""
-    out = []
-    for f in flows:
-        assert f.port is not None and f.cc is not None
-        if plan.bearer(f.bearer).mode == "paths":
-            raise SimError(f"flow {f.name}: the simulation has no model of a multipath transport (MPTCP, "
-                           f"multipath QUIC) on bearer {f.bearer}: run it with --backend emu")
-        r, m = model_for(f.stack, f.cc, stand_in or {})
-        w = workloads.get(f.name) or f.workload
-        if w.connections != 1 or len(w.objects) != 1:
-            raise SimError(f"flow {f.name}: the simulation models one object on one connection "
-                           f"(got {len(w.objects)} objects on {w.connections} connections)")
-        out.append({
-            "name": f.name, "transport": m.transport, "cc": f.cc, "server_port": f.port, "size": int(w.objects[0]),
-            "datagram": plan.quic_datagram or QUIC_DATAGRAM, "quic": m.quic, "mss": plan.tcp_mss - TCP_TIMESTAMPS,
-            "rmem": rmem_for(host, m.transport), "truesize": UDP_TRUESIZE, "app_packet_us": r.client_packet_us,
-            "send_packet_us": r.server_packet_us,
-        })
-    return tomli_w.dumps({"duration_s": duration_s, "flow": out})
+def rmem_for(host: HostConfig) -> dict[str, int]:
+    """The client's receive buffer per transport: ``rmem_default`` for QUIC (its sockets keep
+    the default), ``tcp_rmem``'s maximum for TCP."""
+    return {"tcp": int(host.netns_sysctls.get("net.ipv4.tcp_rmem", "4096 131072 6291456").split()[-1]),
+            "quic": int(host.global_sysctls.get("net.core.rmem_default", "212992"))}
 
 
 class SimBed:
     """Use like ``Testbed``: ``with SimBed(scenario, plan, host, dir) as tb: ...``; ``stand_in``
-    names the model of each stack (or stack:cc) without one of its own (``sim_models.py``)."""
+    names the model of each stack (or stack:cc) without one of its own (``dcemu/sim_models.py``)."""
 
     __test__ = False
 
@@ -136,30 +97,24 @@ class SimBed:
         ``timeout_s``; their results by flow, as real clients would report them
         (``persistent`` means nothing here: no client process is started)."""
         chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
-        (self.workdir / "workload.toml").write_text(workload_toml(self.plan, chosen, self.host, workloads or {}, timeout_s,
-                                                                  self.stand_in))
+        workload = self.workdir / "workload.toml"
+        workload.write_text(workload_toml(self.plan, chosen, rmem_for(self.host), workloads or {}, timeout_s,
+                                          self.stand_in))
         self._start_wall = time.time()
-        # It ends with this process, even a killed one, as an emulated run's processes do.
-        p = subprocess.run(die_with_parent([str(DCEMU), "sim", str(self.workdir / "scenario.toml"), "--workload",
-                                            str(self.workdir / "workload.toml"), "--stats", str(self.stats)]),
-                           capture_output=True, text=True)
-        (self.workdir / "dcemu.log").write_text(p.stderr)
-        if p.returncode != 0:
-            raise SimError(f"dcemu sim failed: {p.stderr.strip()[-400:]}")
-        summary = json.loads(p.stdout.strip().splitlines()[-1])
-        self.client_udp_drops = sum(r["host_drops"] for r in summary["flows"] if r["transport"] == "quic")
-        results = {r["name"]: self._transfer(r) for r in summary["flows"]}
+        summary = simulate(self.workdir / "scenario.toml", workload, self.stats, self.workdir / "dcemu.log")
+        self.client_udp_drops = sum(r.host_drops for r in summary.flows if r.transport == "quic")
+        results = {r.name: self._transfer(r) for r in summary.flows}
         return {f.name: results[f.name] for f in chosen}
 
-    def _transfer(self, r: dict[str, Any]) -> TransferResult:
-        start = r["start_ms"] / 1e3
-        done = r["done_ms"] / 1e3 if r["done_ms"] is not None else None
+    def _transfer(self, r: SimFlow) -> TransferResult:
+        start = r.start_ms / 1e3
+        done = r.done_ms / 1e3 if r.done_ms is not None else None
         assert self._start_wall is not None
         return TransferResult(
-            ok=done is not None, bytes=int(r["bytes"]), request_s=start, last_byte_s=done,
-            error=None if done is not None else f"cut at the end of the simulated window ({r['bytes']} of {r['size']} bytes)",
+            ok=done is not None, bytes=r.bytes, request_s=start, last_byte_s=done,
+            error=None if done is not None else f"cut at the end of the simulated window ({r.bytes} of {r.size} bytes)",
             request_wall=self._start_wall + start,
-            extra={"sim": {k: r[k] for k in ("packets_sent", "packets_lost", "host_drops", "host_max_used")}},
+            extra={"sim": r.model_dump(include={"packets_sent", "packets_lost", "host_drops", "host_max_used"})},
         )
 
     def finish(self) -> StatsRecords:

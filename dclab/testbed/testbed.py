@@ -17,16 +17,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.records import Stats, StatsRecords
 from ..analysis.socket_drops import append_samples
+from ..dcemu.config import to_dcemu
+from ..dcemu.process import Emulator, require_root
+from ..dcemu.records import Stats, StatsRecords
 from ..endpoints import get_stack
 from ..endpoints.base import ClientSession, ClientSpec, ServerSpec, TransferResult, Workload
 from ..flowplan import Flow, FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
 from .certs import make_certs
-from .dcemu_config import to_dcemu
-from .emulator import Emulator, require_root
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
 from .inspection import Inspection, write_guide
 from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, udp_rcvbuf_errors, wait_listening

@@ -19,7 +19,7 @@ use crate::pdcp::{PdcpRx, RxCounters};
 
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
-/// (`dclab/analysis/records.py`, `STATS_VERSION`) refuses versions it does not know.
+/// (`dclab/dcemu/records.py`, `STATS_VERSION`) refuses versions it does not know.
 pub const STATS_VERSION: u32 = 5;
 
 #[derive(Clone, Debug, Serialize)]

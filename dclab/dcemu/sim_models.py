@@ -63,7 +63,7 @@ class Modelled:
     server_packet_us: float = 0.0
 
 
-# Giving a stack a model of its own means raising SIM_MODEL (simbed.py): before stand-ins were
+# Giving a stack a model of its own means raising SIM_MODEL (sim.py): before stand-ins were
 # recorded, ngtcp2 ran silently on aioquic's model and TCP BBR on dclab-bbr, and those stored
 # runs' keys are those its own model's runs would otherwise get.
 COVERAGE: tuple[Modelled, ...] = (

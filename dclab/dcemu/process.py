@@ -10,9 +10,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..analysis.records import Stats, StatsRecords
 from ..paths import DCEMU
-from .netns import die_with_parent
+from .records import Stats, StatsRecords
+
+
+def die_with_parent(cmd: list[str]) -> list[str]:
+    """``cmd`` with a parent-death signal (SIGTERM when the dclab process that starts it
+    dies, even by SIGKILL), so nothing of a run outlives it unguarded. setpriv (util-linux,
+    always on Debian) sets it and execs; `ip netns exec` execs without forking, so the
+    signal reaches the program itself."""
+    return ["setpriv", "--pdeathsig", "TERM", "--", *cmd]
 
 
 def topology_toml(server_ns: str, client_ns: str, tag: str) -> str:
