@@ -15,6 +15,9 @@ QUICGO := build/bin/dclab-quicgo
 QUINN_SRC := dclab/endpoints/quinn/rs
 QUINN := build/bin/dclab-quinn
 NOQ_SRC := dclab/endpoints/noq/rs
+# What the quinn and noq programs share (a path dependency of both).
+RS_COMMON := dclab/endpoints/rs-common
+RS_COMMON_FILES := $(wildcard $(RS_COMMON)/src/*.rs) $(RS_COMMON)/Cargo.toml
 NOQ := build/bin/dclab-noq
 
 .PHONY: setup build build-core emu-build emu-demo demo-packages test check bench demo clean-net help docs docs-serve
@@ -81,11 +84,11 @@ $(QUICGO): $(wildcard $(QUICGO_SRC)/*.go) $(QUICGO_SRC)/go.mod $(QUICGO_SRC)/go.
 	@why=$$(scripts/have_go.sh) || { echo "the quic-go stack: $$why; see dclab doctor"; exit 1; }
 	cd $(QUICGO_SRC) && go build -trimpath -o $(CURDIR)/$@ .
 
-$(QUINN): $(wildcard $(QUINN_SRC)/src/*.rs) $(QUINN_SRC)/build.rs $(QUINN_SRC)/Cargo.toml $(QUINN_SRC)/Cargo.lock
+$(QUINN): $(wildcard $(QUINN_SRC)/src/*.rs) $(RS_COMMON_FILES) $(QUINN_SRC)/build.rs $(QUINN_SRC)/Cargo.toml $(QUINN_SRC)/Cargo.lock
 	$(CARGO) build --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
 	install -D -m755 build/quinn-target/release/dclab-quinn $@
 
-$(NOQ): $(wildcard $(NOQ_SRC)/src/*.rs) $(QUINN_SRC)/src/workload.rs $(NOQ_SRC)/build.rs $(NOQ_SRC)/Cargo.toml $(NOQ_SRC)/Cargo.lock
+$(NOQ): $(wildcard $(NOQ_SRC)/src/*.rs) $(RS_COMMON_FILES) $(NOQ_SRC)/build.rs $(NOQ_SRC)/Cargo.toml $(NOQ_SRC)/Cargo.lock
 	$(CARGO) build --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
 	install -D -m755 build/noq-target/release/dclab-noq $@
 
@@ -97,6 +100,8 @@ check: setup
 	$(CARGO) clippy --release --locked --all-targets --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target -- -D warnings
 	cd $(NOQ_SRC) && $(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target -- -D warnings
+	cd $(RS_COMMON) && $(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --all-targets --manifest-path $(RS_COMMON)/Cargo.toml --target-dir build/quinn-target -- -D warnings
 	@test -z "$$(gofmt -l $(QUICGO_SRC))" || { gofmt -l $(QUICGO_SRC); echo "gofmt: reformat the files above"; exit 1; }
 	cd $(QUICGO_SRC) && go vet ./...
 	bash emu/check-levels.sh
@@ -107,12 +112,14 @@ check: setup
 
 # dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`);
 # as root they include those #[ignore]d for needing root (namespaces, TUN devices). The
-# quinn and noq programs' tests use their release profile, so they reuse the dependencies `build` built.
+# quinn and noq programs' tests (and their shared crate's, in quinn's target directory) use
+# their release profile, so they reuse the dependencies `build` built.
 ROOT_TESTS := $(if $(filter 0,$(shell id -u)),--include-ignored)
 test: build $(QUICGO) check
 	cd emu && $(CARGO) test --profile checked --locked -- $(ROOT_TESTS)
 	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
 	$(CARGO) test --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
+	$(CARGO) test --release --locked --manifest-path $(RS_COMMON)/Cargo.toml --target-dir build/quinn-target
 	$(PY) -m pytest -q --durations=20 tests
 
 # The documentation site (mkdocs.yml; docs/hooks.py generates the pages that must follow the

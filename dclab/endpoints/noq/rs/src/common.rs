@@ -1,17 +1,19 @@
-//! What both ends share: the congestion controllers, the transport settings (multipath
-//! included), TLS (ring), the key log, qlog files, the UDP socket (sending from a chosen
-//! address) and the socket facts reported.
+//! What both ends share that is noq's own: the congestion controllers, the transport
+//! settings (multipath included), the qlog files per connection and the UDP socket (sending
+//! from a chosen address); what both programs share is dclab-common's.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, IoSliceMut, Write};
+use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
-use std::os::fd::RawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use dclab_common::files::{QlogFile, hex};
+use dclab_common::report::SocketFacts;
+use dclab_common::{checks, sys};
 
 use noq::congestion::{Bbr3Config, ControllerFactory, CubicConfig, NewRenoConfig};
 use noq::udp::{RecvMeta, Transmit};
@@ -42,7 +44,6 @@ const SEND_WINDOW: u64 = 16 * 1024 * 1024;
 pub const MAX_BIDI_STREAMS: u32 = 128;
 /// noq's own bounds on a UDP payload (EndpointConfig::max_udp_payload_size).
 const MAX_UDP_PAYLOAD: u32 = 65_527;
-const MIN_UDP_PAYLOAD: u32 = 1200;
 
 pub fn version_line() -> String {
     format!(
@@ -96,45 +97,22 @@ pub struct Settings {
 
 impl Settings {
     pub fn check(args: &crate::CommonArgs) -> Result<Settings, String> {
-        if controller(&args.cc).is_none() {
-            return Err(format!(
-                "--cc: noq offers {} (got {:?})",
-                CCS.join(", "),
-                args.cc
-            ));
-        }
-        let datagram = match args.max_datagram_size {
-            None => None,
-            Some(n) if (MIN_UDP_PAYLOAD..=MAX_UDP_PAYLOAD).contains(&n) => Some(n as u16),
-            Some(n) => {
-                return Err(format!(
-                    "--max-datagram-size: must be {MIN_UDP_PAYLOAD} to {MAX_UDP_PAYLOAD} bytes (got {n})"
-                ));
-            }
-        };
-        if args.max_paths > MAX_PATHS {
+        checks::cc(crate::STACK, &CCS, &args.cc)?;
+        let datagram = checks::datagram(args.max_datagram_size, MAX_UDP_PAYLOAD)?;
+        let mp = &args.own;
+        if mp.max_paths > MAX_PATHS {
             return Err(format!(
                 "--max-paths: must be 0 to {MAX_PATHS} (got {})",
-                args.max_paths
+                mp.max_paths
             ));
         }
-        if let Some(dir) = &args.qlog_dir {
-            fs::create_dir_all(dir)
-                .map_err(|e| format!("--qlog-dir: cannot create {}: {e}", dir.display()))?;
-        }
-        if let Some(file) = &args.keylog {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(file)
-                .map_err(|e| format!("--keylog: cannot open {}: {e}", file.display()))?;
-        }
+        checks::files(args.qlog_dir.as_deref(), args.keylog.as_deref())?;
         Ok(Settings {
             cc: args.cc.clone(),
             datagram,
-            max_paths: args.max_paths,
-            path_idle_timeout: seconds("--path-idle-timeout", args.path_idle_timeout)?,
-            path_keep_alive: seconds("--path-keep-alive", args.path_keep_alive)?,
+            max_paths: mp.max_paths,
+            path_idle_timeout: seconds("--path-idle-timeout", mp.path_idle_timeout)?,
+            path_keep_alive: seconds("--path-keep-alive", mp.path_keep_alive)?,
         })
     }
 
@@ -209,70 +187,9 @@ pub fn parse_paths(text: &str, server: &SocketAddr) -> Result<Vec<IpAddr>, Strin
     Ok(out)
 }
 
-pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// The ALPN of both ends: the interop runner's HTTP/0.9 over QUIC, whose request line this
 /// stack's is (plus an optional byte range).
 pub const ALPN: &[u8] = b"hq-interop";
-
-/// Appends TLS secrets in the NSS key log format (SSLKEYLOGFILE's); unbuffered, so the
-/// secrets are on disk even if the process is killed.
-#[derive(Debug)]
-pub struct FileKeyLog(Mutex<File>);
-
-impl FileKeyLog {
-    pub fn open(path: &Path) -> io::Result<Arc<FileKeyLog>> {
-        let f = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Arc::new(FileKeyLog(Mutex::new(f))))
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
-
-impl rustls::KeyLog for FileKeyLog {
-    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
-        let line = format!("{label} {} {}\n", hex(client_random), hex(secret));
-        if let Ok(mut f) = self.0.lock() {
-            let _ = f.write_all(line.as_bytes());
-        }
-    }
-}
-
-type SharedFile = Mutex<BufWriter<File>>;
-
-/// Every qlog file still open, to flush before the process exits (a connection noq still
-/// holds would otherwise lose its buffered tail).
-fn open_qlogs() -> &'static Mutex<Vec<Weak<SharedFile>>> {
-    static QLOGS: OnceLock<Mutex<Vec<Weak<SharedFile>>>> = OnceLock::new();
-    QLOGS.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-struct QlogFile(Arc<SharedFile>);
-
-impl Write for QlogFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .flush()
-    }
-}
 
 /// noq-proto's `qlog` feature (JSON-SEQ): one file per connection in `dir`, named `name`,
 /// or (None) after the client's original destination connection id, as aioquic names its
@@ -295,54 +212,13 @@ impl QlogFactory for Qlogs {
             .name
             .clone()
             .unwrap_or_else(|| format!("{}.sqlog", hex(&initial_dst_cid)));
-        let file = File::create(self.dir.join(&name))
+        let file = QlogFile::create(&self.dir, &name)
             .map_err(|e| eprintln!("{}: qlog {name}: {e}", self.title))
             .ok()?;
-        let shared = Arc::new(Mutex::new(BufWriter::with_capacity(256 * 1024, file)));
-        {
-            let mut open = open_qlogs().lock().unwrap();
-            open.retain(|w| w.strong_count() > 0);
-            open.push(Arc::downgrade(&shared));
-        }
-        let mut cfg = QlogConfig::new(Box::new(QlogFile(shared)));
+        let mut cfg = QlogConfig::new(Box::new(file));
         cfg.title(Some(self.title.clone())).start_time(now);
         Some(cfg)
     }
-}
-
-pub fn flush_qlogs() {
-    let open = open_qlogs().lock().unwrap();
-    for w in open.iter().filter_map(Weak::upgrade) {
-        if let Ok(mut f) = w.lock() {
-            let _ = f.flush();
-        }
-    }
-}
-
-/// The socket's SO_RCVBUF as the kernel reports it: net.core.rmem_default for a socket
-/// nobody changed (a value set with setsockopt would read back doubled).
-pub fn rcvbuf(fd: RawFd) -> Option<i64> {
-    let mut val: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `val`, a live c_int.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&mut val as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(i64::from(val))
-}
-
-pub fn sysctl(name: &str) -> Option<i64> {
-    fs::read_to_string(format!("/proc/sys/{}", name.replace('.', "/")))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// A socket bound to the wildcard address (so that it receives on every path's address)
@@ -410,12 +286,7 @@ impl UdpSender for SenderFrom {
 /// A UDP socket wrapped for noq, with what the report tells of it.
 pub struct Socket {
     pub socket: Box<dyn AsyncUdpSocket>,
-    pub fd: RawFd,
-    pub local: Option<SocketAddr>,
-    pub rcvbuf_before: Option<i64>,
-    pub rcvbuf_after: Option<i64>,
-    pub gso_segments: usize,
-    pub gro_segments: usize,
+    pub facts: SocketFacts,
 }
 
 /// A socket bound to `bind`; with `src`, datagrams without a source of their own leave
@@ -426,7 +297,7 @@ pub fn socket(bind: SocketAddr, src: Option<IpAddr>) -> io::Result<Socket> {
     let std_sock = std::net::UdpSocket::bind(bind)?;
     let fd = std_sock.as_raw_fd();
     let local = std_sock.local_addr().ok();
-    let rcvbuf_before = rcvbuf(fd);
+    let rcvbuf_before = sys::rcvbuf(fd);
     // noq-udp sets its options here (ECN, packet info, GRO); it leaves the buffers alone,
     // which rcvbuf_after checks rather than assumes.
     let inner = noq::TokioRuntime.wrap_udp_socket(std_sock)?;
@@ -435,42 +306,16 @@ pub fn socket(bind: SocketAddr, src: Option<IpAddr>) -> io::Result<Socket> {
         Some(src) => Box::new(FromAddress { inner, src }),
     };
     Ok(Socket {
-        rcvbuf_after: rcvbuf(fd),
-        gso_segments: socket.create_sender().max_transmit_segments().get(),
-        gro_segments: socket.max_receive_segments().get(),
+        facts: SocketFacts {
+            fd,
+            local,
+            rcvbuf_before,
+            rcvbuf_after: sys::rcvbuf(fd),
+            gso_segments: socket.create_sender().max_transmit_segments().get(),
+            gro_segments: socket.max_receive_segments().get(),
+        },
         socket,
-        fd,
-        local,
-        rcvbuf_before,
     })
-}
-
-/// CPU seconds (user + system) this process used so far.
-pub fn process_cpu() -> f64 {
-    // SAFETY: getrusage fills the zeroed struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return f64::NAN;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-/// CLOCK_MONOTONIC in seconds: the clock of Python's time.monotonic().
-pub fn monotonic() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
-
-pub fn unix_time() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -512,15 +357,22 @@ mod tests {
             qlog_dir: None,
             keylog: None,
             max_datagram_size: None,
-            max_paths: DEFAULT_MAX_PATHS,
-            path_idle_timeout: None,
-            path_keep_alive: None,
+            own: crate::Multipath {
+                max_paths: DEFAULT_MAX_PATHS,
+                path_idle_timeout: None,
+                path_keep_alive: None,
+            },
+        };
+        let mp = |f: fn(&mut crate::Multipath)| {
+            let mut m = args.own.clone();
+            f(&mut m);
+            m
         };
         let e = Settings::check(&args).err().unwrap();
         assert!(e.contains("vegas") && e.contains("cubic, reno, bbr"), "{e}");
         let ok = crate::CommonArgs {
             cc: "bbr".into(),
-            path_idle_timeout: Some(2.5),
+            own: mp(|m| m.path_idle_timeout = Some(2.5)),
             ..args.clone()
         };
         let s = Settings::check(&ok).unwrap();
@@ -528,12 +380,12 @@ mod tests {
         for bad in [
             crate::CommonArgs {
                 cc: "cubic".into(),
-                max_paths: 65,
+                own: mp(|m| m.max_paths = 65),
                 ..args.clone()
             },
             crate::CommonArgs {
                 cc: "cubic".into(),
-                path_keep_alive: Some(0.0),
+                own: mp(|m| m.path_keep_alive = Some(0.0)),
                 ..args.clone()
             },
             crate::CommonArgs {

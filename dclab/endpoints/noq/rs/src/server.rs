@@ -5,22 +5,20 @@
 //! multipath, every path the client opens is used as the client marks it (available or
 //! backup), unless --ignore-peer-status. Runs until SIGTERM or SIGINT.
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, OnceLock};
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use dclab_common::{body, checks, files, tls};
 use noq::crypto::rustls::QuicServerConfig;
 use noq::{PathEvent, VarInt};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_stream::StreamExt;
 
 use crate::ServerArgs;
 use crate::common::{self, Settings};
 
-const CHUNK: usize = 64 * 1024; // body bytes per write
-const MAX_SIZE: u64 = 1_000_000_000_000; // the largest n of GET /<n> (the contract's 10^12)
+const PROGRAM: &str = "dclab-noq server";
+
 const MAX_REQUEST: usize = 256; // bytes of a request line, at most
 const CLOSE_WAIT: Duration = Duration::from_millis(500);
 /// Stream reset codes of a request the server does not serve: not `GET /<n> [bytes=A-B]`,
@@ -28,42 +26,23 @@ const CLOSE_WAIT: Duration = Duration::from_millis(500);
 pub const REFUSED_MALFORMED: u32 = 1;
 pub const REFUSED_RANGE: u32 = 2;
 
-/// CHUNK + 256 bytes of 0..=255 repeated, allocated once: any body slice starting at
-/// offset k is `block[k % 256..]`.
-fn block() -> &'static Bytes {
-    static BLOCK: OnceLock<Bytes> = OnceLock::new();
-    BLOCK.get_or_init(|| {
-        let v: Vec<u8> = (0..CHUNK + 256).map(|i| (i % 256) as u8).collect();
-        Bytes::from_static(Box::leak(v.into_boxed_slice()))
-    })
-}
-
 pub fn main(args: ServerArgs) -> i32 {
-    let settings = match Settings::check(&args.common) {
-        Ok(s) => s,
+    let ready = (|| {
+        let settings = Settings::check(&args.common)?;
+        let addr = checks::address(&args.common.host, args.common.port)?;
+        let tls = tls::server(
+            &args.cert,
+            &args.key,
+            common::ALPN,
+            args.common.keylog.as_deref(),
+        )?;
+        let tls = QuicServerConfig::try_from(tls).map_err(|e| format!("tls: {e}"))?;
+        Ok::<_, String>((settings, Arc::new(tls), addr))
+    })();
+    let (settings, tls, addr) = match ready {
+        Ok(r) => r,
         Err(e) => {
-            eprintln!("dclab-noq server: {e}");
-            return 2;
-        }
-    };
-    let addr = match (args.common.host.as_str(), args.common.port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-    {
-        Some(a) => a,
-        None => {
-            eprintln!(
-                "dclab-noq server: --host: not an address: {}",
-                args.common.host
-            );
-            return 2;
-        }
-    };
-    let tls = match tls_config(&args) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("dclab-noq server: {e}");
+            eprintln!("{PROGRAM}: {e}");
             return 2;
         }
     };
@@ -72,30 +51,6 @@ pub fn main(args: ServerArgs) -> i32 {
         .build()
         .expect("tokio runtime");
     rt.block_on(serve(args, settings, tls, addr))
-}
-
-fn tls_config(args: &ServerArgs) -> Result<Arc<QuicServerConfig>, String> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&args.cert)
-        .and_then(|it| it.collect::<Result<_, _>>())
-        .map_err(|e| format!("--cert {}: {e}", args.cert.display()))?;
-    let key = PrivateKeyDer::from_pem_file(&args.key)
-        .map_err(|e| format!("--key {}: {e}", args.key.display()))?;
-    let mut tls = rustls::ServerConfig::builder_with_provider(common::crypto_provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| format!("tls: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("--cert/--key: {e}"))?;
-    tls.alpn_protocols = vec![common::ALPN.to_vec()];
-    // No resumption is offered by this stack's client: no session tickets to send.
-    tls.send_tls13_tickets = 0;
-    if let Some(path) = &args.common.keylog {
-        tls.key_log = common::FileKeyLog::open(path)
-            .map_err(|e| format!("--keylog {}: {e}", path.display()))?;
-    }
-    QuicServerConfig::try_from(tls)
-        .map(Arc::new)
-        .map_err(|e| format!("tls: {e}"))
 }
 
 async fn serve(
@@ -108,7 +63,7 @@ async fn serve(
         Arc::new(common::Qlogs {
             dir,
             name: None,
-            title: "dclab-noq server".into(),
+            title: PROGRAM.into(),
         }) as Arc<dyn noq::QlogFactory>
     });
     let mut config = noq::ServerConfig::with_crypto(tls);
@@ -116,12 +71,12 @@ async fn serve(
     let sock = match common::socket(addr, None) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("dclab-noq server: cannot bind {addr}: {e}");
+            eprintln!("{PROGRAM}: cannot bind {addr}: {e}");
             return 1;
         }
     };
-    let rcvbuf = sock.rcvbuf_after.unwrap_or(-1);
-    let gso = sock.gso_segments;
+    let rcvbuf = sock.facts.rcvbuf_after.unwrap_or(-1);
+    let gso = sock.facts.gso_segments;
     let endpoint = match noq::Endpoint::new_with_abstract_socket(
         settings.endpoint_config(),
         Some(config),
@@ -130,7 +85,7 @@ async fn serve(
     ) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("dclab-noq server: {e}");
+            eprintln!("{PROGRAM}: {e}");
             return 1;
         }
     };
@@ -139,11 +94,11 @@ async fn serve(
         n => format!("up to {n} paths"),
     };
     eprintln!(
-        "dclab-noq server: {} on {addr}, cc {}, multipath {multipath}, SO_RCVBUF {rcvbuf}, GSO {gso} segments",
+        "{PROGRAM}: {} on {addr}, cc {}, multipath {multipath}, SO_RCVBUF {rcvbuf}, GSO {gso} segments",
         common::version_line(),
         settings.cc,
     );
-    let follow = !args.ignore_peer_status;
+    let follow = !args.own.ignore_peer_status;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("SIGTERM handler");
     loop {
@@ -160,7 +115,7 @@ async fn serve(
     }
     endpoint.close(0u32.into(), b"server stopping");
     let _ = tokio::time::timeout(CLOSE_WAIT, endpoint.wait_idle()).await;
-    common::flush_qlogs();
+    files::flush_qlogs();
     0
 }
 
@@ -172,7 +127,7 @@ async fn connection(connecting: noq::Connecting, follow_status: bool) {
     tokio::spawn(async move {
         let c = closed.await;
         eprintln!(
-            "dclab-noq server: connection from {remote} closed ({}): {}",
+            "{PROGRAM}: connection from {remote} closed ({}): {}",
             c.reason,
             paths_line(&c.path_stats)
         );
@@ -217,56 +172,6 @@ fn paths_line(paths: &[(noq::PathId, noq::PathStats)]) -> String {
     parts.join("; ")
 }
 
-/// n of a path `/<n>`; None for anything else.
-fn size_of(path: &str) -> Option<u64> {
-    let digits = path.strip_prefix('/')?;
-    if digits.is_empty() || digits.len() > 13 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok().filter(|&n| n <= MAX_SIZE)
-}
-
-/// The one range (first, last), inclusive and within the body, of a `range` value
-/// `bytes=A-B`, `bytes=A-` or `bytes=-N` (RFC 9110: a last position past the end is cut
-/// to it); Err says why not (malformed, unsatisfiable, several ranges).
-fn byte_range(value: &str, size: u64) -> Result<(u64, u64), String> {
-    let (unit, spec) = value
-        .split_once('=')
-        .ok_or("not a byte range (bytes=A-B)")?;
-    if !unit.trim().eq_ignore_ascii_case("bytes") {
-        return Err("not a byte range (bytes=A-B)".into());
-    }
-    if spec.contains(',') {
-        return Err("several ranges are not served".into());
-    }
-    let (a, b) = spec.split_once('-').ok_or("malformed (bytes=A-B)")?;
-    let (a, b) = (a.trim(), b.trim());
-    let num = |s: &str| -> Result<u64, String> {
-        if s.is_empty() || s.len() > 19 || !s.bytes().all(|c| c.is_ascii_digit()) {
-            return Err(format!("malformed {spec:?} (bytes=A-B)"));
-        }
-        s.parse().map_err(|_| format!("malformed {spec:?}"))
-    };
-    if a.is_empty() {
-        let n = num(b)?;
-        if n == 0 || size == 0 {
-            return Err(format!("unsatisfiable: the last {n} bytes of {size}"));
-        }
-        return Ok((size.saturating_sub(n), size - 1));
-    }
-    let first = num(a)?;
-    let last = if b.is_empty() { u64::MAX } else { num(b)? };
-    if last < first {
-        return Err(format!("malformed {spec:?}: last before first"));
-    }
-    if first >= size {
-        return Err(format!(
-            "unsatisfiable: starts at {first}, the body has {size} bytes"
-        ));
-    }
-    Ok((first, last.min(size - 1)))
-}
-
 /// What a request line asks for: the body bytes [first, end), or the reset code refusing it.
 pub(crate) fn request(text: &[u8]) -> Result<(u64, u64), u32> {
     let line = std::str::from_utf8(text).map_err(|_| REFUSED_MALFORMED)?;
@@ -278,10 +183,13 @@ pub(crate) fn request(text: &[u8]) -> Result<(u64, u64), u32> {
     if words.next() != Some("GET") {
         return Err(REFUSED_MALFORMED);
     }
-    let size = words.next().and_then(size_of).ok_or(REFUSED_MALFORMED)?;
+    let size = words
+        .next()
+        .and_then(body::size_of)
+        .ok_or(REFUSED_MALFORMED)?;
     match (words.next(), words.next()) {
         (None, _) => Ok((0, size)),
-        (Some(range), None) => match byte_range(range, size) {
+        (Some(range), None) => match body::byte_range(range, size) {
             Ok((a, b)) => Ok((a, b + 1)),
             Err(_) if range.starts_with("bytes=") => Err(REFUSED_RANGE),
             Err(_) => Err(REFUSED_MALFORMED),
@@ -302,16 +210,10 @@ async fn respond(mut send: noq::SendStream, mut recv: noq::RecvStream) {
             return;
         }
     };
-    let block = block();
-    let mut pos = first;
-    while pos < end {
-        let off = (pos % 256) as usize;
-        let n = (end - pos).min(CHUNK as u64) as usize;
-        // A slice of the static block: no allocation, no copy here.
-        if send.write_chunk(block.slice(off..off + n)).await.is_err() {
+    for chunk in body::slices(first, end) {
+        if send.write_chunk(chunk).await.is_err() {
             return;
         }
-        pos += n as u64;
     }
     // Dropping the finished stream keeps what is still unacknowledged being sent.
     let _ = send.finish();
@@ -320,42 +222,6 @@ async fn respond(mut send: noq::SendStream, mut recv: noq::RecvStream) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths() {
-        assert_eq!(size_of("/0"), Some(0));
-        assert_eq!(size_of("/1000000000000"), Some(MAX_SIZE));
-        for bad in [
-            "/",
-            "/x",
-            "/-1",
-            "/+1",
-            "/1000000000001",
-            "1",
-            "/1/2",
-            "/1?o",
-        ] {
-            assert_eq!(size_of(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn ranges() {
-        assert_eq!(byte_range("bytes=0-9", 100), Ok((0, 9)));
-        assert_eq!(byte_range("bytes=90-", 100), Ok((90, 99)));
-        assert_eq!(byte_range("bytes=-10", 100), Ok((90, 99)));
-        assert_eq!(byte_range("bytes=50-500", 100), Ok((50, 99)));
-        for bad in [
-            "bytes=100-100",
-            "bytes=9-1",
-            "items=0-1",
-            "bytes=0-1,3-4",
-            "bytes=-0",
-            "bytes=a-b",
-        ] {
-            assert!(byte_range(bad, 100).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn requests() {

@@ -1,429 +1,42 @@
 //! The timed client workload: every connection (its own UDP socket and quinn endpoint)
 //! started at once, objects requested in parallel or one after another, bodies counted
-//! and dropped; one JSON line at the end, always (a watchdog thread prints it and ends the
-//! process if the workload outlives its timeout by WATCHDOG_GRACE).
+//! and dropped; one JSON line at the end, always (dclab-common's `report`: a watchdog
+//! thread prints it and ends the process if the workload outlives its timeout).
 //!
 //! Times are seconds after t0, the request: when the connections start, or with
 //! preconnect when every handshake ended and the requests go out (a connection's
 //! handshake_s is then its handshake's duration). The timeout counts from the first
 //! connection attempt (handshakes included).
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
+use dclab_common::report::{self, Answer};
+use dclab_common::workload::Workload;
+use dclab_common::{checks, files, tls};
 use quinn::crypto::rustls::QuicClientConfig;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use crate::ClientArgs;
 use crate::common::{self, Settings};
-use crate::workload::Workload;
 
-const WATCHDOG_GRACE: Duration = Duration::from_secs(5);
+const PROGRAM: &str = "dclab-quinn client";
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
-const NONE: u64 = u64::MAX; // an unset time
 
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
-
-/// One object's progress; times in ns since Run::base (NONE: not yet).
-struct Obj {
-    index: usize,
-    size: u64,
-    connection: usize,
-    path_size: u64,
-    range: Option<(u64, u64)>,
-    bytes: AtomicU64,
-    request_ns: AtomicU64,
-    first_ns: AtomicU64,
-    last_ns: AtomicU64,
-    done: AtomicBool,
-    meta: Mutex<ObjMeta>,
-}
-
-#[derive(Default)]
-struct ObjMeta {
-    status: Option<u16>,
-    content_range: Option<String>,
-    error: Option<String>,
-}
-
-impl Obj {
-    fn fail(&self, why: String) {
-        let mut m = self.meta.lock().unwrap();
-        if m.error.is_none() && !self.done.load(Relaxed) {
-            m.error = Some(why);
-        }
-    }
-}
-
-#[derive(Default)]
-struct Conn {
-    handshake_s: Option<f64>,
-    handshake_done: bool,
-    connection: Option<quinn::Connection>,
-    stats: Option<Value>,
-}
-
-/// The whole workload: what it saw so far, and printing it once.
-struct Run {
-    base: Instant,
-    t0_ns: AtomicU64,
-    request_wall: Mutex<Option<f64>>,
-    ready_mono: Mutex<Option<f64>>,
-    ready_cpu: Mutex<Option<f64>>,
-    objects: Vec<Obj>,
-    conns: Vec<Mutex<Conn>>,
-    workload_error: Mutex<Option<String>>,
-    stack: Mutex<Map<String, Value>>,
-    printed: Mutex<bool>,
-    exit_code: AtomicI32,
-    timeout_s: f64,
-}
-
-impl Run {
-    fn now_ns(&self) -> u64 {
-        self.base.elapsed().as_nanos() as u64
-    }
-
-    /// ns since base to seconds after t0.
-    fn rel(&self, ns: u64) -> Option<f64> {
-        (ns != NONE).then(|| (ns as f64 - self.t0_ns.load(Relaxed) as f64) / 1e9)
-    }
-
-    /// Ready to send the first packet: the monotonic clock (the adapter's start-up ends
-    /// here) and the CPU used so far (cpu_s counts from here). As in the aioquic client,
-    /// this is when the connections start, before the handshakes even with preconnect.
-    fn mark_ready(&self) {
-        *self.ready_cpu.lock().unwrap() = Some(common::process_cpu());
-        *self.ready_mono.lock().unwrap() = Some(common::monotonic());
-    }
-
-    /// The request moment t0, and its wall-clock time.
-    fn mark_t0(&self) {
-        *self.request_wall.lock().unwrap() = Some(common::unix_time());
-        self.t0_ns.store(self.now_ns(), Relaxed);
-    }
-
-    fn timeout_reason(&self, handshake_done: bool) -> String {
-        let mut why = format!("timeout after {} s", self.timeout_s);
-        if !handshake_done {
-            why += " before the handshake completed";
-        }
-        why
-    }
-
-    /// Fails every unfinished object with the timeout (naming a missing handshake).
-    fn fail_unfinished(&self) {
-        for o in &self.objects {
-            if !o.done.load(Relaxed) {
-                let hs = self.conns[o.connection].lock().unwrap().handshake_done;
-                o.fail(self.timeout_reason(hs));
-            }
-        }
-    }
-
-    fn object_json(&self, o: &Obj) -> (Value, bool, u64, Option<String>) {
-        let m = o.meta.lock().unwrap();
-        let bytes = o.bytes.load(Relaxed);
-        let done = o.done.load(Relaxed);
-        let want = if o.range.is_some() { 206 } else { 200 };
-        let wrong_range = match (o.range, &m.content_range) {
-            (Some((a, b)), Some(cr)) => {
-                let expected = format!("bytes {a}-{b}/{}", o.path_size);
-                (cr.trim() != expected).then(|| format!("content-range {cr:?}, asked {expected:?}"))
-            }
-            _ => None,
-        };
-        let ok = m.error.is_none()
-            && done
-            && m.status == Some(want)
-            && bytes == o.size
-            && wrong_range.is_none();
-        let error = if ok {
-            None
-        } else if let Some(e) = &m.error {
-            Some(e.clone())
-        } else if m.status.is_some_and(|s| s != want) {
-            Some(format!("HTTP status {} (wanted {want})", m.status.unwrap()))
-        } else if let Some(w) = wrong_range {
-            Some(w)
-        } else if o.request_ns.load(Relaxed) == NONE {
-            Some("never requested".into())
-        } else {
-            Some(format!("got {bytes} of {} bytes", o.size))
-        };
-        let v = json!({
-            "index": o.index, "size": o.size, "connection": o.connection, "bytes": bytes, "ok": ok,
-            "request_s": self.rel(o.request_ns.load(Relaxed)),
-            "first_byte_s": self.rel(o.first_ns.load(Relaxed)),
-            "last_byte_s": self.rel(o.last_ns.load(Relaxed)),
-            "error": error,
-        });
-        (v, ok, bytes, error)
-    }
-
-    /// The JSON line: base.TransferResult.from_parts's totals over the objects and
-    /// connections, and what the contract adds.
-    fn to_json(&self) -> Value {
-        let mut objects = Vec::with_capacity(self.objects.len());
-        let mut failed: Vec<(usize, Option<String>)> = Vec::new();
-        let mut total = 0;
-        let (mut first, mut last): (Option<f64>, Option<f64>) = (None, None);
-        let mut per_conn: Vec<(u64, Option<f64>, Option<f64>)> =
-            vec![(0, None, None); self.conns.len()];
-        for o in &self.objects {
-            let (v, ok, bytes, error) = self.object_json(o);
-            total += bytes;
-            let fb = v["first_byte_s"].as_f64();
-            let lb = v["last_byte_s"].as_f64();
-            first = min_opt(first, fb);
-            last = max_opt(last, lb);
-            let pc = &mut per_conn[o.connection];
-            pc.0 += bytes;
-            pc.1 = min_opt(pc.1, fb);
-            pc.2 = max_opt(pc.2, lb);
-            if !ok {
-                failed.push((o.index, error));
-            }
-            objects.push(v);
-        }
-        let connections: Vec<Value> = self
-            .conns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let c = c.lock().unwrap();
-                json!({
-                    "index": i, "handshake_s": c.handshake_s,
-                    "first_byte_s": per_conn[i].1, "last_byte_s": per_conn[i].2, "bytes": per_conn[i].0,
-                    // This client keeps no session cache (rustls resumption off): never resumed.
-                    "resumed": c.handshake_done.then_some(false), "early_data": null,
-                })
-            })
-            .collect();
-        let workload_error = self.workload_error.lock().unwrap().clone();
-        let mut errs: Vec<String> = workload_error.iter().cloned().collect();
-        if let Some((i, why)) = failed.first() {
-            let o = &self.objects[*i];
-            let why = why
-                .clone()
-                .unwrap_or_else(|| format!("got {} of {} bytes", o.bytes.load(Relaxed), o.size));
-            let what = format!(
-                "object {i} (/{} on connection {}): {why}",
-                o.size, o.connection
-            );
-            errs.push(if failed.len() == 1 {
-                what
-            } else {
-                format!(
-                    "{} of {} objects failed, first {what}",
-                    failed.len(),
-                    self.objects.len()
-                )
-            });
-        }
-        if self.objects.is_empty() {
-            errs.push("no objects".into());
-        }
-        let ready_cpu = *self.ready_cpu.lock().unwrap();
-        let mut stack = self.stack.lock().unwrap().clone();
-        stack.insert(
-            "connections".into(),
-            Value::Array(
-                self.conns
-                    .iter()
-                    .map(|c| c.lock().unwrap().stats.clone().unwrap_or(Value::Null))
-                    .collect(),
-            ),
-        );
-        json!({
-            "ok": errs.is_empty(),
-            "bytes": total,
-            "request_s": 0.0,
-            "handshake_s": self.conns.first().and_then(|c| c.lock().unwrap().handshake_s),
-            "first_byte_s": first,
-            "last_byte_s": last,
-            "error": if errs.is_empty() { None } else { Some(errs.join("; ")) },
-            "request_wall": *self.request_wall.lock().unwrap(),
-            "objects": objects,
-            "connections": connections,
-            "warmup": null,
-            "ready_mono": *self.ready_mono.lock().unwrap(),
-            "cpu_s": ready_cpu.map(|c| common::process_cpu() - c),
-            "workload_error": workload_error,
-            "stack": stack,
-        })
-    }
-
-    /// Prints the JSON line once; returns the exit code it implies (0 ok, 1 failed).
-    fn emit(&self) -> i32 {
-        let mut printed = self.printed.lock().unwrap();
-        if !*printed {
-            let d = self.to_json();
-            let code = if d["ok"] == Value::Bool(true) { 0 } else { 1 };
-            self.exit_code.store(code, Relaxed);
-            println_flush(&d.to_string());
-            *printed = true;
-        }
-        self.exit_code.load(Relaxed)
-    }
-}
-
-fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
-fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
-fn println_flush(line: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
+type Run = report::Run<quinn::Connection, ()>;
 
 /// The JSON line of a client that did not run (bad arguments): ok false and why.
 pub fn print_refusal(why: &str) {
-    let mut stack = Map::new();
-    if let Value::Object(v) = common::versions_json() {
-        stack.extend(v);
-    }
-    let d = json!({
-        "ok": false, "bytes": 0, "request_s": 0.0, "handshake_s": null, "first_byte_s": null,
-        "last_byte_s": null, "error": why, "request_wall": null, "objects": [], "connections": [],
-        "warmup": null, "ready_mono": null, "cpu_s": null, "workload_error": why, "stack": stack,
-    });
-    println_flush(&d.to_string());
-    eprintln!("dclab-quinn client: {why}");
-}
-
-/// Trusts exactly what --ca holds: a chain to it as a root (webpki), or the very
-/// certificate as the server's. The second is needed for dclab's certificates
-/// (dclab/testbed/certs.py): self-signed with CA:TRUE, which webpki refuses as an end
-/// entity (CaUsedAsEndEntity). The handshake signature is checked either way.
-#[derive(Debug)]
-struct PinnedVerifier {
-    pinned: Vec<CertificateDer<'static>>,
-    webpki: Option<Arc<rustls::client::WebPkiServerVerifier>>,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for PinnedVerifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let chain = match &self.webpki {
-            Some(v) => {
-                v.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-            }
-            None => Err(rustls::Error::General("no usable root in --ca".into())),
-        };
-        match chain {
-            Ok(ok) => Ok(ok),
-            Err(_)
-                if self
-                    .pinned
-                    .iter()
-                    .any(|c| c.as_ref() == end_entity.as_ref()) =>
-            {
-                Ok(ServerCertVerified::assertion())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
+    report::print_refusal(PROGRAM, common::versions_json(), why);
 }
 
 fn tls_config(args: &ClientArgs) -> Result<Arc<QuicClientConfig>, String> {
-    let provider = common::crypto_provider();
-    let pinned: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&args.ca)
-        .and_then(|it| it.collect::<Result<_, _>>())
-        .map_err(|e| format!("--ca {}: {e}", args.ca.display()))?;
-    if pinned.is_empty() {
-        return Err(format!("--ca {}: no certificate", args.ca.display()));
-    }
-    let mut roots = rustls::RootCertStore::empty();
-    for c in &pinned {
-        let _ = roots.add(c.clone()); // one unusable as a root is still pinned
-    }
-    let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .ok();
-    let verifier = Arc::new(PinnedVerifier {
-        pinned,
-        webpki,
-        provider: provider.clone(),
-    });
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| format!("tls: {e}"))?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    // Every connection a full handshake: no session cache shared between them.
-    tls.resumption = rustls::client::Resumption::disabled();
-    if let Some(path) = &args.common.keylog {
-        tls.key_log = common::FileKeyLog::open(path)
-            .map_err(|e| format!("--keylog {}: {e}", path.display()))?;
-    }
+    let tls = tls::client(&args.ca, b"h3", args.common.keylog.as_deref())?;
     QuicClientConfig::try_from(tls)
         .map(Arc::new)
         .map_err(|e| format!("tls: {e}"))
@@ -447,12 +60,8 @@ fn prepare(args: &ClientArgs) -> Result<Prepared, String> {
     }
     let text = std::fs::read_to_string(&args.workload)
         .map_err(|e| format!("--workload {}: {e}", args.workload.display()))?;
-    let workload = Workload::parse(&text).map_err(|e| format!("workload: {e}"))?;
-    let addr = (args.common.host.as_str(), args.common.port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| format!("--host: not an address: {}", args.common.host))?;
+    let workload = Workload::parse(&text, crate::STACK).map_err(|e| format!("workload: {e}"))?;
+    let addr = checks::address(&args.common.host, args.common.port)?;
     let tls = tls_config(args)?;
     Ok(Prepared {
         workload,
@@ -497,113 +106,40 @@ fn stats_json(c: &quinn::Connection) -> Value {
 
 async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
     let wl = p.workload;
-    let ranges = wl.byte_ranges();
-    let objects = (0..wl.objects.len())
-        .map(|i| Obj {
-            index: i,
-            size: wl.objects[i],
-            connection: wl.assignment[i],
-            path_size: wl.path_size(i),
-            range: ranges[i],
-            bytes: AtomicU64::new(0),
-            request_ns: AtomicU64::new(NONE),
-            first_ns: AtomicU64::new(NONE),
-            last_ns: AtomicU64::new(NONE),
-            done: AtomicBool::new(false),
-            meta: Mutex::new(ObjMeta::default()),
-        })
-        .collect();
-    let run = Arc::new(Run {
-        base: Instant::now(),
-        t0_ns: AtomicU64::new(0),
-        request_wall: Mutex::new(None),
-        ready_mono: Mutex::new(None),
-        ready_cpu: Mutex::new(None),
-        objects,
-        conns: (0..wl.connections)
-            .map(|_| Mutex::new(Conn::default()))
-            .collect(),
-        workload_error: Mutex::new(None),
-        stack: Mutex::new(Map::new()),
-        printed: Mutex::new(false),
-        exit_code: AtomicI32::new(1),
-        timeout_s: args.timeout,
-    });
+    let run = Arc::new(Run::new(PROGRAM, Answer::Http, &wl, || (), args.timeout));
     let settings = &p.settings;
 
     // One socket and endpoint per connection, before t0 (set-up is not network time).
-    let bind: SocketAddr = if p.addr.is_ipv4() {
-        "0.0.0.0:0".parse().unwrap()
-    } else {
-        "[::]:0".parse().unwrap()
-    };
+    let bind = report::wildcard(&p.addr);
     let mut endpoints = Vec::with_capacity(wl.connections);
     let mut sockets = Vec::with_capacity(wl.connections);
     for c in 0..wl.connections {
         let made = common::socket(bind).and_then(|s| {
-            let info = json!({
-                "connection": c, "rcvbuf_before": s.rcvbuf_before, "rcvbuf": s.rcvbuf_after,
-                "gso_segments": s.gso_segments, "gro_segments": s.gro_segments,
-            });
-            let fd = s.fd;
+            let info = (s.facts.json(c, false), s.facts.fd);
             quinn::Endpoint::new_with_abstract_socket(
                 settings.endpoint_config(),
                 None,
                 s.socket,
                 Arc::new(quinn::TokioRuntime),
             )
-            .map(|e| (e, info, fd))
+            .map(|e| (e, info))
         });
         match made {
-            Ok((e, info, fd)) => {
+            Ok((e, info)) => {
                 endpoints.push(e);
-                sockets.push((info, fd));
+                sockets.push(info);
             }
-            Err(e) => {
-                *run.workload_error.lock().unwrap() =
-                    Some(format!("socket of connection {c}: {e}"));
-                run.mark_ready();
-                run.mark_t0();
-                return run.emit();
-            }
+            Err(e) => return run.failed_to_start(format!("socket of connection {c}: {e}")),
         }
     }
-    {
-        let mut st = run.stack.lock().unwrap();
-        if let Value::Object(v) = common::versions_json() {
-            st.extend(v);
-        }
-        st.insert("cc".into(), json!(settings.cc));
-        st.insert(
-            "runtime".into(),
-            json!(format!("tokio multi-thread, {workers} workers")),
-        );
-        st.insert(
-            "rmem_default".into(),
-            json!(common::sysctl("net.core.rmem_default")),
-        );
-        st.insert(
-            "rmem_max".into(),
-            json!(common::sysctl("net.core.rmem_max")),
-        );
-        st.insert(
-            "gso".into(),
-            json!(
-                sockets
-                    .iter()
-                    .all(|(s, _)| s["gso_segments"].as_u64() > Some(1))
-            ),
-        );
-        st.insert(
-            "datagram".into(),
-            json!({"max_datagram_size": settings.datagram, "mtu_discovery": settings.mtu_discovery(),
-                   "initial": settings.datagram.unwrap_or(1200)}),
-        );
-        st.insert(
-            "sockets".into(),
-            Value::Array(sockets.iter().map(|(s, _)| s.clone()).collect()),
-        );
-    }
+    run.describe(
+        common::versions_json(),
+        &settings.cc,
+        workers,
+        &sockets,
+        settings.datagram,
+        settings.mtu_discovery(),
+    );
 
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(args.timeout);
@@ -611,30 +147,7 @@ async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
     if !wl.preconnect {
         run.mark_t0();
     }
-    {
-        // Whatever the library does, the process ends: print (once) and exit.
-        let run = run.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(
-                (deadline + WATCHDOG_GRACE).saturating_duration_since(Instant::now()),
-            );
-            // One lock at a time: emit takes `printed`, then `workload_error`.
-            let printed = *run.printed.lock().unwrap();
-            if !printed {
-                run.workload_error.lock().unwrap().get_or_insert_with(|| {
-                    format!(
-                        "watchdog: the workload outlived --timeout {} s by {} s",
-                        run.timeout_s,
-                        WATCHDOG_GRACE.as_secs()
-                    )
-                });
-            }
-            run.fail_unfinished();
-            let code = run.emit();
-            common::flush_qlogs();
-            std::process::exit(code);
-        });
-    }
+    run.start_watchdog(deadline);
 
     if std::env::var_os("DCLAB_QUINN_TEST_STALL").is_some() {
         // tests/test_endpoint_quinn.py: a stalled library, which only the watchdog ends.
@@ -651,17 +164,15 @@ async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
     for (c, endpoint) in endpoints.iter().enumerate() {
         let qlog = match &args.common.qlog_dir {
             None => None,
-            Some(dir) => match common::qlog_stream(
-                dir,
-                &format!("client-conn{c}.sqlog"),
-                "dclab-quinn client",
-            ) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!("dclab-quinn client: qlog of connection {c}: {e}");
-                    None
+            Some(dir) => {
+                match common::qlog_stream(dir, &format!("client-conn{c}.sqlog"), PROGRAM) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        eprintln!("{PROGRAM}: qlog of connection {c}: {e}");
+                        None
+                    }
                 }
-            },
+            }
         };
         let mut cfg = quinn::ClientConfig::new(p.tls.clone());
         cfg.transport_config(Arc::new(settings.transport(qlog)));
@@ -711,7 +222,7 @@ async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
             c.stats = Some(stats_json(conn));
         }
     }
-    sockets_at_end(&run, &mut sockets);
+    run.sockets_at_end("quinn", &mut sockets);
     // Measurement done: print now; closing only frees state and ends the qlogs.
     let code = run.emit();
     for t in &tasks {
@@ -731,25 +242,8 @@ async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
         }
     };
     let _ = tokio::time::timeout(CLOSE_WAIT, idle).await;
-    common::flush_qlogs();
+    files::flush_qlogs();
     code
-}
-
-/// Each socket's SO_RCVBUF again after the workload, and whether quinn changed it at any
-/// point (taking the socket, or later).
-fn sockets_at_end(run: &Run, sockets: &mut [(Value, std::os::fd::RawFd)]) {
-    for (s, fd) in sockets.iter_mut() {
-        s["rcvbuf_end"] = json!(common::rcvbuf(*fd));
-    }
-    let changed = sockets
-        .iter()
-        .any(|(s, _)| s["rcvbuf_before"] != s["rcvbuf"] || s["rcvbuf_before"] != s["rcvbuf_end"]);
-    let mut st = run.stack.lock().unwrap();
-    st.insert("quinn_changed_rcvbuf".into(), json!(changed));
-    st.insert(
-        "sockets".into(),
-        Value::Array(sockets.iter().map(|(s, _)| s.clone()).collect()),
-    );
 }
 
 /// One connection's part of the workload.
@@ -769,12 +263,6 @@ struct ConnJob {
 }
 
 impl ConnJob {
-    fn fail_all(&self, why: &str) {
-        for &i in &self.objects {
-            self.run.objects[i].fail(why.to_string());
-        }
-    }
-
     async fn run(mut self) {
         let run = self.run.clone();
         let started = Instant::now();
@@ -786,16 +274,7 @@ impl ConnJob {
             let conn = connecting
                 .await
                 .map_err(|e| format!("handshake failed: {e}"))?;
-            {
-                let mut c = run.conns[self.c].lock().unwrap();
-                c.handshake_s = Some(if self.preconnect {
-                    started.elapsed().as_secs_f64()
-                } else {
-                    run.rel(run.now_ns()).unwrap_or(0.0)
-                });
-                c.handshake_done = true;
-                c.connection = Some(conn.clone());
-            }
+            run.established(self.c, conn.clone(), self.preconnect, started);
             let (mut driver, send) = h3::client::builder()
                 .send_grease(false)
                 .build::<_, _, Bytes>(h3_quinn::Connection::new(conn))
@@ -816,7 +295,7 @@ impl ConnJob {
                 } else {
                     e
                 };
-                self.fail_all(&why);
+                run.fail_all(&self.objects, &why);
                 return;
             }
         };
@@ -874,25 +353,11 @@ async fn fetch(run: &Run, send: &mut SendRequest, authority: &str, i: usize) {
         match stream.recv_data().await {
             Ok(Some(chunk)) => {
                 // The receive path: count, note the time, drop the chunk.
-                let n = chunk.remaining() as u64;
-                if n > 0 {
-                    let t = run.now_ns();
-                    if o.first_ns.load(Relaxed) == NONE {
-                        o.first_ns.store(t, Relaxed);
-                    }
-                    o.last_ns.store(t, Relaxed);
-                    o.bytes.fetch_add(n, Relaxed);
-                }
+                o.received(run.now_ns(), chunk.remaining() as u64);
             }
             Ok(None) => break,
             Err(e) => return o.fail(format!("body: {e}")),
         }
     }
-    if o.bytes.load(Relaxed) == 0 {
-        // An empty body: its first and last byte are its end.
-        let t = run.now_ns();
-        o.first_ns.store(t, Relaxed);
-        o.last_ns.store(t, Relaxed);
-    }
-    o.done.store(true, Relaxed);
+    o.finished(run.now_ns());
 }

@@ -1,5 +1,5 @@
 //! The workload file: dclab.endpoints.base.Workload.to_dict(), checked as
-//! Workload.errors checks it, and what this client refuses (resumption, 0-RTT, cc options).
+//! Workload.errors checks it, and what these clients refuse (resumption, 0-RTT, cc options).
 
 use serde_json::Value;
 
@@ -35,8 +35,8 @@ fn flag(d: &serde_json::Map<String, Value>, key: &str) -> Result<bool, String> {
 }
 
 impl Workload {
-    /// The workload of a JSON text; Err names what is wrong or refused.
-    pub fn parse(text: &str) -> Result<Workload, String> {
+    /// The workload of a JSON text for `stack`'s client; Err names what is wrong or refused.
+    pub fn parse(text: &str, stack: &str) -> Result<Workload, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let Value::Object(d) = v else {
             return Err("must be a JSON object".into());
@@ -125,14 +125,11 @@ impl Workload {
         if flag(&d, "resumption")? {
             return Err(format!(
                 "resumption: not implemented by the {} client",
-                crate::STACK
+                stack
             ));
         }
         if flag(&d, "zero_rtt")? {
-            return Err(format!(
-                "zero_rtt: not implemented by the {} client",
-                crate::STACK
-            ));
+            return Err(format!("zero_rtt: not implemented by the {} client", stack));
         }
         match d.get("cc_options") {
             None | Some(Value::Null) => {}
@@ -148,7 +145,7 @@ impl Workload {
                 if !knobs.is_empty() {
                     return Err(format!(
                         "cc_options: the {} client accepts none (got {})",
-                        crate::STACK,
+                        stack,
                         knobs.join(", ")
                     ));
                 }
@@ -204,14 +201,17 @@ mod tests {
 
     #[test]
     fn defaults_and_ranges() {
-        let w =
-            Workload::parse(r#"{"objects": [5, 3], "connections": 2, "ranged": true}"#).unwrap();
+        let w = Workload::parse(
+            r#"{"objects": [5, 3], "connections": 2, "ranged": true}"#,
+            "test",
+        )
+        .unwrap();
         assert_eq!(w.assignment, vec![0, 1]);
         assert!(!w.sequential && !w.preconnect);
         assert_eq!(w.byte_ranges(), vec![Some((0, 4)), Some((5, 7))]);
         assert_eq!((w.path_size(0), w.path_size(1)), (8, 8));
         assert_eq!(w.objects_of(1), vec![1]);
-        let w = Workload::parse(r#"{"cc_options": [{}], "assignment": null}"#).unwrap();
+        let w = Workload::parse(r#"{"cc_options": [{}], "assignment": null}"#, "test").unwrap();
         assert_eq!(w.objects, vec![100_000_000]);
     }
 
@@ -236,7 +236,7 @@ mod tests {
             ),
             ("[]", "JSON object"),
         ] {
-            let e = Workload::parse(text).err().unwrap();
+            let e = Workload::parse(text, "test").err().unwrap();
             assert!(e.contains(word), "{text}: {e}");
         }
     }
