@@ -151,6 +151,16 @@ def _link_kind(v: object) -> str | None:
     return str(v).partition(":")[0] if v else None
 
 
+# The per-leg lists besides the rates: one value per downlink leg.
+PER_LEG = ("split", "delay", "loss")
+
+
+def per_leg_mismatch(name: str, n: int, link: radio.RadioLink | None, got: int) -> str:
+    """Why a per-leg list of ``got`` values does not fit ``n`` legs."""
+    given_by = f"--link {link} gives {n}" if link is not None else "as --bw gives"
+    return f"{name}: needs one value per leg ({n}, {given_by}), got {got}"
+
+
 class ScenarioError(InputError):
     """An invalid scenario value; the message names the option and the allowed range."""
 
@@ -240,21 +250,32 @@ class Scenario(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_leg_for_a_cell(cls, data: object) -> object:
-        """With one cell there is one leg: per-leg lists still at their two-leg defaults
-        become one entry (EN-DC keeps two)."""
-        if isinstance(data, dict) and _link_kind(data.get("link")) not in (None, "endc"):
-            data = dict(data)
-            for name, default in (("split", [50.0, 50.0]), ("delay", [10.0, 10.0]), ("loss", [0.0, 0.0])):
-                if name not in data or list(data[name]) == default:
-                    data[name] = default[:1]
+    def _per_leg_defaults_take_the_leg_count(cls, data: object) -> object:
+        """Per-leg lists still at their two-leg defaults take the scenario's leg count: one
+        entry for one cell, N for N rates (bw); EN-DC and the study's two legs keep them."""
+        if not isinstance(data, dict):
+            return data
+        kind = _link_kind(data.get("link"))
+        bw = data.get("bw", cls.model_fields["bw"].default)
+        if kind is not None:
+            n = 2 if kind == "endc" else 1
+        elif isinstance(bw, list | tuple) and bw:
+            n = len(bw)
+        else:
+            return data  # refused below, naming bw
+        data = dict(data)
+        for name in PER_LEG:
+            default = cls.model_fields[name].default
+            given = data.get(name, default)
+            if len(default) != n and isinstance(given, list | tuple) and list(given) == default:
+                data[name] = default[:1] * n
         return data
 
     @model_validator(mode="after")
     def _legs_agree(self) -> "Scenario":
         if self.link is not None:
             cells = self.link
-            if self.bw != [20.0, 20.0]:
+            if self.bw != type(self).model_fields["bw"].default:
                 raise ValueError("bw: not used with --link (the cell's capacity follows the channel)")
             if self.trace is not None or self.traces is not None:
                 raise ValueError("trace: not used with --link (the cell's capacity follows the channel)")
@@ -269,10 +290,9 @@ class Scenario(BaseModel):
                                  f"the cell: {lte.QUEUE_BYTES // 1000} kB in LTE, dclab/lte.py; "
                                  f"{nr.QUEUE_BYTES // 1000} kB in NR, dclab/nr.py)")
         n = self.legs
-        for name in ("split", "delay", "loss"):
+        for name in PER_LEG:
             if len(getattr(self, name)) != n:
-                given_by = f"--link {self.link} gives {n}" if self.link is not None else "as --bw gives"
-                raise ValueError(f"{name}: needs one value per leg ({n}, {given_by}), got {len(getattr(self, name))}")
+                raise ValueError(per_leg_mismatch(name, n, self.link, len(getattr(self, name))))
         if sum(self.split) <= 0:
             raise ValueError("split: at least one share must be above 0")
         if self.trace is not None:

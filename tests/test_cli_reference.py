@@ -53,3 +53,29 @@ def test_a_help_record_splits_into_default_and_text():
     assert option_row("--reps INTEGER RANGE", "Repetitions.  [default: 1; 1<=x<=1000]") == (
         "--reps INTEGER RANGE", "1", "Repetitions. [1<=x<=1000]")
     assert option_row("--x", "No default here.") == ("--x", NO_DEFAULT, "No default here.")
+
+
+def test_each_scenario_option_shows_the_model_s_default():
+    """A scenario option's "[default ...]" is the scenario model's default, not a copy of it
+    that could drift (dclab/cli/options.py, _shown): every one shown is checked against the
+    model, and a changed model default changes what --help says."""
+    from dclab.cli import options
+    from dclab.scenario import Scenario
+
+    tput = rows(markdown(app), "dclab run throughput")
+    fields = {"--batch INTEGER": "batch", "--split TEXT": "split", "--bw TEXT": "bw", "--delay TEXT": "delay",
+              "--delay-cov FLOAT": "delay_cov", "--loss TEXT": "loss", "--queue INTEGER": "queue_packets",
+              "--uplink-bw FLOAT": "uplink_bw", "--uplink-queue INTEGER": "uplink_queue_packets",
+              "--t-reordering TEXT": "t_reordering", "--hold-bytes BYTES": "hold_bytes", "--discard-ms MS": "discard_ms"}
+    for option, field in fields.items():
+        default = Scenario.model_fields[field].default
+        values = default if isinstance(default, list) else [default]
+        shown = tput[option][0]
+        assert [float(v) for v in re.split("[,:]", shown)] == [float(v) for v in values], (option, shown)
+    model = Scenario.model_fields["hold_bytes"]
+    saved = model.default
+    try:
+        model.default = 123456
+        assert options._shown("hold_bytes") == "123456"
+    finally:
+        model.default = saved

@@ -104,41 +104,54 @@ def stand_in_from(text: str | None) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------
 # Scenario options, shared by every command that runs or shows a scenario.
 
+def _shown(name: str) -> str:
+    """A scenario field's default as its option is written (per-leg lists joined as the
+    option takes them): the help's "[default ...]" comes from the model, written once."""
+    value = sc.Scenario.model_fields[name].default
+
+    def one(x: object) -> str:
+        return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+
+    if isinstance(value, list):
+        return (":" if name == "split" else ",").join(one(x) for x in value)
+    return one(value)
+
 def scenario_options(f: F) -> F:
     opts = [
         click.option("--scenario", "scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Start from this scenario file (TOML with the fields of `dclab scenario show`)."),
-        click.option("--batch", type=int, help="PDCP split batch size in packets [default 100]."),
-        click.option("--split", help="Share per leg, e.g. 50:50 or 83:17; 100:0 is single connectivity [default 50:50]."),
-        click.option("--bw", help="Downlink rate per leg in Mbit/s, e.g. 20,20 [default 20,20]."),
-        click.option("--delay", help="Downlink delay per leg in ms, e.g. 10,10 [default 10,10]."),
-        click.option("--delay-cov", type=float, help="Delay jitter as std/mean (normal) [default 0.1]."),
+        click.option("--batch", type=int, help=f"PDCP split batch size in packets [default {_shown('batch')}]."),
+        click.option("--split", help=f"Share per leg, e.g. 50:50 or 83:17; 100:0 is single connectivity [default {_shown('split')}]."),
+        click.option("--bw", help=f"Downlink rate per leg in Mbit/s, e.g. 20,20 [default {_shown('bw')}]."),
+        click.option("--delay", help=f"Downlink delay per leg in ms, e.g. 10,10 [default {_shown('delay')}]."),
+        click.option("--delay-cov", type=float, help=f"Delay jitter as std/mean (normal) [default {_shown('delay_cov')}]."),
         click.option("--jitter-reorders/--order-preserving-jitter", "jitter_reorders", default=None,
                      help="Jitter may reorder packets (netem), or each packet's delay is drawn but it never "
                           "overtakes an earlier one; every direction [default: --jitter-reorders on the legs, "
                           "--order-preserving-jitter with --link, as a cell delivers in order]."),
-        click.option("--loss", help="Random loss per downlink leg in percent, e.g. 0.1,0.1 [default 0,0]."),
+        click.option("--loss", help=f"Random loss per downlink leg in percent, e.g. 0.1,0.1 [default {_shown('loss')}]."),
         click.option("--loss-at", type=click.Choice(["after-rate", "before-rate"]),
                      help="Where loss judges packets: after the rate stage (a lost packet used its transmission "
                           "time, as the second of two stacked netem qdiscs) or before it (it never queues, as "
-                          "netem's loss on the rate qdisc); every leg and the uplink [default after-rate]."),
+                          f"netem's loss on the rate qdisc); every leg and the uplink [default {_shown('loss_at')}]."),
         click.option("--queue", "queue_packets", type=int,
-                     help="Downlink rate-stage queue per leg in packets (1-1000000) [default 100]."),
-        click.option("--uplink-bw", type=float, help="Uplink rate (leg 1; every leg for a multipath flow's paths) in Mbit/s [default 20]."),
-        click.option("--uplink-delay", type=float, help="Uplink delay (leg 1) in ms; jitter per --delay-cov [default 10]."),
-        click.option("--uplink-loss", type=float, help="Random loss on the uplink (leg 1) in percent (0-100) [default 0]."),
+                     help=f"Downlink rate-stage queue per leg in packets (1-1000000) [default {_shown('queue_packets')}]."),
+        click.option("--uplink-bw", type=float,
+                     help=f"Uplink rate (leg 1; every leg for a multipath flow's paths) in Mbit/s [default {_shown('uplink_bw')}]."),
+        click.option("--uplink-delay", type=float, help=f"Uplink delay (leg 1) in ms; jitter per --delay-cov [default {_shown('uplink_delay')}]."),
+        click.option("--uplink-loss", type=float, help=f"Random loss on the uplink (leg 1) in percent (0-100) [default {_shown('uplink_loss')}]."),
         click.option("--uplink-queue", "uplink_queue_packets", type=int,
-                     help="Uplink rate-stage queue in packets (1-1000000) [default 10000]."),
+                     help=f"Uplink rate-stage queue in packets (1-1000000) [default {_shown('uplink_queue_packets')}]."),
         click.option("--duplicate/--no-duplicate", default=None, help="PDCP duplication: every packet on both legs."),
         click.option("--no-reordering", is_flag=True, default=None, help="Turn PDCP reordering off (arrival order)."),
-        click.option("--t-reordering", help="t-Reordering in ms, or 'inf' [default 200]."),
+        click.option("--t-reordering", help=f"t-Reordering in ms, or 'inf' [default {_shown('t_reordering')}]."),
         click.option("--sn-bits", type=click.Choice(["12", "16", "18"]),
                      help="PDCP SN length: a PDU held back by more than half the SN space (32,768 PDUs at 16 bits) "
                           "is taken for a later COUNT and what follows is discarded (HFN desynchronisation) "
                           "[default 18 over nr: and endc: (NR PDCP), else 16 (the DC study's)]."),
         click.option("--pdcp-processing", type=float, metavar="MS",
                      help="Each PDCP entity holds every packet this long, each way: where it enters the emulated "
-                          "network and where it leaves (0-1000 ms; the study's proxies took about 1) [default 0]."),
+                          f"network and where it leaves (0-1000 ms; the study's proxies took about 1) [default {_shown('pdcp_processing')}]."),
         click.option("--trace", metavar="FILE[,FILE...]",
                      help="Bandwidth trace (mahimahi or CSV) on every downlink instead of --bw, or one per leg "
                           "(comma-separated, leg 1 first)."),
@@ -160,7 +173,7 @@ def scenario_options(f: F) -> F:
                           "master's), delay-aware (each packet on the leg where it is expected first) or "
                           "delay-target (the earliest leg whose queue stays within --target-delay, leg 1's too; "
                           "what fits none waits unnumbered in PDCP, --hold-bytes, --discard-ms); docs/endc.md "
-                          "[default static]."),
+                          f"[default {_shown('split_policy')}]."),
         click.option("--sn-events", metavar="EVENT@AT_S[,...]",
                      help="Secondary node events on leg 2 (EN-DC's NR leg), seconds after the emulator starts "
                           "forwarding: release@AT_S (everything on leg 1), add@AT_S (leg 2 again), "
@@ -168,22 +181,22 @@ def scenario_options(f: F) -> F:
                           "default 50, then serves as a new secondary); what the secondary held is forwarded, or "
                           "lost with :lose (e.g. change@6:80:lose); docs/endc.md."),
         click.option("--report-period", type=float, metavar="MS",
-                     help="ddds, delay-aware, delay-target: a secondary leg reports every MS (1-1000) [default 10]."),
+                     help=f"ddds, delay-aware, delay-target: a secondary leg reports every MS (1-1000) [default {_shown('report_period')}]."),
         click.option("--target-delay", type=float, metavar="MS",
                      help="ddds: the queue a secondary leg asks for beyond its feedback loop, in ms of its rate; "
-                          "delay-target: the queue delay no leg may exceed (0-10000) [default 10]."),
+                          f"delay-target: the queue delay no leg may exceed (0-10000) [default {_shown('target_delay')}]."),
         click.option("--hold-bytes", type=int, metavar="BYTES",
                      help="delay-target: what PDCP may hold unnumbered while every leg is at its target; an SDU "
                           "that finds it full is dropped before it gets a COUNT (9000-1000000000) "
-                          "[default 4000000]."),
+                          f"[default {_shown('hold_bytes')}]."),
         click.option("--discard-ms", type=float, metavar="MS",
                      help="delay-target: how long an SDU may wait unnumbered before it is discarded, TS 38.323's "
-                          "discard timer (1-1500) [default 100]."),
+                          f"discard timer (1-1500) [default {_shown('discard_ms')}]."),
         click.option("--fallback-ms", type=float, metavar="MS",
                      help="ddds, delay-aware, delay-target: a secondary leg that holds packets and serves none for MS "
                           "(a cell in a deep fade) reports an outage, and PDCP sends its copies of what it sent there "
                           "again on leg 1, sending the leg nothing new until it serves again; leg 1 likewise, its "
-                          "copies sent to leg 2 (0-1000; 0: off) [default 0]; docs/endc.md."),
+                          f"copies sent to leg 2 (0-1000; 0: off) [default {_shown('fallback_ms')}]; docs/endc.md."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -249,21 +262,16 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
             changes["x2_delay"] = kw["x2_delay"]
         if changes.get("link", base.link) and kw.get("bw") is not None:
             raise sc.ScenarioError("--bw: not used with --link (the cell's capacity follows the channel)")
-        # Per-leg lists must agree: a new --bw with a different leg count resizes defaults.
+        # A per-leg list given must fit the legs; one left at its default takes their count
+        # (scenario.py, Scenario._per_leg_defaults_take_the_leg_count).
         link = changes.get("link", base.link)
         n = link.legs if link else len(changes.get("bw", base.bw))
-
-        for name in ("split", "delay", "loss"):
-            if name not in changes and len(getattr(base, name)) != n and getattr(base, name) == getattr(sc.Scenario(), name):
-                changes[name] = [getattr(base, name)[0]] * n
-        if link:  # given, even at its default value: a cell would take it silently otherwise
-            if "queue_packets" in changes:
-                raise sc.ScenarioError(f"--queue: not used with --link (each device has its own queue at the cell: "
-                                       f"{lte.QUEUE_BYTES // 1000} kB in LTE, {nr.QUEUE_BYTES // 1000} kB in NR)")
-            for name in ("split", "delay", "loss"):
-                if name in changes and len(changes[name]) != n:
-                    raise sc.ScenarioError(f"--{name}: needs one value per leg ({n}, --link {link} gives {n}), got "
-                                           f"{len(changes[name])}")
+        if link and "queue_packets" in changes:  # given, even at its default: a cell would take it silently
+            raise sc.ScenarioError(f"--queue: not used with --link (each device has its own queue at the cell: "
+                                   f"{lte.QUEUE_BYTES // 1000} kB in LTE, {nr.QUEUE_BYTES // 1000} kB in NR)")
+        for name in sc.PER_LEG:
+            if name in changes and len(changes[name]) != n:
+                raise sc.ScenarioError("--" + sc.per_leg_mismatch(name, n, link, len(changes[name])))
         return sc.build(base, **changes)
     except sc.ScenarioError as e:
         raise click.UsageError(str(e)) from None
