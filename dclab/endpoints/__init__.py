@@ -26,6 +26,8 @@ STACKS: dict[str, str] = {
 VARIANTS: dict[str, str] = {
     "aioquic-mquic": "dclab.endpoints.aioquic.adapter:AioquicMquicStack",
     "aioquic-token": "dclab.endpoints.aioquic.adapter:AioquicTokenStack",
+    # the capacity experiment's UDP load (--udp-mbps): iperf3 at a constant offered rate
+    "iperf3-udp": "dclab.endpoints.iperf3.adapter:Iperf3UdpStack",
 }
 
 

@@ -402,6 +402,9 @@ class Stack(ABC):
     transport: Literal["udp", "tcp"]
     ccs: tuple[str, ...]  # congestion controllers it offers; ccs[0] is the default
     capabilities: Capabilities = Capabilities()
+    # What the testbed waits for its server to listen on: its transport, but for a UDP load
+    # whose server listens on a TCP control connection first (iperf3)
+    listens_on: Literal["udp", "tcp"] | None = None
 
     @property
     def default_cc(self) -> str:

@@ -6,7 +6,12 @@ summed mean capacity (cells: their levels' mean capacity for one device from ``d
 cell-capacity``, dclab/lte.py and dclab/nr.py; wired legs: their rates). Per leg, its rate
 out over the window against its own capacity. Over the window, the PDCP receiver's
 t-Reordering expiries and, under ``delay-target``, the packets PDCP dropped before
-numbering them; over the run, the receiver's p99 reordering wait (docs/endc.md)."""
+numbering them; over the run, the receiver's p99 reordering wait (docs/endc.md).
+
+With ``--udp-mbps`` the flow is UDP offered at that rate from server to client (iperf3,
+``endpoints/iperf3/``) instead of the stack's download: the share of the capacity UDP
+gets, which the flow-control testbeds report beside TCP's; the client's report (datagrams
+lost, jitter) is kept with the flow."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from ..analysis.metrics import window_deltas
 from ..analysis.stand_in import stack_label
 from ..dcemu.records import Stats
 from ..endpoints.base import Workload
+from ..endpoints.iperf3.adapter import MAX_RATE_MBPS
 from ..flowplan import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, build
 from ..testbed import Bed
@@ -28,6 +34,7 @@ from .window import run_window
 
 DC_PORT = 4433
 BEARER = "dc"
+UDP_LOAD = "iperf3-udp"  # the stack variant that offers UDP at a rate (endpoints/__init__.py)
 STATS_INTERVAL_MS = 100.0  # long runs: records every 100 ms are enough for a 30 s window
 
 
@@ -38,6 +45,10 @@ class CapacityOptions(StackOptions):
     duration: float = Field(35.0, ge=2, le=86400, description="Seconds from the client's start to the end of the window.")
     warmup: float = Field(5.0, ge=0, le=86400, description="Seconds from the client's start left out of the window "
                           "(slow start).")
+    udp_mbps: float | None = Field(None, ge=1, le=MAX_RATE_MBPS, description=(
+        f"Offer UDP at this rate in Mbit/s (iperf3, server to client; 1-{MAX_RATE_MBPS:g}) instead of the stack's "
+        "download: the share of the capacity UDP gets [default: the stack's download]."),
+        json_schema_extra={"show": "none"})
 
     @model_validator(mode="after")
     def _window(self) -> "CapacityOptions":
@@ -96,8 +107,17 @@ class Capacity(Experiment[CapacityOptions]):
     def scenario(self, scenario: Scenario, options: CapacityOptions) -> Scenario:
         return build(scenario, stats_interval_ms=max(scenario.stats_interval_ms, STATS_INTERVAL_MS))
 
+    def unused(self, options: CapacityOptions) -> dict[str, str]:
+        if options.udp_mbps is None:
+            return {}
+        why = "--udp-mbps offers UDP from iperf3, whatever the stack"
+        return {"stack": why, "cc": why}
+
     def plan(self, scenario: Scenario, options: CapacityOptions) -> FlowPlan:
         o = options
+        if o.udp_mbps is not None:
+            load = Workload(objects=(o.size,), cc_options=({"rate_mbps": f"{o.udp_mbps:g}"},))
+            return single_bearer_plan(scenario, [Flow(BEARER, UDP_LOAD, BEARER, load, "cbr", DC_PORT)])
         return single_bearer_plan(scenario, [Flow(BEARER, o.stack, BEARER, Workload.single(o.size), o.cc, DC_PORT)])
 
     def estimate_s(self, scenario: Scenario, options: CapacityOptions, capacity_mbps: float) -> float:

@@ -213,7 +213,7 @@ class Testbed:
         self.servers.append(proc)
         self._server_info[proc.pid] = (f"{stack.name} server of flow {flow.name}", workdir / "server.log")
         try:
-            wait_listening(self.ns.server, flow.port, stack.transport, proc, 15)
+            wait_listening(self.ns.server, flow.port, stack.listens_on or stack.transport, proc, 15)
             deadline = time.monotonic() + 15
             while not stack.server_ready(spec):
                 if time.monotonic() > deadline:
