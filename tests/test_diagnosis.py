@@ -100,6 +100,34 @@ def test_a_misread_count_is_named_before_the_drops_and_the_expiry_around_it():
     assert d.line().endswith("see --sn-bits 18 (NR PDCP's long SN, 4 times the room of 16 bits)")
 
 
+def test_a_scheduled_outage_is_named_for_the_stall_it_overlaps_before_the_drops_and_expiry_in_it():
+    """--outage 2:3:2 (dcemu's clock, t0 at 0.5 s): the stall from 2.6 to 4.4 s after the
+    request overlaps leg2's outage; the expiry that ends it and the queue drops before it are
+    the outage's consequences. A stall long after the outage is not put down to it."""
+    facts = RunFacts(t0_ms=500.0, end_s=TRANSFER_S, socket_drops=0, t_reordering_ms=200.0, outage=(2, 3000.0, 2000.0))
+    tl = timeline(records(stall=(2.6, 4.4), queue_drops_at=2.4, expiry_at=4.4), facts, [])
+    assert tl.outages == ((2.5, 4.5, "leg2"),) and [e.where for e in tl.of("outage")] == ["leg2"]
+    assert [s.cause for s in stalls(tl)] == ["outage"]
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "outage" and d.main.count == 1
+    assert "after 1 scheduled outage of a leg (--outage: it lost every packet, both ways)" in d.line()
+    assert d.line().endswith("see --duplicate (each packet on both legs), or --fallback-ms under a flow-controlled "
+                             "--split-policy")
+    later = timeline(records(stall=(7.0, 7.6), queue_drops_at=6.9), facts, [])
+    assert [s.cause for s in stalls(later)] == ["queue_drops"]
+    scenario = {"outage": {"leg": 2, "at_s": 3.0, "duration_s": 2.0}}
+    assert RunFacts.of({"metrics": {"t0_ms": 500.0}}, scenario).outage == (2, 3000.0, 2000.0)
+
+
+def test_the_figure_marks_a_scheduled_outage_in_its_event_strip(tmp_path):
+    facts = RunFacts(t0_ms=500.0, end_s=TRANSFER_S, socket_drops=0, t_reordering_ms=200.0, outage=(2, 3000.0, 2000.0))
+    tl = timeline(records(stall=(2.6, 4.4)), facts, [])
+    info = figure(run_figure(tl, stalls(tl), diagnose(tl), tmp_path / "f.png", "a run",
+                             [(a, b, f"{leg}'s scheduled outage") for a, b, leg in tl.outages]),
+                  ["whole transfer (10.0 s, 0.02 s means)", "", "the first 3 s (10 ms intervals)"], "a run")
+    assert info.axes[1].scatters == 1  # the outage's start, its own row
+
+
 def test_a_reordering_wait_is_put_down_to_the_queue_drops_before_it_not_to_socket_drops():
     # socket drops inside the wait (a release burst) cannot open a PDCP gap
     tl = timeline(records(stall=(2.0, 2.9), queue_drops_at=1.8, expiry_at=2.9), FACTS, [DropSample(2100.0, 60)])

@@ -14,7 +14,9 @@ What a stall is, and what it costs:
   the sender's loss detection and probe timeout taking some round trips);
 - a stall after events of several causes is put down to one. A PDU the PDCP receiver
   took for a later COUNT (HFN desynchronisation) comes first: after it the receiver
-  discards what follows as late, whatever else happened. A stall that ends with a
+  discards what follows as late, whatever else happened. A leg's scheduled outage
+  (``--outage``) comes next, for a stall or dip that overlaps it (from LOOKBACK_S before
+  its start to its end): what the leg lost then explains the drops and waits around it. A stall that ends with a
   t-Reordering expiry is the PDCP receiver's wait for a gap: a datagram dropped at the
   client's socket cannot open a gap (it is lost after PDCP), so it is put down to the
   queue drops before it that can, else to t-Reordering itself. Any other stall is put
@@ -49,7 +51,7 @@ MIN_STALL_S = 0.05  # five of dcemu's 10 ms intervals: shorter gaps are a burst'
 LOOKBACK_S = 0.5  # drops this long before a stall may have caused it (loss detection, PTO)
 # A misread COUNT first: after one the receiver discards what follows as late, whatever
 # else happened around the stall.
-DIAGNOSED: tuple[Cause, ...] = ("sn_misread", "socket_drops", "queue_drops", "t_reordering")
+DIAGNOSED: tuple[Cause, ...] = ("sn_misread", "outage", "socket_drops", "queue_drops", "t_reordering")
 SMOOTH_S = 0.1  # dips are found on means over this long: one 10 ms record is mostly jitter
 REFERENCE_PCT = 90  # the run's own rate: this percentile of those means inside the transfer
 DIP_BELOW = 0.8  # under this share of the run's rate: a dip
@@ -147,6 +149,7 @@ def what(cause: Cause, count: int, t_reordering_ms: float | None = None) -> str:
         "sn_misread": (f"{count} PDU{s} the PDCP receiver took for a later COUNT (sent more than half the SN "
                        "space before what it awaited: HFN desynchronisation, after which it discards what "
                        "follows as late)"),
+        "outage": f"{count} scheduled outage{s} of a leg (--outage: it lost every packet, both ways)",
         "sender_loss": f"{count} packet{s} the sender declared lost",
         "pto": f"{count} probe timeout{s} (PTO) at the sender",
     }[cause]
@@ -160,6 +163,7 @@ def remedy(cause: Cause, t_reordering_ms: float | None = None) -> str:
         "queue_drops": "a larger --queue, or a --split matched to the legs' rates",
         "t_reordering": f"a shorter --t-reordering{now}, or a --split matched to the legs",
         "sn_misread": "--sn-bits 18 (NR PDCP's long SN, 4 times the room of 16 bits)",
+        "outage": "--duplicate (each packet on both legs), or --fallback-ms under a flow-controlled --split-policy",
         "sender_loss": "the sender's qlog",
         "pto": "the sender's qlog",
     }[cause]
@@ -199,13 +203,15 @@ def stalls(tl: Timeline) -> list[Stall]:
             continue
         waited = any(e.cause == "t_reordering" and b - tl.dt_s - 1e-9 <= e.t_s <= b + tl.dt_s + 1e-9
                      for e in tl.events)
-        order: tuple[Cause, ...] = ("sn_misread", "queue_drops", "t_reordering") if waited else DIAGNOSED
+        order: tuple[Cause, ...] = ("sn_misread", "outage", "queue_drops", "t_reordering") if waited else DIAGNOSED
         out.append(Stall(max(a, 0.0), b, _cause_near(tl, a, b, order)))
     return out
 
 
 def _cause_near(tl: Timeline, a: float, b: float, order: tuple[Cause, ...] = DIAGNOSED) -> Cause | None:
     near = {e.cause for e in tl.events if a - LOOKBACK_S <= e.t_s <= b + tl.dt_s + 1e-9}
+    if any(start - LOOKBACK_S <= b + 1e-9 and a <= end + 1e-9 for start, end, _ in tl.outages):
+        near.add("outage")
     return next((c for c in order if c in near), None)
 
 

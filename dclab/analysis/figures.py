@@ -444,6 +444,7 @@ def link_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path
         return empty_figure(path, title, "no dcemu statistics for this run")
     found = diagnosis.stalls(tl)
     dipped = diagnosis.dips(tl, found)
+    spans = spans + tuple((a, b, f"{leg}'s scheduled outage") for a, b, leg in tl.outages)
     return run_figure.run_figure(tl, found, diagnosis.diagnose(tl, found=found, dipped=dipped), Path(path), title,
                                  spans, dips=dipped)
 

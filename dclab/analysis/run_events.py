@@ -7,7 +7,9 @@ interval, and the events that explain its shape, each where and when it happened
 - ``t_reordering``: the PDCP receiver's t-Reordering expiries (dcemu's records, per
   bearer): each one ends a wait of t-Reordering for a gap that never filled;
 - ``sender_loss`` and ``pto``: the QUIC sender's loss declarations and probe timeouts, from
-  its qlog (``--qlog``; ``qlog_recovery.py``).
+  its qlog (``--qlog``; ``qlog_recovery.py``);
+- ``outage``: a leg's scheduled outage (``--outage``), from the run's scenario: an event at
+  its start, and its span (``Timeline.outages``).
 
 Times are seconds since ``t0`` (the request), the end of the interval or sample in which
 the event was counted. The run figure draws this (``run_figure.py``), and the diagnosis
@@ -25,8 +27,9 @@ from ..dcemu.records import Stats
 from .qlog_recovery import SenderEvent, sender_events
 from .socket_drops import DropSample, read_samples
 
-Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sn_misread", "sender_loss", "pto"]
-CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering", "sn_misread", "sender_loss", "pto")
+Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sn_misread", "outage", "sender_loss", "pto"]
+CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering", "sn_misread", "outage", "sender_loss",
+                             "pto")
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,15 @@ class Event:
 class RunFacts:
     """What a run's own record says beside dcemu's records: when its request was (on
     dcemu's clock and as Unix time), when its transfer ended, the client's socket drops
-    in all, and the t-Reordering it ran with (None: infinity)."""
+    in all, the t-Reordering it ran with (None: infinity), and its scheduled outage: the
+    leg (1-based), its start on dcemu's clock and its length, ms."""
 
     t0_ms: float = 0.0
     end_s: float | None = None  # the last byte of the slowest flow, s since t0
     request_wall: float | None = None
     socket_drops: int | None = None
     t_reordering_ms: float | None = 200.0
+    outage: tuple[int, float, float] | None = None
 
     @classmethod
     def of(cls, record: dict[str, Any], scenario: dict[str, Any]) -> RunFacts:
@@ -62,10 +67,14 @@ class RunFacts:
         walls = [float(w) for f in flows if (w := (f.get("transfer") or {}).get("request_wall")) is not None]
         drops = m.get("client_udp_drops")
         t_reordering = scenario.get("t_reordering", 200.0)
+        o = scenario.get("outage")
+        outage = ((int(o["leg"]), float(o["at_s"]) * 1e3, float(o["duration_s"]) * 1e3)
+                  if isinstance(o, dict) and {"leg", "at_s", "duration_s"} <= set(o) else None)
         return cls(t0_ms=float(m.get("t0_ms") or 0.0), end_s=max(ends) if ends else None,
                    request_wall=min(walls) if walls else None,
                    socket_drops=int(drops) if isinstance(drops, (int, float)) else None,
-                   t_reordering_ms=float(t_reordering) if isinstance(t_reordering, (int, float)) else None)
+                   t_reordering_ms=float(t_reordering) if isinstance(t_reordering, (int, float)) else None,
+                   outage=outage)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,8 @@ class Timeline:
     sender_logged: bool = False  # a sender's qlog was read
     # per leg: its configured downlink rate (None: a trace or unknown)
     capacities: dict[str, float | None] = field(default_factory=dict)
+    # the scheduled outages: start and end (s since t0) and the leg
+    outages: tuple[tuple[float, float, str], ...] = ()
 
     def of(self, cause: Cause) -> list[Event]:
         return [e for e in self.events if e.cause == cause]
@@ -131,6 +142,13 @@ def timeline(records: Sequence[Stats], facts: RunFacts, samples: Sequence[DropSa
     delivered = tuple(sum(b.delivered_mbps for b in r.bearers) for r in intervals)
     dts = [r.dt_ms for r in intervals if r.dt_ms > 0]
     events = dcemu_events(intervals, facts.t0_ms) + drop_events(samples or [], facts.t0_ms) + list(sender or [])
+    outages: tuple[tuple[float, float, str], ...] = ()
+    if facts.outage is not None:
+        leg, at_ms, length_ms = facts.outage
+        where = names[leg - 1] if leg <= len(names) else f"leg{leg}"
+        start = (at_ms - facts.t0_ms) / 1e3
+        outages = ((start, start + length_ms / 1e3, where),)
+        events.append(Event(start, "outage", 1, where))
     timed = sum(e.count for e in events if e.cause == "socket_drops")
     total = facts.socket_drops if facts.socket_drops is not None else (timed if samples is not None else None)
     end = facts.end_s if facts.end_s is not None else (t[-1] if t else 0.0)
@@ -138,7 +156,8 @@ def timeline(records: Sequence[Stats], facts: RunFacts, samples: Sequence[DropSa
                     end_s=end, events=tuple(sorted(events, key=lambda e: e.t_s)), socket_drops=total,
                     socket_drops_timed=samples is not None, t_reordering_ms=facts.t_reordering_ms,
                     sender_logged=sender is not None,
-                    capacities={n: leg_capacities[i] if i < len(leg_capacities) else None for i, n in enumerate(names)})
+                    capacities={n: leg_capacities[i] if i < len(leg_capacities) else None for i, n in enumerate(names)},
+                    outages=outages)
 
 
 def read_timeline(run_dir: Path, records: Sequence[Stats], facts: RunFacts,

@@ -40,6 +40,7 @@ MARKS: dict[Cause, Mark] = {
     "queue_drops": Mark("tab:purple", "x"),
     "t_reordering": Mark("tab:brown", "|"),
     "sn_misread": Mark("tab:pink", "*"),
+    "outage": Mark("0.35", "s"),
     "sender_loss": Mark("black", "."),
     "pto": Mark("tab:olive", "D"),
 }
@@ -89,7 +90,7 @@ def _rows(tl: Timeline) -> list[tuple[Cause, str]]:
             continue
         if c in ("sender_loss", "pto") and not tl.of(c):
             continue
-        if c in ("queue_drops", "t_reordering", "sn_misread") and not tl.of(c):
+        if c in ("queue_drops", "t_reordering", "sn_misread", "outage") and not tl.of(c):
             continue
         rows += [(c, w) for w in wheres]
     return rows
