@@ -196,7 +196,9 @@ def test_multipath_backup_path_carries_no_download(bench, tmp_path):
     sent before it took the status over. noq schedules by each end's own status only, and
     the server learns the client's from an event, handled by a task of its own: until then
     the new path is available to it. In 50 runs (30 with a core busy) path 1 received
-    6.8-51.6 kB of the 5 MB; a path that stayed available gets about half."""
+    6.8-51.6 kB of the 5 MB; a path that stayed available gets about half, as it did once
+    in a busy round when the server subscribed to its path events only after the handshake
+    (now from the start: 16 runs, 8 of them with a core busy, 6.8-21.9 kB)."""
     two_legs(bench.ns)
     bench.serve()
     wfile = tmp_path / "wl.json"

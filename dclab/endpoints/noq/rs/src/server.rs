@@ -121,7 +121,15 @@ async fn serve(
 
 async fn connection(connecting: noq::Connecting, follow_status: bool) {
     let remote = connecting.remote_address();
-    let Ok(conn) = connecting.await else { return };
+    // The connection before its handshake ends (a server's conversion to 0.5-RTT always
+    // succeeds; it sends nothing early, as it only answers requests): its path events are
+    // subscribed to below before the client can open a path. A broadcast keeps nothing for
+    // a receiver that subscribes later, so a server task that reached its subscription only
+    // after the client's status arrived (one busy round: a backup path carried half of a
+    // download) would never take the status over.
+    let Ok((conn, _)) = connecting.into_0rtt() else {
+        return;
+    };
     // One line per connection when it ends: what the server sent on each path.
     let closed = conn.on_closed();
     tokio::spawn(async move {
