@@ -149,7 +149,9 @@ impl Sched {
                 };
                 // First step whose end is after `w` (zero-length steps are skipped): the
                 // one found last or the next, else searched for.
-                let found = |i: usize| segs.get(i).is_some_and(|s| s.0 > w) && (i == 0 || segs[i - 1].0 <= w);
+                let found = |i: usize| {
+                    segs.get(i).is_some_and(|s| s.0 > w) && (i == 0 || segs[i - 1].0 <= w)
+                };
                 let i = match hint.get() {
                     h if found(h) => h,
                     h if found(h + 1) => h + 1,
@@ -947,7 +949,16 @@ pub(crate) mod tests {
     fn the_step_found_is_the_search_s_in_any_order_of_questions() {
         // Zero-length steps, a zero rate, equal ends: the remembered step must give what a
         // search over the whole trace gives, asked forwards, backwards and at random.
-        let steps = vec![(5, 1), (0, 2), (3, 0), (0, 4), (0, 5), (7, 6), (1, 7), (4, 8)];
+        let steps = vec![
+            (5, 1),
+            (0, 2),
+            (3, 0),
+            (0, 4),
+            (0, 5),
+            (7, 6),
+            (1, 7),
+            (4, 8),
+        ];
         let sched = Sched::new(RateSpec::Trace {
             trace: steps_trace(steps),
             looping: true,
