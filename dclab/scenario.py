@@ -15,7 +15,18 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tomli_w
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf, PlainSerializer, StrictBool, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    PlainSerializer,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from . import lte, nr, radio
@@ -161,6 +172,12 @@ def per_leg_mismatch(name: str, n: int, link: radio.RadioLink | None, got: int) 
     return f"{name}: needs one value per leg ({n}, {given_by}), got {got}"
 
 
+# The validation context of what is read back from a store (campaign/typed_runs.py): the
+# checks of this machine (a trace file exists, what the kernel offers) are skipped, since
+# the run ran elsewhere or before.
+STORED = "stored"
+
+
 class ScenarioError(InputError):
     """An invalid scenario value; the message names the option and the allowed range."""
 
@@ -272,7 +289,7 @@ class Scenario(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _legs_agree(self) -> "Scenario":
+    def _legs_agree(self, info: ValidationInfo) -> "Scenario":
         if self.link is not None:
             cells = self.link
             if self.bw != type(self).model_fields["bw"].default:
@@ -295,14 +312,16 @@ class Scenario(BaseModel):
                 raise ValueError(per_leg_mismatch(name, n, self.link, len(getattr(self, name))))
         if sum(self.split) <= 0:
             raise ValueError("split: at least one share must be above 0")
-        if self.trace is not None:
+        # A stored run's traces were read where and when it ran; they need not be here now.
+        here = not (info.context or {}).get(STORED)
+        if self.trace is not None and here:
             check_trace(Path(self.trace))
         if self.traces is not None:
             if self.trace is not None:
                 raise ValueError("traces: not with trace (one trace on every leg, or one per leg)")
             if len(self.traces) != n:
                 raise ValueError(f"traces: needs one per leg ({n}, as --bw gives), got {len(self.traces)}")
-            for t in self.traces:
+            for t in self.traces if here else ():
                 check_trace(Path(t))
         if self.x2_delay is not None and n < 2:
             raise ValueError("x2_delay: needs a secondary leg (two legs or more; endc: gives two)")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dclab.campaign import plan as cp
+from dclab.campaign import typed_runs
 from dclab.campaign.store import Store
 from dclab.experiments import get_experiment
 from dclab.paths import CAMPAIGNS
@@ -73,9 +74,9 @@ def test_an_old_store_opens_and_its_campaign_resumes_where_it_stopped(old_store)
 
 
 def test_an_old_stores_runs_read_into_the_papers_tables(old_store):
-    rows = Store(old_store).rows()
-    assert len(rows) == 4 and all(r["ok"] for r in rows)
-    (title, table), *rest = get_experiment("mquic").sweep_tables(rows)
+    typed = typed_runs.runs(Store(old_store))
+    assert len(typed.runs) == 4 and all(r.ok for r in typed.runs) and not typed.unreadable
+    (title, table), *rest = get_experiment("mquic").sweep_tables(typed.runs)
     assert "Tables 6-9" in title and len(rest) == 4, [t for t, _ in rest]
     # The same improvements (%) the code that wrote the store computed from it.
     assert table.rows == [

@@ -8,13 +8,17 @@ import json
 
 import pytest
 from figure_checks import figure
+from typed_rows import runs
 
 from dclab.analysis import diagnosis, qlog_recovery, socket_drops
 from dclab.analysis.diagnosis import THRESHOLD, diagnose, stalls
 from dclab.analysis.run_events import RunFacts, Timeline, timeline
 from dclab.analysis.run_figure import run_figure
 from dclab.analysis.socket_drops import DropSample
+from dclab.analysis.stored_run import StoredFlow, StoredRun
 from dclab.dcemu.records import Bearer, Direction, Leg, Rx, Stats
+from dclab.experiments import get_experiment
+from dclab.scenario import Scenario
 
 DT_MS = 10.0
 TRANSFER_S = 10.0
@@ -115,8 +119,8 @@ def test_a_scheduled_outage_is_named_for_the_stall_it_overlaps_before_the_drops_
                              "--split-policy")
     later = timeline(records(stall=(7.0, 7.6), queue_drops_at=6.9), facts, [])
     assert [s.cause for s in stalls(later)] == ["queue_drops"]
-    scenario = {"outage": {"leg": 2, "at_s": 3.0, "duration_s": 2.0}}
-    assert RunFacts.of({"metrics": {"t0_ms": 500.0}}, scenario).outage == (2, 3000.0, 2000.0)
+    [run] = runs([{"ok": 1, "metrics": {"t0_ms": 500.0}, "scenario": {"outage": {"leg": 2, "at_s": 3.0, "duration_s": 2.0}}}])
+    assert RunFacts.of(run).outage == (2, 3000.0, 2000.0)
 
 
 def test_the_figure_marks_a_scheduled_outage_in_its_event_strip(tmp_path):
@@ -195,10 +199,13 @@ def test_timeline_counts_events_per_interval_from_cumulative_counters():
 
 
 def test_run_facts_from_a_record_and_its_scenario():
-    record = {"metrics": {"t0_ms": 812.5, "client_udp_drops": 407},
-              "flows": [{"completion_s": 8.5, "transfer": {"request_wall": 1000.0}}]}
-    assert RunFacts.of(record, {"t_reordering": None}) == RunFacts(812.5, 8.5, 1000.0, 407, None)
-    assert RunFacts.of({}, {}) == RunFacts(0.0, None, None, None, 200.0)
+    options = get_experiment("throughput").options()
+    run = StoredRun(experiment="throughput", scenario=Scenario(t_reordering=None), options=options, ok=True,
+                    metrics={"t0_ms": 812.5, "client_udp_drops": 407},
+                    flows=(StoredFlow(name="dc", completion_s=8.5, request_wall=1000.0),))
+    assert RunFacts.of(run) == RunFacts(812.5, 8.5, 1000.0, 407, None)
+    bare = StoredRun(experiment="throughput", scenario=Scenario(), options=options, ok=True)
+    assert RunFacts.of(bare) == RunFacts(0.0, None, None, None, 200.0)
 
 
 def test_socket_drop_samples_round_trip_and_a_torn_line_is_skipped(tmp_path):

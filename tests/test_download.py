@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from figure_checks import check, empty, figure, spans
 from measured import check_bound
+from typed_rows import runs
 
 from dclab.analysis import timings
 from dclab.campaign import plan as cp
@@ -132,14 +133,15 @@ def _row(key, stack, resume, downloads, ok=True):
 def test_sweep_series_tables_and_figures(tmp_path):
     fast = [_d("0rtt", s, 0.1 * s / 1000, 0.02, 0.021, resumed=True, early=True) for s in (64_000, 256_000)] * 3
     slow = [_d("off", s, 0.2 * s / 1000, 0.05, 0.08, resumed=False, early=False) for s in (64_000, 256_000)] * 3
-    rows = [_row("a", "aioquic", "0rtt", fast), _row("b", "aioquic", "off", slow)]
+    raw = [_row("a", "aioquic", "0rtt", fast), _row("b", "aioquic", "off", slow)]
+    rows = runs(raw)
     ds, series = labelled_downloads(rows)
     assert series == ["resume off", "resume 0rtt"] and len(ds) == 12
     t = DL.sweep_table(rows)
     assert t.columns[0] == "series" and [r[:2] for r in t.rows] == [
         ["resume off", "64 KB"], ["resume 0rtt", "64 KB"], ["resume off", "256 KB"], ["resume 0rtt", "256 KB"]]
     assert t.rows[1][2] == "6.400" and t.rows[1][-1] == "100 %"
-    rows.append(_row("c", "tcp", "off", slow))
+    rows = runs([*raw, _row("c", "tcp", "off", slow)])
     assert labelled_downloads(rows)[1] == ["aioquic cubic, resume off", "aioquic cubic, resume 0rtt",
                                            "tcp cubic, resume off"]
     ((path, caption),) = DL.sweep_figures(rows, tmp_path, "download-none", "download: none", "-")
@@ -153,7 +155,7 @@ def test_sweep_series_tables_and_figures(tmp_path):
     tops = [s.y[1] for s in phases.series]  # per series, size, then its phases stacked
     assert tops[0::3] == pytest.approx([0.05, 0.05, 0.02, 0.02, 0.05, 0.05]), "handshakes"
     assert tops[2::3] == pytest.approx([12.8, 51.2, 6.4, 25.6, 12.8, 51.2]), "each stack tops at its download time"
-    empty(DL.sweep_figures([_row("d", "aioquic", "off", [], ok=False)], tmp_path, "empty", "t", "-")[0][0],
+    empty(DL.sweep_figures(runs([_row("d", "aioquic", "off", [], ok=False)]), tmp_path, "empty", "t", "-")[0][0],
           "no successful downloads", "t")
 
 

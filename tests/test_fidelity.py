@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from typed_rows import runs
 
 from dclab.campaign import fidelity
 from dclab.campaign.report import build_report
@@ -52,16 +53,16 @@ def test_points_are_matched_by_value_and_series(tmp_path):
     ref = tmp_path / "ref.toml"
     ref.write_text(REF)
     points = fidelity.load_reference(ref)
-    large, both, absent = fidelity.compare(rows(), points)
+    large, both, absent = fidelity.compare(runs(rows()), points)
     # Two stacks at the point: series are "stack cc host_config".
     assert (large["n"], large["failed"], large["mean"]) == (0, 0, None), "a series label that matches nothing"
     points[0] = points[0].model_copy(update={"series": "aioquic reno quic-large"})
-    large = fidelity.compare(rows(), points)[0]
+    large = fidelity.compare(runs(rows()), points)[0]
     assert (large["n"], large["failed"], large["mean"]) == (2, 1, pytest.approx(11.5))
     assert large["ratio"] == pytest.approx(11.5 / 7.6) and large["metric"] == "goodput_mbps"
     assert both["n"] == 5 and both["mean"] == pytest.approx((12 + 11 + 9 + 8 + 8.5) / 5)
     assert absent["n"] == 0 and absent["ratio"] is None
-    t = fidelity.fidelity_table(fidelity.compare(rows(), points))
+    t = fidelity.fidelity_table(fidelity.compare(runs(rows()), points))
     assert t.rows[0][:4] == ["throughput: loss = 0.2", "aioquic reno quic-large", "goodput_mbps", "11.50"]
     assert t.rows[0][-3:] == ["7.6", "1.513", "Fig. 7"] and t.failed == [False, False, True]
 
@@ -127,13 +128,14 @@ def test_pdcp_stalls_are_tabled_per_point_from_the_runs_receiver_statistics():
         r["metrics"]["pdcp"] = pdcp(e, w, e)
     rs.append({**rs[0], "run_key": "bypassed", "metrics": {"goodput_mbps": 9.0, "pdcp": {"legs": {}}},
                "value": "0.1", "value_num": 0.1})
-    table = pdcp_stall_table(rs)
+    typed = runs(rs)
+    table = pdcp_stall_table(typed)
     # The failed run (third quic-large) and the run without a receiver do not count.
-    assert [(d["series"], d["n"]) for d in table] == [("aioquic reno quic-large", 2), ("tcp reno tcp", 3)]
-    quic, tcp = table
+    assert [(d.at.series, d.n) for d in table] == [("aioquic reno quic-large", 2), ("tcp reno tcp", 3)]
+    quic, tcp = (d.means for d in table)
     assert (quic["expiries"], quic["given_up"], quic["lost"]) == (5.0, 10.0, 11.0)
     assert (quic["wait_mean_ms"], quic["wait_p99_ms"], quic["wait_max_ms"]) == (4.0, 200.0, 201.0)
     assert tcp["expiries"] == pytest.approx(1.0)
-    tables = get_experiment("throughput").sweep_tables(rs)
+    tables = get_experiment("throughput").sweep_tables(typed)
     assert len(tables) == 2 and "t-Reordering expiries" in tables[1][1].columns
     assert tables[1][1].rows[0][2:5] == ["5", "10", "11"]

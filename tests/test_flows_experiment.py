@@ -11,8 +11,10 @@ import pytest
 from click.testing import CliRunner
 from figure_checks import each, figure, panel
 from measured import check_bound
+from typed_rows import runs
 
 from dclab.analysis.metrics import window_means
+from dclab.analysis.stored_run import AnyRun
 from dclab.cli import app
 from dclab.dcemu.config import to_dcemu
 from dclab.dcemu.process import DCEMU, check_scenario
@@ -296,21 +298,18 @@ def test_run_figure_shows_each_flow_and_the_warmup(monkeypatch, tmp_path):
     r = measured(monkeypatch, rates, "aioquic:reno=10,tcp:reno=1")
     (tmp_path / "dcemu-stats.jsonl").write_text(
         "\n".join(x.model_dump_json() for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
-    path = EXP.run_figure(tmp_path, r.record(), one_leg().model_dump(mode="json"), tmp_path / "flows.png", "t")
+    run = r.stored(one_leg(), EXP.options(mix="aioquic:reno=10,tcp:reno=1"))
+    path = EXP.run_figure(tmp_path, run, tmp_path / "flows.png", "t")
     ax = panel(path, title="t", xlabel="time since start (s)", ylabel="flow throughput (Mbit/s)", lines=len(rates),
                legend=list(rates) + ["warm-up (2 s, not measured)"], x=(0.0, 10.0))  # flows in the plan's order (10 after 9)
     assert [s.y for s in ax.series] == [(0.0, max(early, late)) for early, late in rates.values()], "each flow's rates"
     assert {s.n for s in ax.series} == {101}, "a record every 100 ms over the 10 s window"
 
 
-def rows_of(runs: list[RepResult], value: float) -> list[dict]:
-    out = []
-    for r in runs:
-        row = r.record() | {"run_key": f"k{value}-{r.rep}", "value": f"{value:g}", "value_num": value,
-                            "sweep": "loss", "param": "loss", "stack": "x", "cc": "reno"}
-        row["ok"] = int(row["ok"])
-        out.append(row)
-    return out
+def rows_of(reps: list[RepResult], value: float) -> list[AnyRun]:
+    return runs([{"run_key": f"k{value}-{r.rep}", "value": f"{value:g}", "value_num": value, "sweep": "loss",
+                  "param": "loss", "stack": "x", "cc": "reno", "host_config": r.host_config, "ok": int(r.ok),
+                  "rep": r.rep, "metrics": r.all_metrics(), "flows": [f.stored() for f in r.flows]} for r in reps], "flows")
 
 
 def test_sweep_figures_and_tables(monkeypatch, tmp_path):
@@ -380,12 +379,11 @@ def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path)
             run_dir.mkdir(parents=True)
             (run_dir / "dcemu-stats.jsonl").write_text(
                 "\n".join(x.model_dump_json() for x in records(rates, 2.0, 10.0, t0_ms=3000.0)) + "\n")
-            rec = r.record()
             store.add(RunRecord(run_key=f"k{value}-{rep}", experiment="flows", stack=r.stack, cc=r.cc,
                                 host_config=r.host_config, rep=rep, ok=r.ok, scenario=one_leg().model_dump(mode="json"),
-                                metrics=rec["metrics"], environment={}, run_dir=str(run_dir), machine="m",
+                                metrics=r.all_metrics(), environment={}, run_dir=str(run_dir), machine="m",
                                 started_at="t", finished_at="t", sweep="loss", param="loss", value=f"{value:g}",
-                                value_num=value, options={"mix": mix}, flows=rec["flows"]))
+                                value_num=value, options={"mix": mix}, flows=[f.stored() for f in r.flows]))
     index = build_report(store, tmp_path / "report", "flows campaign")
     html = index.read_text()
     assert "flows: loss" in html and "QUIC/TCP ratio" in html and "aioquic-reno-1 mean (Mbit/s)" in html
@@ -405,16 +403,17 @@ def test_campaign_report_has_the_flows_figures_and_tables(monkeypatch, tmp_path)
 
 
 def test_several_mixes_become_one_group_of_bars_each():
-    rows = [{"run_key": f"k{i}", "value": "0", "value_num": 0.0, "stack": st, "cc": "reno", "host_config": hc,
-             "ok": True, "options": {"mix": mix}, "metrics": {}, "flows": []}
-            for i, (mix, st, hc) in enumerate([("aioquic:reno=2", "aioquic", "quic-default"),
-                                               ("aioquic:reno=1,tcp:reno=2", "aioquic+tcp", "mixed")])]
+    raw = [{"run_key": f"k{i}", "value": "0", "value_num": 0.0, "stack": st, "cc": "reno", "host_config": hc,
+            "ok": True, "options": {"mix": mix}, "metrics": {}, "flows": []}
+           for i, (mix, st, hc) in enumerate([("aioquic:reno=2", "aioquic", "quic-default"),
+                                              ("aioquic:reno=1,tcp:reno=2", "aioquic+tcp", "mixed")])]
+    rows = runs(raw, "flows")
     out, xlabel = fx.by_mix(rows, "-")
-    assert [r["value"] for r in out] == ["aioquic:reno=2", "aioquic:reno=1,tcp:reno=2"] and xlabel == "mix"
+    assert [r.value for r in out] == ["aioquic:reno=2", "aioquic:reno=1,tcp:reno=2"] and xlabel == "mix"
     assert len(figures_series(out)) == 1, "one panel"
-    swept = [{**r, "value": v, "value_num": float(v)} for r, v in zip(rows, ("250", "1500"), strict=True)]
+    swept = runs([{**r, "value": v, "value_num": float(v)} for r, v in zip(raw, ("250", "1500"), strict=True)], "flows")
     out, xlabel = fx.by_mix(swept, "distance (m)")
-    assert out[1]["value"] == "1500 aioquic:reno=1,tcp:reno=2" and xlabel == "distance (m), mix"
+    assert out[1].value == "1500 aioquic:reno=1,tcp:reno=2" and xlabel == "distance (m), mix"
     assert fx.by_mix(rows[:1], "-") == (rows[:1], "-"), "one mix: as it was"
 
 
@@ -425,10 +424,10 @@ def figures_series(rows):
 
 
 def test_per_stack_rows_carry_each_flows_throughput():
-    rows = [{"run_key": "k", "value": "250", "value_num": 250.0, "stack": "aioquic+tcp", "cc": "reno",
-             "host_config": "quic-default+tcp", "ok": True, "metrics": {"jfi": 0.9},
-             "flows": [{"name": "aioquic-reno-1", "stack": "aioquic", "cc": "reno", "mean_mbps": 5.0},
-                       {"name": "tcp-reno-1", "stack": "tcp", "cc": "reno", "mean_mbps": None}]}]
+    rows = runs([{"run_key": "k", "value": "250", "value_num": 250.0, "stack": "aioquic+tcp", "cc": "reno",
+                  "host_config": "quic-default+tcp", "ok": True, "metrics": {"jfi": 0.9},
+                  "flows": [{"name": "aioquic-reno-1", "stack": "aioquic", "cc": "reno", "mean_mbps": 5.0},
+                            {"name": "tcp-reno-1", "stack": "tcp", "cc": "reno", "mean_mbps": None}]}], "flows")
     out = fx.per_stack_rows(rows)
-    assert [(r["run_key"], r["stack"], r["metrics"], r["ok"]) for r in out] == [
+    assert [(r.run_key, r.stack, r.metrics, r.ok) for r in out] == [
         ("k/aioquic-reno-1", "aioquic", {"flow_mbps": 5.0}, True), ("k/tcp-reno-1", "tcp", {"flow_mbps": None}, False)]

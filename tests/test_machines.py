@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from html_tables import Tables
+from typed_rows import runs as typed
 
 from dclab.analysis.machines import (
     compare_machines,
@@ -18,6 +19,7 @@ from dclab.analysis.machines import (
     machine_summary,
     runs_per_machine,
 )
+from dclab.analysis.stored_run import AnyRun
 from dclab.campaign.report import build_report
 from dclab.campaign.store import RunRecord, Store
 from dclab.testbed.environment import cpu_model, environment, memory_gb
@@ -25,8 +27,8 @@ from dclab.testbed.environment import cpu_model, environment, memory_gb
 ENV = {"kernel": "6.1.0-test", "cpu_model": "Test CPU 3000", "memory_gb": 15.6, "hostname": "h"}
 
 
-def row(machine: str, goodput: float | None, rep: int = 1, value: str = "100", ok: bool = True, **kw) -> dict:
-    """A run as Store.rows() returns it (JSON columns decoded)."""
+def row(machine: str, goodput: float | None, rep: int = 1, value: str = "100", ok: bool = True, **kw) -> AnyRun:
+    """A run as the report reads it from a store (``campaign/typed_runs.py``)."""
     seed = 7 + rep
     base = dict(
         run_key=f"{machine}-{value}-{rep}-{goodput}", campaign="c", experiment="throughput", sweep="batch", param="batch",
@@ -37,10 +39,11 @@ def row(machine: str, goodput: float | None, rep: int = 1, value: str = "100", o
         finished_at="2024-05-01T10:00:30", flows=[],
     )
     base.update(kw)
-    return base
+    [run] = typed([base])
+    return run
 
 
-def runs(machine: str, values: list[float], **kw) -> list[dict]:
+def runs(machine: str, values: list[float], **kw) -> list[AnyRun]:
     return [row(machine, v, rep=i + 1, **kw) for i, v in enumerate(values)]
 
 
@@ -106,8 +109,8 @@ def test_rows_from_before_the_new_keys_show_a_question_mark():
 
 
 def test_configuration_ignores_repetition_seed_and_machine_only():
-    a, b = row("m1", 30.0, rep=1), row("m2", 31.0, rep=2, options={"size": 5_000_000, "seed": 9})
-    assert a["scenario"]["seed"] != b["scenario"]["seed"] and configuration(a) == configuration(b)
+    a, b = row("m1", 30.0, rep=1), row("m2", 31.0, rep=2)
+    assert a.scenario.seed != b.scenario.seed and configuration(a) == configuration(b)
     for change in ({"options": {"size": 1}}, {"scenario": {"bw": [10.0, 20.0]}}, {"host_config": "quic-large"},
                    {"stack": "ngtcp2"}, {"value": "500"}, {"sweep": "loss"}, {"experiment": "fairness"}):
         assert configuration(row("m1", 30.0, **change)) != configuration(a), change
@@ -143,10 +146,14 @@ def test_environment_records_where_the_run_ran():
     assert cpu_model.cache_info().currsize == 1 and memory_gb.cache_info().currsize == 1  # read once per process
 
 
-def store_of(path: Path, rows: list[dict]) -> Store:
+def store_of(path: Path, rows: list[AnyRun]) -> Store:
     store = Store(path)
     for r in rows:
-        store.add(RunRecord(**{k: v for k, v in r.items() if k != "flows"} | {"ok": bool(r["ok"])}))
+        store.add(RunRecord(run_key=r.run_key, campaign=r.campaign, experiment=r.experiment, sweep=r.sweep, param=r.param,
+                            value=r.value, value_num=r.value_num, stack=r.stack, cc=r.cc, host_config=r.host_config,
+                            rep=r.rep, seed=r.seed, ok=r.ok, error=r.error, scenario=r.scenario_json(),
+                            options=r.options_json(), metrics=r.metrics, environment=r.environment, run_dir=r.run_dir,
+                            machine=r.machine, started_at=r.started_at, finished_at=r.finished_at))
     return store
 
 

@@ -1,6 +1,6 @@
 """Metric computations on hand-made inputs with known answers."""
 
-from dclab.analysis.metrics import bearer_series, jain, leg_series, mean_std, nearest, pdcp_summary
+from dclab.analysis.metrics import MeanStd, bearer_series, jain, leg_series, mean_std, nearest, pdcp_summary
 from dclab.dcemu.records import Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.units import parse_size
@@ -13,9 +13,9 @@ def test_goodput_is_bytes_over_last_byte_minus_request():
 
 
 def test_mean_and_sample_std():
-    assert mean_std([10.0, 20.0, 30.0]) == {"mean": 20.0, "std": 10.0, "n": 3}
-    assert mean_std([5.0]) == {"mean": 5.0, "std": 0.0, "n": 1}
-    assert mean_std([])["mean"] is None
+    assert mean_std([10.0, 20.0, 30.0]) == MeanStd(20.0, 10.0, 3)
+    assert mean_std([5.0]) == MeanStd(5.0, 0.0, 1)
+    assert mean_std([]).mean is None
 
 
 def test_jain():

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from figure_checks import panel
 from measured import check_bound
+from typed_rows import runs
 
 from dclab.analysis.nfes import nfe_evidence
 from dclab.campaign import plan as cp
@@ -252,11 +253,13 @@ def test_nfe_evidence_is_the_median_per_mode_and_variants_are_series_of_their_ow
     t = evidence_table(ds, ["1c", "mquic"])
     assert t.rows[1][:4] == ["10 B", "mquic", "3", "10.0"] and t.failed == [False, False]
     base = {"preset": "domestic-low-loss", "cc": "reno"}
-    assert _series_label({"options": base, "sweep": "none"}) == "domestic-low-loss, reno"
-    label = _series_label({"options": {**base, "ss_exit": "hystart", "merge_rtt": True, "iw": 10, "scale": 0.5},
-                           "sweep": "none"})
-    assert label == "domestic-low-loss, reno, ss_exit=hystart, merge_rtt=true, scale=0.5"
-    assert _series_label({"options": {**base, "iw": 30}, "sweep": "iw", "value": "30"}) == "domestic-low-loss, reno, iw=30"
+    def label(row: dict) -> str:
+        return _series_label(runs([{"ok": 1, **row}], "mquic")[0])
+
+    assert label({"options": base, "sweep": "none"}) == "domestic-low-loss, reno"
+    variant = label({"options": {**base, "ss_exit": "hystart", "merge_rtt": True, "iw": 10, "scale": 0.5}, "sweep": "none"})
+    assert variant == "domestic-low-loss, reno, ss_exit=hystart, merge_rtt=true, scale=0.5"
+    assert label({"options": {**base, "iw": 30}, "sweep": "iw", "value": "30"}) == "domestic-low-loss, reno, iw=30"
 
 
 def test_the_fidelity_campaign_changes_one_thing_per_group():
@@ -304,13 +307,13 @@ def test_the_summed_window_and_each_modes_median_download(tmp_path):
                                                  lines(g_mq, [12000 * rep, 24000]) + lines(g_1c, [6000, 6000])))
         ds = [{"mode": "mquic", "size": 1000, "ok": True, "completion_s": mq, "group": g_mq},
               {"mode": "1c", "size": 1000, "ok": True, "completion_s": one}]  # no group: found by its suffix
-        rows.append({"metrics": {"downloads": ds}, "run_path": run})
+        rows.append(runs([{"ok": 1, "metrics": {"downloads": ds}}], "mquic")[0].model_copy(update={"run_path": run}))
     ax = panel(median_windows(rows, ["1c", "mquic"], tmp_path / "w.png", "t"), ylabel="summed cwnd (packets of 1200 B)")
     assert ax.legend[:2] == ["1c (0.900 s)", "mquic (2.000 s)"]  # the median of each mode
     assert series(ax, "mquic (2.000 s)", "line").y == pytest.approx((8.0, 40.0))  # 24000 + 24000 at the end
     from figure_checks import empty
 
-    empty(median_windows([{"metrics": {"downloads": []}, "run_path": None}], ["1c"], tmp_path / "e.png", "t"),
+    empty(median_windows(runs([{"ok": 1, "metrics": {"downloads": []}}], "mquic"), ["1c"], tmp_path / "e.png", "t"),
           "no successful download")
 
 
@@ -324,10 +327,12 @@ def test_the_papers_tables_per_location_and_controller():
                 ds += [{"mode": "1c", "size": size, "paper_size": paper, "ok": True, "completion_s": 2.0 + k * 0.01},
                        {"mode": "3c", "size": size, "paper_size": paper, "ok": True, "completion_s": 1.0 + k * 0.01},
                        {"mode": "mquic", "size": size, "paper_size": paper, "ok": True, "completion_s": mq + k * 0.01}]
-        return {"options": {"preset": preset, "cc": cc, **(extra or {})}, "sweep": "none", "metrics": {"downloads": ds}}
+        return {"options": {"preset": preset, "cc": cc, **(extra or {})}, "sweep": "none", "metrics": {"downloads": ds},
+                "ok": 1}
 
-    rows = [row("reno", "domestic-high-loss", 1.5), row("bbr", "domestic-high-loss", 0.5),
-            row("reno", "international-low-loss", 1.0), row("reno", "domestic-high-loss", 1.0, {"merge_rtt": True})]
+    rows = runs([row("reno", "domestic-high-loss", 1.5), row("bbr", "domestic-high-loss", 0.5),
+                 row("reno", "international-low-loss", 1.0), row("reno", "domestic-high-loss", 1.0, {"merge_rtt": True})],
+                "mquic")
     ((caption, t),) = paper_tables(rows)  # one location with two controllers; a lone controller gets none
     assert caption.startswith("domestic-high-loss: mquic's improvement")
     assert t.columns[:5] == ["size (paper's)", "reno vs 1c median", "reno vs 1c p95", "reno vs 3c median", "reno vs 3c p95"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import run_dclab
+from typed_rows import runs
 
 from dclab.analysis.figures import series_of
 from dclab.campaign.report import sweep_groups
@@ -127,9 +128,9 @@ def test_report_series_keep_old_runs_with_new_ones_at_the_default():
 
     new = THROUGHPUT.options(stack="tcp", cc="cubic", size="5MB").model_dump(mode="json")
     rows = [row("old", {"size": 5_000_000}), row("new", new), row("small", {**new, "tcp_mss": 536})]
-    [(_, _, grouped)] = sweep_groups(rows)
+    [(_, _, grouped)] = sweep_groups(runs(rows))
     labels = series_of(grouped)
     assert labels["old"] == labels["new"] == "tcp tcp_mss=1280"
     assert labels["small"] == "tcp tcp_mss=536"
-    [(_, _, grouped)] = sweep_groups(rows[:2])
+    [(_, _, grouped)] = sweep_groups(runs(rows[:2]))
     assert set(series_of(grouped).values()) == {"tcp"}

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from figure_checks import check, empty, figure, panel, spans
 from html_tables import Tables
 from PIL import Image
+from typed_rows import runs
 
 from dclab.analysis import figures
 from dclab.analysis.figure_info import AxesInfo, FigureInfo
@@ -191,22 +192,22 @@ def parse(index: Path) -> Tables:
 
 def test_throughput_figure(store, tmp_path):
     rows = store.rows("experiment = 'throughput'")
-    path = figures.metric_vs_param(rows, "goodput_mbps", "goodput (Mbit/s)", tmp_path / "tp.png", xlabel="batch")
+    path = figures.metric_vs_param(runs(rows), "goodput_mbps", "goodput (Mbit/s)", tmp_path / "tp.png", xlabel="batch")
     assert path == tmp_path / "tp.png"
     assert_png(path)
     ax = panel(path, title="goodput_mbps: batch", xlabel="batch", ylabel="goodput (Mbit/s)", lines=2,
                legend=["quic-default", "quic-large"])
     for s in ax.series:  # the means over the repetitions at each batch size (a failed run left out)
         assert s.n == 3 and s.y == spans(mean_of(rows, lambda r: r["metrics"]["goodput_mbps"], host_config=s.label))
-    assert sweep_label(rows) == "DC batch size (packets)"
-    assert sweep_label([{"sweep": "", "param": "loss-dup"}]).startswith("random loss per")
-    assert sweep_label([{"sweep": "x", "param": "my_param"}]) == "my_param"
-    assert set(figures.series_of(rows).values()) == {"quic-default", "quic-large"}
+    assert sweep_label(runs(rows)) == "DC batch size (packets)"
+    assert sweep_label(runs([{"ok": 1, "sweep": "", "param": "loss-dup"}])).startswith("random loss per")
+    assert sweep_label(runs([{"ok": 1, "sweep": "x", "param": "my_param"}])) == "my_param"
+    assert set(figures.series_of(runs(rows)).values()) == {"quic-default", "quic-large"}
 
 
 def test_fairness_figure_writes_jfi_above_groups(store, tmp_path):
     rows = store.rows("experiment = 'fairness'")
-    path = figures.flow_bars(rows, FLOWS, tmp_path / "fa.png", "fairness", annotate="jfi")
+    path = figures.flow_bars(runs(rows), FLOWS, tmp_path / "fa.png", "fairness", annotate="jfi")
     assert_png(path)
     info = figure(path, ["quic-large", "tcp"], "fairness")  # a panel per series
     assert [ax.legend for ax in info.axes] == [FLOWS, []] and info.axes[1].xlabel == "value"
@@ -221,7 +222,7 @@ def test_fairness_figure_writes_jfi_above_groups(store, tmp_path):
 def test_series_names_stack_and_cc_when_they_differ(store):
     rows = store.rows("experiment = 'throughput'")
     rows[0] = rows[0] | {"stack": "ngtcp2", "cc": "cubic"}
-    labels = set(figures.series_of(rows).values())
+    labels = set(figures.series_of(runs(rows)).values())
     assert "ngtcp2 cubic quic-default" in labels and "aioquic reno quic-large" in labels
 
 
@@ -242,9 +243,9 @@ def test_figures_without_data_say_so(tmp_path):
               "metrics": {"goodput_mbps": None}, "flows": []}
     for path, title, message in (
             (figures.metric_vs_param([], "goodput_mbps", "goodput", tmp_path / "a.png"), "goodput_mbps", "no successful runs"),
-            (figures.metric_vs_param([failed], "goodput_mbps", "goodput", tmp_path / "b.png"), "goodput_mbps: loss",
+            (figures.metric_vs_param(runs([failed]), "goodput_mbps", "goodput", tmp_path / "b.png"), "goodput_mbps: loss",
              "no successful runs"),
-            (figures.flow_bars([failed | {"experiment": "fairness"}], FLOWS, tmp_path / "c.png", annotate="jfi"),
+            (figures.flow_bars(runs([failed | {"experiment": "fairness"}]), FLOWS, tmp_path / "c.png", annotate="jfi"),
              "flows: loss", "no successful runs"),
             (figures.flows_over_time(tmp_path / "missing", 0.0, tmp_path / "d.png"), "per-flow throughput: missing",
              "no dcemu statistics for this run"),
@@ -511,11 +512,11 @@ def test_series_tell_apart_what_campaign_groups_set():
 
     def row(key, value, streams, link):
         return {"run_key": key, "value": value, "value_num": float(value), "stack": "aioquic", "cc": "reno",
-                "host_config": "quic-default", "options": {"streams": streams, "size": 10},
+                "host_config": "quic-default", "options": {"streams": streams, "size": 10}, "ok": 1,
                 "scenario": {"link": link, "delay": [12.0]}}
 
     # Two groups sweeping streams, one per level: the level sets the series apart, the sweep does not.
-    rows = [row("a", "1", 1, "lte:250m"), row("b", "4", 4, "lte:250m"), row("c", "1", 1, "lte:1500m")]
+    rows = runs([row("a", "1", 1, "lte:250m"), row("b", "4", 4, "lte:250m"), row("c", "1", 1, "lte:1500m")])
     assert series_of(rows) == {"a": "quic-default link=lte:250m", "b": "quic-default link=lte:250m",
                                "c": "quic-default link=lte:1500m"}
     assert set(series_of(rows[:2]).values()) == {"quic-default"}, "one group: as before"
@@ -524,6 +525,7 @@ def test_series_tell_apart_what_campaign_groups_set():
 def test_text_values_sort_in_natural_order():
     from dclab.analysis.figures import values_of
 
-    rows = [{"value": v, "value_num": None} for v in ("1500 a:reno=1", "250 b", "250 a", "2500 a", "x")]
+    rows = runs([{"value": v, "value_num": None, "ok": 1} for v in ("1500 a:reno=1", "250 b", "250 a", "2500 a", "x")])
     assert [t for _, t in values_of(rows)] == ["250 a", "250 b", "1500 a:reno=1", "2500 a", "x"]
-    assert [t for _, t in values_of([{"value": "2", "value_num": 2.0}, {"value": "10", "value_num": 10.0}])] == ["2", "10"]
+    numbers = runs([{"value": "2", "value_num": 2.0, "ok": 1}, {"value": "10", "value_num": 10.0, "ok": 1}])
+    assert [t for _, t in values_of(numbers)] == ["2", "10"]

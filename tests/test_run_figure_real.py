@@ -14,7 +14,9 @@ from figure_checks import figure
 from dclab.analysis import figures
 from dclab.analysis.run_events import RunFacts
 from dclab.analysis.socket_drops import read_samples
+from dclab.experiments import get_experiment
 from dclab.experiments.base import RepResult
+from dclab.scenario import Scenario
 
 pytestmark = pytest.mark.root
 
@@ -44,7 +46,7 @@ def test_default_buffer_run_samples_its_socket_drops_and_prints_the_analysis_dia
     end = result.flows[0].completion_s
     assert end is not None and all(-1.0 < (s.t_ms - (result.t0_ms or 0.0)) / 1e3 < end + 1.0 for s in samples)
     # the line printed is the analysis' diagnosis of the run's records, or none when it has none
-    want = figures.run_diagnosis(rep, RunFacts.of(result.record(), {"t_reordering": 200.0}), [20.0, 20.0])
+    want = figures.run_diagnosis(rep, RunFacts.of(result.stored(Scenario(), get_experiment("throughput").options())), [20.0, 20.0])
     assert diagnosis_lines(stdout) == ([want.line()] if want is not None else [])
 
 
@@ -55,7 +57,7 @@ def test_large_buffer_run_drops_nothing_at_the_socket_and_names_no_socket_drops(
     assert read_samples(rep) == []
     # --json carries the diagnosis lines as a list: those of the run's records, none naming the socket
     diagnoses = json.loads(stdout)["diagnoses"]
-    want = figures.run_diagnosis(rep, RunFacts.of(result.record(), {"t_reordering": 200.0}), [20.0, 20.0])
+    want = figures.run_diagnosis(rep, RunFacts.of(result.stored(Scenario(), get_experiment("throughput").options())), [20.0, 20.0])
     assert diagnoses == ([want.line()] if want is not None else [])
     assert not any("client's socket" in line for line in diagnoses)
     assert json.loads((rep / "result.json").read_text())["ok"]

@@ -16,6 +16,7 @@ import pytest
 from conftest import dclab_process, run_dclab, wait_for
 from figure_checks import check, figure
 from measured import check_bound, kept
+from typed_rows import runs
 
 from dclab.dcemu.sim import workload_toml
 from dclab.endpoints.base import Workload
@@ -189,11 +190,11 @@ def test_the_report_draws_both_backends_of_a_point_as_two_series():
         return {"run_key": key, "experiment": "throughput", "sweep": "batch", "value": "2", "value_num": 2.0,
                 "stack": "tcp", "cc": "cubic", "host_config": "tcp", "options": options, "metrics": {}}
 
-    [(_, _, grouped)] = sweep_groups([row("e", "emu"), row("s", "sim")])
+    [(_, _, grouped)] = sweep_groups(runs([row("e", "emu"), row("s", "sim")]))
     labels = series_of(grouped)
     assert (labels["e"], labels["s"]) == ("tcp", "tcp (simulated)")
     # and a figure of simulated runs alone still says so
-    [(_, _, alone)] = sweep_groups([row("s", "sim")])
+    [(_, _, alone)] = sweep_groups(runs([row("s", "sim")]))
     assert series_of(alone)["s"] == "tcp (simulated)"
 
 

@@ -10,6 +10,7 @@ import os
 import pytest
 from conftest import run_dclab
 from pydantic import ValidationError
+from typed_rows import runs
 
 from dclab.analysis.simult_flows import CASES, SIZE, judge, max_time_ms
 from dclab.experiments.simult_flows import EXPERIMENT, QUEUE_PACKETS
@@ -58,10 +59,10 @@ def test_what_the_selftest_has_no_case_for_is_refused(values, field):
 def test_the_report_table_counts_passes_per_case_and_aggregation():
     def row(case, agg, t, passed):
         return {"options": {"case": case, "aggregation": agg, "size": SIZE}, "stack": "mptcp", "cc": "cubic",
-                "metrics": {"completion_s": t, "passed": passed}}
+                "metrics": {"completion_s": t, "passed": passed}, "ok": 1}
 
-    rows = [row("unbalanced", "mptcp", 7.0, 1.0), row("balanced", "mptcp", 7.5, 1.0), row("balanced", "mptcp", 8.5, 0.0),
-            row("unbalanced", "mptcp", 7.2, 1.0)]
+    rows = runs([row("unbalanced", "mptcp", 7.0, 1.0), row("balanced", "mptcp", 7.5, 1.0),
+                 row("balanced", "mptcp", 8.5, 0.0), row("unbalanced", "mptcp", 7.2, 1.0)], EXPERIMENT.name)
     ((caption, t),) = EXPERIMENT.sweep_tables(rows)
     assert "rule" in caption and t.columns == ["case", "series", "passed", "completion (s)", "limit (s)"]
     assert t.rows == [["balanced", "mptcp (mptcp cubic)", "1 of 2", "8.000 ± 0.707", "7.906"],

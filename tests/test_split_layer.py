@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_dclab
 from pydantic import ValidationError
+from typed_rows import runs
 
 from dclab.analysis.figures import read_stats
 from dclab.campaign.store import open_existing
@@ -107,7 +108,7 @@ def test_completion_downloads_are_each_runs_long_and_short_downloads_by_series()
                 "options": {"aggregation": agg}, "scenario": {},
                 "metrics": {"size": 5_000_000, "short": 200_000, "completion_s": 1.5,
                             "short_completion_all_s": [0.2, None, 0.3]}}
-    got = completion_downloads([row("a", "pdcp"), row("b", "mptcp"), row("c", "mptcp", ok=False)])
+    got = completion_downloads(runs([row("a", "pdcp"), row("b", "mptcp"), row("c", "mptcp", ok=False)], "split-layer"))
     assert [(d["mode"], d["size"], d["completion_s"]) for d in got] == [
         ("tcp aggregation=pdcp", 5_000_000, 1.5), ("tcp aggregation=pdcp", 200_000, 0.2),
         ("tcp aggregation=pdcp", 200_000, 0.3), ("tcp aggregation=mptcp", 5_000_000, 1.5),

@@ -5,6 +5,7 @@ scenario first, the DC flow's stack for mixed runs, and the figure."""
 from __future__ import annotations
 
 from figure_checks import check, empty, figure
+from typed_rows import runs
 
 from dclab.analysis import stacks
 from dclab.scenario import Scenario
@@ -16,9 +17,10 @@ DEFAULT = Scenario().model_dump(mode="json")
 
 def row(key, experiment, stack, value, metric, ok=True, cc="reno", sweep="batch", scenario=None, host="quic-default"):
     name = HEADS[experiment].metric
-    return {"run_key": key, "experiment": experiment, "stack": stack, "cc": cc, "host_config": host, "sweep": sweep,
-            "value": str(value), "value_num": float(value), "ok": ok, "metrics": {name: metric} if ok else {},
-            "scenario": scenario or {**DEFAULT, "batch": value}}  # fmt: skip
+    [run] = runs([{"run_key": key, "experiment": experiment, "stack": stack, "cc": cc, "host_config": host, "sweep": sweep,
+                   "value": str(value), "value_num": float(value), "ok": ok, "metrics": {name: metric} if ok else {},
+                   "scenario": scenario or {**DEFAULT, "batch": value}}])  # fmt: skip
+    return run
 
 
 ROWS = [
@@ -49,7 +51,7 @@ def test_one_stack_with_two_controllers_is_two_rows_never_pooled():
 
 def test_host_settings_that_differ_between_experiments_keep_one_row():
     rows = [row("t", "throughput", "quinn", 100, 30.0, host="quic-default"),
-            row("f", "fairness", "dc=quinn,sc1=tcp,sc2=tcp", 0, 0.9, sweep="none", host="quic-default+tcp"),
+            row("f", "fairness", "dc=quinn,sc1=tcp,sc2=tcp", 1, 0.9, sweep="none", host="quic-default+tcp"),
             row("l", "throughput", "aioquic", 100, 20.0, host="quic-large"),
             row("d", "throughput", "aioquic", 100, 30.0, host="quic-default")]  # fmt: skip
     assert stacks.stacks(rows) == ["aioquic quic-default", "aioquic quic-large", "quinn"]

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from conftest import run_dclab
+from typed_rows import runs
 
 from dclab.analysis import figures, stacks
-from dclab.analysis.stand_in import row_stack, stack_label
+from dclab.analysis.stand_in import stack_label
 from dclab.campaign import plan as cp
 from dclab.campaign import twins as v
 from dclab.campaign.plan import CampaignFileError
@@ -213,39 +214,39 @@ def legend_of(draw, monkeypatch) -> list[str]:
 
 def test_the_label_is_in_the_sweep_table_and_the_figures_legend(tmp_path, monkeypatch):
     exp = get_experiment("throughput")
-    t = exp.sweep_table(ROWS)
+    typed = runs(ROWS)
+    t = exp.sweep_table(typed)
     assert sorted({line[1] for line in t.rows}) == ["ngtcp2 (aioquic model) cubic quic-large (simulated)", "tcp cubic tcp (simulated)"]
-    legend = legend_of(lambda: exp.sweep_figure(ROWS, tmp_path / "s.png", "throughput: batch", "batch"), monkeypatch)
+    legend = legend_of(lambda: exp.sweep_figure(typed, tmp_path / "s.png", "throughput: batch", "batch"), monkeypatch)
     assert sorted(legend[:2]) == ["ngtcp2 (aioquic model) cubic quic-large (simulated)", "tcp cubic tcp (simulated)"]
     # Alone in a sweep, a stand-in still names its stack (a plain sweep shows only the host configuration).
-    assert set(figures.series_of(ROWS[2:]).values()) == {"ngtcp2 (aioquic model) cubic quic-large (simulated)"}
-    assert set(figures.series_of(ROWS[:2]).values()) == {"tcp (simulated)"}
-    emulated = [row("e", "ngtcp2", 10, 21.0, None, backend="emu")]
+    assert set(figures.series_of(typed[2:]).values()) == {"ngtcp2 (aioquic model) cubic quic-large (simulated)"}
+    assert set(figures.series_of(typed[:2]).values()) == {"tcp (simulated)"}
+    emulated = runs([row("e", "ngtcp2", 10, 21.0, None, backend="emu")])
     assert set(figures.series_of(emulated).values()) == {"quic-large"}
     fair = [{**r, "experiment": "fairness", "stack": "dc=ngtcp2,sc1=tcp,sc2=tcp", "metrics": {"jfi": 0.9},
              "flows": [{"name": f, "mean_mbps": 10.0} for f in ("dc", "sc1", "sc2")]} for r in ROWS[2:]]
+    fair = runs([{**r, "options": {k: v for k, v in r["options"].items() if k != "size"}} for r in fair])
     titles = legend_of(lambda: get_experiment("fairness").sweep_figure(fair, tmp_path / "f.png", "f", "batch"), monkeypatch)
     assert "dc=ngtcp2 (aioquic model),sc1=tcp,sc2=tcp cubic quic-large (simulated)" in titles
 
 
 def test_the_label_is_in_the_stacks_comparison(tmp_path, monkeypatch):
     heads = {"throughput": stacks.Headline("goodput_mbps", "goodput", "Mbit/s")}
-    header, lines = stacks.comparison_table(ROWS, heads)
+    header, lines = stacks.comparison_table(runs(ROWS), heads)
     assert [line[0] for line in lines] == ["ngtcp2 (aioquic model)", "tcp"]
-    legend = legend_of(lambda: stacks.comparison_figure(ROWS, heads, tmp_path / "c.png", "stacks"), monkeypatch)
+    legend = legend_of(lambda: stacks.comparison_figure(runs(ROWS), heads, tmp_path / "c.png", "stacks"), monkeypatch)
     assert legend[:2] == ["ngtcp2 (aioquic model)", "tcp"]
 
 
 def test_runs_stored_before_stand_ins_were_recorded_are_labelled_as_what_they_were():
-    from dclab.campaign.report import completed
-
     legacy = row("old", "ngtcp2", 10, 20.0, None)  # a simulated ngtcp2 run with no stand_in recorded
     bbr = row("bbr", "tcp", 10, 20.0, None, cc="bbr", host="tcp")
     emu = row("emu", "ngtcp2", 10, 20.0, None, backend="emu")
-    old, old_bbr, real = completed([legacy, bbr, emu])
-    assert old["options"]["stand_in"] == {"ngtcp2": "aioquic"} and row_stack(old) == "ngtcp2 (aioquic model)"
-    assert old_bbr["options"]["stand_in"] == {"tcp:bbr": "dclab-bbr"} and row_stack(old_bbr) == "tcp (dclab-bbr model)"
-    assert real["options"]["stand_in"] == {} and row_stack(real) == "ngtcp2"
+    old, old_bbr, real = runs([legacy, bbr, emu])
+    assert old.options.stand_in == old.stand_in == {"ngtcp2": "aioquic"} and old.stack_shown == "ngtcp2 (aioquic model)"
+    assert old_bbr.stand_in == {"tcp:bbr": "dclab-bbr"} and old_bbr.stack_shown == "tcp (dclab-bbr model)"
+    assert real.stand_in == {} and real.stack_shown == "ngtcp2"
     assert stack_label("dc=ngtcp2,sc1=tcp,sc2=tcp", {"tcp:bbr": "dclab-bbr"}) == (
         "dc=ngtcp2,sc1=tcp (dclab-bbr model),sc2=tcp (dclab-bbr model)")
 

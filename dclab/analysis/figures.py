@@ -12,9 +12,9 @@ experiment says which metric and which flows; nothing here knows an experiment.
 - ``link_usage``: per-leg downlink throughput of one run over the whole transfer, with the
   events that explain its shape and the first seconds (``run_figure.py``).
 
-A row is a dict with ``run_key``, ``stack``, ``cc``, ``host_config``, ``value``,
-``value_num``, ``ok``, ``metrics`` (a dict) and ``flows`` (a list of dicts with ``name``,
-``mean_mbps``, ``goodput_mbps``). Every function writes a figure even when there is
+A row is a ``StoredRun`` (``stored_run.py``); the tables behind the figures are
+``MetricRow``, ``FlowRow`` and ``StallRow``, each at a ``Point`` (swept value and
+series). Every function writes a figure even when there is
 nothing to show (it then says why), so a report of a half-finished or failed campaign
 still builds.
 """
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,40 +33,32 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .. import radio  # noqa: E402
 from ..dcemu.records import Stats, StatsRecords, stats_file  # noqa: E402
+from ..scenario import Scenario  # noqa: E402
 from . import cell, diagnosis, run_figure, split_bearer  # noqa: E402
 from .diagnosis import Diagnosis  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
-from .metrics import bearer_series, jain, mean_std  # noqa: E402
+from .metrics import MeanStd, bearer_series, jain, mean_std  # noqa: E402
 from .plots import Span  # noqa: E402
 from .run_events import RunFacts, Timeline, read_timeline  # noqa: E402
-from .stand_in import row_stack, stand_in_of  # noqa: E402
+from .stored_run import StoredRun, number  # noqa: E402
 
-Row = dict[str, Any]
-
-
-def _number(v: object) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not math.isnan(v) else None
+Run = StoredRun[Any]
 
 
-def metric_of(r: Row, name: str) -> float | None:
-    return _number((r.get("metrics") or {}).get(name))
+def metric_of(r: Run, name: str) -> float | None:
+    return r.metric(name)
 
 
-def flow_value(r: Row, flow: str) -> float | None:
+def flow_value(r: Run, flow: str) -> float | None:
     """A flow's throughput in a run: at its bearer when measured there, else its goodput."""
-    for f in r.get("flows") or []:
-        if f.get("name") == flow:
-            v = _number(f.get("mean_mbps"))
-            return v if v is not None else _number(f.get("goodput_mbps"))
-    return None
+    return r.flow_mbps(flow)
 
 
-def _x_scale(rows: list[Row]) -> float:
+def _x_scale(rows: Sequence[Run]) -> float:
     """File sizes may be stored in bytes; the axis is in MB."""
-    if rows and (rows[0].get("param") or rows[0].get("sweep")) == "size":
-        nums = [r["value_num"] for r in rows if r.get("value_num") is not None]
+    if rows and (rows[0].param or rows[0].sweep) == "size":
+        nums = [r.value_num for r in rows if r.value_num is not None]
         if nums and max(nums) >= 1e5:
             return 1e-6
     return 1.0
@@ -75,17 +67,24 @@ def _x_scale(rows: list[Row]) -> float:
 # ---------------------------------------------------------------------------------------
 # Grouping and the numbers behind the figures
 
-def _differing(rows: list[dict], part: str) -> list[str]:
+Value = tuple[float | None, str]  # a swept value: as a number (None: not one) and as written
+
+
+def _parts(r: Run, part: str) -> dict[str, Any]:
+    return r.options_json() if part == "options" else r.scenario_json()
+
+
+def _differing(rows: Sequence[Run], part: str) -> list[str]:
     """Keys of ``part`` ("options" or "scenario") in which two rows at the same swept value
     differ: what a campaign's groups set apart (e.g. --streams, --link), not the sweep."""
-    at: dict[tuple, list[dict]] = {}
+    at: dict[Value, list[dict[str, Any]]] = {}
     for r in rows:
-        at.setdefault((r.get("value_num"), r.get("value")), []).append(r.get(part) or {})
-    keys = sorted({k for r in rows for k in (r.get(part) or {})} - {"stack", "cc", "udp_buffer", "stand_in", "backend"})
+        at.setdefault((r.value_num, r.value), []).append(_parts(r, part))
+    keys = sorted({k for ds in at.values() for d in ds for k in d} - {"stack", "cc", "udp_buffer", "stand_in", "backend"})
     return [k for k in keys if any(len({repr(d.get(k)) for d in ds}) > 1 for ds in at.values())]
 
 
-def series_of(rows: list[dict]) -> dict[str, str]:
+def series_of(rows: Sequence[Run]) -> dict[str, str]:
     """Series label per run key: the host configuration when all rows share one stack and
     congestion control and none ran on a stand-in model, else 'stack cc host_config' (a
     stand-in's stack as ``stand_in.stack_label`` shows it); then any option or scenario
@@ -93,19 +92,19 @@ def series_of(rows: list[dict]) -> dict[str, str]:
     ``name=value``; a simulated run's label ends in "(simulated)", whether or not emulated
     runs share its figure. Rows that all carry a ``series`` of their own (an experiment's
     view of its runs) keep it."""
-    if rows and all(isinstance(r.get("series"), str) for r in rows):
-        return {r["run_key"]: r["series"] for r in rows}
-    combos = {(row_stack(r), r.get("cc")) for r in rows}
-    plain = len(combos) <= 1 and not any(stand_in_of(r) for r in rows)
+    if rows and all(r.series is not None for r in rows):
+        return {r.run_key: r.series or "" for r in rows}
+    combos = {(r.stack_shown, r.cc) for r in rows}
+    plain = len(combos) <= 1 and not any(r.stand_in for r in rows)
     keys = [("options", k) for k in _differing(rows, "options")] + [("scenario", k) for k in _differing(rows, "scenario")]
 
-    def label(r: dict) -> str:
-        base = r.get("host_config") or "-" if plain else f"{row_stack(r)} {r.get('cc')} {r.get('host_config')}"
-        extra = [f"{k}={_short((r.get(part) or {}).get(k))}" for part, k in keys]
-        simulated = ["(simulated)"] if (r.get("options") or {}).get("backend") == "sim" else []
+    def label(r: Run) -> str:
+        base = r.host_config or "-" if plain else f"{r.stack_shown} {r.cc} {r.host_config}"
+        extra = [f"{k}={_short(_parts(r, part).get(k))}" for part, k in keys]
+        simulated = ["(simulated)"] if r.simulated else []
         return " ".join([base, *extra, *simulated])
 
-    return {r["run_key"]: label(r) for r in rows}
+    return {r.run_key: label(r) for r in rows}
 
 
 def _short(v: object) -> str:
@@ -124,10 +123,10 @@ def _value_key(num: float | None, text: str) -> tuple[bool, float, tuple[tuple[i
     return num is None, num if num is not None else 0.0, _natural(text)
 
 
-def values_of(rows: list[dict]) -> list[tuple[float | None, str]]:
+def values_of(rows: Iterable[Run]) -> list[Value]:
     """Distinct (value_num, value) pairs, sorted by number (non-numeric last, by text in
     natural order)."""
-    seen = {(r.get("value_num"), r.get("value") or "") for r in rows}
+    seen = {(r.value_num, r.value) for r in rows}
     return sorted(seen, key=lambda v: _value_key(*v))
 
 
@@ -135,35 +134,53 @@ def _finite(x: object) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def _groups(rows: list[dict]) -> dict[tuple, list[dict]]:
-    """Rows by (value as number, value as text, series label)."""
+@dataclass(frozen=True)
+class Point:
+    """Where a row of a sweep's table sits: the swept value and the series."""
+
+    value_num: float | None
+    value: str
+    series: str
+
+    def key(self) -> tuple[bool, float, tuple[tuple[int, float | str], ...], str]:
+        return (*_value_key(self.value_num, self.value), self.series)
+
+
+def _groups(rows: Sequence[Run]) -> dict[Point, list[Run]]:
+    """Rows by swept value and series label."""
     labels = series_of(rows)
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[Point, list[Run]] = {}
     for r in rows:
-        groups.setdefault((r.get("value_num"), r.get("value") or "", labels[r["run_key"]]), []).append(r)
+        groups.setdefault(Point(r.value_num, r.value, labels[r.run_key]), []).append(r)
     return groups
 
 
-def _by_value(table: list[dict]) -> list[dict]:
-    table.sort(key=lambda d: (*_value_key(d["value_num"], d["value"] or ""), d["series"]))
-    return table
+@dataclass(frozen=True)
+class MetricRow:
+    """A metric at one point: mean and std over the successful runs that have it, their
+    number, and the number of the others (failed, or without it)."""
+
+    at: Point
+    mean: float | None
+    std: float | None
+    n: int
+    failed: int
 
 
-def metric_table(rows: list[Row], metric: str) -> list[dict[str, Any]]:
+def metric_table(rows: Sequence[Run], metric: str) -> list[MetricRow]:
     """Per parameter value and series: the metric's mean, std and n over successful runs,
     and the number of failed runs. Sorted by value, then series."""
     out = []
-    for (num, text, series), rs in _groups(rows).items():
-        ok = [r for r in rs if r.get("ok") and metric_of(r, metric) is not None]
-        ms = mean_std([metric_of(r, metric) for r in ok])
-        out.append({"value_num": num, "value": text, "series": series, "mean": ms["mean"], "std": ms["std"],
-                    "n": ms["n"], "failed": len(rs) - len(ok)})
-    return _by_value(out)
+    for at, rs in _groups(rows).items():
+        ok = [r for r in rs if r.ok and r.metric(metric) is not None]
+        ms = mean_std([r.metric(metric) for r in ok])
+        out.append(MetricRow(at, ms.mean, ms.std, ms.n, len(rs) - len(ok)))
+    return sorted(out, key=lambda d: d.at.key())
 
 
 # The PDCP receiver's stall statistics of a run (metrics "pdcp", analysis.metrics.pdcp_summary):
 # name -> (column, reader). Waits are dcemu's per-delivery histogram, in microseconds.
-PDCP_STALLS: dict[str, tuple[str, Any]] = {
+PDCP_STALLS: dict[str, tuple[str, Callable[[dict[str, Any]], object]]] = {
     "expiries": ("t-Reordering expiries", lambda p: (p.get("rx") or {}).get("timer_expiries")),
     "given_up": ("COUNTs given up", lambda p: (p.get("rx") or {}).get("counts_given_up")),
     "lost": ("lost on the legs", lambda p: sum(leg.get("dropped_loss_packets", 0) for leg in (p.get("legs") or {}).values())),
@@ -174,67 +191,79 @@ PDCP_STALLS: dict[str, tuple[str, Any]] = {
 
 
 def _us_to_ms(us: object) -> float | None:
-    v = _number(us)
+    v = number(us)
     return None if v is None else v / 1e3
 
 
-def pdcp_stalls_vs_param(rows: list[Row], key: str, path: Path, title: str, xlabel: str) -> Path | None:
+def pdcp_stalls_vs_param(rows: Sequence[Run], key: str, path: Path, title: str, xlabel: str) -> Path | None:
     """One of the PDCP receiver's stall statistics (a key of PDCP_STALLS) against the
     swept value, per series; None where no run kept its receiver's counters."""
     label, read = PDCP_STALLS[key]
-    with_stalls = [{**r, "metrics": {**(r.get("metrics") or {}), f"pdcp_{key}": read(_pdcp_of(r))}}
-                   for r in rows if _pdcp_of(r).get("rx")]
+    with_stalls = [r.model_copy(update={"metrics": {**r.metrics, f"pdcp_{key}": read(r.detail("pdcp"))}})
+                   for r in rows if r.detail("pdcp").get("rx")]
     if not with_stalls:
         return None
     return metric_vs_param(with_stalls, f"pdcp_{key}", label, path, title, xlabel)
 
 
-def _pdcp_of(r: Row) -> dict[str, Any]:
-    """A stored run's PDCP summary (``metrics.pdcp``), {} without one."""
-    p = (r.get("metrics") or {}).get("pdcp")
-    return p if isinstance(p, dict) else {}
+@dataclass(frozen=True)
+class StallRow:
+    """The PDCP receiver's stall statistics at one point: the mean per run of each of
+    PDCP_STALLS (by its key), over ``n`` successful runs that kept them."""
+
+    at: Point
+    n: int
+    means: dict[str, float | None]
 
 
-def pdcp_stall_table(rows: list[Row]) -> list[dict[str, Any]]:
+def pdcp_stall_table(rows: Sequence[Run]) -> list[StallRow]:
     """Per parameter value and series, over the successful runs that kept PDCP receiver
     statistics: the mean per run of each of PDCP_STALLS, and n. Empty when no run has them
     (reordering off: the receiver is bypassed)."""
     out = []
-    for (num, text, series), rs in _groups(rows).items():
-        pdcps = [p for r in rs if r.get("ok") and (p := (r.get("metrics") or {}).get("pdcp")) and p.get("rx")]
-        if not pdcps:
-            continue
-        d: dict[str, Any] = {"value_num": num, "value": text, "series": series, "n": len(pdcps)}
-        for name, (_, read) in PDCP_STALLS.items():
-            d[name] = mean_std([_number(read(p)) for p in pdcps])["mean"]
-        out.append(d)
-    return _by_value(out)
+    for at, rs in _groups(rows).items():
+        pdcps = [p for r in rs if r.ok and (p := r.detail("pdcp")).get("rx")]
+        if pdcps:
+            out.append(StallRow(at, len(pdcps), {name: mean_std([number(read(p)) for p in pdcps]).mean
+                                                 for name, (_, read) in PDCP_STALLS.items()}))
+    return sorted(out, key=lambda d: d.at.key())
 
 
-def _row_annotation(r: Row, annotate: str, flows: list[str]) -> float | None:
-    v = metric_of(r, annotate)
+def _row_annotation(r: Run, annotate: str, flows: list[str]) -> float | None:
+    v = r.metric(annotate)
     if v is not None or annotate != "jfi":
         return v
-    return jain([x for x in (flow_value(r, f) for f in flows) if x is not None])
+    return jain([x for x in (r.flow_mbps(f) for f in flows) if x is not None])
 
 
-def flow_table(rows: list[Row], flows: list[str], annotate: str | None = None,
-               more: Iterable[str] = ()) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FlowRow:
+    """Each flow's throughput at one point (mean, std over the successful runs), the mean
+    of an annotation metric and of further metrics, and the runs: successful, failed."""
+
+    at: Point
+    n: int
+    failed: int
+    flows: dict[str, MeanStd]
+    annotation: float | None
+    more: dict[str, float | None]
+
+
+def flow_table(rows: Sequence[Run], flows: list[str], annotate: str | None = None,
+               more: Iterable[str] = ()) -> list[FlowRow]:
     """Per parameter value and series: mean and std of each flow's throughput, the mean of
     the runs' ``annotate`` metric and of each metric in ``more`` (None where no run has
     it), n successful and failed runs."""
     out = []
-    for (num, text, series), rs in _groups(rows).items():
-        ok = [r for r in rs if r.get("ok")]
-        d: dict[str, Any] = {"value_num": num, "value": text, "series": series, "n": len(ok), "failed": len(rs) - len(ok)}
+    for at, rs in _groups(rows).items():
+        ok = [r for r in rs if r.ok]
+        per = {}
         for name in flows:
-            ms = mean_std([flow_value(r, name) for r in ok])
-            d[name] = {"mean": ms["mean"], "std": ms["std"]}
-        d[annotate or ""] = mean_std([_row_annotation(r, annotate, flows) for r in ok])["mean"] if annotate else None
-        for name in more:
-            d[name] = mean_std([metric_of(r, name) for r in ok])["mean"]
-        out.append(d)
-    return _by_value(out)
+            per[name] = mean_std([r.flow_mbps(name) for r in ok])
+        annotation = mean_std([_row_annotation(r, annotate, flows) for r in ok]).mean if annotate else None
+        out.append(FlowRow(at, len(ok), len(rs) - len(ok), per, annotation,
+                           {name: mean_std([r.metric(name) for r in ok]).mean for name in more}))
+    return sorted(out, key=lambda d: d.at.key())
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,41 +285,42 @@ def empty_figure(path: Path, title: str | None, message: str = "no successful ru
     return _save(fig, path)
 
 
-def _default_title(rows: list[dict], what: str) -> str:
+def _default_title(rows: Sequence[Run], what: str) -> str:
     if not rows:
         return what
-    sweeps = sorted({r.get("sweep") or "" for r in rows})
+    sweeps = sorted({r.sweep for r in rows})
     return f"{what}: {', '.join(s for s in sweeps if s) or 'runs'}"
 
 
-def metric_vs_param(rows: list[Row], metric: str, ylabel: str, path: Path, title: str | None = None,
+def metric_vs_param(rows: Sequence[Run], metric: str, ylabel: str, path: Path, title: str | None = None,
                     xlabel: str = "value") -> Path:
     """Mean of ``metric`` (std error bars, successful runs only) against the swept value,
     one line per series (host configuration, or stack, cc and host configuration)."""
     title = title or _default_title(rows, metric)
-    table = [d for d in metric_table(rows, metric) if d["mean"] is not None]
+    table = [d for d in metric_table(rows, metric) if d.mean is not None]
     if not table:
         return empty_figure(path, title)
-    numeric = all(d["value_num"] is not None for d in table)
+    nums = [d.at.value_num for d in table]
+    numeric = all(x is not None for x in nums)
     scale = _x_scale(rows)
     cats = values_of(rows)
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    names = sorted({d["series"] for d in table})
+    names = sorted({d.at.series for d in table})
     if numeric:
-        all_x = [d["value_num"] * scale for d in table]
+        all_x = [(x or 0.0) * scale for x in nums]
         step = (max(all_x) - min(all_x)) * 0.008 or 0.05
     else:
         step = 0.06
     for i, series in enumerate(names):
-        pts = [d for d in table if d["series"] == series]
+        pts = [d for d in table if d.at.series == series]
         if numeric:
-            xs = [d["value_num"] * scale for d in pts]
+            xs = [(d.at.value_num or 0.0) * scale for d in pts]
         else:
-            xs = [cats.index((d["value_num"], d["value"])) for d in pts]
+            xs = [cats.index((d.at.value_num, d.at.value)) for d in pts]
         # Series sharing an x are drawn slightly apart so their error bars stay readable.
         dx = (i - (len(names) - 1) / 2) * step
         # Categories (not numbers) are not joined: nothing lies between them.
-        ax.errorbar([x + dx for x in xs], [d["mean"] for d in pts], yerr=[d["std"] for d in pts], marker="o",
+        ax.errorbar([x + dx for x in xs], [d.mean or 0.0 for d in pts], yerr=[d.std or 0.0 for d in pts], marker="o",
                     markersize=4, capsize=3, linewidth=1.3 if numeric else 0, elinewidth=1.0, label=series)
     if not numeric:
         ax.set_xticks(range(len(cats)), [c[1] for c in cats], rotation=30 if len(cats) > 8 else 0)
@@ -307,7 +337,7 @@ def metric_vs_param(rows: list[Row], metric: str, ylabel: str, path: Path, title
 COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray"]
 
 
-def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None = None, xlabel: str = "value",
+def flow_bars(rows: Sequence[Run], flows: list[str], path: Path, title: str | None = None, xlabel: str = "value",
               labels: dict[str, str] | None = None, annotate: str | None = None,
               more: dict[str, str] | None = None) -> Path:
     """Grouped bars per swept value: each flow's mean throughput (std error bars), with the
@@ -317,35 +347,35 @@ def flow_bars(rows: list[Row], flows: list[str], path: Path, title: str | None =
     labels = labels or {}
     more = more or {}
     title = title or _default_title(rows, "flows")
-    table = [d for d in flow_table(rows, flows, annotate, more) if d["n"] > 0]
+    table = [d for d in flow_table(rows, flows, annotate, more) if d.n > 0]
     if not table:
         return empty_figure(path, title)
-    series = sorted({d["series"] for d in table})
-    cats = values_of([r for r in rows if r.get("ok")])
+    series = sorted({d.at.series for d in table})
+    cats = values_of(r for r in rows if r.ok)
     width = 0.8 / max(len(flows), 1)
     fig, axes = plt.subplots(len(series), 1, figsize=(max(8, 0.75 * len(cats) + 3), 3.3 * len(series) + 0.6),
                              squeeze=False, sharey=True)
-    top = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for d in table for f in flows) or 1.0
+    top = max((d.flows[f].mean or 0) + (d.flows[f].std or 0) for d in table for f in flows) or 1.0
     for ax, s in zip(axes[:, 0], series, strict=True):
-        pts = {(d["value_num"], d["value"]): d for d in table if d["series"] == s}
+        pts = {(d.at.value_num, d.at.value): d for d in table if d.at.series == s}
         for j, flow in enumerate(flows):
             xs, ys, es = [], [], []
             for i, c in enumerate(cats):
                 d = pts.get(c)
-                if d and d[flow]["mean"] is not None:
+                if d and d.flows[flow].mean is not None:
                     xs.append(i + (j - (len(flows) - 1) / 2) * width)
-                    ys.append(d[flow]["mean"])
-                    es.append(d[flow]["std"])
+                    ys.append(d.flows[flow].mean)
+                    es.append(d.flows[flow].std)
             ax.bar(xs, ys, width, yerr=es, capsize=2, label=labels.get(flow, flow), color=COLORS[j % len(COLORS)],
                    error_kw={"linewidth": 0.8})
         if annotate:
             for i, c in enumerate(cats):
                 d = pts.get(c)
-                if d and d[annotate] is not None:
-                    h = max((d[f]["mean"] or 0) + (d[f]["std"] or 0) for f in flows)
+                if d and d.annotation is not None:
+                    h = max((d.flows[f].mean or 0) + (d.flows[f].std or 0) for f in flows)
                     name = "JFI" if annotate == "jfi" else annotate
-                    extra = "".join(f"\n{label} {d[m]:.2f}" for m, label in more.items() if d.get(m) is not None)
-                    ax.text(i, h + 0.03 * top, f"{name} {d[annotate]:.2f}{extra}", ha="center", va="bottom",
+                    extra = "".join(f"\n{label} {v:.2f}" for m, label in more.items() if (v := d.more.get(m)) is not None)
+                    ax.text(i, h + 0.03 * top, f"{name} {d.annotation:.2f}{extra}", ha="center", va="bottom",
                             fontsize=7)
         ax.set_xticks(range(len(cats)), [c[1] or "-" for c in cats], rotation=30 if len(cats) > 10 else 0)
         ax.set_ylim(0, top * (1.2 + 0.1 * len(more)))
@@ -465,11 +495,11 @@ def run_diagnosis(run_dir: Path, facts: RunFacts, capacities: Sequence[float | N
     return diagnosis.diagnose(tl) if tl.t else None
 
 
-def shows_split(scenario: dict) -> bool:
-    """Whether a stored scenario's runs are drawn as a split bearer's (``split_usage``):
-    EN-DC, a flow-controlled split, or secondary node events."""
-    return (scenario.get("split_policy") or "static") != "static" or bool(scenario.get("sn_events")) \
-        or str(scenario.get("link") or "").startswith("endc:")
+def shows_split(scenario: Scenario) -> bool:
+    """Whether a scenario's runs are drawn as a split bearer's (``split_usage``): EN-DC, a
+    flow-controlled split, or secondary node events."""
+    return scenario.split_policy != "static" or bool(scenario.sn_events) \
+        or (scenario.link is not None and scenario.link.kind == "endc")
 
 
 def split_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], path: Path, title: str,
@@ -481,10 +511,10 @@ def split_usage(run_dir: Path, t0_ms: float, capacities: list[float | None], pat
     return split_bearer.split_figure(s, capacities, Path(path), title)
 
 
-def capacities_of(scenario: dict) -> list[float | None]:
-    """Configured downlink rate per leg of a stored scenario (None for trace-driven legs;
-    a cell's level: its mean capacity for one device, dclab/radio.py)."""
-    if scenario.get("link"):
-        return list(radio.parse_link(scenario["link"]).capacities)
-    bw = list(scenario.get("bw") or [])
-    return [None] * len(bw) if scenario.get("trace") or scenario.get("traces") else [float(x) for x in bw]
+def capacities_of(scenario: Scenario) -> list[float | None]:
+    """Configured downlink rate per leg of a scenario (None for trace-driven legs; a cell's
+    level: its mean capacity for one device, dclab/radio.py)."""
+    if scenario.link is not None:
+        return list(scenario.link.capacities)
+    bw = scenario.bw
+    return [None] * len(bw) if scenario.trace or scenario.traces else [float(x) for x in bw]

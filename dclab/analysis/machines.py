@@ -1,7 +1,6 @@
 """Where runs ran, and machines whose results differ from the others' on the same configuration.
 
-Takes stored runs as dicts (as the store's ``rows()`` returns them: ``machine``, ``ok``,
-``metrics``, ``environment``, ``options``, ``scenario``, ...); knows nothing of the store.
+Takes stored runs (``stored_run.py``); knows nothing of the store.
 
 A *configuration* is what makes runs comparable: runs equal in everything but repetition,
 seed and machine (``configuration``). For a configuration that ran on at least two machines,
@@ -25,10 +24,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .stand_in import row_stack
+from .stored_run import StoredRun
+
+Run = StoredRun[Any]
 
 MIN_RUNS = 2  # successful runs needed on the machine and on the others
 SPREAD = 3.0  # a difference beyond SPREAD standard deviations is flagged ...
@@ -74,39 +76,39 @@ class MachineSummary:
     flagged: int
 
 
-def _machine(r: dict) -> str:
-    return r.get("machine") or "?"
+def _machine(r: Run) -> str:
+    return r.machine or "?"
 
 
-def _env(r: dict, key: str) -> str:
-    v = (r.get("environment") or {}).get(key)
+def _env(r: Run, key: str) -> str:
+    v = r.environment.get(key)
     return str(v) if v not in (None, "") else "?"
 
 
-def runs_per_machine(rows: list[dict]) -> list[MachineRuns]:
+def runs_per_machine(rows: Sequence[Run]) -> list[MachineRuns]:
     """Per machine (sorted by name): runs, failed runs, and the kernels and CPU models its
     runs recorded ("?" for runs from before a key was recorded)."""
-    by: dict[str, list[dict]] = {}
+    by: dict[str, list[Run]] = {}
     for r in rows:
         by.setdefault(_machine(r), []).append(r)
-    return [MachineRuns(machine=m, runs=len(rs), failed=sum(1 for r in rs if not r.get("ok")),
+    return [MachineRuns(machine=m, runs=len(rs), failed=sum(1 for r in rs if not r.ok),
                         kernels=tuple(sorted({_env(r, "kernel") for r in rs})),
                         cpu_models=tuple(sorted({_env(r, "cpu_model") for r in rs})))
             for m, rs in sorted(by.items())]
 
 
-def _without_seed(d: dict | None) -> str:
-    return json.dumps({k: v for k, v in (d or {}).items() if k != "seed"}, sort_keys=True, default=str)
+def _without_seed(d: dict[str, object]) -> str:
+    return json.dumps({k: v for k, v in d.items() if k != "seed"}, sort_keys=True, default=str)
 
 
-def configuration(r: dict) -> tuple[str, ...]:
+def configuration(r: Run) -> tuple[str, ...]:
     """What runs share when they differ only in repetition, seed and machine: experiment,
     sweep, value, stack, cc, host configuration, scenario and options (both without ``seed``)."""
-    return (r.get("experiment") or "", r.get("sweep") or "", r.get("value") or "", r.get("stack") or "",
-            r.get("cc") or "", r.get("host_config") or "", _without_seed(r.get("scenario")), _without_seed(r.get("options")))
+    return (r.experiment, r.sweep, r.value, r.stack, r.cc, r.host_config, _without_seed(r.scenario_json()),
+            _without_seed(r.options_json()))
 
 
-def configuration_labels(rows: list[dict]) -> dict[tuple[str, ...], str]:
+def configuration_labels(rows: Sequence[Run]) -> dict[tuple[str, ...], str]:
     """A readable label per configuration: 'experiment sweep=value, stack cc, host_config',
     followed by the option and scenario fields in which configurations sharing that much
     differ (``name=value``)."""
@@ -116,11 +118,11 @@ def configuration_labels(rows: list[dict]) -> dict[tuple[str, ...], str]:
         key = configuration(r)
         if key in bases:
             continue
-        what = f"{r.get('sweep')}={r.get('value')}" if r.get("sweep") else (r.get("value") or "")
-        bases[key] = " ".join(x for x in [r.get("experiment") or "?", what] if x) + \
-            f", {row_stack(r) or '-'} {r.get('cc') or '-'}, {r.get('host_config') or '-'}"
-        parts[key] = {**{f"scenario.{k}": v for k, v in (r.get("scenario") or {}).items() if k != "seed"},
-                      **{k: v for k, v in (r.get("options") or {}).items() if k != "seed"}}
+        what = f"{r.sweep}={r.value}" if r.sweep else r.value
+        bases[key] = " ".join(x for x in [r.experiment or "?", what] if x) + \
+            f", {r.stack_shown or '-'} {r.cc or '-'}, {r.host_config or '-'}"
+        parts[key] = {**{f"scenario.{k}": v for k, v in r.scenario_json().items() if k != "seed"},
+                      **{k: v for k, v in r.options_json().items() if k != "seed"}}
     out = {}
     for key, base in bases.items():
         same = [k for k, b in bases.items() if b == base]
@@ -134,25 +136,22 @@ def _short(v: object) -> str:
     return v if isinstance(v, str) else json.dumps(v, default=str)
 
 
-def _value(r: dict, metric: str) -> float | None:
-    v = (r.get("metrics") or {}).get(metric)
-    if not r.get("ok") or isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
-        return None
-    return float(v)
+def _value(r: Run, metric: str) -> float | None:
+    return r.metric(metric) if r.ok else None
 
 
-def headline_metric(rows: list[dict]) -> str | None:
+def headline_metric(rows: Sequence[Run]) -> str | None:
     """The default metric of some runs (of one experiment): the first of HEADLINE any of
     them recorded, else the first other numeric metric, else None."""
     present: dict[str, None] = {}
     for r in rows:
-        for k in r.get("metrics") or {}:
+        for k in r.metrics:
             if k not in BOOKKEEPING and _value(r, k) is not None:
                 present.setdefault(k)
     return next((m for m in HEADLINE if m in present), next(iter(present), None))
 
 
-def _metric_of(experiment: str, rows: list[dict], metric: str | Mapping[str, str] | None) -> str | None:
+def _metric_of(experiment: str, rows: Sequence[Run], metric: str | Mapping[str, str] | None) -> str | None:
     if isinstance(metric, str):
         return metric
     if metric is not None and experiment in metric:
@@ -160,18 +159,18 @@ def _metric_of(experiment: str, rows: list[dict], metric: str | Mapping[str, str
     return headline_metric(rows)
 
 
-def compare_machines(rows: list[dict], metric: str | Mapping[str, str] | None = None) -> list[Comparison]:
+def compare_machines(rows: Sequence[Run], metric: str | Mapping[str, str] | None = None) -> list[Comparison]:
     """Every comparable (machine, configuration), flagged or not (see the module's
     docstring for the rule). ``metric``: one metric for all runs, or one per experiment
     (experiments not named, and ``None``, take ``headline_metric`` of their runs)."""
     labels = configuration_labels(rows)
-    by_exp: dict[str, list[dict]] = {}
+    by_exp: dict[str, list[Run]] = {}
     for r in rows:
-        by_exp.setdefault(r.get("experiment") or "", []).append(r)
+        by_exp.setdefault(r.experiment, []).append(r)
     metrics = {e: _metric_of(e, rs, metric) for e, rs in by_exp.items()}
     configs: dict[tuple[str, ...], dict[str, list[float]]] = {}
     for r in rows:
-        m = metrics[r.get("experiment") or ""]
+        m = metrics[r.experiment]
         v = _value(r, m) if m else None
         if v is not None:
             configs.setdefault(configuration(r), {}).setdefault(_machine(r), []).append(v)
@@ -197,7 +196,7 @@ def compare_machines(rows: list[dict], metric: str | Mapping[str, str] | None = 
     return sorted(out, key=lambda c: (c.machine, c.configuration))
 
 
-def machine_outliers(rows: list[dict], metric: str | Mapping[str, str] | None = None) -> list[Comparison]:
+def machine_outliers(rows: Sequence[Run], metric: str | Mapping[str, str] | None = None) -> list[Comparison]:
     """The flagged comparisons: machines whose mean differs from the other machines' beyond
     the spread, per configuration."""
     return [c for c in compare_machines(rows, metric) if c.flagged]

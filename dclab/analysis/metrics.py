@@ -6,17 +6,27 @@ import bisect
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..dcemu.records import Stats
 
 
-def mean_std(values: Iterable[float | None]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MeanStd:
+    """Mean and sample standard deviation of ``n`` values (None for none)."""
+
+    mean: float | None
+    std: float | None
+    n: int = 0
+
+
+def mean_std(values: Iterable[float | None]) -> MeanStd:
     """Mean and sample standard deviation (0 for one value), as the study reports."""
     vals = [v for v in values if v is not None and not math.isnan(v)]
     if not vals:
-        return {"mean": None, "std": None, "n": 0}
-    return {"mean": statistics.fmean(vals), "std": statistics.stdev(vals) if len(vals) > 1 else 0.0, "n": len(vals)}
+        return MeanStd(None, None, 0)
+    return MeanStd(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0, len(vals))
 
 
 def jain(values: list[float]) -> float | None:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from ..dcemu.records import Stats
 from .qlog_recovery import SenderEvent, sender_events
 from .socket_drops import DropSample, read_samples
+from .stored_run import StoredRun
 
 Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sn_misread", "outage", "sender_loss", "pto"]
 CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering", "sn_misread", "outage", "sender_loss",
@@ -59,22 +60,17 @@ class RunFacts:
     outage: tuple[int, float, float] | None = None
 
     @classmethod
-    def of(cls, record: dict[str, Any], scenario: dict[str, Any]) -> RunFacts:
-        """From a run's record (``RepResult.record()`` or a store row) and its scenario."""
-        m = record.get("metrics") or {}
-        flows = [f for f in record.get("flows") or [] if isinstance(f, dict)]
-        ends = [float(f["completion_s"]) for f in flows if f.get("completion_s") is not None]
-        walls = [float(w) for f in flows if (w := (f.get("transfer") or {}).get("request_wall")) is not None]
-        drops = m.get("client_udp_drops")
-        t_reordering = scenario.get("t_reordering", 200.0)
-        o = scenario.get("outage")
-        outage = ((int(o["leg"]), float(o["at_s"]) * 1e3, float(o["duration_s"]) * 1e3)
-                  if isinstance(o, dict) and {"leg", "at_s", "duration_s"} <= set(o) else None)
-        return cls(t0_ms=float(m.get("t0_ms") or 0.0), end_s=max(ends) if ends else None,
+    def of(cls, run: StoredRun[Any]) -> RunFacts:
+        """From a run (``RepResult.stored`` or the store's)."""
+        ends = [f.completion_s for f in run.flows if f.completion_s is not None]
+        walls = [f.request_wall for f in run.flows if f.request_wall is not None]
+        drops = run.metric("client_udp_drops")
+        o = run.scenario.outage
+        return cls(t0_ms=run.t0_ms, end_s=max(ends) if ends else None,
                    request_wall=min(walls) if walls else None,
-                   socket_drops=int(drops) if isinstance(drops, (int, float)) else None,
-                   t_reordering_ms=float(t_reordering) if isinstance(t_reordering, (int, float)) else None,
-                   outage=outage)
+                   socket_drops=int(drops) if drops is not None else None,
+                   t_reordering_ms=run.scenario.t_reordering,
+                   outage=(o.leg, o.at_s * 1e3, o.duration_s * 1e3) if o is not None else None)
 
 
 @dataclass(frozen=True)

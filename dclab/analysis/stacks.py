@@ -8,13 +8,13 @@ experiment's headline (the report takes it from the registry)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..scenario import Scenario
-from .figures import Row, _save, empty_figure, metric_of, plt
+from .figures import Run, _save, empty_figure, plt
 from .metrics import mean_std
-from .stand_in import row_stack
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,13 @@ class Point:
         return f"{self.experiment}: {where}"
 
 
-def stack_of(r: Row) -> str:
+def stack_of(r: Run) -> str:
     """The run's stack as shown: the DC flow's, i.e. the first of ``flow=stack,...`` labels."""
-    label = row_stack(r) or "?"
+    label = r.stack_shown or "?"
     return label.split(",")[0].split("=")[-1]
 
 
-def labels(rows: list[Row]) -> dict[str, str]:
+def labels(rows: Sequence[Run]) -> dict[str, str]:
     """Each run's row in the comparison: its stack, with its congestion controller and host
     configuration added where the same stack ran with more than one in one experiment
     (never pooled). Across experiments they may differ (a fairness run against TCP has the
@@ -56,64 +56,62 @@ def labels(rows: list[Row]) -> dict[str, str]:
     ccs: dict[tuple[str, str], set[str]] = {}
     hosts: dict[tuple[str, str], set[str]] = {}
     for r in rows:
-        key = (stack_of(r), r["experiment"])
-        ccs.setdefault(key, set()).add(str(r.get("cc") or ""))
-        hosts.setdefault(key, set()).add(str(r.get("host_config") or ""))
+        key = (stack_of(r), r.experiment)
+        ccs.setdefault(key, set()).add(r.cc)
+        hosts.setdefault(key, set()).add(r.host_config)
     split_cc = {st for (st, _), v in ccs.items() if len(v) > 1}
     split_host = {st for (st, _), v in hosts.items() if len(v) > 1}
     out = {}
     for r in rows:
         st = stack_of(r)
-        parts = [st] + ([str(r.get("cc"))] if st in split_cc else []) + ([str(r.get("host_config"))] if st in split_host else [])
-        out[r["run_key"]] = " ".join(parts)
+        parts = [st] + ([r.cc] if st in split_cc else []) + ([r.host_config] if st in split_host else [])
+        out[r.run_key] = " ".join(parts)
     return out
 
 
-def opponents(rows: list[Row]) -> str:
+def opponents(rows: Sequence[Run]) -> str:
     """What the first flow competed with, when runs mix stacks (``sc1=tcp,sc2=tcp``)."""
-    rest = {",".join(row_stack(r).split(",")[1:]) for r in rows if "," in row_stack(r)}
+    rest = {",".join(r.stack_shown.split(",")[1:]) for r in rows if "," in r.stack_shown}
     return "; ".join(sorted(rest - {""}))
 
 
-def _is_default(scenario: dict | None) -> bool:
-    if not scenario:
-        return False
-    ref = Scenario().model_dump(mode="json")
-    return all(scenario.get(k) == v for k, v in ref.items() if k != "seed")
+def _is_default(scenario: Scenario) -> bool:
+    mine = scenario.model_dump(mode="json")
+    return all(mine.get(k) == v for k, v in Scenario().model_dump(mode="json").items() if k != "seed")
 
 
-def points(rows: list[Row], headlines: dict[str, Headline]) -> list[Point]:
+def points(rows: Sequence[Run], headlines: dict[str, Headline]) -> list[Point]:
     """The points measured, default scenario first, then by experiment, sweep and value."""
     seen: dict[tuple[str, str, str], Point] = {}
     for r in rows:
-        if r["experiment"] not in headlines:
+        if r.experiment not in headlines:
             continue
-        key = (r["experiment"], r.get("sweep") or "", r.get("value") or "")
+        key = (r.experiment, r.sweep, r.value)
         if key not in seen:
-            seen[key] = Point(*key, r.get("value_num"), _is_default(r.get("scenario")))
+            seen[key] = Point(*key, r.value_num, _is_default(r.scenario))
     order = list(headlines)
     return sorted(seen.values(), key=lambda p: (order.index(p.experiment), not p.default, p.sweep,
                                                  p.value_num if p.value_num is not None else math.inf, p.value))
 
 
-def stacks(rows: list[Row]) -> list[str]:
+def stacks(rows: Sequence[Run]) -> list[str]:
     """The comparison's rows (``labels``), sorted."""
     return sorted(set(labels(rows).values()))
 
 
-def cell(rows: list[Row], stack: str, p: Point, h: Headline,
+def cell(rows: Sequence[Run], stack: str, p: Point, h: Headline,
          names: dict[str, str] | None = None) -> tuple[float | None, float | None, int, int]:
     """(mean, std, successful runs, runs) of the headline metric of row ``stack`` at ``p``
     (``names``: ``labels(rows)``, when the caller has it)."""
     names = names if names is not None else labels(rows)
-    at = [r for r in rows if names[r["run_key"]] == stack and r["experiment"] == p.experiment
-          and (r.get("sweep") or "") == p.sweep and (r.get("value") or "") == p.value]  # fmt: skip
-    vals = [v for r in at if r.get("ok") and (v := metric_of(r, h.metric)) is not None]
+    at = [r for r in rows if names[r.run_key] == stack and r.experiment == p.experiment
+          and r.sweep == p.sweep and r.value == p.value]  # fmt: skip
+    vals = [v for r in at if r.ok and (v := r.metric(h.metric)) is not None]
     ms = mean_std(vals)
-    return ms["mean"], ms["std"], len(vals), len(at)
+    return ms.mean, ms.std, len(vals), len(at)
 
 
-def comparison_table(rows: list[Row], headlines: dict[str, Headline]) -> tuple[list[str], list[list[str]]]:
+def comparison_table(rows: Sequence[Run], headlines: dict[str, Headline]) -> tuple[list[str], list[list[str]]]:
     """Header and rows: one row per stack, one column per point, ``mean ± std (n)``."""
     pts = points(rows, headlines)
     header = ["stack"] + [f"{p.label()}, {headlines[p.experiment].label}"
@@ -135,7 +133,7 @@ def comparison_table(rows: list[Row], headlines: dict[str, Headline]) -> tuple[l
     return header, out
 
 
-def comparison_figure(rows: list[Row], headlines: dict[str, Headline], path: Path, title: str) -> Path:
+def comparison_figure(rows: Sequence[Run], headlines: dict[str, Headline], path: Path, title: str) -> Path:
     """One panel per experiment: grouped bars, a group per point and a bar per stack, the
     standard deviation as an error bar."""
     pts = points(rows, headlines)
@@ -157,7 +155,7 @@ def comparison_figure(rows: list[Row], headlines: dict[str, Headline], path: Pat
             ax.bar(xs, [c[0] or 0.0 for c in cells], bar, yerr=[c[1] or 0.0 for c in cells], capsize=2, label=st)
         ax.set_xticks(range(len(mine)))
         ax.set_xticklabels([p.label().split(": ", 1)[1].replace(" (", "\n(") for p in mine], fontsize=7)
-        vs = opponents([r for r in rows if r["experiment"] == e])
+        vs = opponents([r for r in rows if r.experiment == e])
         ax.set_title(e + (f" (against {vs})" if vs else ""), fontsize=9)
         ax.set_ylabel(f"{h.label}" + (f" ({h.unit})" if h.unit else ""))
         ax.grid(axis="y", alpha=0.3)

@@ -21,6 +21,7 @@ those runs that succeeded.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analysis import figures
 from ..analysis.metrics import mean_std
+from ..analysis.stored_run import AnyRun
 from ..errors import OptionError
 from ..experiments import experiments
 from ..experiments.base import Table, _fmt
@@ -79,7 +81,7 @@ def load_reference(path: Path) -> list[Point]:
     return points
 
 
-def compare(rows: list[dict[str, Any]], points: list[Point]) -> list[dict[str, Any]]:
+def compare(rows: Sequence[AnyRun], points: list[Point]) -> list[dict[str, Any]]:
     """Per point: what dclab measured there (mean, std, n of successful runs, failed runs)
     and the ratio measured / published (None without a measurement or when published is 0)."""
     known = experiments()
@@ -87,15 +89,15 @@ def compare(rows: list[dict[str, Any]], points: list[Point]) -> list[dict[str, A
     for p in points:
         metrics = {m.name: m for m in known[p.experiment].metrics}
         metric = p.metric or known[p.experiment].metrics[0].name
-        at = [r for r in rows if r["experiment"] == p.experiment and (r.get("sweep") or "none") == p.sweep
-              and r.get("value_num") is not None and abs(float(r["value_num"]) - p.value) <= 1e-9]
+        at = [r for r in rows if r.experiment == p.experiment and (r.sweep or "none") == p.sweep
+              and r.value_num is not None and abs(r.value_num - p.value) <= 1e-9]
         labels = figures.series_of(at) if at else {}
-        mine = [r for r in at if p.series is None or labels[r["run_key"]] == p.series]
-        ok = [r for r in mine if r.get("ok") and figures.metric_of(r, metric) is not None]
-        ms = mean_std([figures.metric_of(r, metric) for r in ok])
-        ratio = ms["mean"] / p.published if ms["mean"] is not None and p.published else None
-        out.append({"point": p, "metric": metric, "mean": ms["mean"], "std": ms["std"], "n": ms["n"],
-                    "failed": len(mine) - len(ok), "series": sorted({labels[r["run_key"]] for r in mine}), "ratio": ratio,
+        mine = [r for r in at if p.series is None or labels[r.run_key] == p.series]
+        ok = [r for r in mine if r.ok and r.metric(metric) is not None]
+        ms = mean_std([r.metric(metric) for r in ok])
+        ratio = ms.mean / p.published if ms.mean is not None and p.published else None
+        out.append({"point": p, "metric": metric, "mean": ms.mean, "std": ms.std, "n": ms.n,
+                    "failed": len(mine) - len(ok), "series": sorted({labels[r.run_key] for r in mine}), "ratio": ratio,
                     "digits": metrics[metric].digits})
     return out
 

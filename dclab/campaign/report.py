@@ -9,19 +9,17 @@ import html
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..analysis import figures, machines, stacks
-from ..analysis.stand_in import row_stack
-from ..dcemu.sim_models import unrecorded
+from ..analysis.stored_run import AnyRun
 from ..experiments import AnyExperiment, experiments
 from ..experiments.base import Table
 from ..files import check_output_dir, printable, write_output
-from . import fidelity
+from . import fidelity, typed_runs
 from .store import Store, open_existing
 from .sweeps import SWEEPS
 
@@ -62,13 +60,13 @@ def _e(x: object) -> str:
 # The fields of a stored run the report shows as labels (headings, captions, axes): from
 # a store made elsewhere they may hold anything, and a 100,000-character value drawn as an
 # axis label took over a minute to lay out.
-LABEL_FIELDS = ("value", "param", "sweep", "group", "host_config")
+LABEL_FIELDS = ("value", "param", "sweep", "host_config")
 LABEL_LIMIT = 120
 
 
-def _labels_shown(r: dict[str, Any]) -> dict[str, Any]:
+def _labels_shown(r: AnyRun) -> AnyRun:
     """``r`` with its label fields' text printable and at most LABEL_LIMIT characters."""
-    return {**r, **{k: printable(r[k], LABEL_LIMIT) for k in LABEL_FIELDS if isinstance(r.get(k), str)}}
+    return r.model_copy(update={k: printable(getattr(r, k), LABEL_LIMIT) for k in LABEL_FIELDS})
 
 
 def _num(x: float | None, digits: int = 2) -> str:
@@ -91,96 +89,65 @@ def resolve_run_dir(run_dir: str, base: Path) -> Path | None:
     return None
 
 
-def completed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's options completed with its experiment's defaults, since a run stored
-    before an option existed ran at that default (so a new option, e.g. --streams, does
-    not split its series); but a simulated run stored before stand-ins were recorded ran on
-    the one its stack would need now, so it is labelled as one (``stand_in``)."""
-    defaults = {}
-    for name, exp in experiments().items():
-        try:
-            defaults[name] = exp.options().model_dump(mode="json")
-        except ValidationError:  # an experiment with a required option has no defaults to add
-            pass
-    out = []
-    for r in rows:
-        options = {**defaults.get(r["experiment"], {}), **(r.get("options") or {})}
-        if options.get("backend") == "sim" and "stand_in" not in (r.get("options") or {}):
-            options["stand_in"] = unrecorded(_flows_of(r))
-        out.append({**r, "options": options})
-    return out
-
-
-def _flows_of(r: dict[str, Any]) -> list[tuple[str, str]]:
-    """A stored run's (stack, cc) per flow; from its columns when its flows were not kept."""
-    flows = [(str(f.get("stack") or ""), str(f.get("cc") or "")) for f in r.get("flows") or []]
-    if flows and all(s for s, _ in flows):
-        return flows
-    return [(part.rpartition("=")[2], str(r.get("cc") or "")) for part in str(r.get("stack") or "").split(",")]
-
-
-def sweep_groups(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
-    """Rows by (experiment, sweep), experiments in the registry's order, completed
-    (``completed``)."""
+def sweep_groups(runs: Sequence[AnyRun]) -> list[tuple[str, str, list[AnyRun]]]:
+    """Runs by (experiment, sweep), experiments in the registry's order."""
     order = {name: i for i, name in enumerate(experiments())}
-    rows = completed(rows)
-    keys = sorted({(r["experiment"], r.get("sweep") or "") for r in rows}, key=lambda k: (order.get(k[0], 9), k))
-    return [(e, s, [r for r in rows if r["experiment"] == e and (r.get("sweep") or "") == s]) for e, s in keys]
+    keys = sorted({(r.experiment, r.sweep) for r in runs}, key=lambda k: (order.get(k[0], 9), k))
+    return [(e, s, [r for r in runs if r.experiment == e and r.sweep == s]) for e, s in keys]
 
 
-def _chosen_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _chosen_runs(rows: Sequence[AnyRun]) -> list[AnyRun]:
     """The runs whose time series the report shows: of the first series, the first
     successful repetition at the first and at the last value of the sweep."""
     labels = figures.series_of(rows)
-    ok = [r for r in rows if r.get("ok")]
+    ok = [r for r in rows if r.ok]
     if not ok:
         return []
-    first_series = sorted({labels[r["run_key"]] for r in ok})[0]
-    ok = [r for r in ok if labels[r["run_key"]] == first_series]
+    first_series = sorted({labels[r.run_key] for r in ok})[0]
+    ok = [r for r in ok if labels[r.run_key] == first_series]
     values = figures.values_of(ok)
     chosen = []
     for v in dict.fromkeys([values[0], values[-1]]):
-        at = sorted((r for r in ok if (r.get("value_num"), r.get("value") or "") == v), key=lambda r: r["rep"])
+        at = sorted((r for r in ok if (r.value_num, r.value) == v), key=lambda r: r.rep)
         if at:
             chosen.append(at[0])
     return chosen
 
 
-def run_caption(r: dict[str, Any], series: str | None = None) -> str:
-    what = f"{r.get('param') or r.get('sweep') or 'value'} = {r.get('value') or '-'}"
-    return (f"{r['experiment']} {r.get('sweep') or ''}, {what}, {series or r.get('host_config')}, rep {r['rep']} "
-            f"(run {r['run_key'][:12]})")
+def run_caption(r: AnyRun, series: str | None = None) -> str:
+    what = f"{r.param or r.sweep or 'value'} = {r.value or '-'}"
+    return f"{r.experiment} {r.sweep}, {what}, {series or r.host_config}, rep {r.rep} (run {r.run_key[:12]})"
 
 
-def experiment_of(r: dict[str, Any]) -> AnyExperiment | None:
-    return experiments().get(r["experiment"])
+def experiment_of(r: AnyRun) -> AnyExperiment | None:
+    return experiments().get(r.experiment)
 
 
-def sweep_label(rows: list[dict[str, Any]]) -> str:
+def sweep_label(rows: Sequence[AnyRun]) -> str:
     """The x-axis label of a sweep: its definition's label, else the parameter's name."""
-    for name in [(rows[0].get("sweep") or ""), (rows[0].get("param") or "")] if rows else []:
+    for name in [rows[0].sweep, rows[0].param] if rows else []:
         if name in SWEEPS:
             return SWEEPS[name].label
-    return (rows[0].get("param") or rows[0].get("sweep") or "value") if rows else "value"
+    return (rows[0].param or rows[0].sweep or "value") if rows else "value"
 
 
-def run_figure(r: dict[str, Any], base: Path, path: Path, title: str | None = None) -> Path:
+def run_figure(r: AnyRun, base: Path, path: Path, title: str | None = None) -> Path:
     """The time-series figure of one stored run, drawn by its experiment exactly as at run
     time. Says so in the figure when the run's raw data is not on this machine."""
     title = title or run_caption(r)
-    d = resolve_run_dir(r.get("run_dir") or "", base)
+    d = resolve_run_dir(r.run_dir, base)
     exp = experiment_of(r)
     if d is None:
         return figures.empty_figure(path, title, "raw data of this run not found")
     if exp is None:
-        return figures.empty_figure(path, title, f"experiment {r['experiment']!r} is not installed here")
-    return exp.run_figure(d, r, r.get("scenario") or {}, path, title)
+        return figures.empty_figure(path, title, f"experiment {r.experiment!r} is not installed here")
+    return exp.run_figure(d, r, path, title)
 
 
-def sweep_figure(experiment: str, rows: list[dict[str, Any]], path: Path, title: str | None = None) -> Path:
+def sweep_figure(experiment: str, rows: Sequence[AnyRun], path: Path, title: str | None = None) -> Path:
     """The figure of one sweep, as its experiment draws it."""
     exp = experiments().get(experiment)
-    title = title or f"{experiment}: {rows[0].get('sweep') if rows else ''}"
+    title = title or f"{experiment}: {rows[0].sweep if rows else ''}"
     if exp is None:
         return figures.empty_figure(path, title, f"experiment {experiment!r} is not installed here")
     return exp.sweep_figure(rows, path, title, sweep_label(rows))
@@ -214,10 +181,10 @@ def _img(name: str, alt: str, cls: str, caption: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>\n")
 
 
-def _environment(rows: list[dict[str, Any]]) -> str:
+def _environment(rows: Sequence[AnyRun]) -> str:
     counts: dict[str, Counter[str]] = {}
     for r in rows:
-        for k, v in _flatten(r.get("environment") or {}).items():
+        for k, v in _flatten(r.environment).items():
             counts.setdefault(k, Counter())[v] += 1
     if not counts:
         return "<p>No environment recorded.</p>\n"
@@ -229,10 +196,10 @@ def _environment(rows: list[dict[str, Any]]) -> str:
     return "".join(t)
 
 
-def _runs_summary(rows: list[dict[str, Any]]) -> str:
-    ok = sum(1 for r in rows if r.get("ok"))
-    started = min((r.get("started_at") or "" for r in rows), default="")
-    finished = max((r.get("finished_at") or "" for r in rows), default="")
+def _runs_summary(rows: Sequence[AnyRun], unreadable: Sequence[tuple[str, str]] = ()) -> str:
+    ok = sum(1 for r in rows if r.ok)
+    started = min((r.started_at for r in rows), default="")
+    finished = max((r.finished_at for r in rows), default="")
     out = ['<table class="summary">',
            f"<tr><th class=\"text\">runs</th><td>{len(rows)}</td></tr>",
            f"<tr><th class=\"text\">successful</th><td>{ok}</td></tr>",
@@ -240,29 +207,42 @@ def _runs_summary(rows: list[dict[str, Any]]) -> str:
            f"<tr><th class=\"text\">first start</th><td>{_e(started)}</td></tr>",
            f"<tr><th class=\"text\">last finish</th><td>{_e(finished)}</td></tr>",
            "</table>\n",
-           _machines(rows)]
-    failed = [r for r in rows if not r.get("ok")]
+           _machines(rows), _unreadable(unreadable)]
+    failed = [r for r in rows if not r.ok]
     if failed:
         out.append(f"<h3>Failed runs ({len(failed)})</h3>\n"
                    '<table class="failures"><tr><th class="text">experiment</th><th class="text">sweep</th>'
                    '<th class="text">value</th><th class="text">stack</th><th class="text">host config</th><th>rep</th>'
                    '<th class="text">machine</th><th class="text">error</th></tr>')
         for r in failed[:200]:
-            out.append(f'<tr><td class="text">{_e(r["experiment"])}</td><td class="text">{_e(r.get("sweep"))}</td>'
-                       f'<td class="text">{_e(r.get("value"))}</td><td class="text">{_e(row_stack(r))} {_e(r.get("cc"))}</td>'
-                       f'<td class="text">{_e(r.get("host_config"))}</td><td>{_e(r["rep"])}</td>'
-                       f'<td class="text">{_e(r.get("machine"))}</td><td class="text">{_e(r.get("error") or "")}</td></tr>')
+            out.append(f'<tr><td class="text">{_e(r.experiment)}</td><td class="text">{_e(r.sweep)}</td>'
+                       f'<td class="text">{_e(r.value)}</td><td class="text">{_e(r.stack_shown)} {_e(r.cc)}</td>'
+                       f'<td class="text">{_e(r.host_config)}</td><td>{_e(r.rep)}</td>'
+                       f'<td class="text">{_e(r.machine)}</td><td class="text">{_e(r.error or "")}</td></tr>')
         out.append("</table>\n")
         if len(failed) > 200:
             out.append(f"<p>... and {len(failed) - 200} more (query the store for all).</p>\n")
     return "".join(out)
 
 
-def _machines(rows: list[dict[str, Any]]) -> str:
+def _unreadable(unreadable: Sequence[tuple[str, str]]) -> str:
+    """The runs left out because they no longer validate (``typed_runs.py``), each with why."""
+    if not unreadable:
+        return ""
+    out = [f"<h3>Runs left out ({len(unreadable)})</h3>\n<p>Their scenario or options no longer validate, so they "
+           'cannot be drawn as what they were:</p>\n<table class="unreadable"><tr><th class="text">run</th>'
+           '<th class="text">why</th></tr>']
+    out += [f'<tr><td class="text">{_e(k[:12])}</td><td class="text">{_e(why)}</td></tr>' for k, why in unreadable[:200]]
+    out.append("</table>\n")
+    if len(unreadable) > 200:
+        out.append(f"<p>... and {len(unreadable) - 200} more.</p>\n")
+    return "".join(out)
+
+
+def _machines(rows: Sequence[AnyRun]) -> str:
     """The machine table (runs, failures, kernel, CPU, configurations whose results differ)
     and the list of machines whose results differ from the other machines' (rule in
     analysis/machines.py), on each experiment's primary metric."""
-    rows = [r for _, _, rs in sweep_groups(rows) for r in rs]  # options completed: old runs compare with new
     primary = {name: exp.metrics[0].name for name, exp in experiments().items() if exp.metrics}
     compared = machines.compare_machines(rows, primary)
     summary = {ms.machine: ms for ms in machines.machine_summary(compared)}
@@ -300,7 +280,7 @@ def _machines(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def _fidelity(rows: list[dict[str, Any]], reference: Path, points: list[fidelity.Point]) -> str:
+def _fidelity(rows: Sequence[AnyRun], reference: Path, points: list[fidelity.Point]) -> str:
     """The fidelity section: dclab beside the reference file's published values."""
     compared = fidelity.compare(rows, points)
     matched = sum(1 for c in compared if c["n"])
@@ -311,12 +291,12 @@ def _fidelity(rows: list[dict[str, Any]], reference: Path, points: list[fidelity
             "published value.</p>\n" + html_table(fidelity.fidelity_table(compared), "fidelity"))
 
 
-def _stacks_compared(rows: list[dict[str, Any]], out_dir: Path) -> str:
+def _stacks_compared(rows: Sequence[AnyRun], out_dir: Path) -> str:
     """Every stack's headline metric at every point, when the runs have more than one stack
     (analysis/stacks.py): one figure and one table."""
     heads = {name: stacks.Headline(e.metrics[0].name, e.metrics[0].label, e.metrics[0].unit, e.metrics[0].digits)
              for name, e in experiments().items() if e.metrics}  # fmt: skip
-    if len(stacks.stacks([r for r in rows if r["experiment"] in heads])) < 2:
+    if len(stacks.stacks([r for r in rows if r.experiment in heads])) < 2:
         return ""
     fig = stacks.comparison_figure(rows, heads, out_dir / "stacks-compared.png", "every stack at every point")
     header, lines = stacks.comparison_table(rows, heads)
@@ -336,10 +316,11 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     base = store.path.resolve().parent
     out_dir = check_output_dir(out_dir, "--out")
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = [_labels_shown(r) for r in completed(store.rows())]  # every table and figure below shows a stand-in's model
+    typed = typed_runs.runs(store)
+    rows = [_labels_shown(r) for r in typed.runs]  # every table and figure below shows a stand-in's model
     groups = sweep_groups(rows)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    ok = sum(1 for r in rows if r.get("ok"))
+    ok = sum(1 for r in rows if r.ok)
 
     body: list[str] = []
     toc: list[str] = []
@@ -348,8 +329,8 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         name = f"{slug(experiment)}-{slug(sweep or 'runs')}"  # strings from the store: never a path
         heading = f"{experiment}: {sweep or 'runs without a sweep'}"
         toc.append(f'<li><a href="#{_e(name)}">{_e(heading)}</a></li>')
-        params = sorted({r.get("param") or "" for r in rs} - {""})
-        nok = sum(1 for r in rs if r.get("ok"))
+        params = sorted({r.param for r in rs} - {""})
+        nok = sum(1 for r in rs if r.ok)
         body.append(f'<h2 id="{_e(name)}">{_e(heading)}</h2>\n'
                     f'<p class="meta">parameter: {_e(", ".join(params) or "-")}; {len(rs)} runs, '
                     f"{len(rs) - nok} failed</p>\n")
@@ -359,7 +340,7 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
             body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", heading))
             body.append(f"<p>Experiment {_e(experiment)} is not installed here: no table.</p>\n")
             continue
-        located = [{**r, "run_path": resolve_run_dir(r.get("run_dir") or "", base)} for r in rs]
+        located = [r.model_copy(update={"run_path": resolve_run_dir(r.run_dir, base)}) for r in rs]
         for fig, caption in exp.sweep_figures(located, out_dir, name, heading, sweep_label(rs)):
             body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", caption))
         for caption, table in exp.sweep_tables(rs):
@@ -370,9 +351,8 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         labels = figures.series_of(rs)
         for r in _chosen_runs(rs):
             kind = exp.run_figure_kind
-            fname = (f"{kind}-{name}-{slug(r.get('value') or 'none')}-{slug(labels[r['run_key']])}"
-                     f"-rep{slug(r['rep'])}.png")
-            cap = run_caption(r, labels[r["run_key"]])
+            fname = f"{kind}-{name}-{slug(r.value or 'none')}-{slug(labels[r.run_key])}-rep{slug(r.rep)}.png"
+            cap = run_caption(r, labels[r.run_key])
             run_figure(r, base, out_dir / fname, cap)
             series_body.append(_img(fname, cap, f"fig-{kind}", f"{kind}: {cap}"))
 
@@ -385,7 +365,8 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         f"{len(rows) - ok} failed; generated {_e(now)}</p>\n",
     ]
     if not rows:
-        parts.append("<p>The store holds no runs.</p>\n")
+        parts.append("<p>The store holds no runs" + (" that this dclab can read" if typed.unreadable else "") + ".</p>\n")
+        parts.append(_unreadable(typed.unreadable))
     else:
         parts.append('<nav><h2>Contents</h2>\n<ul>' + "".join(toc)
                      + ('<li><a href="#stacks">stacks compared</a></li>' if compared else "")
@@ -405,6 +386,6 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
                      '<p class="meta">Distinct values over all runs, with how many runs recorded each.</p>\n')
         parts.append(_environment(rows))
         parts.append('<h2 id="runs">Runs and machines</h2>\n')
-        parts.append(_runs_summary(rows))
+        parts.append(_runs_summary(rows, typed.unreadable))
     parts.append("</body>\n</html>\n")
     return write_output(out_dir / "index.html", "".join(parts), "report")

@@ -67,14 +67,13 @@ def perform(campaign: str, run: PlannedRun, run_dir: Path, on_wait: Callable[[],
 def record_of(campaign: str, run: PlannedRun, rec: RepResult, run_dir: Path | None, started: str,
               elapsed: float) -> RunRecord:
     """The store's record of a planned run's result (``run_dir`` None: it left no data)."""
-    stored = rec.record()
     return RunRecord(
         run_key=run.key, campaign=campaign, experiment=run.experiment, sweep=run.sweep, param=run.sweep,
         value=f"{run.value:g}", value_num=run.value, stack=rec.stack, cc=rec.cc, host_config=rec.host_config,
         rep=run.rep, seed=rec.seed, ok=rec.ok, error=rec.error, scenario=run.scenario.model_dump(mode="json"),
         options=run.options.model_dump(mode="json"),
-        metrics={**stored["metrics"], "elapsed_s": elapsed, "estimate_s": run.estimate_s},
-        flows=stored["flows"],
+        metrics={**rec.all_metrics(), "elapsed_s": elapsed, "estimate_s": run.estimate_s},
+        flows=[f.stored() for f in rec.flows],
         environment=rec.environment, run_dir=str(run_dir or ""), machine=platform.node(), started_at=started,
         finished_at=now(),
     )

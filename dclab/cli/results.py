@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from ..analysis.stored_run import AnyRun
+from ..campaign import typed_runs
 from ..campaign.merge import merge_stores
 from ..campaign.store import Store, StoreError, campaign_dir, open_existing
 from ..errors import InputError
@@ -48,6 +50,17 @@ def read_rows(store: Store, where: str, params: tuple[object, ...]) -> list[dict
         return store.rows(where, params)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
+
+
+def read_runs(store: Store, where: str, params: tuple[object, ...]) -> list[AnyRun]:
+    """The store's runs typed (``campaign/typed_runs.py``); those that no longer validate
+    are named on stderr, each with why, and left out."""
+    typed = typed_runs.typed_runs(read_rows(store, where, params))
+    for key, why in typed.unreadable[:20]:
+        click.echo(f"left out run {clip(key, 12)}: {why}", err=True)
+    if len(typed.unreadable) > 20:
+        click.echo(f"... and {len(typed.unreadable) - 20} more runs left out", err=True)
+    return typed.runs
 
 
 def default_out(campaign: str | None, store: Store, sub: str) -> Path:
@@ -92,11 +105,15 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
             raise click.ClickException(f"no run with key {clip(run_key)} in {store.path}")
         if len(rows) > 1 and not any(r["run_key"] == run_key for r in rows):
             raise click.ClickException(f"{run_key!r} matches {len(rows)} runs; give more of the key")
-        r = next((r for r in rows if r["run_key"] == run_key), rows[0])
+        row = next((r for r in rows if r["run_key"] == run_key), rows[0])
+        typed = typed_runs.typed_runs([row])
+        if typed.unreadable:
+            raise click.ClickException(f"run {clip(row['run_key'], 12)} cannot be drawn: {typed.unreadable[0][1]}")
+        r = typed.runs[0]
         exp = experiment_of(r)
         kind = exp.run_figure_kind if exp else "run"
         try:
-            path = run_figure(r, base, out / f"run-{slug(r['run_key'][:12])}-{kind}.png", run_caption(r))
+            path = run_figure(r, base, out / f"run-{slug(r.run_key[:12])}-{kind}.png", run_caption(r))
         except FileRefused as e:
             raise click.ClickException(str(e)) from None
         click.echo(str(path))
@@ -108,11 +125,11 @@ def plot(campaign: str | None, store_path: Path | None, experiment: str | None, 
     if sweep is not None:
         where.append("sweep = ?")
         params.append(sweep)
-    rows = read_rows(store, " AND ".join(where), tuple(params))
-    if not rows:
+    runs = read_runs(store, " AND ".join(where), tuple(params))
+    if not runs:
         what = ", ".join(f"{k} {v!r}" for k, v in (("experiment", experiment), ("sweep", sweep)) if v is not None)
         raise click.ClickException(f"no runs with {what} in {store.path}")
-    for exp_name, sw, rs in sweep_groups(rows):
+    for exp_name, sw, rs in sweep_groups(runs):
         name = f"{slug(exp_name)}-{slug(sw or 'runs')}"  # strings from the store: never a path
         try:
             click.echo(str(sweep_figure(exp_name, rs, out / f"{name}.png", f"{exp_name}: {sw or 'runs without a sweep'}")))

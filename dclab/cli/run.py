@@ -19,7 +19,7 @@ from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..errors import InputError
 from ..experiments import experiments
-from ..experiments.base import Experiment, RepResult, RunChoices
+from ..experiments.base import Experiment, Options, RepResult, RunChoices
 from ..files import FileRefused
 from ..scenario import MAX_SEED, Scenario
 from ..testbed import NotReady
@@ -55,7 +55,7 @@ def _warn_inexact_split(s: Scenario) -> None:
               f"{batch.text(batch.shares(s.batch, s.split))}{fix}")
 
 
-def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, reps: int) -> list[str]:
+def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, options: Options, reps: int) -> list[str]:
     """Each repetition's diagnosis line (dclab/analysis/diagnosis.py), where the stalls
     after its causes cost its transfer more than 5 % together; prefixed with the
     repetition when there are several."""
@@ -67,7 +67,7 @@ def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, reps: int) -> li
         except (OSError, ValueError):
             continue
         prefix = f"rep {rep}: " if reps > 1 else ""
-        d = exp.run_diagnosis(rep_dir, result.record(), shown.model_dump(mode="json")) if result.ok else None
+        d = exp.run_diagnosis(rep_dir, result.stored(shown, options)) if result.ok else None
         if d is not None:
             out.append(prefix + d.line())
         # A misread COUNT is named whatever else the diagnosis says (or whether there is one:
@@ -126,7 +126,7 @@ def _command(exp: Experiment) -> click.Command:
             raise click.ClickException(str(e)) from None
         if as_json:
             click.echo(json.dumps({**exp.json_output(summary), "out": str(out_dir),
-                                   "diagnoses": _diagnoses(exp, out_dir, shown, reps)}))
+                                   "diagnoses": _diagnoses(exp, out_dir, shown, options, reps)}))
         else:
             t = exp.table(summary)
             table = RichTable(show_header=True)
@@ -138,7 +138,7 @@ def _command(exp: Experiment) -> click.Command:
             click.echo(exp.headline(summary) + simulated)
             figure = out_dir / exp.run_figure_name
             click.echo(f"results: {out_dir}/results.json" + (f", plot: {figure}" if figure.exists() else " (no plot: no repetition got that far)"))
-            for line in _diagnoses(exp, out_dir, shown, reps):
+            for line in _diagnoses(exp, out_dir, shown, options, reps):
                 click.echo(line)
         if summary.failed == reps:
             sys.exit(1)

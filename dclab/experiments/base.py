@@ -12,6 +12,7 @@ names a particular experiment.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
@@ -32,6 +33,7 @@ from ..analysis.diagnosis import Diagnosis
 from ..analysis.metrics import mean_std
 from ..analysis.run_events import RunFacts
 from ..analysis.stand_in import stack_label
+from ..analysis.stored_run import StoredFlow, StoredRun
 from ..dcemu.mode import DEFAULT_SPIN_US, MAX_SPIN_US, EmulatorMode, TunOffload
 from ..dcemu.mode import HELP as MODE_HELP
 from ..dcemu.sim_models import MODELS, modelled_text
@@ -251,6 +253,12 @@ class FlowResult(BaseModel):
                    transfer=transfer.to_dict(), mean_mbps=mean_mbps, goodput_mbps=transfer.goodput_mbps,
                    bytes=transfer.bytes, completion_s=transfer.completion_s, ok=transfer.ok)  # fmt: skip
 
+    def typed(self) -> StoredFlow:
+        """As the figures read a flow (``stored``), with the request's wall time."""
+        d = self.stored()
+        del d["transfer"]
+        return StoredFlow(**d, request_wall=(self.transfer or {}).get("request_wall"))
+
     def stored(self) -> dict[str, Any]:
         """The record with its derived values, from ``transfer`` where a record written
         before they were kept lacks them (a result.json read back)."""
@@ -280,12 +288,19 @@ class RepResult(BaseModel):
     details: dict[str, Any] = {}  # experiment-specific (PDCP summary, window, ...)
     environment: dict[str, Any] = {}
 
-    def record(self) -> dict[str, Any]:
-        """The run as the store and the figures see it (the same shape as a store row)."""
-        return {"experiment": self.experiment, "ok": self.ok, "error": self.error, "rep": self.rep, "seed": self.seed,
-                "stack": self.stack, "cc": self.cc, "host_config": self.host_config,
-                "metrics": {**self.details, **self.metrics, "t0_ms": self.t0_ms},
-                "flows": [f.stored() for f in self.flows]}
+    def all_metrics(self) -> dict[str, Any]:
+        """The metrics and details as the store keeps them (one JSON object)."""
+        return {**self.details, **self.metrics, "t0_ms": self.t0_ms}
+
+    def stored(self, scenario: Scenario, options: OptionsT) -> StoredRun[OptionsT]:
+        """The repetition as the figures read a run (as the store gives one back, with the
+        request's wall time the store does not keep)."""
+        choices = RunChoices.of(options)
+        flows = tuple(f.typed() for f in self.flows)
+        return StoredRun(experiment=self.experiment, scenario=scenario, options=options, ok=self.ok,
+                         rep=self.rep, seed=self.seed, error=self.error, stack=self.stack, cc=self.cc,
+                         host_config=self.host_config, metrics=self.all_metrics(), flows=flows,
+                         backend=choices.backend, stand_in=choices.stand_ins)
 
 
 class MetricSummary(BaseModel):
@@ -415,12 +430,12 @@ class Experiment(ABC, Generic[OptionsT]):
         metrics = {}
         for m in self.metrics:
             ms = mean_std([r.metrics.get(m.name) for r in ok])
-            metrics[m.name] = MetricSummary(mean=ms["mean"], std=ms["std"], runs=[r.metrics.get(m.name) for r in runs])
+            metrics[m.name] = MetricSummary(mean=ms.mean, std=ms.std, runs=[r.metrics.get(m.name) for r in runs])
         flows = {}
         for f in runs[0].flows if runs else []:
             vals = [_flow_value(r, f.name) for r in runs]
             ms = mean_std([_flow_value(r, f.name) for r in ok])
-            flows[f.name] = FlowSummary(mean_mbps=ms["mean"], std_mbps=ms["std"], stack=f.stack, runs=vals)
+            flows[f.name] = FlowSummary(mean_mbps=ms.mean, std_mbps=ms.std, stack=f.stack, runs=vals)
         first = runs[0] if runs else None
         return Summary(experiment=self.name, metrics=metrics, flows=flows, stack=first.stack if first else None,
                        cc=first.cc if first else None, host_config=first.host_config if first else None,
@@ -448,56 +463,55 @@ class Experiment(ABC, Generic[OptionsT]):
         ms = summary.metrics[m.name]
         return f"{m.name}: {_fmt(ms.mean, m.digits)}" if ms.mean is not None else f"{m.name}: no successful run"
 
-    # -- figures and tables, from records (a RepResult.record() or a store row) ------------
+    # -- figures and tables, from runs (RepResult.stored, or the store's) --------------------
 
-    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
+    def run_figure(self, run_dir: Path, run: StoredRun[OptionsT], path: Path, title: str) -> Path:
         """The time-series figure of one run (default: per-leg link utilization over the
         whole transfer with the events that explain its shape and its first seconds,
         docs/run-figure.md; over EN-DC or a flow-controlled split, the DC bearer's legs,
         queues and reports over the whole run)."""
-        t0 = (record.get("metrics") or {}).get("t0_ms") or 0.0
-        if figures.shows_split(scenario):
-            return figures.split_usage(run_dir, t0, figures.capacities_of(scenario), path, title)
-        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title=title,
-                                  facts=RunFacts.of(record, scenario))
+        capacities = figures.capacities_of(run.scenario)
+        if figures.shows_split(run.scenario):
+            return figures.split_usage(run_dir, run.t0_ms, capacities, path, title)
+        return figures.link_usage(run_dir, run.t0_ms, capacities, path, title=title, facts=RunFacts.of(run))
 
-    def run_diagnosis(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any]) -> Diagnosis | None:
+    def run_diagnosis(self, run_dir: Path, run: StoredRun[OptionsT]) -> Diagnosis | None:
         """Why one run's transfer stalled, when that cost it more than 5 % (``diagnosis.py``);
         None for an experiment whose figure is not the leg-usage one (``diagnoses``) and for
         a split drawn as a split bearer's."""
-        if not self.diagnoses or figures.shows_split(scenario):
+        if not self.diagnoses or figures.shows_split(run.scenario):
             return None
-        return figures.run_diagnosis(run_dir, RunFacts.of(record, scenario), figures.capacities_of(scenario))
+        return figures.run_diagnosis(run_dir, RunFacts.of(run), figures.capacities_of(run.scenario))
 
     def run_title(self, scenario: Scenario, options: OptionsT, result: RepResult) -> str:
         stack = stack_label(result.stack, RunChoices.of(options).stand_ins)
         return f"{self.name}: {stack} {result.cc}, {scenario.split_text()}"
 
-    def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
+    def sweep_figure(self, rows: Sequence[StoredRun[OptionsT]], path: Path, title: str, xlabel: str) -> Path:
         """Per sweep (default): the primary metric against the swept value, one line per series."""
         m = self.metrics[0]
         return figures.metric_vs_param(rows, m.name, m.axis, path, title, xlabel)
 
-    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+    def sweep_figures(self, rows: Sequence[StoredRun[OptionsT]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         """Every figure of a sweep with its caption, files named ``out_dir/stem*.png``
         (default: ``sweep_figure`` alone). Each row is a stored run with ``run_path``: its
-        raw data's directory on this machine, None where it is not here."""
+        raw data's directory on this machine (``run_path``), None where it is not here."""
         m = self.metrics[0]
         path = self.sweep_figure(rows, out_dir / f"{stem}.png", title, xlabel)
         return [(path, f"{title} ({m.label}: mean, std over repetitions)")]
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[StoredRun[OptionsT]]) -> list[tuple[str, Table]]:
         """Every table of a sweep with its caption (default: ``sweep_table`` alone)."""
         return [("", self.sweep_table(rows))]
 
-    def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
+    def sweep_table(self, rows: Sequence[StoredRun[OptionsT]]) -> Table:
         m = self.metrics[0]
         out, failed = [], []
         for d in figures.metric_table(rows, m.name):
-            out.append([d["value"] or "-", d["series"], _fmt(d["mean"], m.digits), _fmt(d["std"], m.digits), str(d["n"]),
-                        str(d["failed"])])
-            failed.append(d["n"] == 0)
+            out.append([d.at.value or "-", d.at.series, _fmt(d.mean, m.digits), _fmt(d.std, m.digits), str(d.n),
+                        str(d.failed)])
+            failed.append(d.n == 0)
         return Table(["value", "series", m.column(), "std", "n", "failed"], out, failed)
 
 

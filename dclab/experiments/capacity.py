@@ -133,7 +133,7 @@ class Capacity(Experiment[CapacityOptions]):
         records, t0_ms = w.records, w.t0_ms
         mean = w.means.get(BEARER)
         transfer = w.transfers.get(BEARER)
-        caps = capacities_of(scenario.model_dump(mode="json"))
+        caps = capacities_of(scenario)
         known = [c for c in caps if c is not None]
         capacity = sum(known) if known and len(known) == len(caps) else None
         legs = w.legs

@@ -17,6 +17,7 @@ byte (the download time).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ from pydantic import Field, field_validator
 
 from ..analysis import completion, timings
 from ..analysis.metrics import distribution
+from ..analysis.stored_run import StoredRun
 from ..endpoints import get_stack
 from ..endpoints.base import StackError, TransferResult, Workload
 from ..files import clip
@@ -209,26 +211,29 @@ class Download(Experiment[DownloadOptions]):
         return (f"download {result.stack} {result.cc}, resume {options.resume}, {where}, delay {scenario.delay[0]:g} ms, "
                 f"loss {scenario.loss[0]:g} %, rep {result.rep}")
 
-    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
-        ds = list((record.get("metrics") or {}).get("downloads") or [])
+    def run_figure(self, run_dir: Path, run: Run, path: Path, title: str) -> Path:
+        ds = list(run.metrics.get("downloads") or [])
         return timings.download_times(ds, sorted({d["mode"] for d in ds}, key=_resume_key), path, title)
 
-    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+    def sweep_figures(self, rows: Sequence[Run], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         path = self.sweep_figure(rows, out_dir / f"{stem}.png", title, xlabel)
         return [(path, f"{title}: download time against size (median, whisker to p95) and its phases "
                        "(medians of handshake, first byte - handshake, transfer), per series")]
 
-    def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
+    def sweep_figure(self, rows: Sequence[Run], path: Path, title: str, xlabel: str) -> Path:
         ds, series = labelled_downloads(rows)
         return timings.download_times(ds, series, path, title)
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[Run]) -> list[tuple[str, Table]]:
         return [("", self.sweep_table(rows))]
 
-    def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
+    def sweep_table(self, rows: Sequence[Run]) -> Table:
         ds, series = labelled_downloads(rows)
         return timing_table(timings.timing_table(ds, series), series=True)
+
+
+Run = StoredRun[DownloadOptions]
 
 
 def _resume_key(mode: str) -> tuple[int, str]:
@@ -246,31 +251,28 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.0f} %"
 
 
-def series_label(row: dict[str, Any], multi_config: bool) -> str:
-    """A store row's series: its resume mode, with stack and cc when the rows have several,
+def series_label(row: Run, multi_config: bool) -> str:
+    """A stored run's series: its resume mode, with stack and cc when the rows have several,
     and the swept value when it is a sweep."""
-    o = row.get("options") or {}
-    label = f"resume {o.get('resume', '?')}"
+    label = f"resume {row.options.resume}"
     if multi_config:
-        label = f"{row.get('stack')} {row.get('cc')}, {label}"
-    if row.get("sweep") not in (None, "", "none"):
-        label += f", {row.get('sweep')}={row.get('value')}"
+        label = f"{row.stack} {row.cc}, {label}"
+    if row.sweep not in ("", "none"):
+        label += f", {row.sweep}={row.value}"
     return label
 
 
-def labelled_downloads(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+def labelled_downloads(rows: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str]]:
     """Every download of the rows, its ``mode`` the row's series label; and the labels
     ordered by stack, resume mode, then swept value."""
-    multi = len({(r.get("stack"), r.get("cc")) for r in rows}) > 1
-    keys: dict[str, tuple[Any, ...]] = {}
+    multi = len({(r.stack, r.cc) for r in rows}) > 1
+    keys: dict[str, tuple[str, str, tuple[int, str], float, str]] = {}
     out = []
     for r in rows:
         label = series_label(r, multi)
-        resume = (r.get("options") or {}).get("resume", "")
-        num = r.get("value_num")
-        keys.setdefault(label, (str(r.get("stack")), str(r.get("cc")), _resume_key(resume),
-                                num if num is not None else 0.0, str(r.get("value") or "")))
-        out += [{**d, "mode": label} for d in (r.get("metrics") or {}).get("downloads") or []]
+        num = r.value_num
+        keys.setdefault(label, (r.stack, r.cc, _resume_key(r.options.resume), num if num is not None else 0.0, r.value))
+        out += [{**d, "mode": label} for d in r.metrics.get("downloads") or []]
     return out, sorted(keys, key=lambda k: keys[k])
 
 

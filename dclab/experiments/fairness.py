@@ -8,6 +8,7 @@ flow counts twice."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import Field, model_validator
 from ..analysis import figures
 from ..analysis.metrics import jain
 from ..analysis.stand_in import stack_label
+from ..analysis.stored_run import StoredRun
 from ..endpoints import get_stack
 from ..endpoints.base import Workload
 from ..flowplan import Bearer, Flow, FlowPlan, PlanError, parse_assignments
@@ -136,28 +138,28 @@ class Fairness(Experiment[FairnessOptions]):
         return (f"fairness: {stack}, {scenario.split_text()}"
                 + (", duplication" if scenario.duplicate else ""))
 
-    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
-        m = record.get("metrics") or {}
-        return figures.flows_over_time(run_dir, m.get("t0_ms") or 0.0, path, window_s=m.get("window_s"), title=title,
+    def run_figure(self, run_dir: Path, run: Run, path: Path, title: str) -> Path:
+        return figures.flows_over_time(run_dir, run.t0_ms, path, window_s=run.metric("window_s"), title=title,
                                        labels=LABELS)
 
-    def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
+    def sweep_figure(self, rows: Sequence[Run], path: Path, title: str, xlabel: str) -> Path:
         return figures.flow_bars(rows, FLOW_NAMES, path, title, xlabel, labels=LABELS, annotate="jfi",
                                  more={"jfi_links": "JFI at links"})
 
-    def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
+    def sweep_table(self, rows: Sequence[Run]) -> Table:
         cols = ["value", "series"] + [c for i, f in enumerate(FLOW_NAMES)
                                       for c in (f"{f.upper()} mean" + (" (Mbit/s)" if i == 0 else ""), f"{f.upper()} std")]
         cols += ["JFI", "JFI at links", "n", "failed"]
         out, failed = [], []
         for d in figures.flow_table(rows, FLOW_NAMES, annotate="jfi", more=["jfi_links"]):
-            cells = [d["value"] or "-", d["series"]]
+            cells = [d.at.value or "-", d.at.series]
             for f in FLOW_NAMES:
-                cells += [_fmt(d[f]["mean"]), _fmt(d[f]["std"])]
-            cells += [_fmt(d["jfi"], 3), _fmt(d["jfi_links"], 3), str(d["n"]), str(d["failed"])]
+                cells += [_fmt(d.flows[f].mean), _fmt(d.flows[f].std)]
+            cells += [_fmt(d.annotation, 3), _fmt(d.more["jfi_links"], 3), str(d.n), str(d.failed)]
             out.append(cells)
-            failed.append(d["n"] == 0)
+            failed.append(d.n == 0)
         return Table(cols, out, failed)
 
 
+Run = StoredRun[FairnessOptions]
 EXPERIMENT = Fairness()

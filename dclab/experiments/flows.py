@@ -18,6 +18,7 @@ group of bars per mix (``by_mix``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from ..analysis import figures
 from ..analysis.metrics import jain, mean_std
+from ..analysis.stored_run import StoredRun
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import StackError, Workload
 from ..files import clip
@@ -156,7 +158,7 @@ def flow_metrics(means: dict[str, float | None], stacks: dict[str, str]) -> tupl
     def group(names: list[str]) -> dict[str, Any]:
         vals = [v for v in (means.get(n) for n in names) if v is not None]
         ms = mean_std(vals)
-        return {"flows": len(names), "mean_mbps": ms["mean"], "std_mbps": ms["std"], "jfi": jain(vals)}
+        return {"flows": len(names), "mean_mbps": ms.mean, "std_mbps": ms.std, "jfi": jain(vals)}
 
     by_transport: dict[str, list[str]] = {}
     by_stack: dict[str, list[str]] = {}
@@ -177,41 +179,45 @@ def flow_metrics(means: dict[str, float | None], stacks: dict[str, str]) -> tupl
     return metrics, groups
 
 
+Run = StoredRun[FlowsOptions]
+
+
 def _n_flows(n: int) -> str:
     return f"{n} flow" if n == 1 else f"{n} flows"
 
 
-def _flow_names_of(rows: list[dict[str, Any]]) -> list[str]:
+def _flow_names_of(rows: Sequence[Run]) -> list[str]:
     """Every flow of the rows, in their order of first appearance."""
-    return list(dict.fromkeys(f["name"] for r in rows for f in (r.get("flows") or []) if f.get("name")))
+    return list(dict.fromkeys(f.name for r in rows for f in r.flows if f.name))
 
 
-def per_stack_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def per_stack_rows(rows: Sequence[Run]) -> list[Run]:
     """One row per flow of each run, carrying the flow's stack and cc and its mean
     throughput as the metric ``flow_mbps``: figures then draw a series per stack and cc
     (flows of one stack in one run are averaged with its repetitions)."""
     out = []
     for r in rows:
-        for f in r.get("flows") or []:
-            mbps = f.get("mean_mbps")
-            out.append({**r, "run_key": f"{r['run_key']}/{f.get('name')}", "stack": f.get("stack"), "cc": f.get("cc"),
-                        "metrics": {"flow_mbps": mbps}, "ok": bool(r.get("ok")) and mbps is not None})
+        for f in r.flows:
+            out.append(r.model_copy(update={"run_key": f"{r.run_key}/{f.name}", "stack": f.stack, "cc": f.cc,
+                                            "metrics": {"flow_mbps": f.mean_mbps},
+                                            "ok": r.ok and f.mean_mbps is not None}))
     return out
 
 
-def by_mix(rows: list[dict[str, Any]], xlabel: str) -> tuple[list[dict[str, Any]], str]:
+def by_mix(rows: Sequence[Run], xlabel: str) -> tuple[Sequence[Run], str]:
     """Rows of several mixes (a campaign's groups, e.g. the LTE study's four) relabelled so
     that each mix is one group of bars: its value becomes the mix (after the swept value
     when there are several) and every row one series; rows of one mix as they are."""
-    mixes = {(r.get("options") or {}).get("mix") for r in rows}
+    mixes = {r.options.mix for r in rows}
     if len(mixes) <= 1:
         return rows, xlabel
-    several = len({(r.get("value_num"), r.get("value")) for r in rows}) > 1
+    several = len({(r.value_num, r.value) for r in rows}) > 1
     out = []
     for r in rows:
-        mix = (r.get("options") or {}).get("mix") or "?"
-        value = f"{r.get('value')} {mix}" if several else mix
-        out.append({**r, "value": value, "value_num": None, "stack": "mixes", "cc": "", "host_config": "mixes"})
+        mix = r.options.mix or "?"
+        value = f"{r.value} {mix}" if several else mix
+        out.append(r.model_copy(update={"value": value, "value_num": None, "stack": "mixes", "cc": "",
+                                        "host_config": "mixes"}))
     return out, (f"{xlabel}, mix" if several else "mix")
 
 
@@ -291,9 +297,9 @@ class Flows(Experiment[FlowsOptions]):
             for k in keys:
                 per = [(r.details.get("groups") or {}).get(kind, {}).get(k) or {} for r in ok]
                 ms = mean_std([g.get("mean_mbps") for g in per])
-                out[k] = {"flows": next((g["flows"] for g in per if "flows" in g), 0), "mean_mbps": ms["mean"],
-                          "mean_mbps_std": ms["std"], "std_mbps": mean_std([g.get("std_mbps") for g in per])["mean"],
-                          "jfi": mean_std([g.get("jfi") for g in per])["mean"]}
+                out[k] = {"flows": next((g["flows"] for g in per if "flows" in g), 0), "mean_mbps": ms.mean,
+                          "mean_mbps_std": ms.std, "std_mbps": mean_std([g.get("std_mbps") for g in per]).mean,
+                          "jfi": mean_std([g.get("jfi") for g in per]).mean}
             groups[kind] = out
         s.extra = {"flows": flows, "groups": groups}
         return s
@@ -354,13 +360,12 @@ class Flows(Experiment[FlowsOptions]):
         link = scenario.link or f"leg 1 {scenario.bw[0]:g} Mbit/s"
         return f"flows: {options.mix}, {link}, {scenario.delay[0]:g} ms"
 
-    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
-        m = record.get("metrics") or {}
-        order = {f["name"]: f["name"] for f in record.get("flows") or []}  # the legend in the plan's order
-        return figures.flows_over_time(run_dir, m.get("t0_ms") or 0.0, path, window_s=m.get("window_s"), title=title,
-                                       warmup_s=m.get("warmup_s"), labels=order)
+    def run_figure(self, run_dir: Path, run: Run, path: Path, title: str) -> Path:
+        order = {f.name: f.name for f in run.flows}  # the legend in the plan's order
+        return figures.flows_over_time(run_dir, run.t0_ms, path, window_s=run.metric("window_s"), title=title,
+                                       warmup_s=run.metric("warmup_s"), labels=order)
 
-    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+    def sweep_figures(self, rows: Sequence[Run], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         """Bars per flow with JFI and the QUIC/TCP ratio above each group; the ratio
         against the swept value (or the mix, when groups of a campaign ran several)."""
@@ -374,14 +379,14 @@ class Flows(Experiment[FlowsOptions]):
         out = [(bars, f"{title} (each flow's mean throughput over [warm-up, duration], std over repetitions; "
                       "JFI over all flows and the QUIC/TCP ratio above each group)"),
                (ratio, f"{title} (QUIC/TCP ratio: mean, std over repetitions)")]
-        if len({r.get("value_num") for r in original if r.get("value_num") is not None}) > 1:
+        if len({r.value_num for r in original if r.value_num is not None}) > 1:
             lines = figures.metric_vs_param(per_stack_rows(original), "flow_mbps", "mean flow throughput (Mbit/s)",
                                             out_dir / f"{stem}-per-stack.png", title, original_xlabel)
             out.append((lines, f"{title} (per stack and congestion control: mean flow throughput against "
                                f"{original_xlabel}, std over repetitions and flows; a series per mix when several)"))
         return out
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[Run]) -> list[tuple[str, Table]]:
         rows, _ = by_mix(rows, "")
         names = _flow_names_of(rows)
         cols = ["value", "series"] + [c for i, f in enumerate(names)
@@ -389,19 +394,20 @@ class Flows(Experiment[FlowsOptions]):
         cols += ["JFI", "n", "failed"]
         out, failed = [], []
         for d in figures.flow_table(rows, names, annotate="jfi"):
-            cells = [d["value"] or "-", d["series"]]
+            cells = [d.at.value or "-", d.at.series]
             for f in names:
-                cells += [_fmt(d[f]["mean"]), _fmt(d[f]["std"])]
-            cells += [_fmt(d["jfi"], 3), str(d["n"]), str(d["failed"])]
+                cells += [_fmt(d.flows[f].mean), _fmt(d.flows[f].std)]
+            cells += [_fmt(d.annotation, 3), str(d.n), str(d.failed)]
             out.append(cells)
-            failed.append(d["n"] == 0)
+            failed.append(d.n == 0)
         per_flow = Table(cols, out, failed)
         keys = ("quic_mean_mbps", "tcp_mean_mbps", "quic_tcp_ratio", "jfi_quic", "jfi_tcp", "jfi")
         summary = []
         for d in figures.flow_table(rows, [], more=keys):
-            summary.append([d["value"] or "-", d["series"], _fmt(d["quic_mean_mbps"]), _fmt(d["tcp_mean_mbps"]),
-                            _fmt(d["quic_tcp_ratio"], 3), _fmt(d["jfi_quic"], 3), _fmt(d["jfi_tcp"], 3),
-                            _fmt(d["jfi"], 3), str(d["n"]), str(d["failed"])])
+            m = d.more
+            summary.append([d.at.value or "-", d.at.series, _fmt(m["quic_mean_mbps"]), _fmt(m["tcp_mean_mbps"]),
+                            _fmt(m["quic_tcp_ratio"], 3), _fmt(m["jfi_quic"], 3), _fmt(m["jfi_tcp"], 3),
+                            _fmt(m["jfi"], 3), str(d.n), str(d.failed)])
         per_transport = Table(["value", "series", "mean QUIC flow (Mbit/s)", "mean TCP flow (Mbit/s)", "QUIC/TCP",
                                "JFI QUIC", "JFI TCP", "JFI", "n", "failed"], summary, [row[-2] == "0" for row in summary])
         return [("each flow's mean throughput (Mbit/s) over the window", per_flow),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from pydantic import Field, StrictBool, field_validator
 
 from ..analysis import completion, cwnd, nfes
 from ..analysis.figures import empty_figure
+from ..analysis.stored_run import StoredRun
 from ..endpoints.aioquic.hystart import EXITS, SlowStartExit
 from ..endpoints.base import Workload
 from ..errors import OptionError
@@ -224,14 +226,14 @@ class Mquic(Experiment[MquicOptions]):
     def run_title(self, scenario: Scenario, options: MquicOptions, result: RepResult) -> str:
         return f"mquic {result.cc}, rep {result.rep}: cwnd per connection"
 
-    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
+    def run_figure(self, run_dir: Path, run: Run, path: Path, title: str) -> Path:
         log = run_dir / LOG
         if not log.is_file():
             return empty_figure(path, title, "no mQUIC log in this run's directory")
         lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         return cwnd.cwnd_over_time(lines, path, title)
 
-    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+    def sweep_figures(self, rows: Sequence[Run], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         out: list[tuple[Path, str]] = []
         by_series = _by_series(rows)
@@ -252,11 +254,11 @@ class Mquic(Experiment[MquicOptions]):
                         f"mquic's improvement against {xlabel}"))
         return out
 
-    def sweep_figure(self, rows: list[dict[str, Any]], path: Path, title: str, xlabel: str) -> Path:
+    def sweep_figure(self, rows: Sequence[Run], path: Path, title: str, xlabel: str) -> Path:
         ds = [d for r in rows for d in _downloads(r)]
         return completion.completion_cdfs(ds, _modes_of(ds), "1c", path, title)
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[Run]) -> list[tuple[str, Table]]:
         out = []
         for series, rs in _by_series(rows).items():
             ds = [d for r in rs for d in _downloads(r)]
@@ -264,17 +266,20 @@ class Mquic(Experiment[MquicOptions]):
             out.append((f"{series}: the NFEs behind it (medians per download)", evidence_table(ds, _modes_of(ds))))
         return paper_tables(rows) + out
 
-    def sweep_table(self, rows: list[dict[str, Any]]) -> Table:
+    def sweep_table(self, rows: Sequence[Run]) -> Table:
         ds = [d for r in rows for d in _downloads(r)]
         return improvement_table(completion.completion_table(ds, _modes_of(ds), BASELINES))
+
+
+Run = StoredRun[MquicOptions]
 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in ".-" else "-" for c in text).strip("-").lower() or "none"
 
 
-def _downloads(row: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((row.get("metrics") or {}).get("downloads") or [])
+def _downloads(row: Run) -> list[dict[str, Any]]:
+    return list(row.metrics.get("downloads") or [])
 
 
 def _modes_of(downloads: list[dict[str, Any]]) -> list[str]:
@@ -287,33 +292,29 @@ def _modes_of(downloads: list[dict[str, Any]]) -> list[str]:
 VARIANT_OPTIONS = ("params", "ss_exit", "merge_rtt", "iw", "scale", "conns", "radio")
 
 
-def _series_label(row: dict[str, Any]) -> str:
+def _series_label(row: Run) -> str:
     where, variant = _setting(row)
-    return f"{where}, {_cc(row)}{variant}"
+    return f"{where}, {row.options.cc}{variant}"
 
 
-def _cc(row: dict[str, Any]) -> str:
-    return str((row.get("options") or {}).get("cc", row.get("cc")))
-
-
-def _setting(row: dict[str, Any]) -> tuple[str, str]:
+def _setting(row: Run) -> tuple[str, str]:
     """The run's location (preset, DC) and the rest of its series label but the controller."""
-    o = row.get("options") or {}
-    where = o.get("preset", "?") + (" DC" if o.get("dc") else "")
-    sweep = row.get("sweep")
-    value = f", {sweep}={row.get('value')}" if sweep not in (None, "", "none") else ""
+    where = row.options.preset + (" DC" if row.options.dc else "")
+    sweep = row.sweep
+    value = f", {sweep}={row.value}" if sweep not in ("", "none") else ""
+    o = row.options_json()  # each variant option as the store keeps it, against its default
     variant = "".join(f", {k}={_short(o[k])}" for k in VARIANT_OPTIONS
                       if k in o and k != sweep and o[k] != MquicOptions.model_fields[k].default)  # fmt: skip
     return where, variant + value
 
 
-def paper_tables(rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+def paper_tables(rows: Sequence[Run]) -> list[tuple[str, Table]]:
     """The shape of the paper's Tables 6-9: per location and setting measured with more
     than one controller, a row per size (the paper's, before scaling) and per controller
     mquic's improvement over 1c and over 3c (median and p95, %)."""
     by_setting: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     for r in rows:
-        by_setting.setdefault(_setting(r), {}).setdefault(_cc(r), []).extend(_downloads(r))
+        by_setting.setdefault(_setting(r), {}).setdefault(r.options.cc, []).extend(_downloads(r))
     order = {"reno": 0, "cubic": 1, "bbr": 2}
     out = []
     for (where, variant), by_cc in by_setting.items():
@@ -340,18 +341,18 @@ def _short(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def _by_series(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+def _by_series(rows: Sequence[Run]) -> dict[str, list[Run]]:
+    out: dict[str, list[Run]] = {}
     for r in rows:
         out.setdefault(_series_label(r), []).append(r)
     return out
 
 
-def _points(rows: list[dict[str, Any]]) -> list[tuple[float, list[dict[str, Any]]]]:
+def _points(rows: Sequence[Run]) -> list[tuple[float, list[dict[str, Any]]]]:
     by: dict[float, list[dict[str, Any]]] = {}
     for r in rows:
-        if r.get("value_num") is not None and r.get("sweep") not in (None, "", "none"):
-            by.setdefault(float(r["value_num"]), []).extend(_downloads(r))
+        if r.value_num is not None and r.sweep not in ("", "none"):
+            by.setdefault(r.value_num, []).extend(_downloads(r))
     return sorted(by.items())
 
 
@@ -372,11 +373,11 @@ def improvement_table(rows: list[dict[str, Any]]) -> Table:
     return Table(cols, out, failed)
 
 
-def median_windows(rows: list[dict[str, Any]], modes: list[str], path: Path, title: str) -> Path:
+def median_windows(rows: Sequence[Run], modes: list[str], path: Path, title: str) -> Path:
     """Per mode, the summed cwnd over time of its median download (the lower median of
     the completion times) at the largest size, from the server log in its run's
     directory (``run_path``)."""
-    located = [(d, r.get("run_path")) for r in rows for d in _downloads(r)]
+    located = [(d, r.run_path) for r in rows for d in _downloads(r)]
     ok = [(d, p) for d, p in located if d.get("ok") and d.get("completion_s") is not None]
     if not ok:
         return empty_figure(path, title, "no successful download")

@@ -239,7 +239,7 @@ def run_rep(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, re
         title = exp.run_title(s, options, result)
         if setup.choices.backend == "sim":  # a model's result is labelled wherever it appears
             title += " (simulated)"
-        exp.run_figure(rep_dir, result.record(), s.model_dump(mode="json"), rep_dir / exp.run_figure_name, title)
+        exp.run_figure(rep_dir, result.stored(s, options), rep_dir / exp.run_figure_name, title)
     write_json(rep_dir / "result.json", result.model_dump(mode="json"))
     return result
 

@@ -13,12 +13,14 @@ The run is split-layer's ``alone`` setting without short downloads.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from ..analysis.metrics import mean_std
 from ..analysis.simult_flows import CASES, SIZE, CaseName, judge
+from ..analysis.stored_run import StoredRun
 from ..flowplan import FlowPlan
 from ..scenario import OPTIONS, Scenario, ScenarioError, build
 from ..testbed import Bed
@@ -96,21 +98,20 @@ class SimultFlows(SplitLayer):
         runs = [v for v in p.runs if v is not None]
         return f"{agg}, {case}: passed {int(sum(runs))} of {summary.reps} (the selftest's rule)"
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[StoredRun[SplitLayerOptions]]) -> list[tuple[str, Table]]:
         """Per case and aggregation: runs passed of runs, and the completion time against the limit."""
-        by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        by: dict[tuple[str, str], list[StoredRun[SplitLayerOptions]]] = {}
         for r in _view(rows, by_condition=False):  # split-layer's series: "AGG (STACK CC)"
-            by.setdefault((str((r.get("options") or {}).get("case")), r["series"]), []).append(r)
+            by.setdefault((_case(r.options), r.series or ""), []).append(r)
         body, failed = [], []
         order = list(CASES)
         for (case, series), rs in sorted(by.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order else 99,
                                                                       kv[0][1])):
-            times = mean_std((r.get("metrics") or {}).get("completion_s") for r in rs)
-            passed = sum(1 for r in rs if (r.get("metrics") or {}).get("passed"))
-            size = int((rs[0].get("options") or {}).get("size") or SIZE)
-            allowed = judge(CASES[case], None, size).max_time_s if case in CASES else None
-            body.append([case, series, f"{passed} of {len(rs)}", f"{_fmt(times['mean'], 3)} ± {_fmt(times['std'], 3)}", _fmt(allowed, 3)])
-            failed.append(not times["n"])
+            times = mean_std(r.metric("completion_s") for r in rs)
+            passed = sum(1 for r in rs if r.metrics.get("passed"))
+            allowed = judge(CASES[case], None, rs[0].options.size).max_time_s if case in CASES else None
+            body.append([case, series, f"{passed} of {len(rs)}", f"{_fmt(times.mean, 3)} ± {_fmt(times.std, 3)}", _fmt(allowed, 3)])
+            failed.append(not times.n)
         return [("the selftest's rule per case (pass: done within the limit)",
                  Table(["case", "series", "passed", "completion (s)", "limit (s)"], body, failed))]
 

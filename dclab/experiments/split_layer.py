@@ -33,17 +33,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from ..analysis import completion, figures
 from ..analysis.metrics import jain, leg_window_means, pdcp_summary
 from ..analysis.run_events import RunFacts
+from ..analysis.stored_run import StoredRun, number
 from ..dcemu.records import Stats
 from ..endpoints.base import TransferResult, Workload
 from ..endpoints.mptcp.adapter import schedulers as mptcp_schedulers
 from ..files import clip
 from ..flowplan import Bearer, Flow, FlowPlan, PlanError
-from ..scenario import Scenario, build
+from ..scenario import STORED, Scenario, build
 from ..testbed import Bed, stats_ms
 from .base import Experiment, FlowResult, Metric, RepResult, Size, StackName, StackOptions, Summary, Table, _fmt, in_range
 from .window import run_window
@@ -106,8 +107,10 @@ class SplitLayerOptions(StackOptions):
         "net.mptcp.available_schedulers; with mptcp only."))
 
     @model_validator(mode="after")
-    def _stack_of_the_aggregation(self) -> "SplitLayerOptions":
-        if self.mptcp_scheduler != "default" or "mptcp_scheduler" in self.model_fields_set:
+    def _stack_of_the_aggregation(self, info: ValidationInfo) -> "SplitLayerOptions":
+        # A run read back from a store ran where the scheduler was offered; this machine may have none.
+        stored = bool((info.context or {}).get(STORED))
+        if not stored and (self.mptcp_scheduler != "default" or "mptcp_scheduler" in self.model_fields_set):
             offered = mptcp_schedulers()
             if self.mptcp_scheduler not in offered:
                 raise ValueError(f"mptcp_scheduler: this kernel offers {', '.join(offered) or 'none (no MPTCP)'} "
@@ -374,20 +377,18 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         outage = f", leg {scenario.outage.leg} down {scenario.outage.duration_s:g} s" if scenario.outage else ""
         return f"split-layer {options.aggregation} ({stack} {result.cc}), {options.setting}{outage}"
 
-    def run_figure(self, run_dir: Path, record: dict[str, Any], scenario: dict[str, Any], path: Path, title: str) -> Path:
+    def run_figure(self, run_dir: Path, run: Run, path: Path, title: str) -> Path:
         """Each leg's throughput over the whole transfer (or window), the outage shaded."""
-        m = record.get("metrics") or {}
-        t0 = m.get("t0_ms") or 0.0
-        window = float(m.get("window_s") or (m.get("completion_s") or 3.0) + 0.5)
+        window = run.metric("window_s") or (run.metric("completion_s") or 3.0) + 0.5
         spans: tuple[figures.Span, ...] = ()
-        outage = scenario.get("outage")
-        if isinstance(outage, dict):
-            start = float(outage["at_s"]) - t0 / 1e3
-            spans = ((start, start + float(outage["duration_s"]), f"leg {outage['leg']} down"),)
-        return figures.link_usage(run_dir, t0, figures.capacities_of(scenario), path, title, window, spans,
-                                  RunFacts.of(record, scenario))
+        outage = run.scenario.outage
+        if outage is not None:
+            start = outage.at_s - run.t0_ms / 1e3
+            spans = ((start, start + outage.duration_s, f"leg {outage.leg} down"),)
+        return figures.link_usage(run_dir, run.t0_ms, figures.capacities_of(run.scenario), path, title, window, spans,
+                                  RunFacts.of(run))
 
-    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+    def sweep_figures(self, rows: Sequence[Run], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         """Runs alone: goodput, the median short completion and the reordering against the
         swept value (a run without a sweep: against its condition, e.g. an outage or the
@@ -395,14 +396,14 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         each flow's throughput as bars with Jain's index overall and per leg, and the JFI
         against the swept value. Runs through an outage: each leg's throughput over time."""
         out: list[tuple[Path, str]] = []
-        none = all(r.get("sweep") == "none" for r in rows)
+        none = all(r.sweep == "none" for r in rows)
         alone = _view([r for r in rows if not _fair(r)], none)
         fair = _view([r for r in rows if _fair(r)], none)
         xl = "condition" if none else xlabel
         if alone:
             for name, label in (("goodput_mbps", "goodput (Mbit/s)"), ("short_completion_s", "median short completion (s)"),
                                 ("reordered", "reordered at the receiver (packets)")):
-                if any(figures.metric_of(r, name) is not None for r in alone):
+                if any(r.metric(name) is not None for r in alone):
                     path = figures.metric_vs_param(alone, name, label, out_dir / f"{stem}-{name}.png", title, xl)
                     out.append((path, f"{title}, alone ({label}: mean, std over repetitions; one series per aggregation)"))
             downloads = completion_downloads(alone)
@@ -423,17 +424,17 @@ class SplitLayer(Experiment[SplitLayerOptions]):
                 path = figures.metric_vs_param(fair, "jfi", "Jain's index", out_dir / f"{stem}-jfi.png", title, xlabel)
                 out.append((path, f"{title}, against TCP on each leg (Jain's index: mean, std over repetitions)"))
         for r in rows:  # one outage run per aggregation: the time series explains the goodput
-            if (r.get("scenario") or {}).get("outage") and r.get("ok") and r.get("rep") == 1 and r.get("run_path"):
-                agg = (r.get("options") or {}).get("aggregation")
+            if r.scenario.outage is not None and r.ok and r.rep == 1 and r.run_path is not None:
+                agg = r.options.aggregation
                 path = out_dir / f"{stem}-outage-{agg}.png"
-                cap = f"{title}: {agg} ({r.get('stack')}), each leg's throughput through the outage (shaded), rep 1"
-                out.append((self.run_figure(Path(r["run_path"]), r, r.get("scenario") or {}, path, cap), cap))
+                cap = f"{title}: {agg} ({r.stack}), each leg's throughput through the outage (shaded), rep 1"
+                out.append((self.run_figure(r.run_path, r, path, cap), cap))
         return out
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[Run]) -> list[tuple[str, Table]]:
         """Per value (or condition) and aggregation: every metric that has values (mean ±
         std), alone and against TCP apart."""
-        none = all(r.get("sweep") == "none" for r in rows)
+        none = all(r.sweep == "none" for r in rows)
         out = []
         for caption, part in (("alone", [r for r in rows if not _fair(r)]),
                               ("against a TCP flow on each leg", [r for r in rows if _fair(r)])):
@@ -441,68 +442,70 @@ class SplitLayer(Experiment[SplitLayerOptions]):
                 out.append((caption, self._table(_view(part, none))))
         return out
 
-    def _table(self, rows: list[dict[str, Any]]) -> Table:
-        names = [m for m in self.metrics if any(figures.metric_of(r, m.name) is not None for r in rows)]
-        tables = {m.name: {(d["value"], d["series"]): d for d in figures.metric_table(rows, m.name)} for m in names}
+    def _table(self, rows: Sequence[Run]) -> Table:
+        names = [m for m in self.metrics if any(r.metric(m.name) is not None for r in rows)]
+        tables = {m.name: {(d.at.value, d.at.series): d for d in figures.metric_table(rows, m.name)} for m in names}
         keys = list(dict.fromkeys(k for t in tables.values() for k in t))
         body, failed = [], []
         for key in keys:
             cells = [key[0] or "-", key[1]]
             for m in names:
                 d = tables[m.name].get(key)
-                cells.append("-" if d is None or d["mean"] is None else f"{_fmt(d['mean'], m.digits)} ± {_fmt(d['std'], m.digits)}")
-            n = max((tables[m.name][key]["n"] for m in names if key in tables[m.name]), default=0)
+                cells.append("-" if d is None or d.mean is None else f"{_fmt(d.mean, m.digits)} ± {_fmt(d.std, m.digits)}")
+            n = max((tables[m.name][key].n for m in names if key in tables[m.name]), default=0)
             body.append([*cells, str(n)])
             failed.append(n == 0)
         return Table(["value", "series", *(m.axis for m in names), "n"], body, failed)
 
 
-def _fair(r: dict[str, Any]) -> bool:
-    return (r.get("options") or {}).get("setting") == "fairness"
+Run = StoredRun[SplitLayerOptions]
 
 
-def condition(r: dict[str, Any]) -> str:
+def _fair(r: Run) -> bool:
+    return r.options.setting == "fairness"
+
+
+def condition(r: Run) -> str:
     """What a run without a sweep varied: an outage, traces, or nothing ("alone")."""
-    sc = r.get("scenario") or {}
-    if isinstance(sc.get("outage"), dict):
-        o = sc["outage"]
-        return f"leg {o.get('leg')} down {o.get('duration_s')} s"
-    traces = sc.get("traces") or ([sc["trace"]] if sc.get("trace") else [])
+    sc = r.scenario
+    if sc.outage is not None:
+        return f"leg {sc.outage.leg} down {sc.outage.duration_s} s"
+    traces = sc.traces or ([sc.trace] if sc.trace else [])
     if traces:
         return "traces " + " + ".join(Path(str(t)).parent.name for t in traces)
     return "fairness" if _fair(r) else "alone"
 
 
-def _view(rows: list[dict[str, Any]], by_condition: bool) -> list[dict[str, Any]]:
+def _view(rows: Sequence[Run], by_condition: bool) -> list[Run]:
     """Rows as the figures should tell them apart: a series per aggregation and stack (not
     by the setting or the scenario a group set), and for runs without a sweep, the
     condition as the value."""
     out = []
     for r in rows:
-        agg = (r.get("options") or {}).get("aggregation")
-        stack = next((f.get("stack") for f in r.get("flows") or [] if f.get("name") == "agg"), r.get("stack"))
-        v = {**r, "series": f"{agg} ({stack} {r.get('cc')})"}
+        agg = r.flow("agg")
+        stack = agg.stack if agg is not None else r.stack
+        update: dict[str, object] = {"series": f"{r.options.aggregation} ({stack} {r.cc})"}
         if by_condition:
-            v["value"], v["value_num"] = condition(r), None
-        out.append(v)
+            update.update(value=condition(r), value_num=None)
+        out.append(r.model_copy(update=update))
     return out
 
 
-def completion_downloads(rows: list[dict[str, Any]]) -> list[completion.Download]:
+def completion_downloads(rows: Sequence[Run]) -> list[completion.Download]:
     """Each run's long download and short downloads as ``completion`` downloads, the mode
     being the run's series (its aggregation)."""
     labels = figures.series_of(rows)
     out: list[completion.Download] = []
     for r in rows:
-        m = r.get("metrics") or {}
-        if not r.get("ok"):
+        if not r.ok:
             continue
-        mode = labels[r["run_key"]]
-        if isinstance(m.get("completion_s"), (int, float)) and m.get("size"):
-            out.append({"mode": mode, "size": int(m["size"]), "ok": True, "completion_s": float(m["completion_s"])})
-        for t in m.get("short_completion_all_s") or []:
-            if isinstance(t, (int, float)) and m.get("short"):
-                out.append({"mode": mode, "size": int(m["short"]), "ok": True, "completion_s": float(t)})
+        mode = labels[r.run_key]
+        size, short, done = r.metric("size"), r.metric("short"), r.metric("completion_s")
+        if done is not None and size:
+            out.append({"mode": mode, "size": int(size), "ok": True, "completion_s": done})
+        for t in r.metrics.get("short_completion_all_s") or []:
+            if number(t) is not None and short:
+                out.append({"mode": mode, "size": int(short), "ok": True, "completion_s": float(t)})
     return out
 
 

@@ -13,6 +13,7 @@ completion; a sweep over ``streams`` draws goodput and the median completion aga
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from pydantic import Field, model_validator
 from ..analysis import figures
 from ..analysis.metrics import pdcp_summary
 from ..analysis.stand_in import stack_label
+from ..analysis.stored_run import StoredRun
 from ..endpoints.base import TransferResult, Workload
 from ..flowplan import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
@@ -114,7 +116,7 @@ class Throughput(Experiment[ThroughputOptions]):
         result.t0_ms = stats_ms(bed, r.request_wall)
         return result
 
-    def sweep_figures(self, rows: list[dict[str, Any]], out_dir: Path, stem: str, title: str,
+    def sweep_figures(self, rows: Sequence[StoredRun[ThroughputOptions]], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
         """The goodput figure; with runs of several streams, also their median per-stream
         completion time (runs of one stream have none)."""
@@ -122,14 +124,14 @@ class Throughput(Experiment[ThroughputOptions]):
         stalls = figures.pdcp_stalls_vs_param(rows, "expiries", out_dir / f"{stem}-expiries.png", title, xlabel)
         if stalls is not None:
             out.append((stalls, f"{title} (t-Reordering expiries per run: mean, std over repetitions)"))
-        if any((r.get("metrics") or {}).get("stream_completion_median_s") is not None for r in rows):
+        if any(r.metric("stream_completion_median_s") is not None for r in rows):
             path = figures.metric_vs_param(rows, "stream_completion_median_s", "median stream completion (s)",
                                            out_dir / f"{stem}-streams.png", title, xlabel)
             out.append((path, f"{title} (median per-stream completion time: mean, std over repetitions; "
                               f"runs of more than one stream)"))
         return out
 
-    def sweep_tables(self, rows: list[dict[str, Any]]) -> list[tuple[str, Table]]:
+    def sweep_tables(self, rows: Sequence[StoredRun[ThroughputOptions]]) -> list[tuple[str, Table]]:
         """The goodput table; then, where runs kept them, the PDCP receiver's stalls: how
         often t-Reordering expired, how many COUNTs it gave up, packets lost on the legs, and
         how long deliveries waited in the reordering buffer (means per run)."""
@@ -137,9 +139,9 @@ class Throughput(Experiment[ThroughputOptions]):
         stalls = figures.pdcp_stall_table(rows)
         if stalls:
             cols = ["value", "series"] + [c for c, _ in figures.PDCP_STALLS.values()] + ["n"]
-            body = [[d["value"] or "-", d["series"]]
-                    + [_fmt(d[k], 0 if k in ("expiries", "given_up", "lost") else 2) for k in figures.PDCP_STALLS]
-                    + [str(d["n"])] for d in stalls]
+            body = [[d.at.value or "-", d.at.series]
+                    + [_fmt(d.means[k], 0 if k in ("expiries", "given_up", "lost") else 2) for k in figures.PDCP_STALLS]
+                    + [str(d.n)] for d in stalls]
             out.append(("PDCP receiver per run (means over the successful runs): t-Reordering expiries, COUNTs "
                         "given up, packets lost on the legs, and each delivery's wait in the reordering buffer",
                         Table(cols, body, [False] * len(body))))

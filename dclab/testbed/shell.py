@@ -133,6 +133,6 @@ def run_shell(scenario: Scenario, host: HostConfig, run_dir: Path, cmd: list[str
         summary = bed.emulator.summary() if bed.emulator else None
         t0_ms = stats_ms(bed, start_wall)
         if t0_ms is not None:
-            figure = link_usage(bed.workdir, t0_ms, capacities_of(scenario.model_dump(mode="json")), bed.workdir / FIGURE,
+            figure = link_usage(bed.workdir, t0_ms, capacities_of(scenario), bed.workdir / FIGURE,
                                 f"per-leg downlink while `{shlex.join(program)[:60]}` ran", max(1.0, duration))
     return ShellOutcome(_exit_code(rc), duration, Path(run_dir), figure, summary, server_exit)
