@@ -125,11 +125,13 @@ BOUNDS: dict[str, Bound] = {
         "collapse only: stacks.aioquic-2020.reno.10mb_mbps holds the stack's rate")),  # 10 (5 busy): 16.6-28.5-29.4
     "bbr.aioquic_dcemu_20mb_mbps": Bound(slow=True, lo=29.1, ceiling=QUIC_CEILING),  # 5: 31.5-35.9-36.3
     "bbr.ngtcp2_dcemu_20mb_mbps": Bound(slow=True, lo=9.64, ceiling=QUIC_CEILING),  # 5: 11.1-11.9-12.0
-    "mptcp.paths_10_30_10mb_mbps": Bound(lo=22.8, ceiling=TCP_CEILING, tolerance=0.35, what=(
-        "MPTCP, 10 MB over paths of 10 and 30 Mbit/s. The kernel's MPTCP now and then stops sending for 0.1-0.4 s "
-        "with nothing queued or dropped on either leg (dcemu's records: no packet in, ACKs back, then silence; in 3 "
-        "of 20 runs with a core busy, 28.8 at worst, and 26.7 once in a busy fresh-clone CI); the bound fails a "
-        "collapse only, the share of each leg is checked apart")),  # 31 (26 busy): 26.7-34.5-35.1
+    "mptcp.paths_leg1_queued_mbps": Bound(lo=8.95, hi=10.9, tolerance=0.12, what=(
+        "leg 1 (10 Mbit/s) out of dcemu while it holds a queue, the median over a 10 MB MPTCP transfer: the "
+        "testbed's rate, not the stack's (whose goodput the kernel's wake-up stalls spread, docs/split-layer.md); a "
+        "10 ms record holds 8-9 packets, so the median spreads about 5 %")),
+    # 40 (40 busy): 9.52-9.75-10.4
+    "mptcp.paths_leg2_queued_mbps": Bound(lo=29.3, hi=30.4, tolerance=0.1, what=(
+        "leg 2 (30 Mbit/s) likewise")),  # 40 (40 busy): 29.6-29.6-30
     "campaign_run.batch_mean_mbps": Bound(lo=25.1, ceiling=TCP_CEILING, what=(
         "TCP CUBIC, 10 MB, the mean of batches 10, 50 and 100: one 10 MB run spreads 24-31 (24.17 once in CI)")),  # 10 (5 busy): 27.1-28.3-29.8
     "campaign_run.fairness_jfi": Bound(lo=0.797, ceiling=1.0, what="TCP, 4 s window"),  # 10 (5 busy): 0.929-0.995-1

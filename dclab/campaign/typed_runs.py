@@ -25,7 +25,7 @@ from ..analysis.stored_run import AnyRun, StoredFlow, StoredRun, UnknownOptions
 from ..dcemu.sim_models import unrecorded
 from ..experiments import experiments
 from ..experiments.base import RunChoices
-from ..files import clip
+from ..files import printable
 from ..scenario import STORED, Scenario
 from .store import Store
 
@@ -100,7 +100,9 @@ def typed(r: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> AnyRun:
                       for f in r.get("flows") or [])
     except ValidationError as e:
         raise ValueError(f"its flows: {_error(e)}") from None
-    return StoredRun(
+    # pydantic runs a model's after-validators again on an instance given as a field: the
+    # context keeps them from checking this machine a second time.
+    return StoredRun[Any].model_validate(dict(
         experiment=r["experiment"], scenario=scenario, options=options, ok=bool(r.get("ok")), rep=int(r.get("rep") or 1),
         seed=r.get("seed"), error=r.get("error"), stack=str(r.get("stack") or ""), cc=str(r.get("cc") or ""),
         host_config=str(r.get("host_config") or ""), metrics=dict(r.get("metrics") or {}), flows=flows,
@@ -108,7 +110,8 @@ def typed(r: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> AnyRun:
         param=str(r.get("param") or ""), value=str(r.get("value") or ""), value_num=r.get("value_num"),
         environment=dict(r.get("environment") or {}), run_dir=str(r.get("run_dir") or ""),
         machine=str(r.get("machine") or ""), started_at=str(r.get("started_at") or ""),
-        finished_at=str(r.get("finished_at") or ""), backend=choices.backend, stand_in=choices.stand_ins)
+        finished_at=str(r.get("finished_at") or ""), backend=choices.backend, stand_in=choices.stand_ins),
+        context={STORED: True})
 
 
 FLOW_NUMBERS = ("port", "mean_mbps", "goodput_mbps", "bytes", "completion_s", "ok")
@@ -122,7 +125,7 @@ def typed_runs(rows: Iterable[dict[str, Any]]) -> Typed:
         try:
             out.runs.append(typed(r, defaults))
         except ValueError as e:
-            out.unreadable.append((str(r.get("run_key") or ""), clip(str(e), 200)))
+            out.unreadable.append((str(r.get("run_key") or ""), printable(str(e), 200)))
     return out
 
 
