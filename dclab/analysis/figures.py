@@ -46,15 +46,6 @@ from .stored_run import StoredRun, number  # noqa: E402
 Run = StoredRun[Any]
 
 
-def metric_of(r: Run, name: str) -> float | None:
-    return r.metric(name)
-
-
-def flow_value(r: Run, flow: str) -> float | None:
-    """A flow's throughput in a run: at its bearer when measured there, else its goodput."""
-    return r.flow_mbps(flow)
-
-
 def _x_scale(rows: Sequence[Run]) -> float:
     """File sizes may be stored in bytes; the axis is in MB."""
     if rows and (rows[0].param or rows[0].sweep) == "size":
@@ -70,16 +61,13 @@ def _x_scale(rows: Sequence[Run]) -> float:
 Value = tuple[float | None, str]  # a swept value: as a number (None: not one) and as written
 
 
-def _parts(r: Run, part: str) -> dict[str, Any]:
-    return r.options_json() if part == "options" else r.scenario_json()
-
-
-def _differing(rows: Sequence[Run], part: str) -> list[str]:
-    """Keys of ``part`` ("options" or "scenario") in which two rows at the same swept value
-    differ: what a campaign's groups set apart (e.g. --streams, --link), not the sweep."""
+def _differing(rows: Sequence[Run], parts: Sequence[dict[str, Any]]) -> list[str]:
+    """Keys of ``parts`` (each row's options or scenario, as JSON) in which two rows at the
+    same swept value differ: what a campaign's groups set apart (e.g. --streams, --link),
+    not the sweep."""
     at: dict[Value, list[dict[str, Any]]] = {}
-    for r in rows:
-        at.setdefault((r.value_num, r.value), []).append(_parts(r, part))
+    for r, d in zip(rows, parts, strict=True):
+        at.setdefault((r.value_num, r.value), []).append(d)
     keys = sorted({k for ds in at.values() for d in ds for k in d} - {"stack", "cc", "udp_buffer", "stand_in", "backend"})
     return [k for k in keys if any(len({repr(d.get(k)) for d in ds}) > 1 for ds in at.values())]
 
@@ -96,15 +84,17 @@ def series_of(rows: Sequence[Run]) -> dict[str, str]:
         return {r.run_key: r.series or "" for r in rows}
     combos = {(r.stack_shown, r.cc) for r in rows}
     plain = len(combos) <= 1 and not any(r.stand_in for r in rows)
-    keys = [("options", k) for k in _differing(rows, "options")] + [("scenario", k) for k in _differing(rows, "scenario")]
+    options = [r.options_json() for r in rows]  # each dumped once, not per key and row
+    scenarios = [r.scenario_json() for r in rows]
+    keys = [(0, k) for k in _differing(rows, options)] + [(1, k) for k in _differing(rows, scenarios)]
 
-    def label(r: Run) -> str:
+    def label(r: Run, parts: tuple[dict[str, Any], dict[str, Any]]) -> str:
         base = r.host_config or "-" if plain else f"{r.stack_shown} {r.cc} {r.host_config}"
-        extra = [f"{k}={_short(_parts(r, part).get(k))}" for part, k in keys]
+        extra = [f"{k}={_short(parts[part].get(k))}" for part, k in keys]
         simulated = ["(simulated)"] if r.simulated else []
         return " ".join([base, *extra, *simulated])
 
-    return {r.run_key: label(r) for r in rows}
+    return {r.run_key: label(r, parts) for r, parts in zip(rows, zip(options, scenarios, strict=True), strict=True)}
 
 
 def _short(v: object) -> str:
@@ -128,10 +118,6 @@ def values_of(rows: Iterable[Run]) -> list[Value]:
     natural order)."""
     seen = {(r.value_num, r.value) for r in rows}
     return sorted(seen, key=lambda v: _value_key(*v))
-
-
-def _finite(x: object) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 @dataclass(frozen=True)
