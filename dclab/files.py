@@ -25,6 +25,11 @@ from .errors import InputError
 INPUT_LIMIT = 64 * 1024 * 1024
 ECHO_LIMIT = 120
 
+# A JSON or TOML object at an edge: as a file, a program's output line or a log gives it,
+# or as it is about to be written. Inside dclab a record with a shape is a model; this is
+# what it is built from or dumped to.
+JsonObject = dict[str, Any]
+
 # Campaign, sweep and experiment names: they become directory names, file names and words
 # in the shell scripts `campaign sbatch` writes, so nothing that needs quoting in any.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -122,7 +127,7 @@ def read_input(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT
         raise FileRefused(f"{what}: {p} is not UTF-8 text (byte {e.start})") from None
 
 
-def read_toml(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> dict[str, Any]:
+def read_toml(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> JsonObject:
     """The TOML file at `path` read through read_input; a syntax error or nesting too deep
     for the parser is FileRefused naming `what`, the file and the place."""
     text = read_input(path, what, limit).removeprefix("\ufeff")  # a byte order mark some editors write

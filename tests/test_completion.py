@@ -16,12 +16,12 @@ from dclab.analysis.completion import (
     size_label,
 )
 from dclab.analysis.cwnd import cwnd_over_time, cwnd_series, pick_group
+from dclab.analysis.downloads import MquicDownload
 from dclab.analysis.metrics import distribution, quantile
 
 
 def dl(mode, size, t, ok=True, nfe=None):
-    return {"mode": mode, "size": size, "ok": ok, "completion_s": t if ok else None, "nfes": None,
-            "first_nfe_packets": nfe, "first_nfe_cwnd": None, "syncs": None}
+    return MquicDownload(mode=mode, size=size, ok=ok, completion_s=t if ok else None, first_nfe_packets=nfe)
 
 
 # ---------------------------------------------------------------------------------------
@@ -29,28 +29,28 @@ def dl(mode, size, t, ok=True, nfe=None):
 
 def test_distribution_of_1_to_100():
     d = distribution([float(v) for v in range(1, 101)])
-    assert d["n"] == 100
-    assert d["median"] == pytest.approx(50.5)
-    assert d["p95"] == pytest.approx(95.05)
-    assert d["mean"] == pytest.approx(50.5)
-    assert d["cov"] == pytest.approx(np.std(range(1, 101), ddof=1) / 50.5)  # sample std
+    assert d.n == 100
+    assert d.median == pytest.approx(50.5)
+    assert d.p95 == pytest.approx(95.05)
+    assert d.mean == pytest.approx(50.5)
+    assert d.cov == pytest.approx(np.std(range(1, 101), ddof=1) / 50.5)  # sample std
 
 
 def test_distribution_matches_numpy_and_skips_none():
     vals = [3.0, 1.0, None, 10.0, 7.5, float("nan"), 2.0]
     clean = [3.0, 1.0, 10.0, 7.5, 2.0]
     d = distribution(vals)
-    assert d["n"] == 5
-    assert d["median"] == pytest.approx(np.percentile(clean, 50))
-    assert d["p95"] == pytest.approx(np.percentile(clean, 95))
+    assert d.n == 5
+    assert d.median == pytest.approx(np.percentile(clean, 50))
+    assert d.p95 == pytest.approx(np.percentile(clean, 95))
     assert quantile(sorted(clean), 0.25) == pytest.approx(np.percentile(clean, 25))
 
 
 def test_distribution_degenerate():
-    assert distribution([]) == {"n": 0, "median": None, "p95": None, "mean": None, "cov": None}
+    assert distribution([]).model_dump() == {"n": 0, "median": None, "p95": None, "mean": None, "cov": None}
     one = distribution([4.0, None])
-    assert one["n"] == 1 and one["median"] == 4.0 and one["p95"] == 4.0 and one["cov"] is None
-    assert distribution([2.0, 4.0])["cov"] == pytest.approx(math.sqrt(2) / 3)
+    assert one.n == 1 and one.median == 4.0 and one.p95 == 4.0 and one.cov is None
+    assert distribution([2.0, 4.0]).cov == pytest.approx(math.sqrt(2) / 3)
 
 
 def test_size_label():
@@ -86,28 +86,28 @@ def test_improvement_sign_and_value():
 
 def test_completion_table_rows_and_improvements():
     rows = completion_table(_downloads(), ["mquic", "3c"], ["1c", "3c"])
-    assert [(r["size"], r["mode"]) for r in rows] == [(100_000, "mquic"), (100_000, "3c"), (1_000_000, "mquic"),
+    assert [(r.size, r.mode) for r in rows] == [(100_000, "mquic"), (100_000, "3c"), (1_000_000, "mquic"),
                                                       (1_000_000, "3c")]
     mq = rows[0]
-    assert mq["n"] == 3 and mq["failed"] == 1
-    assert mq["median"] == pytest.approx(1.0) and mq["p95"] == pytest.approx(1.45)
-    assert mq["cov"] == pytest.approx(0.5)  # sample std 0.5 / mean 1.0
-    assert set(mq["improvement"]) == {"1c", "3c"}
-    assert mq["improvement"]["1c"]["median"] == pytest.approx(50.0)
-    assert mq["improvement"]["1c"]["p95"] == pytest.approx((2.9 - 1.45) / 2.9 * 100)
-    assert mq["improvement"]["3c"]["median"] == pytest.approx((5.0 - 1.0) / 5.0 * 100)
+    assert mq.n == 3 and mq.failed == 1
+    assert mq.median == pytest.approx(1.0) and mq.p95 == pytest.approx(1.45)
+    assert mq.cov == pytest.approx(0.5)  # sample std 0.5 / mean 1.0
+    assert set(mq.improvement) == {"1c", "3c"}
+    assert mq.improvement["1c"].median == pytest.approx(50.0)
+    assert mq.improvement["1c"].p95 == pytest.approx((2.9 - 1.45) / 2.9 * 100)
+    assert mq.improvement["3c"].median == pytest.approx((5.0 - 1.0) / 5.0 * 100)
     three = rows[1]
-    assert set(three["improvement"]) == {"1c"}  # not against itself
-    assert three["improvement"]["1c"]["median"] == pytest.approx(-150.0)  # 3c slower than 1c
+    assert set(three.improvement) == {"1c"}  # not against itself
+    assert three.improvement["1c"].median == pytest.approx(-150.0)  # 3c slower than 1c
     # No 1c downloads at 1 MB: improvements over it are None, over 3c they exist.
     big = rows[2]
-    assert big["improvement"]["1c"] == {"median": None, "p95": None}
-    assert big["improvement"]["3c"]["median"] == pytest.approx(50.0)
+    assert big.improvement["1c"].model_dump() == {"median": None, "p95": None}
+    assert big.improvement["3c"].median == pytest.approx(50.0)
 
 
 def test_completion_table_mode_without_downloads():
     rows = completion_table([dl("1c", 1000, 1.0)], ["mquic"], ["1c"])
-    assert rows == [{"size": 1000, "mode": "mquic", "n": 0, "failed": 0, "median": None, "p95": None, "mean": None,
+    assert [r.model_dump() for r in rows] == [{"size": 1000, "mode": "mquic", "n": 0, "failed": 0, "median": None, "p95": None, "mean": None,
                      "cov": None, "improvement": {"1c": {"median": None, "p95": None}}}]
 
 
@@ -116,11 +116,11 @@ def test_gain_table():
         return [dl("1c", 1000, 2.0), dl("1c", 1000, 2.0), dl("mquic", 1000, mq_t), dl("mquic", 1000, mq_t)]
 
     rows = gain_table([(2, at(1.0)), (3, at(1.5)), (4, [dl("mquic", 1000, 1.0)])], "mquic", ["1c", "mquic"])
-    assert [(r["x"], r["baseline"]) for r in rows] == [(2, "1c"), (3, "1c"), (4, "1c")]
-    assert rows[0]["median"] == pytest.approx(50.0) and rows[0]["p95"] == pytest.approx(50.0)
-    assert rows[1]["median"] == pytest.approx(25.0)
-    assert rows[0]["n"] == 2 and rows[0]["n_baseline"] == 2
-    assert rows[2]["median"] is None and rows[2]["n_baseline"] == 0
+    assert [(r.x, r.baseline) for r in rows] == [(2, "1c"), (3, "1c"), (4, "1c")]
+    assert rows[0].median == pytest.approx(50.0) and rows[0].p95 == pytest.approx(50.0)
+    assert rows[1].median == pytest.approx(25.0)
+    assert rows[0].n == 2 and rows[0].n_baseline == 2
+    assert rows[2].median is None and rows[2].n_baseline == 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def test_figures_are_written(tmp_path):
                   scatters=2, ylabel="completion time (s)")
     assert [s.y for s in alone.series] == [spans([0.5, 1.5]), spans([10, 20])]
 
-    points = [(n, [x for x in d if x["mode"] != "mquic"] + [dl("mquic", 100_000, 0.4 * n)]) for n in (2, 3, 4)]
+    points = [(n, [x for x in d if x.mode != "mquic"] + [dl("mquic", 100_000, 0.4 * n)]) for n in (2, 3, 4)]
     gain = figure(gain_against(points, "mquic", ["1c", "3c"], tmp_path / "gain.png", "gain", "connections"),
                   ["median completion time", "p95 completion time"], "gain")
     check(gain.axes[0], ylabel="improvement of mquic (%)", legend=["100 KB vs 1c", "100 KB vs 3c"], hlines=[0.0])

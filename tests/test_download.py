@@ -15,6 +15,7 @@ from measured import check_bound
 from typed_rows import runs
 
 from dclab.analysis import timings
+from dclab.analysis.downloads import TimedDownload
 from dclab.campaign import plan as cp
 from dclab.cli import app
 from dclab.endpoints import get_stack
@@ -91,8 +92,8 @@ def test_every_round_has_every_size_and_no_size_always_follows_another():
 
 
 def _d(mode, size, total, hs, fb, ok=True, resumed=None, early=None, startup=None):
-    return {"mode": mode, "size": size, "ok": ok, "completion_s": total if ok else None, "handshake_s": hs,
-            "first_byte_s": fb, "resumed": resumed, "early_data": early, "startup_s": startup}
+    return TimedDownload(mode=mode, size=size, ok=ok, completion_s=total if ok else None, handshake_s=hs,
+                         first_byte_s=fb, resumed=resumed, early_data=early, startup_s=startup)
 
 
 def test_per_size_statistics_of_synthetic_records():
@@ -100,19 +101,19 @@ def test_per_size_statistics_of_synthetic_records():
           for i in range(20)]
     ds += [_d("0rtt", 1000, None, None, None, ok=False), _d("0rtt", 5000, 1.0, None, 0.05, resumed=False)]
     rows = timings.timing_table(ds, ["0rtt"])
-    assert [(r["size"], r["n"], r["failed"]) for r in rows] == [(1000, 20, 1), (5000, 1, 0)]
+    assert [(r.size, r.n, r.failed) for r in rows] == [(1000, 20, 1), (5000, 1, 0)]
     small = rows[0]
     # 0.1 .. 2.0 s: median 1.05, p95 at rank 18.05 of 0..19 (linear): 1.9 + 0.05 * 0.1
-    assert small["completion_s"]["median"] == pytest.approx(1.05)
-    assert small["completion_s"]["p95"] == pytest.approx(1.905)
-    assert small["handshake_s"]["median"] == pytest.approx(0.02)
-    assert small["first_byte_s"]["median"] == pytest.approx(0.0395)
-    assert small["transfer_s"]["median"] == pytest.approx(1.05 - 0.0395, abs=0.001)
-    assert small["startup_s"]["median"] == pytest.approx(0.5)
-    assert small["resumed"] == 1.0 and small["early_data"] == pytest.approx(15 / 20)
+    assert small.completion_s.median == pytest.approx(1.05)
+    assert small.completion_s.p95 == pytest.approx(1.905)
+    assert small.handshake_s.median == pytest.approx(0.02)
+    assert small.first_byte_s.median == pytest.approx(0.0395)
+    assert small.transfer_s.median == pytest.approx(1.05 - 0.0395, abs=0.001)
+    assert small.startup_s.median == pytest.approx(0.5)
+    assert small.resumed == 1.0 and small.early_data == pytest.approx(15 / 20)
     large = rows[1]
-    assert large["resumed"] == 0.0 and large["early_data"] is None, "the stack could not tell"
-    assert large["handshake_s"]["n"] == 0 and large["startup_s"]["median"] is None
+    assert large.resumed == 0.0 and large.early_data is None, "the stack could not tell"
+    assert large.handshake_s.n == 0 and large.startup_s.median is None
     # an unknown handshake counts as 0: the phases still add up to the download time
     assert timings.phases(ds[-1]) == pytest.approx((0.0, 0.05, 0.95))
     # 0.5-RTT data before the handshake's end: no negative part
@@ -127,7 +128,7 @@ def test_per_size_statistics_of_synthetic_records():
 def _row(key, stack, resume, downloads, ok=True):
     return {"run_key": key, "experiment": "download", "stack": stack, "cc": "cubic", "host_config": "default",
             "sweep": "none", "value": "0", "value_num": 0.0, "ok": ok, "rep": 1, "options": {"resume": resume},
-            "metrics": {"downloads": downloads}}
+            "metrics": {"downloads": [d.model_dump(mode="json") for d in downloads]}}  # as the store keeps them
 
 
 def test_sweep_series_tables_and_figures(tmp_path):

@@ -55,13 +55,13 @@ def test_points_are_matched_by_value_and_series(tmp_path):
     points = fidelity.load_reference(ref)
     large, both, absent = fidelity.compare(runs(rows()), points)
     # Two stacks at the point: series are "stack cc host_config".
-    assert (large["n"], large["failed"], large["mean"]) == (0, 0, None), "a series label that matches nothing"
+    assert (large.n, large.failed, large.mean) == (0, 0, None), "a series label that matches nothing"
     points[0] = points[0].model_copy(update={"series": "aioquic reno quic-large"})
     large = fidelity.compare(runs(rows()), points)[0]
-    assert (large["n"], large["failed"], large["mean"]) == (2, 1, pytest.approx(11.5))
-    assert large["ratio"] == pytest.approx(11.5 / 7.6) and large["metric"] == "goodput_mbps"
-    assert both["n"] == 5 and both["mean"] == pytest.approx((12 + 11 + 9 + 8 + 8.5) / 5)
-    assert absent["n"] == 0 and absent["ratio"] is None
+    assert (large.n, large.failed, large.mean) == (2, 1, pytest.approx(11.5))
+    assert large.ratio == pytest.approx(11.5 / 7.6) and large.metric == "goodput_mbps"
+    assert both.n == 5 and both.mean == pytest.approx((12 + 11 + 9 + 8 + 8.5) / 5)
+    assert absent.n == 0 and absent.ratio is None
     t = fidelity.fidelity_table(fidelity.compare(runs(rows()), points))
     assert t.rows[0][:4] == ["throughput: loss = 0.2", "aioquic reno quic-large", "goodput_mbps", "11.50"]
     assert t.rows[0][-3:] == ["7.6", "1.513", "Fig. 7"] and t.failed == [False, False, True]

@@ -184,12 +184,12 @@ def test_flow_metrics_per_transport_ratio_and_jfis():
     assert m["jfi"] == pytest.approx(16**2 / (4 * (36 + 4 + 9 + 25)))
     assert m["jfi_quic"] == pytest.approx(8**2 / (2 * 40)) and m["jfi_tcp"] == pytest.approx(8**2 / (2 * 34))
     assert m["total_mbps"] == pytest.approx(16.0)
-    assert groups["transport"]["quic"]["flows"] == 2 and set(groups["stack"]) == {"aioquic", "ngtcp2", "tcp"}
-    assert groups["stack"]["aioquic"]["mean_mbps"] == 6.0 and groups["stack"]["aioquic"]["jfi"] == 1.0
+    assert groups.transport["quic"].flows == 2 and set(groups.stack) == {"aioquic", "ngtcp2", "tcp"}
+    assert groups.stack["aioquic"].mean_mbps == 6.0 and groups.stack["aioquic"].jfi == 1.0
 
     m, groups = fx.flow_metrics({"a": 3.0, "b": 9.0}, {"a": "aioquic", "b": "aioquic"})
     assert m["quic_tcp_ratio"] is None and m["tcp_mean_mbps"] is None and m["jfi_tcp"] is None
-    assert m["quic_mean_mbps"] == 6.0 and "tcp" not in groups["transport"]
+    assert m["quic_mean_mbps"] == 6.0 and "tcp" not in groups.transport
     m, _ = fx.flow_metrics({"q": 1.0, "t": 0.0}, {"q": "aioquic", "t": "tcp"})
     assert m["quic_tcp_ratio"] is None, "no ratio over a TCP side that delivered nothing"
 
@@ -235,7 +235,8 @@ def test_measure_over_the_window_fills_flows_and_metrics(monkeypatch):
     assert r.metrics["jfi"] == pytest.approx(18**2 / (3 * (36 + 49 + 25)), rel=1e-3)
     assert r.metrics["jfi_quic"] == pytest.approx(1.0)
     assert r.details["warmup_s"] == 2.0 and r.details["window_s"] == 10.0
-    assert r.details["groups"]["transport"]["tcp"]["flows"] == 2
+    assert r.details["groups"].transport["tcp"].flows == 2
+    assert r.all_metrics()["groups"]["transport"]["tcp"]["flows"] == 2, "stored as JSON"
 
 
 def test_measure_without_records_fails(monkeypatch):
@@ -256,10 +257,10 @@ def test_summary_table_and_json(monkeypatch):
     s = EXP.summarize(runs, one_leg(), o)
     assert s.metrics["quic_mean_mbps"].mean == pytest.approx(5.0, rel=1e-3)  # reps: 4 and 6
     assert s.metrics["quic_tcp_ratio"].runs == pytest.approx([1.0, 1.5], rel=1e-3)
-    g = s.extra["groups"]
-    assert g["transport"]["quic"]["mean_mbps"] == pytest.approx(5.0, rel=1e-3)
-    assert g["stack"]["ngtcp2"]["mean_mbps"] == pytest.approx(3.0, rel=1e-3)
-    assert s.extra["flows"]["ngtcp2-cubic-1"] == {"stack": "ngtcp2", "cc": "cubic", "transport": "quic"}
+    e = fx.FlowsSummarized.model_validate(s.extra)
+    assert e.transport["quic"].mean_mbps == pytest.approx(5.0, rel=1e-3)
+    assert e.stack["ngtcp2"].mean_mbps == pytest.approx(3.0, rel=1e-3)
+    assert e.flows["ngtcp2-cubic-1"].model_dump() == {"stack": "ngtcp2", "cc": "cubic", "transport": "quic"}
 
     t = EXP.table(s)
     first = [row[0] for row in t.rows]

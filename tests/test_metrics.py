@@ -1,6 +1,17 @@
 """Metric computations on hand-made inputs with known answers."""
 
-from dclab.analysis.metrics import MeanStd, bearer_series, jain, leg_series, mean_std, nearest, pdcp_summary
+import json
+
+from dclab.analysis.metrics import (
+    MeanStd,
+    PdcpSummary,
+    bearer_series,
+    jain,
+    leg_series,
+    mean_std,
+    nearest,
+    pdcp_summary,
+)
 from dclab.dcemu.records import Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.units import parse_size
@@ -43,9 +54,12 @@ def test_pdcp_summary_picks_the_bearer():
              "bearers": [{"name": "dc", "tx_pdus": [["leg1", 1]], "rx": {"delivered": 1, "wait": {"count": 1, "mean_us": 2.0,
                           "p50_us": 2.0, "p99_us": 2.0, "max_us": 2.0, "buckets": []}}, "delivered_bytes": 1}]}]
     p = pdcp_summary([Stats.model_validate(d) for d in raw], "dc")
-    assert p["tx_pdus"] == {"leg1": 1} and p["rx_wait_us"]["count"] == 1
-    assert p["rx"]["delivered"] == 1 and set(p["rx"]) == set(Rx.model_fields) - {"wait"}  # every counter, 0 if unsaid
-    assert p["legs"]["leg1"]["bytes_out"] == 3
+    assert p is not None and p.tx_pdus == {"leg1": 1} and p.rx_wait_us is not None and p.rx_wait_us.count == 1
+    assert p.rx["delivered"] == 1 and set(p.rx) == set(Rx.model_fields) - {"wait"}  # every counter, 0 if unsaid
+    assert p.legs["leg1"].bytes_out == 3
+    assert pdcp_summary([], "dc") is None, "no summary record: none"
+    stored = json.loads(json.dumps(p.model_dump(mode="json")))
+    assert PdcpSummary.of(stored) == p and PdcpSummary.of({}) is None, "read back from the store as written"
 
 
 def test_sizes():

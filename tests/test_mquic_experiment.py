@@ -14,10 +14,12 @@ from figure_checks import panel
 from measured import check_bound
 from typed_rows import runs
 
+from dclab.analysis.downloads import MquicDownload
 from dclab.analysis.nfes import nfe_evidence
 from dclab.campaign import plan as cp
 from dclab.cli import app
 from dclab.endpoints import get_stack
+from dclab.endpoints.base import TransferResult
 from dclab.experiments import get_experiment
 from dclab.experiments import mquic_network as net
 from dclab.experiments.mquic import _series_label, evidence_table, improvement_table, rep_gain, workload
@@ -94,22 +96,22 @@ def test_bad_options_are_refused_before_anything_starts(args, message, tmp_path)
 def test_improvement_is_measured_against_each_baseline():
     ds = []
     for i in range(10):
-        ds += [{"mode": "1c", "size": 1000, "ok": True, "completion_s": 2.0 + i * 0.1},
-               {"mode": "3c", "size": 1000, "ok": True, "completion_s": 1.5 + i * 0.1},
-               {"mode": "mquic", "size": 1000, "ok": True, "completion_s": 1.0 + i * 0.05}]
+        ds += [MquicDownload(mode="1c", size=1000, ok=True, completion_s=2.0 + i * 0.1),
+               MquicDownload(mode="3c", size=1000, ok=True, completion_s=1.5 + i * 0.1),
+               MquicDownload(mode="mquic", size=1000, ok=True, completion_s=1.0 + i * 0.05)]
     from dclab.analysis.completion import completion_table
 
     rows = completion_table(ds, ["1c", "3c", "mquic"], ["1c", "3c"])
-    mq = next(r for r in rows if r["mode"] == "mquic")
-    assert mq["improvement"]["1c"]["median"] == pytest.approx((2.45 - 1.225) / 2.45 * 100)
+    mq = next(r for r in rows if r.mode == "mquic")
+    assert mq.improvement["1c"].median == pytest.approx((2.45 - 1.225) / 2.45 * 100)
     t = improvement_table(rows)
     assert t.columns[:3] == ["size", "mode", "median (s)"] and len(t.rows) == 3
     assert rep_gain(ds[:3]) == pytest.approx(50.0)
 
 
 def test_a_download_record_takes_the_first_nfe_from_the_log():
-    class R:
-        ok, error, completion_s, connections, extra = True, None, 1.5, [], {"served": 7}
+    def r():
+        return TransferResult(ok=True, bytes=1000, last_byte_s=1.5, extra={"served": 7})
 
     lines = [{"event": "nfe", "action": "sync", "group": "g"}, {"event": "round", "action": "mean", "group": "g"},
              {"event": "nfe", "action": "merged", "group": "g"},
@@ -118,11 +120,11 @@ def test_a_download_record_takes_the_first_nfe_from_the_log():
                             "kind": "delay"}}]  # fmt: skip
     lines.insert(0, {"event": "nfe", "action": "stop", "group": "g", "group_packets": 300})
     lines[-1]["group_packets"] = 1200
-    d = download_record("mquic", 1000, 4000, R(), lines)
-    assert (d["nfes"], d["first_nfe_packets"], d["first_nfe_cwnd"], d["syncs"]) == (4, 120, 48000, 3)  # merged: no sync
-    assert (d["stop_packets"], d["group_packets"], d["group"], d["served"]) == (300, 1200, "g", 7)
-    assert (d["nfes_within_rtt"], d["delay_exits"], d["first_nfe_group_cwnd"], d["first_nfe_kind"]) == (2, 3, 90000, "delay")
-    assert download_record("1c", 1000, 4000, R(), [])["nfes"] is None
+    d = download_record("mquic", 1000, 4000, r(), lines)
+    assert (d.nfes, d.first_nfe_packets, d.first_nfe_cwnd, d.syncs) == (4, 120, 48000, 3)  # merged: no sync
+    assert (d.stop_packets, d.group_packets, d.group, d.served) == (300, 1200, "g", 7)
+    assert (d.nfes_within_rtt, d.delay_exits, d.first_nfe_group_cwnd, d.first_nfe_kind) == (2, 3, 90000, "delay")
+    assert download_record("1c", 1000, 4000, r(), []).nfes is None
 
 
 def test_the_campaigns_plan():
@@ -211,7 +213,7 @@ def test_pdcp_stalls_are_counted_from_dcemu_records(tmp_path):
     with open(stats, "a") as f:
         f.write(rec(300, 9, 1) + rec(400, 12, 3) + '{"type": "interval", "t_ms": 5')  # a line still being written
     after = pdcp_counters(bed, after=1000.35)  # waits for the record ending at or after 350 ms
-    assert pdcp_stalls(before, after) == {"timer_starts": 7, "timer_expiries": 2, "discarded_late": 0}
+    assert pdcp_stalls(before, after).model_dump() == {"timer_starts": 7, "timer_expiries": 2, "discarded_late": 0}
     assert bed.state["stats_t_ms"] == 400
 
 
@@ -234,22 +236,25 @@ def test_direction_dc_downloads_meet_pdcp_stalls(tmp_path):
 
 
 def test_nfe_evidence_is_the_median_per_mode_and_variants_are_series_of_their_own():
-    ds = [{"mode": "mquic", "size": 10, "ok": True, "completion_s": 1.0, "nfes": n, "delay_exits": n - 1,
-           "nfes_within_rtt": n - 2, "syncs": 1, "first_nfe_kind": kind, "first_nfe_group_cwnd": 1000 * n}
+    ds = [MquicDownload(mode="mquic", size=10, ok=True, completion_s=1.0, nfes=n, delay_exits=n - 1,
+                        nfes_within_rtt=n - 2, syncs=1, first_nfe_kind=kind, first_nfe_group_cwnd=1000 * n)
           for n, kind in ((4, "delay"), (10, "delay"), (14, "loss"))]
-    ds.append({"mode": "mquic", "size": 10, "ok": False, "completion_s": None, "nfes": None})  # no log: not counted
-    ds.append({"mode": "1c", "size": 10, "ok": True, "completion_s": 1.0, "nfes": 1, "first_nfe_kind": "loss"})
+    ds.append(MquicDownload(mode="mquic", size=10, ok=False))  # no log: not counted
+    ds.append(MquicDownload(mode="1c", size=10, ok=True, completion_s=1.0, nfes=1, first_nfe_kind="loss"))
     rows = nfe_evidence(ds, ["1c", "mquic"])
     mq = rows[1]
-    assert (mq["mode"], mq["n"], mq["nfes"], mq["delay_exits"], mq["nfes_within_rtt"]) == ("mquic", 3, 10, 9, 8)
-    assert mq["first_delay_pct"] == pytest.approx(200 / 3) and mq["first_nfe_group_cwnd"] == 10000
-    assert (rows[0]["n"], rows[0]["first_delay_pct"], rows[0]["delay_exits"]) == (1, 0.0, None)
-    assert mq["synchronized_pct"] is None and rows[0]["synchronized_pct"] is None  # no counts; 1c never synchronizes
+    assert (mq.mode, mq.n, mq.nfes, mq.delay_exits, mq.nfes_within_rtt) == ("mquic", 3, 10, 9, 8)
+    assert mq.first_delay_pct == pytest.approx(200 / 3) and mq.first_nfe_group_cwnd == 10000
+    assert (rows[0].n, rows[0].first_delay_pct, rows[0].delay_exits) == (1, 0.0, None)
+    assert mq.synchronized_pct is None and rows[0].synchronized_pct is None  # no counts; 1c never synchronizes
     from dclab.analysis.nfes import synchronized_pct
 
-    assert synchronized_pct({"mode": "mquic", "stop_packets": 250, "group_packets": 1000}) == 25.0
-    assert synchronized_pct({"mode": "mquic", "stop_packets": None, "group_packets": 1000}) == 100.0  # never stopped
-    assert synchronized_pct({"mode": "3c", "stop_packets": None, "group_packets": 1000}) is None
+    def sync(mode, stop):
+        return synchronized_pct(MquicDownload(mode=mode, size=1, stop_packets=stop, group_packets=1000))
+
+    assert sync("mquic", 250) == 25.0
+    assert sync("mquic", None) == 100.0  # never stopped
+    assert sync("3c", None) is None
     t = evidence_table(ds, ["1c", "mquic"])
     assert t.rows[1][:4] == ["10 B", "mquic", "3", "10.0"] and t.failed == [False, False]
     base = {"preset": "domestic-low-loss", "cc": "reno"}

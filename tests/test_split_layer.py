@@ -109,7 +109,7 @@ def test_completion_downloads_are_each_runs_long_and_short_downloads_by_series()
                 "metrics": {"size": 5_000_000, "short": 200_000, "completion_s": 1.5,
                             "short_completion_all_s": [0.2, None, 0.3]}}
     got = completion_downloads(runs([row("a", "pdcp"), row("b", "mptcp"), row("c", "mptcp", ok=False)], "split-layer"))
-    assert [(d["mode"], d["size"], d["completion_s"]) for d in got] == [
+    assert [(d.mode, d.size, d.completion_s) for d in got] == [
         ("tcp aggregation=pdcp", 5_000_000, 1.5), ("tcp aggregation=pdcp", 200_000, 0.2),
         ("tcp aggregation=pdcp", 200_000, 0.3), ("tcp aggregation=mptcp", 5_000_000, 1.5),
         ("tcp aggregation=mptcp", 200_000, 0.2), ("tcp aggregation=mptcp", 200_000, 0.3)]

@@ -94,3 +94,17 @@ def test_the_report_names_the_runs_it_left_out(tmp_path: Path):
     p.feed(build_report(store, tmp_path / "report", "t").read_text())
     assert p.tables["unreadable"][1:] == [["renamed00000", "its options: no_such_option: Extra inputs are not permitted"]]
     assert [line[0] for line in p.tables["data throughput"][1:]] == ["2"], "the readable run is drawn"
+
+
+def test_a_flow_of_a_result_written_before_its_totals_were_kept_gets_them_from_its_transfer():
+    from dclab.experiments.base import FlowResult
+
+    transfer = {"ok": True, "bytes": 5_000_000, "request_s": 0.25, "first_byte_s": 0.3, "last_byte_s": 2.25}
+    old = FlowResult.model_validate({"name": "dc", "stack": "tcp", "cc": "cubic", "bearer": "dc", "port": 4433,
+                                     "transfer": transfer, "mean_mbps": 19.5})
+    d = old.stored()
+    assert (d["ok"], d["bytes"], d["completion_s"], d["mean_mbps"]) == (True, 5_000_000, 2.0, 19.5)
+    failed = old.model_copy(update={"transfer": {**transfer, "ok": False}}).stored()
+    assert (failed["ok"], failed["completion_s"]) == (False, None), "no completion time for a failed transfer"
+    today = old.model_copy(update={"ok": True, "bytes": 1, "completion_s": 9.0}).stored()
+    assert (today["bytes"], today["completion_s"]) == (1, 9.0), "kept totals are taken as kept"

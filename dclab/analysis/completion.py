@@ -1,10 +1,8 @@
 """Completion times of short downloads by mode and size.
 
-A *download* is a dict ``{"mode": str, "size": int (bytes), "ok": bool, "completion_s":
-float | None, "first_nfe_packets": int | None, "handshake_s", "first_byte_s": float |
-None, "resumed", "early_data": bool | None, ...}`` (times after the request); a *mode* is
-any string (how the download was made), and the caller names the modes to compare
-against (baselines).
+A download is a ``downloads.Download`` (``MquicDownload`` where the first NFE is drawn);
+its *mode* is any string (how the download was made), and the caller names the modes to
+compare against (baselines).
 
 - ``completion_table``: per size and mode, n, failed, median, p95 and cov of the
   completion times, and the improvement over each baseline;
@@ -25,19 +23,20 @@ nothing to show (it then says why).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
+from pydantic import BaseModel, ConfigDict  # noqa: E402
 
+from .downloads import Download, MquicDownload  # noqa: E402
 from .figures import COLORS, _save, empty_figure  # noqa: E402
 from .metrics import distribution  # noqa: E402
 
-Download = dict[str, Any]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
@@ -53,24 +52,60 @@ def _number(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) else None
 
 
-def _completed(d: Download) -> bool:
-    return bool(d.get("ok")) and _number(d.get("completion_s")) is not None
+class Improvement(BaseModel):
+    """A mode's improvement over a baseline, % (``improvement``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    median: float | None = None
+    p95: float | None = None
 
 
-def summary_extra(downloads: list[Download], table: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a summary of many short downloads adds (``Summary.extra``): its table and how
-    many downloads there were and failed."""
-    return {"table": table, "downloads": len(downloads), "failed_downloads": sum(1 for d in downloads if not d["ok"])}
+class CompletionRow(BaseModel):
+    """One (size, mode) of ``completion_table``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int
+    mode: str
+    n: int  # successful downloads
+    failed: int
+    median: float | None = None
+    p95: float | None = None
+    mean: float | None = None
+    cov: float | None = None
+    improvement: dict[str, Improvement] = {}  # per baseline other than the mode itself
+
+
+RowT = TypeVar("RowT", bound=BaseModel)
+
+
+class CompletionSummary(BaseModel, Generic[RowT]):
+    """What a summary of many short downloads adds (``Summary.extra``, read back with
+    ``CompletionSummary[ROW].model_validate``): its table and how many downloads there
+    were and failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    table: list[RowT] = []
+    downloads: int = 0
+    failed_downloads: int = 0
+
+
+def summary_extra(downloads: Sequence[Download], table: Sequence[BaseModel]) -> dict[str, object]:
+    """``CompletionSummary``'s fields, as ``Summary.extra`` keeps them."""
+    return {"table": list(table), "downloads": len(downloads), "failed_downloads": sum(1 for d in downloads if not d.ok)}
 
 
 def sizes_of(downloads: Iterable[Download]) -> list[int]:
     """The distinct sizes, ascending."""
-    return sorted({int(d["size"]) for d in downloads if d.get("size") is not None})
+    return sorted({d.size for d in downloads})
 
 
 def completion_times(downloads: Iterable[Download], mode: str, size: int) -> list[float]:
     """Completion times (s) of the successful downloads of ``mode`` at ``size``."""
-    return [float(d["completion_s"]) for d in downloads if d.get("mode") == mode and d.get("size") == size and _completed(d)]
+    return [d.completion_s for d in downloads if d.mode == mode and d.size == size and d.completed
+            and d.completion_s is not None]  # fmt: skip
 
 
 def improvement(baseline: float | None, value: float | None) -> float | None:
@@ -81,26 +116,24 @@ def improvement(baseline: float | None, value: float | None) -> float | None:
     return (baseline - value) / baseline * 100.0
 
 
-def _stats(downloads: list[Download], mode: str, size: int) -> dict[str, Any]:
-    of_mode = [d for d in downloads if d.get("mode") == mode and d.get("size") == size]
+def _stats(downloads: Sequence[Download], mode: str, size: int) -> CompletionRow:
+    of_mode = [d for d in downloads if d.mode == mode and d.size == size]
     dist = distribution(completion_times(of_mode, mode, size))
-    return {"n": dist["n"], "failed": len(of_mode) - dist["n"], "median": dist["median"], "p95": dist["p95"],
-            "mean": dist["mean"], "cov": dist["cov"]}
+    return CompletionRow(size=size, mode=mode, n=dist.n, failed=len(of_mode) - dist.n, median=dist.median,
+                         p95=dist.p95, mean=dist.mean, cov=dist.cov)
 
 
-def completion_table(downloads: Iterable[Download], modes: list[str], baselines: list[str]) -> list[dict[str, Any]]:
-    """One row per (size, mode), sizes ascending, then in ``modes`` order:
-    ``{"size", "mode", "n" (successful), "failed", "median", "p95", "mean", "cov",
-    "improvement": {baseline: {"median": %, "p95": %}}}`` with every baseline other than
-    the mode itself (None where either side has no value). Sizes are those of the
-    downloads of ``modes`` and ``baselines``; a mode without downloads at a size gets a
-    row with n 0 and None statistics."""
+def completion_table(downloads: Iterable[Download], modes: list[str], baselines: list[str]) -> list[CompletionRow]:
+    """One row per (size, mode), sizes ascending, then in ``modes`` order, with the
+    improvement over every baseline other than the mode itself (None where either side
+    has no value). Sizes are those of the downloads of ``modes`` and ``baselines``; a mode
+    without downloads at a size gets a row with n 0 and None statistics."""
     downloads = list(downloads)
     wanted = set(modes) | set(baselines)
-    sizes = sizes_of(d for d in downloads if d.get("mode") in wanted)
-    cache: dict[tuple[str, int], dict[str, Any]] = {}
+    sizes = sizes_of(d for d in downloads if d.mode in wanted)
+    cache: dict[tuple[str, int], CompletionRow] = {}
 
-    def stats(mode: str, size: int) -> dict[str, Any]:
+    def stats(mode: str, size: int) -> CompletionRow:
         if (mode, size) not in cache:
             cache[(mode, size)] = _stats(downloads, mode, size)
         return cache[(mode, size)]
@@ -114,18 +147,18 @@ def completion_table(downloads: Iterable[Download], modes: list[str], baselines:
                 if b == mode:
                     continue
                 bs = stats(b, size)
-                imp[b] = {k: improvement(bs[k], s[k]) for k in ("median", "p95")}
-            rows.append({"size": size, "mode": mode, **s, "improvement": imp})
+                imp[b] = Improvement(median=improvement(bs.median, s.median), p95=improvement(bs.p95, s.p95))
+            rows.append(s.model_copy(update={"improvement": imp}))
     return rows
 
 
-def _baseline_medians(downloads: list[Download], baseline: str | None, sizes: list[int]) -> dict[int, float]:
+def _baseline_medians(downloads: Sequence[Download], baseline: str | None, sizes: list[int]) -> dict[int, float]:
     """The baseline's median completion time per size (sizes without one left out)."""
     if baseline is None:
         return {}
     out = {}
     for size in sizes:
-        med = distribution(completion_times(downloads, baseline, size))["median"]
+        med = distribution(completion_times(downloads, baseline, size)).median
         if med:
             out[size] = med
     return out
@@ -136,7 +169,7 @@ def completion_cdfs(downloads: Iterable[Download], modes: list[str], baseline: s
     """Side-by-side panels, one per size: per mode, the step CDF of its completion times
     divided by ``baseline``'s median at that size (a panel without a baseline median, or
     ``baseline`` None, shows seconds)."""
-    downloads = [d for d in downloads if d.get("mode") in modes and _completed(d)]
+    downloads = [d for d in downloads if d.mode in modes and d.completed]
     sizes = sizes_of(downloads)
     if not sizes:
         return empty_figure(path, title, "no successful downloads")
@@ -167,33 +200,33 @@ def completion_cdfs(downloads: Iterable[Download], modes: list[str], baseline: s
     return _save(fig, path)
 
 
-def completion_vs_first_nfe(downloads: Iterable[Download], modes: list[str], path: Path, title: str,
+def completion_vs_first_nfe(downloads: Iterable[MquicDownload], modes: list[str], path: Path, title: str,
                             baseline: str | None = None) -> Path:
     """Completion time (divided by ``baseline``'s median at the download's size when
     given and known at every size, else in seconds) against the packets sent before the first NFE; one color per mode,
     one marker per size. Downloads without an NFE are drawn in a column at the right
     edge, labelled "no NFE"."""
-    downloads = [d for d in downloads if d.get("mode") in modes and _completed(d)]
+    downloads = [d for d in downloads if d.mode in modes and d.completed]
     sizes = sizes_of(downloads)
     if not downloads:
         return empty_figure(path, title, "no successful downloads")
     medians = _baseline_medians(downloads, baseline, sizes)
     normalized = baseline is not None and all(s in medians for s in sizes)
 
-    def y_of(d: Download) -> float:
-        t = float(d["completion_s"])
-        return t / medians[int(d["size"])] if normalized else t
+    def y_of(d: MquicDownload) -> float:
+        t = d.completion_s or 0.0
+        return t / medians[d.size] if normalized else t
 
-    with_nfe = [_number(d.get("first_nfe_packets")) for d in downloads]
+    with_nfe = [_number(d.first_nfe_packets) for d in downloads]
     xs_known = [x for x in with_nfe if x is not None]
     right = max(xs_known) * 1.15 if xs_known else 1.0
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for i, mode in enumerate(modes):
         for j, size in enumerate(sizes):
-            pts = [d for d in downloads if d.get("mode") == mode and d.get("size") == size]
+            pts = [d for d in downloads if d.mode == mode and d.size == size]
             if not pts:
                 continue
-            xs = [_number(d.get("first_nfe_packets")) for d in pts]
+            xs = [_number(d.first_nfe_packets) for d in pts]
             label = mode if len(sizes) == 1 else f"{mode}, {size_label(size)}"
             ax.scatter([right if x is None else x for x in xs], [y_of(d) for d in pts], s=18, alpha=0.75,
                        color=COLORS[i % len(COLORS)], marker=MARKERS[j % len(MARKERS)], label=label)
@@ -213,24 +246,37 @@ def completion_vs_first_nfe(downloads: Iterable[Download], modes: list[str], pat
     return _save(fig, path)
 
 
-def gain_table(points: list[tuple[float, list[Download]]], mode: str, baselines: list[str]) -> list[dict[str, Any]]:
+class GainRow(BaseModel):
+    """One (x, size, baseline) of ``gain_table``: the mode's improvement, %."""
+
+    model_config = ConfigDict(frozen=True)
+
+    x: float
+    size: int
+    baseline: str
+    median: float | None
+    p95: float | None
+    n: int
+    n_baseline: int
+
+
+def gain_table(points: list[tuple[float, list[Download]]], mode: str, baselines: list[str]) -> list[GainRow]:
     """For each (x, downloads) of ``points`` (e.g. x the number of connections or the
-    initial window), each size and each baseline other than ``mode``: ``{"x", "size",
-    "baseline", "median": %, "p95": %, "n", "n_baseline"}``, the improvement of ``mode``
-    over the baseline (None where either side has no value). Ordered by x as given, then
-    size, then ``baselines`` order."""
+    initial window), each size and each baseline other than ``mode``: the improvement of
+    ``mode`` over the baseline (None where either side has no value). Ordered by x as
+    given, then size, then ``baselines`` order."""
     rows = []
     for x, downloads in points:
         table = completion_table(downloads, [mode] + [b for b in baselines if b != mode], [])
-        by = {(r["size"], r["mode"]): r for r in table}
-        for size in sorted({r["size"] for r in table}):
+        by = {(r.size, r.mode): r for r in table}
+        for size in sorted({r.size for r in table}):
             m = by[(size, mode)]
             for b in baselines:
                 if b == mode:
                     continue
                 base = by[(size, b)]
-                rows.append({"x": x, "size": size, "baseline": b, "median": improvement(base["median"], m["median"]),
-                             "p95": improvement(base["p95"], m["p95"]), "n": m["n"], "n_baseline": base["n"]})
+                rows.append(GainRow(x=x, size=size, baseline=b, median=improvement(base.median, m.median),
+                                    p95=improvement(base.p95, m.p95), n=m.n, n_baseline=base.n))
     return rows
 
 
@@ -239,24 +285,24 @@ def gain_against(points: list[tuple[float, list[Download]]], mode: str, baseline
     """Two panels (median, p95): the improvement (%) of ``mode`` over each baseline
     against x, one line per (size, baseline): color per size, line style per baseline."""
     table = gain_table(points, mode, baselines)
-    if not any(r[k] is not None for r in table for k in ("median", "p95")):
+    if not any(v is not None for r in table for v in (r.median, r.p95)):
         return empty_figure(path, title, "no improvement to show (missing downloads)")
-    sizes = sorted({r["size"] for r in table})
+    sizes = sorted({r.size for r in table})
     others = [b for b in baselines if b != mode]
     styles = ["-", "--", ":", "-."]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.0), sharey=True)
     for ax, stat in zip(axes, ("median", "p95"), strict=True):
         for i, size in enumerate(sizes):
             for j, b in enumerate(others):
-                pts = sorted((r["x"], r[stat]) for r in table if r["size"] == size and r["baseline"] == b
-                             and r[stat] is not None)
+                pts = sorted((r.x, v) for r in table if r.size == size and r.baseline == b
+                             and (v := r.median if stat == "median" else r.p95) is not None)
                 if not pts:
                     continue
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[j % len(MARKERS)], markersize=4,
                         linestyle=styles[j % len(styles)], linewidth=1.2, color=COLORS[i % len(COLORS)],
                         label=f"{size_label(size)} vs {b}")
         ax.axhline(0.0, color="0.4", linewidth=0.8)
-        xs = sorted({float(r["x"]) for r in table})
+        xs = sorted({r.x for r in table})
         if len(xs) <= 12:
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
         ax.set_xlabel(xlabel)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..files import JsonObject
 from .completion import _number  # noqa: E402
 from .figures import COLORS, _save, empty_figure  # noqa: E402
 
@@ -20,7 +20,7 @@ MSS = 1200  # bytes per packet in the cwnd figure (QUIC's usual max datagram siz
 SYNC_ACTIONS = ("sync", "mean", "stop")
 
 
-def groups_of(lines: Iterable[dict[str, Any]]) -> list[str]:
+def groups_of(lines: Iterable[JsonObject]) -> list[str]:
     """Group ids in order of first appearance."""
     seen: dict[str, None] = {}
     for d in lines:
@@ -29,7 +29,7 @@ def groups_of(lines: Iterable[dict[str, Any]]) -> list[str]:
     return list(seen)
 
 
-def pick_group(lines: list[dict[str, Any]], group: str | None = None) -> str | None:
+def pick_group(lines: list[JsonObject], group: str | None = None) -> str | None:
     """``group`` if given; else the first group (in the order of the lines) with a "sync"
     or "mean" action, else the first group; None without lines."""
     if group is not None:
@@ -47,7 +47,7 @@ def _conn_key(c: object) -> tuple[int, float, str]:
         return (1, 0.0, s)
 
 
-def cwnd_series(lines: Iterable[dict[str, Any]], group: str) -> dict[str, list[tuple[float, float]]]:
+def cwnd_series(lines: Iterable[JsonObject], group: str) -> dict[str, list[tuple[float, float]]]:
     """Per connection (id as text, numerically ordered), (seconds since the group's first
     line, cwnd in bytes) from ``join`` and ``cwnd`` lines and the ``before`` then ``after``
     of ``nfe`` and ``round`` lines, in time order."""
@@ -85,7 +85,7 @@ def aggregate(series: dict[str, list[tuple[float, float]]]) -> list[tuple[float,
     return out
 
 
-def aggregate_windows(by_label: dict[str, tuple[list[dict[str, Any]], str]], path: Path, title: str) -> Path:
+def aggregate_windows(by_label: dict[str, tuple[list[JsonObject], str]], path: Path, title: str) -> Path:
     """One step line per label: the summed cwnd (packets of ``MSS`` bytes) of group
     ``by_label[label][1]`` in the lines ``by_label[label][0]``, over the time since its
     first line, NFEs marked on it ("x"; merged NFEs open circles)."""
@@ -124,7 +124,7 @@ def aggregate_windows(by_label: dict[str, tuple[list[dict[str, Any]], str]], pat
     return _save(fig, path)
 
 
-def cwnd_over_time(lines: Iterable[dict[str, Any]], path: Path, title: str, group: str | None = None) -> Path:
+def cwnd_over_time(lines: Iterable[JsonObject], path: Path, title: str, group: str | None = None) -> Path:
     """Per-connection cwnd (packets of ``MSS`` bytes) of one group as step lines over the
     time since the group's first line; each NFE an "x" on the connection it hit (at the
     cwnd before the reaction), each synchronization (nfe "sync"/"stop", round or rate

@@ -34,14 +34,15 @@ matplotlib.use("Agg")  # files only; no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..dcemu.records import Stats, StatsRecords, stats_file  # noqa: E402
+from ..files import JsonObject  # noqa: E402
 from ..scenario import Scenario  # noqa: E402
 from . import cell, diagnosis, run_figure, split_bearer  # noqa: E402
 from .diagnosis import Diagnosis  # noqa: E402
 from .figure_info import save_figure  # noqa: E402
-from .metrics import MeanStd, bearer_series, jain, mean_std  # noqa: E402
+from .metrics import MeanStd, PdcpSummary, bearer_series, jain, mean_std  # noqa: E402
 from .plots import Span  # noqa: E402
 from .run_events import RunFacts, Timeline, read_timeline  # noqa: E402
-from .stored_run import StoredRun, number  # noqa: E402
+from .stored_run import StoredRun  # noqa: E402
 
 Run = StoredRun[Any]
 
@@ -61,11 +62,11 @@ def _x_scale(rows: Sequence[Run]) -> float:
 Value = tuple[float | None, str]  # a swept value: as a number (None: not one) and as written
 
 
-def _differing(rows: Sequence[Run], parts: Sequence[dict[str, Any]]) -> list[str]:
+def _differing(rows: Sequence[Run], parts: Sequence[JsonObject]) -> list[str]:
     """Keys of ``parts`` (each row's options or scenario, as JSON) in which two rows at the
     same swept value differ: what a campaign's groups set apart (e.g. --streams, --link),
     not the sweep."""
-    at: dict[Value, list[dict[str, Any]]] = {}
+    at: dict[Value, list[JsonObject]] = {}
     for r, d in zip(rows, parts, strict=True):
         at.setdefault((r.value_num, r.value), []).append(d)
     keys = sorted({k for ds in at.values() for d in ds for k in d} - {"stack", "cc", "udp_buffer", "stand_in", "backend"})
@@ -88,7 +89,7 @@ def series_of(rows: Sequence[Run]) -> dict[str, str]:
     scenarios = [r.scenario_json() for r in rows]
     keys = [(0, k) for k in _differing(rows, options)] + [(1, k) for k in _differing(rows, scenarios)]
 
-    def label(r: Run, parts: tuple[dict[str, Any], dict[str, Any]]) -> str:
+    def label(r: Run, parts: tuple[JsonObject, JsonObject]) -> str:
         base = r.host_config or "-" if plain else f"{r.stack_shown} {r.cc} {r.host_config}"
         extra = [f"{k}={_short(parts[part].get(k))}" for part, k in keys]
         simulated = ["(simulated)"] if r.simulated else []
@@ -166,27 +167,22 @@ def metric_table(rows: Sequence[Run], metric: str) -> list[MetricRow]:
 
 # The PDCP receiver's stall statistics of a run (metrics "pdcp", analysis.metrics.pdcp_summary):
 # name -> (column, reader). Waits are dcemu's per-delivery histogram, in microseconds.
-PDCP_STALLS: dict[str, tuple[str, Callable[[dict[str, Any]], object]]] = {
-    "expiries": ("t-Reordering expiries", lambda p: (p.get("rx") or {}).get("timer_expiries")),
-    "given_up": ("COUNTs given up", lambda p: (p.get("rx") or {}).get("counts_given_up")),
-    "lost": ("lost on the legs", lambda p: sum(leg.get("dropped_loss_packets", 0) for leg in (p.get("legs") or {}).values())),
-    "wait_mean_ms": ("wait mean (ms)", lambda p: _us_to_ms((p.get("rx_wait_us") or {}).get("mean_us"))),
-    "wait_p99_ms": ("wait p99 (ms)", lambda p: _us_to_ms((p.get("rx_wait_us") or {}).get("p99_us"))),
-    "wait_max_ms": ("wait max (ms)", lambda p: _us_to_ms((p.get("rx_wait_us") or {}).get("max_us"))),
+PDCP_STALLS: dict[str, tuple[str, Callable[[PdcpSummary], float | None]]] = {
+    "expiries": ("t-Reordering expiries", lambda p: p.rx.get("timer_expiries")),
+    "given_up": ("COUNTs given up", lambda p: p.rx.get("counts_given_up")),
+    "lost": ("lost on the legs", lambda p: sum(leg.dropped_loss_packets for leg in p.legs.values())),
+    "wait_mean_ms": ("wait mean (ms)", lambda p: p.rx_wait_us.mean_us / 1e3 if p.rx_wait_us else None),
+    "wait_p99_ms": ("wait p99 (ms)", lambda p: p.rx_wait_us.p99_us / 1e3 if p.rx_wait_us else None),
+    "wait_max_ms": ("wait max (ms)", lambda p: p.rx_wait_us.max_us / 1e3 if p.rx_wait_us else None),
 }
-
-
-def _us_to_ms(us: object) -> float | None:
-    v = number(us)
-    return None if v is None else v / 1e3
 
 
 def pdcp_stalls_vs_param(rows: Sequence[Run], key: str, path: Path, title: str, xlabel: str) -> Path | None:
     """One of the PDCP receiver's stall statistics (a key of PDCP_STALLS) against the
     swept value, per series; None where no run kept its receiver's counters."""
     label, read = PDCP_STALLS[key]
-    with_stalls = [r.model_copy(update={"metrics": {**r.metrics, f"pdcp_{key}": read(r.detail("pdcp"))}})
-                   for r in rows if r.detail("pdcp").get("rx")]
+    with_stalls = [r.model_copy(update={"metrics": {**r.metrics, f"pdcp_{key}": read(p)}})
+                   for r in rows if (p := r.pdcp) is not None and p.rx]
     if not with_stalls:
         return None
     return metric_vs_param(with_stalls, f"pdcp_{key}", label, path, title, xlabel)
@@ -208,9 +204,9 @@ def pdcp_stall_table(rows: Sequence[Run]) -> list[StallRow]:
     (reordering off: the receiver is bypassed)."""
     out = []
     for at, rs in _groups(rows).items():
-        pdcps = [p for r in rs if r.ok and (p := r.detail("pdcp")).get("rx")]
+        pdcps = [p for r in rs if r.ok and (p := r.pdcp) is not None and p.rx]
         if pdcps:
-            out.append(StallRow(at, len(pdcps), {name: mean_std([number(read(p)) for p in pdcps]).mean
+            out.append(StallRow(at, len(pdcps), {name: mean_std([read(p) for p in pdcps]).mean
                                                  for name, (_, read) in PDCP_STALLS.items()}))
     return sorted(out, key=lambda d: d.at.key())
 

@@ -7,7 +7,8 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from ..dcemu.records import Stats
 
@@ -114,28 +115,65 @@ def leg_window_means(records: Sequence[Stats], t0_ms: float, window_s: float, st
     return _rates(records, t0_ms, window_s, start_s, lambda r: {leg.name: leg.downlink.bytes_out for leg in r.legs})
 
 
-def pdcp_summary(records: Sequence[Stats], bearer: str) -> dict[str, Any]:
-    """The final PDCP counters and link totals of one bearer, from the summary record, as
-    a run's details keep them (JSON in its result and the store)."""
+class RxWait(BaseModel):
+    """How long the PDCP receiver held SDUs for reordering (its histogram's summary), µs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    count: int = 0
+    mean_us: float = 0.0
+    p50_us: float = 0.0
+    p99_us: float = 0.0
+    max_us: float = 0.0
+
+
+class LegTotals(BaseModel):
+    """One downlink leg's totals over a run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bytes_out: int = 0
+    packets_out: int = 0
+    dropped_queue_packets: int = 0
+    dropped_loss_packets: int = 0
+
+
+class PdcpSummary(BaseModel):
+    """A bearer's final PDCP counters and its legs' totals, as a run's details keep them
+    (``pdcp``, JSON in its result and the store; ``PdcpSummary.of`` reads them back)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tx_pdus: dict[str, int] = {}  # PDUs sent per downlink leg
+    rx: dict[str, int] = {}  # the receiver's counters by name (dcemu.records.Rx); {} without one
+    delivered_bytes: int | None = None
+    rx_wait_us: RxWait | None = None
+    legs: dict[str, LegTotals] = {}
+
+    @classmethod
+    def of(cls, stored: object) -> PdcpSummary | None:
+        """A run's stored ``pdcp`` detail; None where it kept none (or an empty one)."""
+        return cls.model_validate(stored) if stored else None
+
+
+def pdcp_summary(records: Sequence[Stats], bearer: str) -> PdcpSummary | None:
+    """The final PDCP counters and link totals of one bearer, from the summary record
+    (None without one)."""
     summary = next((r for r in reversed(records) if r.type == "summary"), None)
     if summary is None:
-        return {}
-    out: dict[str, Any] = {}
+        return None
+    legs = {leg.name: LegTotals(bytes_out=leg.downlink.bytes_out, packets_out=leg.downlink.packets_out,
+                                dropped_queue_packets=leg.downlink.dropped_queue_packets,
+                                dropped_loss_packets=leg.downlink.dropped_loss_packets) for leg in summary.legs}
     b = summary.bearer(bearer)
-    if b is not None:
-        rx = b.rx.model_dump(exclude={"wait"}) if b.rx else {}
-        out = {"tx_pdus": dict(b.tx_pdus), "rx": rx, "delivered_bytes": b.delivered_bytes}
-        if b.rx is not None:
-            w = b.rx.wait
-            out["rx_wait_us"] = {"count": w.count, "mean_us": w.mean_us, "p50_us": w.p50_us, "p99_us": w.p99_us,
-                                 "max_us": w.max_us}  # fmt: skip
-    out["legs"] = {
-        leg.name: {"bytes_out": leg.downlink.bytes_out, "packets_out": leg.downlink.packets_out,
-                   "dropped_queue_packets": leg.downlink.dropped_queue_packets,
-                   "dropped_loss_packets": leg.downlink.dropped_loss_packets}
-        for leg in summary.legs
-    }  # fmt: skip
-    return out
+    if b is None:
+        return PdcpSummary(legs=legs)
+    if b.rx is None:
+        return PdcpSummary(tx_pdus=dict(b.tx_pdus), delivered_bytes=b.delivered_bytes, legs=legs)
+    w = b.rx.wait
+    return PdcpSummary(tx_pdus=dict(b.tx_pdus), rx=b.rx.model_dump(exclude={"wait"}), delivered_bytes=b.delivered_bytes,
+                       rx_wait_us=RxWait(count=w.count, mean_us=w.mean_us, p50_us=w.p50_us, p99_us=w.p99_us,
+                                         max_us=w.max_us), legs=legs)
 
 
 def quantile(sorted_vals: list[float], q: float) -> float:
@@ -147,13 +185,25 @@ def quantile(sorted_vals: list[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
-def distribution(values: Iterable[float | None]) -> dict[str, Any]:
+class Distribution(BaseModel):
+    """``distribution``'s summary of some values."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    median: float | None = None
+    p95: float | None = None
+    mean: float | None = None
+    cov: float | None = None
+
+
+def distribution(values: Iterable[float | None]) -> Distribution:
     """n, median, p95 (linear interpolation, as numpy), mean and coefficient of variation
     (cov: *sample* standard deviation / mean; None for fewer than two values or a zero mean)
     of the values; None and NaN skipped. With no values all but n are None."""
     vals = sorted(float(v) for v in values if v is not None and not math.isnan(v))
     if not vals:
-        return {"n": 0, "median": None, "p95": None, "mean": None, "cov": None}
+        return Distribution(n=0)
     mean = statistics.fmean(vals)
     cov = statistics.stdev(vals) / mean if len(vals) > 1 and mean != 0 else None
-    return {"n": len(vals), "median": quantile(vals, 0.5), "p95": quantile(vals, 0.95), "mean": mean, "cov": cov}
+    return Distribution(n=len(vals), median=quantile(vals, 0.5), p95=quantile(vals, 0.95), mean=mean, cov=cov)

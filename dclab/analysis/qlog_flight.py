@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from ..files import JsonObject
 
 AMPLIFICATION = 3  # RFC 9000 section 8: at most three times the bytes received
 
@@ -70,7 +71,7 @@ class ServerFlight:
 RECORD_SEPARATOR = "\x1e"  # RFC 7464: each JSON-SEQ record starts with it
 
 
-def read_traces(path: Path) -> list[dict[str, Any]]:
+def read_traces(path: Path) -> list[JsonObject]:
     """The traces of one qlog file: aioquic's JSON qlog (a document of ``traces``), or a
     JSON-SEQ qlog (ngtcp2, quinn, noq: a header record holding the ``trace``, then one
     record per event), returned as one trace with its ``events``."""
@@ -88,7 +89,7 @@ def read_traces(path: Path) -> list[dict[str, Any]]:
     return [t for t in traces if isinstance(t, dict)]
 
 
-def packets(trace: dict[str, Any]) -> list[Packet]:
+def packets(trace: JsonObject) -> list[Packet]:
     """The packets a trace logged, in its order."""
     out = []
     for e in trace.get("events") or []:
@@ -103,7 +104,7 @@ def packets(trace: dict[str, Any]) -> list[Packet]:
     return out
 
 
-def datagrams(trace: dict[str, Any]) -> list[tuple[float, bool, int]]:
+def datagrams(trace: JsonObject) -> list[tuple[float, bool, int]]:
     """(time, sent, UDP payload bytes) of every datagram a trace logged: what the
     anti-amplification limit counts (padding outside the packets included)."""
     out = []
@@ -115,11 +116,11 @@ def datagrams(trace: dict[str, Any]) -> list[tuple[float, bool, int]]:
     return out
 
 
-def is_server(trace: dict[str, Any]) -> bool:
+def is_server(trace: JsonObject) -> bool:
     return (trace.get("vantage_point") or {}).get("type") == "server"
 
 
-def server_flight(trace: dict[str, Any]) -> ServerFlight:
+def server_flight(trace: JsonObject) -> ServerFlight:
     """The server's flight around validation in one server trace."""
     ps = packets(trace)
     received = [p for p in ps if not p.sent]

@@ -9,7 +9,6 @@ and simulated runs of a stack's own model have none and keep the stack's plain n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 
 def stack_label(stack: str, stand_in: Mapping[str, str] | None) -> str:
@@ -24,13 +23,3 @@ def stack_label(stack: str, stand_in: Mapping[str, str] | None) -> str:
         return f"{part} ({model[name]} model)" if name in model else part
 
     return ",".join(one(p) for p in stack.split(","))
-
-
-def stand_in_of(row: Mapping[str, Any]) -> dict[str, str]:
-    """The stand-ins a stored run (a store row, or a record with its options) ran on."""
-    return dict((row.get("options") or {}).get("stand_in") or {})
-
-
-def row_stack(row: Mapping[str, Any]) -> str:
-    """A stored run's stack as it is shown."""
-    return stack_label(str(row.get("stack") or ""), stand_in_of(row))

@@ -18,7 +18,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ..files import JsonObject
 from ..scenario import Scenario
+from .metrics import PdcpSummary
 from .stand_in import stack_label
 
 
@@ -72,7 +74,7 @@ class StoredRun(BaseModel, Generic[OptionsT]):
     stack: str = ""  # 'aioquic', or per flow 'dc=aioquic,sc1=tcp,sc2=tcp'
     cc: str = ""
     host_config: str = ""
-    metrics: dict[str, Any] = {}  # the run's JSON object of metrics and details
+    metrics: JsonObject = {}  # the run's JSON object of metrics and details
     flows: tuple[StoredFlow, ...] = ()
     # Its place in a campaign ('' for a repetition just measured).
     run_key: str = ""
@@ -81,7 +83,7 @@ class StoredRun(BaseModel, Generic[OptionsT]):
     param: str = ""
     value: str = ""
     value_num: float | None = None
-    environment: dict[str, Any] = {}  # kernel, host settings, versions (JSON, as recorded)
+    environment: JsonObject = {}  # kernel, host settings, versions (JSON, as recorded)
     run_dir: str = ""  # as stored
     machine: str = ""
     started_at: str = ""
@@ -107,10 +109,15 @@ class StoredRun(BaseModel, Generic[OptionsT]):
         f = self.flow(name)
         return f.mbps if f is not None else None
 
-    def detail(self, name: str) -> dict[str, Any]:
+    def detail(self, name: str) -> JsonObject:
         """A JSON object among the metrics (e.g. ``pdcp``), {} without one."""
         v = self.metrics.get(name)
         return v if isinstance(v, dict) else {}
+
+    @property
+    def pdcp(self) -> PdcpSummary | None:
+        """The PDCP summary the run kept (``pdcp``), None where it kept none."""
+        return PdcpSummary.of(self.metrics.get("pdcp"))
 
     @property
     def t0_ms(self) -> float:
@@ -127,10 +134,10 @@ class StoredRun(BaseModel, Generic[OptionsT]):
     def simulated(self) -> bool:
         return self.backend == "sim"
 
-    def options_json(self) -> dict[str, Any]:
+    def options_json(self) -> JsonObject:
         return self.options.model_dump(mode="json")
 
-    def scenario_json(self) -> dict[str, Any]:
+    def scenario_json(self) -> JsonObject:
         return self.scenario.model_dump(mode="json")
 
 

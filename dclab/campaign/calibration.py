@@ -14,8 +14,8 @@ import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
+from ..files import JsonObject
 from ..paths import ROOT
 from ..scenario import Scenario, build
 
@@ -45,7 +45,7 @@ class CalibrationPoint:
     cc: str
     udp_buffer: str
     size: str
-    scenario: dict[str, Any]
+    scenario: JsonObject  # as the calibration file gives it
     runs: list[RunStats] = field(default_factory=list)
 
     def scenario_model(self) -> Scenario:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -81,9 +81,25 @@ def load_reference(path: Path) -> list[Point]:
     return points
 
 
-def compare(rows: Sequence[AnyRun], points: list[Point]) -> list[dict[str, Any]]:
-    """Per point: what dclab measured there (mean, std, n of successful runs, failed runs)
-    and the ratio measured / published (None without a measurement or when published is 0)."""
+@dataclass(frozen=True)
+class Compared:
+    """What dclab measured at a published point: mean, std and n of the successful runs,
+    the failed runs, the series matched, and the ratio measured / published (None without
+    a measurement or when published is 0)."""
+
+    point: Point
+    metric: str
+    mean: float | None
+    std: float | None
+    n: int
+    failed: int
+    series: list[str]
+    ratio: float | None
+    digits: int
+
+
+def compare(rows: Sequence[AnyRun], points: list[Point]) -> list[Compared]:
+    """Per point, what dclab measured there (``Compared``)."""
     known = experiments()
     out = []
     for p in points:
@@ -96,19 +112,20 @@ def compare(rows: Sequence[AnyRun], points: list[Point]) -> list[dict[str, Any]]
         ok = [r for r in mine if r.ok and r.metric(metric) is not None]
         ms = mean_std([r.metric(metric) for r in ok])
         ratio = ms.mean / p.published if ms.mean is not None and p.published else None
-        out.append({"point": p, "metric": metric, "mean": ms.mean, "std": ms.std, "n": ms.n,
-                    "failed": len(mine) - len(ok), "series": sorted({labels[r.run_key] for r in mine}), "ratio": ratio,
-                    "digits": metrics[metric].digits})
+        out.append(Compared(point=p, metric=metric, mean=ms.mean, std=ms.std, n=ms.n, failed=len(mine) - len(ok),
+                            series=sorted({labels[r.run_key] for r in mine}), ratio=ratio,
+                            digits=metrics[metric].digits))
     return out
 
 
-def fidelity_table(compared: list[dict[str, Any]]) -> Table:
+def fidelity_table(compared: list[Compared]) -> Table:
     rows, failed = [], []
     for c in compared:
-        p: Point = c["point"]
-        series = p.series or (", ".join(c["series"]) if c["series"] else "-")
-        rows.append([f"{p.experiment}: {p.sweep} = {p.value:g}", series, c["metric"], _fmt(c["mean"], c["digits"]), _fmt(c["std"], c["digits"]),
-                     str(c["n"]), str(c["failed"]), f"{p.published:g}", _fmt(c["ratio"], 3), p.source or "-"])
-        failed.append(c["n"] == 0)
+        p = c.point
+        series = p.series or (", ".join(c.series) if c.series else "-")
+        rows.append([f"{p.experiment}: {p.sweep} = {p.value:g}", series, c.metric, _fmt(c.mean, c.digits),
+                     _fmt(c.std, c.digits), str(c.n), str(c.failed), f"{p.published:g}", _fmt(c.ratio, 3),
+                     p.source or "-"])
+        failed.append(c.n == 0)
     return Table(["point", "series", "metric", "dclab mean", "std", "n", "failed", "published", "dclab / published",
                   "source"], rows, failed)

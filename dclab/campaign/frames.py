@@ -41,6 +41,7 @@ from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
 
+from ..files import JsonObject
 from .store import FLOW_COLUMNS, NotAStore, Store, StoreError, campaign_dir, open_existing
 
 RUN_COLUMNS = ["run_key", "campaign", "experiment", "sweep", "param", "value", "value_num", "stack", "cc",
@@ -66,7 +67,7 @@ def open_source(src: str | Path | Store) -> Store:
     return open_existing(Path(src))
 
 
-def flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
+def flatten(prefix: str, obj: Any, out: JsonObject) -> None:
     """Dicts by dotted key, lists as JSON text, scalars as they are."""
     if isinstance(obj, dict):
         for k, v in obj.items():

@@ -25,7 +25,7 @@ from ..endpoints.base import StackError
 from ..errors import InputError, OptionError
 from ..experiments import experiments, get_experiment
 from ..experiments.base import Experiment, Options, OptionsT, RunChoices, sweepable_fields
-from ..files import FileRefused, check_name, clip, read_toml
+from ..files import FileRefused, JsonObject, check_name, clip, read_toml
 from ..flowplan import PlanError
 from ..paths import CAMPAIGNS, ROOT
 from ..scenario import ADDED_FIELDS, KEY_DEFAULTS, MAX_SEED, Scenario, ScenarioError, build, capacity_mbps
@@ -53,7 +53,7 @@ class StackConfig:
         buffer = f" {self.udp_buffer}-buffer" if get_stack(self.stack).transport == "udp" else ""
         return f"{stack_label(self.stack, stand_in)} {self.cc}{buffer}"
 
-    def option_values(self) -> dict[str, Any]:
+    def option_values(self) -> JsonObject:
         return {"stack": self.stack, "cc": self.cc, "udp_buffer": self.udp_buffer}
 
 
@@ -93,17 +93,17 @@ class Campaign:
     name: str
     description: str = ""
     reps: int = 10
-    experiment_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # [NAME] tables
-    groups: list[dict[str, Any]] = field(default_factory=list)
+    experiment_options: dict[str, JsonObject] = field(default_factory=dict)  # [NAME] tables
+    groups: list[JsonObject] = field(default_factory=list)
     source: Path | None = None  # the campaign file, named by planning's errors
 
-    def where(self, group: dict[str, Any]) -> str:
+    def where(self, group: JsonObject) -> str:
         """"FILE: group NAME" for an error about ``group`` (its index when unnamed)."""
         name = group.get("name") or self.groups.index(group)
         return f"{self.source}: group {name}" if self.source else f"group {name}"
 
 
-def parse_config(spec: str | dict[str, Any]) -> StackConfig:
+def parse_config(spec: str | JsonObject) -> StackConfig:
     """"aioquic:reno:large" or {stack, cc, udp_buffer}."""
     if isinstance(spec, str):
         parts = spec.split(":")
@@ -141,8 +141,8 @@ class GroupFile(_Strict):
     experiments: list[str] | None = Field(None, min_length=1)
     configs: list[ConfigEntry] = Field(min_length=1)
     sweeps: list[str | SweepEntry] = Field(min_length=1)
-    scenario: dict[str, Any] = {}
-    options: dict[str, dict[str, Any]] = {}  # per experiment: option values of this group (over the file's [NAME])
+    scenario: JsonObject = {}
+    options: dict[str, JsonObject] = {}  # per experiment: option values of this group (over the file's [NAME])
 
 
 class CampaignFile(BaseModel):
@@ -258,7 +258,7 @@ def with_used_stand_ins(exp: Experiment[OptionsT], s: Scenario, options: Options
 
 
 def run_key(experiment: str, cfg: StackConfig, sweep: str, value: float, rep: int, s: Scenario,
-            options: dict[str, Any]) -> str:
+            options: JsonObject) -> str:
     """Stable over releases and machines: the fields of the first store's key (experiment,
     config, sweep, value, repetition, scenario, size, duration) in that order, then any other
     option that differs from the experiment's default, so stores written before plug-ins
@@ -308,7 +308,7 @@ def estimate(exp: Experiment[OptionsT], s: Scenario, options: OptionsT) -> float
     return OVERHEAD_S + exp.estimate_s(s, options, capacity_mbps(s))
 
 
-def sweep_values(sw: str | dict[str, Any]) -> tuple[str, list[float]]:
+def sweep_values(sw: str | JsonObject) -> tuple[str, list[float]]:
     if isinstance(sw, str):
         return sw, list(SWEEPS[sw].defaults)
     name = sw["name"]
@@ -416,7 +416,7 @@ def shard(runs: list[PlannedRun], spec: str | None) -> list[PlannedRun]:
 
 
 def sweep_campaign(name: str, reps: int, experiments_: list[str], configs: list[StackConfig],
-                   params: list[tuple[str, list[float]]], options: dict[str, dict[str, Any]]) -> Campaign:
+                   params: list[tuple[str, list[float]]], options: dict[str, JsonObject]) -> Campaign:
     """The campaign `dclab sweep` runs: one group, the given sweeps."""
     c = Campaign(name=name, reps=reps, experiment_options=options)
     c.groups = [{"experiments": experiments_, "configs": [cfg.__dict__ for cfg in configs],

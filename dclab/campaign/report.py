@@ -12,13 +12,12 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ..analysis import figures, machines, stacks
 from ..analysis.stored_run import AnyRun
 from ..experiments import AnyExperiment, experiments
 from ..experiments.base import Table
-from ..files import check_output_dir, printable, write_output
+from ..files import JsonObject, check_output_dir, printable, write_output
 from . import fidelity, typed_runs
 from .store import Store, open_existing
 from .sweeps import SWEEPS
@@ -165,7 +164,7 @@ def html_table(t: Table, cls: str) -> str:
     return "".join(out)
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, str]:
+def _flatten(d: JsonObject, prefix: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
@@ -283,7 +282,7 @@ def _machines(rows: Sequence[AnyRun]) -> str:
 def _fidelity(rows: Sequence[AnyRun], reference: Path, points: list[fidelity.Point]) -> str:
     """The fidelity section: dclab beside the reference file's published values."""
     compared = fidelity.compare(rows, points)
-    matched = sum(1 for c in compared if c["n"])
+    matched = sum(1 for c in compared if c.n)
     return ('<h2 id="fidelity">Fidelity</h2>\n'
             f'<p class="meta">dclab beside the published values of <code>{_e(reference)}</code> (given by the user; '
             f"dclab ships none): {len(compared)} points, {matched} with successful runs. dclab's mean and sample "

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import check_name, clip, kind_of, output_file
+from ..files import JsonObject, check_name, clip, kind_of, output_file
 from ..paths import results_dir
 
 VERSION = 2  # PRAGMA user_version of the stores this dclab writes; it reads 1 and 2
@@ -278,9 +278,9 @@ class RunRecord:
     host_config: str
     rep: int
     ok: bool
-    scenario: dict[str, Any]
-    metrics: dict[str, Any]
-    environment: dict[str, Any]
+    scenario: JsonObject
+    metrics: JsonObject
+    environment: JsonObject
     run_dir: str
     machine: str
     started_at: str
@@ -292,8 +292,8 @@ class RunRecord:
     value_num: float | None = None
     seed: int | None = None
     error: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    flows: list[dict[str, Any]] = field(default_factory=list)  # FLOW_COLUMNS but run_key, by name: flow
+    options: JsonObject = field(default_factory=dict)
+    flows: list[JsonObject] = field(default_factory=list)  # FLOW_COLUMNS but run_key, by name: flow
 
     def row(self) -> tuple[Any, ...]:
         d = self.__dict__
@@ -434,7 +434,7 @@ class Store:
         with self.db() as db:
             _quick_check(db, self.path)
 
-    def rows(self, where: str = "1", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    def rows(self, where: str = "1", params: tuple[Any, ...] = ()) -> list[JsonObject]:
         """Runs as dicts, JSON columns decoded, each with its ``flows`` (a list of dicts with
         ``name``). ``where`` is an SQL condition on the runs table; on a store opened
         read-only it runs on a read-only connection, so no condition can change the store."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .. import lte, nr, radio
 from ..errors import OptionError
@@ -43,7 +42,7 @@ def _level_mean(distance_m: float) -> float:
         raise ScenarioError(str(e)) from None
 
 
-def _matched_endc(lte_level: str, nr_level: str) -> dict[str, Any]:
+def _matched_endc(lte_level: str, nr_level: str) -> dict[str, object]:
     """An EN-DC level pair with the static split at its mean capacities' ratio (the study's
     best, docs/testbed-reference.md), the master's share rounded to 5 % so that a batch of
     20 sends it exactly (docs/endc.md)."""
@@ -60,9 +59,9 @@ class SweepDef:
     name: str
     label: str  # axis label
     defaults: Sequence[float]  # as the study wrote them (ints stay ints: run keys hash them)
-    apply: Callable[[float], dict[str, Any]]  # value -> changes of scenario fields and option fields
+    apply: Callable[[float], dict[str, object]]  # value -> changes of scenario fields and option fields
 
-    def option_changes(self, value: float) -> dict[str, Any]:
+    def option_changes(self, value: float) -> dict[str, object]:
         return {k: v for k, v in self.apply(value).items() if k not in Scenario.model_fields}
 
     def applies_to(self, option_fields: set[str]) -> bool:
@@ -138,7 +137,7 @@ class Point:
     sweep: str
     value: float
     scenario: Scenario
-    options: dict[str, Any]  # option changes (e.g. size); empty: the experiment's own
+    options: dict[str, object]  # option changes (e.g. size); empty: the experiment's own
 
 
 def parse_param(spec: str) -> tuple[str, list[float]]:

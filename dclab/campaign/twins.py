@@ -46,7 +46,7 @@ def sim_twin(run: PlannedRun, stand_in: Mapping[str, str] | None = None,
     # A plan that is refused still gets its twin: the campaign's preflight names the error.
     if any(refusal(stack, cc, stand_in or {}) for stack, cc in flows or []):
         return None
-    update: dict[str, Any] = {"backend": "sim"}
+    update: dict[str, object] = {"backend": "sim"}
     if chosen := used(flows or [], stand_in or {}):  # none: the key of the stack's own model, as before
         update["stand_in"] = chosen
     options = run.options.model_copy(update=update)

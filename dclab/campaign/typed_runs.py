@@ -25,7 +25,7 @@ from ..analysis.stored_run import AnyRun, StoredFlow, StoredRun, UnknownOptions
 from ..dcemu.sim_models import unrecorded
 from ..experiments import experiments
 from ..experiments.base import RunChoices
-from ..files import printable
+from ..files import JsonObject, printable
 from ..scenario import STORED, Scenario
 from .store import Store
 
@@ -38,7 +38,7 @@ class Typed:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _defaults() -> dict[str, dict[str, Any]]:
+def _defaults() -> dict[str, JsonObject]:
     out = {}
     for name, exp in experiments().items():
         try:
@@ -48,7 +48,7 @@ def _defaults() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _flows_of(r: dict[str, Any]) -> list[tuple[str, str]]:
+def _flows_of(r: JsonObject) -> list[tuple[str, str]]:
     """A stored run's (stack, cc) per flow; from its columns when its flows were not kept."""
     flows = [(str(f.get("stack") or ""), str(f.get("cc") or "")) for f in r.get("flows") or []]
     if flows and all(s for s, _ in flows):
@@ -56,7 +56,7 @@ def _flows_of(r: dict[str, Any]) -> list[tuple[str, str]]:
     return [(part.rpartition("=")[2], str(r.get("cc") or "")) for part in str(r.get("stack") or "").split(",")]
 
 
-def completed_options(r: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def completed_options(r: JsonObject, defaults: dict[str, JsonObject]) -> JsonObject:
     """A row's options completed with its experiment's defaults, and the stand-ins of a
     simulated run from before they were recorded (see the module's docstring)."""
     stored = r.get("options") or {}
@@ -72,7 +72,7 @@ def _error(e: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
-def typed(r: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> AnyRun:
+def typed(r: JsonObject, defaults: dict[str, JsonObject]) -> AnyRun:
     """One store row (``Store.rows``) typed; ValueError saying what no longer validates."""
     exp = experiments().get(r["experiment"])
     raw = completed_options(r, defaults)
@@ -117,7 +117,7 @@ def typed(r: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> AnyRun:
 FLOW_NUMBERS = ("port", "mean_mbps", "goodput_mbps", "bytes", "completion_s", "ok")
 
 
-def typed_runs(rows: Iterable[dict[str, Any]]) -> Typed:
+def typed_runs(rows: Iterable[JsonObject]) -> Typed:
     """Store rows typed; those that no longer validate are named in ``unreadable``."""
     out = Typed()
     defaults = _defaults()

@@ -26,7 +26,7 @@ from ..campaign.store import Store, StoreError, campaign_dir, open_existing, rem
 from ..campaign.sweeps import SWEEPS, parse_param
 from ..errors import InputError
 from ..experiments import default_experiment, experiments
-from ..files import FileRefused, check_name, clip
+from ..files import FileRefused, JsonObject, check_name, clip
 from ..paths import CAMPAIGNS
 from .options import err, parse_size, root_or_exit, scenario_from, scenario_options, stand_in_from, stand_in_option
 
@@ -478,9 +478,9 @@ def sweep(params: tuple[str, ...], experiments_: tuple[str, ...], configs: tuple
     click.echo(f"store {store.path}; figures: dclab report {c.name}")
 
 
-def experiment_sets(sets: tuple[str, ...], chosen: list[str]) -> dict[str, dict[str, Any]]:
+def experiment_sets(sets: tuple[str, ...], chosen: list[str]) -> dict[str, JsonObject]:
     """--set EXPERIMENT.OPTION=VALUE into {experiment: {option: value}}."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for item in sets:
         key, eq, value = item.partition("=")
         exp, dot, opt = key.partition(".")

@@ -15,6 +15,7 @@ from rich.table import Table as RichTable
 
 from .. import batch
 from ..analysis.diagnosis import misread_line
+from ..analysis.metrics import PdcpSummary
 from ..analysis.stand_in import stack_label
 from ..endpoints import get_stack
 from ..errors import InputError
@@ -72,7 +73,8 @@ def _diagnoses(exp: Experiment, out_dir: Path, shown: Scenario, options: Options
             out.append(prefix + d.line())
         # A misread COUNT is named whatever else the diagnosis says (or whether there is one:
         # a split's run has none, and a run it stalls to the end fails).
-        misread = int(((result.details.get("pdcp") or {}).get("rx") or {}).get("counts_misread") or 0)
+        pdcp = PdcpSummary.of(result.details.get("pdcp"))
+        misread = pdcp.rx.get("counts_misread", 0) if pdcp else 0
         if misread and (d is None or "sn_misread" not in [c.cause for c in (d.main, *d.others)]):
             out.append(prefix + misread_line(misread))
     return out

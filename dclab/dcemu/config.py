@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import tomli_w
 
+from ..files import JsonObject
 from ..flowplan import FlowPlan
 from ..scenario import Scenario
 
 
-def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_ms: float, limit: int,
-               loss_pct: float, jitter_reorders: bool, loss_at: str = "after-rate") -> dict[str, Any]:
-    d: dict[str, Any] = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit,
+def _direction(rate_or_trace: JsonObject, queue: int, delay_ms: float, std_ms: float, limit: int,
+               loss_pct: float, jitter_reorders: bool, loss_at: str = "after-rate") -> JsonObject:
+    d: JsonObject = {**rate_or_trace, "queue_packets": queue, "delay_limit": limit,
                          "jitter_reorders": jitter_reorders, "loss_at": loss_at}
     if std_ms > 0:
         d["delay"] = {"distribution": "normal", "mean_ms": delay_ms, "std_ms": std_ms}
@@ -26,13 +26,13 @@ def _direction(rate_or_trace: dict[str, Any], queue: int, delay_ms: float, std_m
     return d
 
 
-def x2(s: Scenario) -> dict[str, Any]:
+def x2(s: Scenario) -> JsonObject:
     """The X2/Xn hop to a secondary leg: --x2-delay one way, no rate limit."""
     return {"rate": "unlimited", "queue_packets": 1_000_000,
             "delay": {"distribution": "constant", "ms": s.x2_delay}}
 
 
-def cell_legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
+def cell_legs(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
     """``--link``: leg ``k``'s downlink is the ``k``-th cell (one device per bearer on the
     leg, in bearer order, as dcemu counts them, all at the level's SINR) followed by the
     leg's --delay and --loss (the core network); the uplink is the ordinary one, on leg 1
@@ -44,7 +44,7 @@ def cell_legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
                           s.reorders_by_jitter)
         del down["queue_packets"]  # the cell has a queue per device
         down["cell"] = cell.cell(sum(1 for b in plan.bearers if b.legs is None or i + 1 in b.legs))
-        leg: dict[str, Any] = {"name": f"leg{i + 1}", "downlink": down}
+        leg: JsonObject = {"name": f"leg{i + 1}", "downlink": down}
         if i > 0 and s.x2_delay is not None:
             leg["x2"] = x2(s)
         if i == 0:
@@ -55,7 +55,7 @@ def cell_legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     return out
 
 
-def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
+def legs(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
     """Every downlink leg; the uplink rides on leg 1 only, as in the study, unless the plan
     has a paths bearer: then every leg has the uplink's settings, so each path's uplink is
     its own leg's (the DC and SC bearers' stays on leg 1)."""
@@ -64,7 +64,7 @@ def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     for i in range(s.legs):
         trace = s.leg_trace(i)
         rate = {"trace": {"path": str(Path(trace).resolve())}} if trace else {"rate": f"{s.bw[i]}mbit"}
-        leg: dict[str, Any] = {
+        leg: JsonObject = {
             "name": f"leg{i + 1}",
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
                                    s.reorders_by_jitter, s.loss_at),
@@ -79,10 +79,10 @@ def legs(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     return out
 
 
-def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
+def bearers(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
     """The plan's bearers; a paths bearer becomes one dcemu ``path`` bearer per leg,
     ``{name}-leg{k}``, matching its flows' server ports from that leg's client address."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     addrs = plan.path_addresses(s.legs)
     for b in plan.bearers:
         if b.mode == "paths":
@@ -92,7 +92,7 @@ def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
                             "match": [{"server_port": p, "client_addr": addr} for p in ports]})
             continue
         mode = "dup" if b.mode == "dc" and s.duplicate else b.mode
-        d: dict[str, Any] = {"name": b.name, "mode": mode}
+        d: JsonObject = {"name": b.name, "mode": mode}
         if b.legs is not None:
             d["legs"] = [f"leg{x}" for x in b.legs]
         d["match"] = [{"server_port": f.port} for f in plan.flows if f.bearer == b.name]
@@ -102,10 +102,10 @@ def bearers(s: Scenario, plan: FlowPlan) -> list[dict[str, Any]]:
     return out
 
 
-def split(s: Scenario, ratio: Sequence[float]) -> dict[str, Any]:
+def split(s: Scenario, ratio: Sequence[float]) -> JsonObject:
     """A dcemu [split] table: the batch and ``ratio``, and the flow control's policy and
     parameters when it is not static."""
-    out: dict[str, Any] = {"batch": s.batch, "ratio": list(ratio)}
+    out: JsonObject = {"batch": s.batch, "ratio": list(ratio)}
     if s.split_policy != "static":
         out.update(policy=s.split_policy, period_ms=s.report_period, target_delay_ms=s.target_delay)
     if s.split_policy == "delay-target":
@@ -115,11 +115,11 @@ def split(s: Scenario, ratio: Sequence[float]) -> dict[str, Any]:
     return out
 
 
-def _loss(percent: float) -> dict[str, Any]:
+def _loss(percent: float) -> JsonObject:
     return {"model": "bernoulli", "percent": percent}
 
 
-def schedule(s: Scenario, rendered_legs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def schedule(s: Scenario, rendered_legs: list[JsonObject]) -> list[JsonObject]:
     """The scenario's changes for dcemu: the outage (its leg loses every packet, each
     direction it has, from ``at_s``, and has its own loss again ``duration_s`` later) and
     the secondary node events on leg 2."""
@@ -143,7 +143,7 @@ def path_bearer(bearer: str, leg: int) -> str:
     return f"{bearer}-leg{leg}"
 
 
-def to_dcemu(s: Scenario, plan: FlowPlan, topology: dict[str, Any]) -> str:
+def to_dcemu(s: Scenario, plan: FlowPlan, topology: JsonObject) -> str:
     """The dcemu scenario file. ``topology`` is the [topology] table (namespaces, devices,
     addresses)."""
     paths = [a for addrs in plan.path_addresses(s.legs).values() for a in addrs[1:]]  # addrs[0]: the client's own

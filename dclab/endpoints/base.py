@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Generic, Literal, TypeVar
 
 from ..errors import InputError
-from ..files import clip
+from ..files import JsonObject, clip
 
 MAX_CONNECTIONS = 64
 # Where an end asked for ``keylog`` writes its TLS secrets, in its workdir: the NSS key log
@@ -137,13 +137,13 @@ class Workload:
         """Indices of the objects connection ``c`` carries, in workload order."""
         return [i for i in range(len(self.objects)) if self.connection_of(i) == c]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (lists for tuples); ``from_dict`` reads it back."""
         d = asdict(self)
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Workload:
+    def from_dict(cls, d: JsonObject) -> Workload:
         """Reads ``to_dict``'s form; missing keys take the defaults, unknown keys are a
         ValueError (not a dict: TypeError). The values are not checked here: see ``errors``."""
         if not isinstance(d, dict):
@@ -310,7 +310,7 @@ class TransferResult:
     request_wall: float | None = None
     objects: list[ObjectResult] = field(default_factory=list)
     connections: list[ConnectionResult] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def goodput_mbps(self) -> float | None:
@@ -324,7 +324,7 @@ class TransferResult:
         """Time from the request to the last byte of the last object."""
         return self.last_byte_s - self.request_s if self.ok and self.last_byte_s is not None else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         d = asdict(self)
         d["goodput_mbps"] = self.goodput_mbps
         return d
@@ -341,7 +341,7 @@ class TransferResult:
         *,
         request_wall: float | None = None,
         error: str | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: JsonObject | None = None,
     ) -> TransferResult:
         """The totals of per-object and per-connection results, as the class docstring
         says: ok only when every object is ok (and no ``error``); a failure names the

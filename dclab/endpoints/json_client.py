@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..files import JsonObject
 from ..paths import ROOT
 from .base import (
     KEYLOG_FILE,
@@ -58,12 +59,12 @@ def _tail(text: str, n: int = 600) -> str:
     return text if len(text) <= n else "..." + text[-n:]
 
 
-def _num(d: dict[str, Any], key: str) -> float | None:
+def _num(d: JsonObject, key: str) -> float | None:
     v = d.get(key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _flag(d: dict[str, Any], key: str) -> bool | None:
+def _flag(d: JsonObject, key: str) -> bool | None:
     v = d.get(key)
     return v if isinstance(v, bool) else None
 
@@ -153,7 +154,7 @@ class JsonClientStack(Stack):
                     break
                 except ValueError:
                     continue
-        extra: dict[str, Any] = {"returncode": p.returncode}
+        extra: JsonObject = {"returncode": p.returncode}
         if not isinstance(d, dict):
             err = f"{self.name} client printed no result (exit {p.returncode})"
             if p.stderr and p.stderr.strip():

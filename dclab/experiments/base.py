@@ -27,6 +27,7 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
+from pydantic_core import to_jsonable_python
 
 from ..analysis import figures
 from ..analysis.diagnosis import Diagnosis
@@ -41,6 +42,7 @@ from ..dcemu.sim_models import check as check_stand_ins
 from ..dcemu.sim_models import parse as parse_stand_ins
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import TransferResult
+from ..files import JsonObject
 from ..flowplan import IPV4_TCP_HEADERS, IPV4_UDP_HEADERS, MAX_MTU, MIN_QUIC_DATAGRAM, MIN_TCP_MSS, TCP_MSS, FlowPlan
 from ..scenario import Scenario
 from ..testbed import Bed
@@ -237,7 +239,7 @@ class FlowResult(BaseModel):
     cc: str
     bearer: str
     port: int
-    transfer: dict[str, Any] | None = None  # TransferResult.to_dict()
+    transfer: JsonObject | None = None  # TransferResult.to_dict()
     mean_mbps: float | None = None  # at the bearer, over the measured window
     goodput_mbps: float | None = None  # bytes / (last byte - request), from the client
     bytes: int | None = None  # received by the client
@@ -259,16 +261,23 @@ class FlowResult(BaseModel):
         del d["transfer"]
         return StoredFlow(**d, request_wall=(self.transfer or {}).get("request_wall"))
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> JsonObject:
         """The record with its derived values, from ``transfer`` where a record written
         before they were kept lacks them (a result.json read back)."""
-        d = self.model_dump()
-        t = self.transfer or {}
-        if self.ok is None and t:
-            d["ok"], d["bytes"] = t.get("ok"), t.get("bytes")
-            if t.get("ok") and t.get("last_byte_s") is not None:
-                d["completion_s"] = float(t["last_byte_s"]) - float(t.get("request_s") or 0.0)
-        return d
+        if self.ok is None and self.transfer:
+            t = _Totals.model_validate(self.transfer)
+            done = t.last_byte_s - t.request_s if t.ok and t.last_byte_s is not None else None
+            return self.model_copy(update={"ok": t.ok, "bytes": t.bytes, "completion_s": done}).model_dump()
+        return self.model_dump()
+
+
+class _Totals(BaseModel):
+    """What an old record's ``transfer`` (``TransferResult.to_dict()``) gives of its totals."""
+
+    ok: bool | None = None
+    bytes: int | None = None
+    request_s: float = 0.0
+    last_byte_s: float | None = None
 
 
 class RepResult(BaseModel):
@@ -286,11 +295,13 @@ class RepResult(BaseModel):
     host_config: str
     t0_ms: float | None = None  # dcemu time of the measurement's start
     details: dict[str, Any] = {}  # experiment-specific (PDCP summary, window, ...)
-    environment: dict[str, Any] = {}
+    environment: JsonObject = {}  # testbed/environment.py, as recorded
 
-    def all_metrics(self) -> dict[str, Any]:
-        """The metrics and details as the store keeps them (one JSON object)."""
-        return {**self.details, **self.metrics, "t0_ms": self.t0_ms}
+    def all_metrics(self) -> JsonObject:
+        """The metrics and details as the store keeps them (one JSON object: the records
+        among the details as their fields)."""
+        out: JsonObject = to_jsonable_python({**self.details, **self.metrics, "t0_ms": self.t0_ms})
+        return out
 
     def stored(self, scenario: Scenario, options: OptionsT) -> StoredRun[OptionsT]:
         """The repetition as the figures read a run (as the store gives one back, with the
@@ -328,8 +339,8 @@ class Summary(BaseModel):
     reps: int
     failed: int
     seeds: list[int]
-    options: dict[str, Any]
-    scenario: dict[str, Any]
+    options: JsonObject  # the options' and scenario's JSON, as results.json keeps them
+    scenario: JsonObject
     extra: dict[str, Any] = {}  # experiment-specific (e.g. per-size tables)
 
 
@@ -442,7 +453,7 @@ class Experiment(ABC, Generic[OptionsT]):
                        reps=len(runs), failed=len(runs) - len(ok), seeds=[r.seed for r in runs],
                        options=options.model_dump(mode="json"), scenario=scenario.model_dump(mode="json"))
 
-    def json_output(self, summary: Summary) -> dict[str, Any]:
+    def json_output(self, summary: Summary) -> JsonObject:
         """What ``dclab run NAME --json`` prints (``out`` is added by the CLI)."""
         return summary.model_dump(mode="json")
 
@@ -515,7 +526,7 @@ class Experiment(ABC, Generic[OptionsT]):
         return Table(["value", "series", m.column(), "std", "n", "failed"], out, failed)
 
 
-def stand_in_output(summary: Summary) -> dict[str, Any]:
+def stand_in_output(summary: Summary) -> JsonObject:
     """What ``--json`` adds for a run on a stand-in model: the stand-ins and the stack as
     shown; nothing for any other run, whose output stays as it was."""
     stand_in = summary.options.get("stand_in")
@@ -525,10 +536,9 @@ def stand_in_output(summary: Summary) -> dict[str, Any]:
 
 
 def _flow_value(r: RepResult, name: str) -> float | None:
+    """A flow's throughput as a stored run gives it (``StoredFlow.mbps``)."""
     f = next((f for f in r.flows if f.name == name), None)
-    if f is None:
-        return None
-    return f.mean_mbps if f.mean_mbps is not None else f.goodput_mbps
+    return f.typed().mbps if f is not None else None
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:

@@ -17,18 +17,20 @@ byte (the download time).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
 from ..analysis import completion, timings
+from ..analysis.completion import CompletionSummary
+from ..analysis.downloads import TimedDownload, downloads_in, with_mode
 from ..analysis.metrics import distribution
 from ..analysis.stored_run import StoredRun
 from ..endpoints import get_stack
 from ..endpoints.base import StackError, TransferResult, Workload
-from ..files import clip
+from ..files import JsonObject, clip
 from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed
@@ -86,19 +88,21 @@ def order(sizes: tuple[int, ...], count: int, seed: int, rep: int) -> list[tuple
     return out
 
 
-def download_record(size: int, k: int, resume: str, r: TransferResult) -> dict[str, Any]:
-    """One download as the tables and figures read it (analysis/completion.py)."""
+def download_record(size: int, k: int, resume: str, r: TransferResult) -> TimedDownload:
+    """One download as the tables and figures read it."""
     c = r.connections[0] if r.connections else None
     startup = r.extra.get("startup_s")
-    return {"mode": resume, "size": size, "round": k, "ok": r.ok, "error": r.error, "completion_s": r.completion_s,
-            "handshake_s": r.handshake_s, "first_byte_s": r.first_byte_s, "last_byte_s": r.last_byte_s,
-            "bytes": r.bytes, "resumed": c.resumed if c else None, "early_data": c.early_data if c else None,
-            "startup_s": float(startup) if isinstance(startup, (int, float)) else None}
+    return TimedDownload(mode=resume, size=size, round=k, ok=r.ok, error=r.error, completion_s=r.completion_s,
+                         handshake_s=r.handshake_s, first_byte_s=r.first_byte_s, last_byte_s=r.last_byte_s,
+                         bytes=r.bytes, resumed=c.resumed if c else None, early_data=c.early_data if c else None,
+                         startup_s=float(startup) if isinstance(startup, (int, float)) else None)
 
 
-def _median(ds: list[dict[str, Any]], key: str) -> float | None:
-    median = distribution(d.get(key) for d in ds if d.get("ok"))["median"]
-    return None if median is None else float(median)
+def _median(values: Iterable[float | None]) -> float | None:
+    return distribution(values).median
+
+
+Summarized = CompletionSummary[timings.TimingRow]
 
 
 class Download(Experiment[DownloadOptions]):
@@ -146,20 +150,20 @@ class Download(Experiment[DownloadOptions]):
         if "download_warm" not in bed.state:  # the servers' first request (imports, caches) is not measured
             w = bed.run_clients(o.timeout, workloads={"dl": workload(min(sizes), o.resume)}, persistent=True)["dl"]
             bed.state["download_warm"] = {"ok": w.ok, "completion_s": w.completion_s, "error": w.error}
-        downloads = []
+        downloads: list[TimedDownload] = []
         sequence = order(sizes, o.count, scenario.seed, result.rep)
         for k, size in sequence:
             r = bed.run_clients(o.timeout, workloads={"dl": workload(size, o.resume)}, persistent=True)["dl"]
             downloads.append(download_record(size, k, o.resume, r))
         write_json(rep_dir / DOWNLOADS, downloads)
-        failed = [d for d in downloads if not d["ok"]]
+        failed = [d for d in downloads if not d.ok]
         result.ok = not failed
-        result.error = None if not failed else f"{len(failed)} of {len(downloads)} downloads failed, first: {failed[0]['error']}"
-        largest = [d for d in downloads if d["size"] == max(sizes)]
-        result.metrics = {"download_s": _median(largest, "completion_s"), "handshake_s": _median(downloads, "handshake_s"),
-                          "ttfb_s": _median(downloads, "first_byte_s"),
-                          **{f"download_s_{s}": _median([d for d in downloads if d["size"] == s], "completion_s")
-                             for s in sizes}}
+        result.error = None if not failed else f"{len(failed)} of {len(downloads)} downloads failed, first: {failed[0].error}"
+        ok = [d for d in downloads if d.ok]
+        result.metrics = {"download_s": _median(d.completion_s for d in ok if d.size == max(sizes)),
+                          "handshake_s": _median(d.handshake_s for d in ok),
+                          "ttfb_s": _median(d.first_byte_s for d in ok),
+                          **{f"download_s_{s}": _median(d.completion_s for d in ok if d.size == s) for s in sizes}}
         result.details = {"downloads": downloads, "table": timings.timing_table(downloads, [o.resume]),
                           "first_round": [s for _, s in sequence[: len(sizes)]], "resume": o.resume, "count": o.count,
                           "warmup": bed.state["download_warm"]}
@@ -170,37 +174,40 @@ class Download(Experiment[DownloadOptions]):
     def summarize(self, runs: list[RepResult], scenario: Scenario, options: DownloadOptions) -> Summary:
         s = super().summarize(runs, scenario, options)
         o = options
-        downloads = [d for r in runs for d in r.details.get("downloads", [])]
+        downloads = [d for r in runs for d in downloads_in(r.details, TimedDownload)]
         s.extra = completion.summary_extra(downloads, timings.timing_table(downloads, [o.resume]))
         return s
 
     def describe(self, rep: RepResult) -> str:
-        ds = rep.details.get("downloads", [])
+        ds = downloads_in(rep.details, TimedDownload)
         if not ds:
             return f"failed: {rep.error}"
-        largest = max(d["size"] for d in ds)
+        largest = max(d.size for d in ds)
         return (f"{len(ds)} downloads; {completion.size_label(largest)}: median "
                 f"{_fmt(rep.metrics.get('download_s'), 3)} s" + ("" if rep.ok else f" ({rep.error})"))
 
     def table(self, summary: Summary) -> Table:
-        return timing_table(summary.extra.get("table", []), series=False)
+        return timing_table(Summarized.model_validate(summary.extra).table, series=False)
 
     def headline(self, summary: Summary) -> str:
-        rows = summary.extra.get("table", [])
-        if not rows or not any(r["n"] for r in rows):
+        e = Summarized.model_validate(summary.extra)
+        rows = e.table
+        if not rows or not any(r.n for r in rows):
             return "download: no successful download"
-        r = max((r for r in rows if r["n"]), key=lambda r: r["size"])
-        out = (f"{r['mode']} at {completion.size_label(r['size'])}: median {_fmt(r['completion_s']['median'], 3)} s, "
-               f"p95 {_fmt(r['completion_s']['p95'], 3)} s; handshake {_fmt(r['handshake_s']['median'], 3)} s, "
-               f"first byte {_fmt(r['first_byte_s']['median'], 3)} s (medians)")
-        if r["mode"] != "off":
-            out += f"; resumed {_pct(_overall(rows, 'resumed'))}, 0-RTT accepted {_pct(_overall(rows, 'early_data'))}"
-        failed = summary.extra.get("failed_downloads")
-        return out + (f"; {failed} of {summary.extra.get('downloads')} downloads failed" if failed else "")
+        r = max((r for r in rows if r.n), key=lambda r: r.size)
+        out = (f"{r.mode} at {completion.size_label(r.size)}: median {_fmt(r.completion_s.median, 3)} s, "
+               f"p95 {_fmt(r.completion_s.p95, 3)} s; handshake {_fmt(r.handshake_s.median, 3)} s, "
+               f"first byte {_fmt(r.first_byte_s.median, 3)} s (medians)")
+        if r.mode != "off":
+            resumed = _overall([(x.resumed, x.n) for x in rows])
+            out += f"; resumed {_pct(resumed)}, 0-RTT accepted {_pct(_overall([(x.early_data, x.n) for x in rows]))}"
+        failed = e.failed_downloads
+        return out + (f"; {failed} of {e.downloads} downloads failed" if failed else "")
 
-    def json_output(self, summary: Summary) -> dict[str, Any]:
-        return {"table": summary.extra.get("table", []), "downloads": summary.extra.get("downloads"),
-                "failed_downloads": summary.extra.get("failed_downloads"), "failed": summary.failed,
+    def json_output(self, summary: Summary) -> JsonObject:
+        e = Summarized.model_validate(summary.extra)
+        return {"table": [r.model_dump() for r in e.table], "downloads": e.downloads,
+                "failed_downloads": e.failed_downloads, "failed": summary.failed,
                 "metrics": {k: v.model_dump() for k, v in summary.metrics.items()}, "stack": summary.stack,
                 "cc": summary.cc, "options": summary.options, "scenario": summary.scenario, "seeds": summary.seeds}
 
@@ -212,8 +219,8 @@ class Download(Experiment[DownloadOptions]):
                 f"loss {scenario.loss[0]:g} %, rep {result.rep}")
 
     def run_figure(self, run_dir: Path, run: Run, path: Path, title: str) -> Path:
-        ds = list(run.metrics.get("downloads") or [])
-        return timings.download_times(ds, sorted({d["mode"] for d in ds}, key=_resume_key), path, title)
+        ds = downloads_in(run.metrics, TimedDownload)
+        return timings.download_times(ds, sorted({d.mode for d in ds}, key=_resume_key), path, title)
 
     def sweep_figures(self, rows: Sequence[Run], out_dir: Path, stem: str, title: str,
                       xlabel: str) -> list[tuple[Path, str]]:
@@ -240,9 +247,10 @@ def _resume_key(mode: str) -> tuple[int, str]:
     return (RESUME.index(mode) if mode in RESUME else len(RESUME), mode)
 
 
-def _overall(rows: list[dict[str, Any]], key: str) -> float | None:
-    """A fraction over every size, weighted by the successful downloads."""
-    known = [(r[key], r["n"]) for r in rows if r.get(key) is not None and r["n"]]
+def _overall(fractions: list[tuple[float | None, int]]) -> float | None:
+    """A fraction over every size (each with its count of successful downloads), weighted
+    by the successful downloads."""
+    known = [(f, n) for f, n in fractions if f is not None and n]
     n = sum(w for _, w in known)
     return sum(f * w for f, w in known) / n if n else None
 
@@ -262,38 +270,38 @@ def series_label(row: Run, multi_config: bool) -> str:
     return label
 
 
-def labelled_downloads(rows: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str]]:
+def labelled_downloads(rows: Sequence[Run]) -> tuple[list[TimedDownload], list[str]]:
     """Every download of the rows, its ``mode`` the row's series label; and the labels
     ordered by stack, resume mode, then swept value."""
     multi = len({(r.stack, r.cc) for r in rows}) > 1
     keys: dict[str, tuple[str, str, tuple[int, str], float, str]] = {}
-    out = []
+    out: list[TimedDownload] = []
     for r in rows:
         label = series_label(r, multi)
         num = r.value_num
         keys.setdefault(label, (r.stack, r.cc, _resume_key(r.options.resume), num if num is not None else 0.0, r.value))
-        out += [{**d, "mode": label} for d in r.metrics.get("downloads") or []]
+        out += with_mode(downloads_in(r.metrics, TimedDownload), label)
     return out, sorted(keys, key=lambda k: keys[k])
 
 
-def timing_table(rows: list[dict[str, Any]], series: bool) -> Table:
+def timing_table(rows: list[timings.TimingRow], series: bool) -> Table:
     """Per size (and series): median and p95 (s) of download time, handshake and time to
     first byte (TTFB), n, failures, the share resumed and with 0-RTT accepted, and the
     client's start-up (median, s) where the stack reports it."""
-    startup = any(r["startup_s"]["n"] for r in rows)
+    startup = any(r.startup_s.n for r in rows)
     cols = (["series"] if series else []) + ["size", "time med (s)", "p95", "handshake med", "p95", "TTFB med", "p95", "n",
                                              "failed", "resumed", "0-RTT"]
     cols += ["start-up med"] if startup else []
     out, failed = [], []
     for r in rows:
-        cells = [r["mode"]] if series else []
-        cells.append(completion.size_label(r["size"]))
-        for key in ("completion_s", "handshake_s", "first_byte_s"):
-            cells += [_fmt(r[key]["median"], 3), _fmt(r[key]["p95"], 3)]
-        cells += [str(r["n"]), str(r["failed"]), _pct(r["resumed"]), _pct(r["early_data"])]
-        cells += [_fmt(r["startup_s"]["median"], 3)] if startup else []
+        cells = [r.mode] if series else []
+        cells.append(completion.size_label(r.size))
+        for t in (r.completion_s, r.handshake_s, r.first_byte_s):
+            cells += [_fmt(t.median, 3), _fmt(t.p95, 3)]
+        cells += [str(r.n), str(r.failed), _pct(r.resumed), _pct(r.early_data)]
+        cells += [_fmt(r.startup_s.median, 3)] if startup else []
         out.append(cells)
-        failed.append(not r["n"])
+        failed.append(not r.n)
     return Table(cols, out, failed)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -20,6 +19,7 @@ from ..analysis.stand_in import stack_label
 from ..analysis.stored_run import StoredRun
 from ..endpoints import get_stack
 from ..endpoints.base import Workload
+from ..files import JsonObject
 from ..flowplan import Bearer, Flow, FlowPlan, PlanError, parse_assignments
 from ..scenario import Scenario, build
 from ..testbed import Bed
@@ -126,7 +126,7 @@ class Fairness(Experiment[FairnessOptions]):
         rows = [[f, stack_label(v.stack, stand_in), _fmt(v.mean_mbps), _fmt(v.std_mbps)] for f, v in summary.flows.items()]
         return Table(["flow", "stack", "mean (Mbit/s)", "std"], rows, [v.mean_mbps is None for v in summary.flows.values()])
 
-    def json_output(self, summary: Summary) -> dict[str, Any]:
+    def json_output(self, summary: Summary) -> JsonObject:
         flows = {f: {"mean_mbps": v.mean_mbps, "std_mbps": v.std_mbps, "stack": v.stack, "runs": v.runs}
                  for f, v in summary.flows.items()}
         return {"flows": flows, "jfi": summary.metrics["jfi"].model_dump(),

@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ..analysis import figures
 from ..analysis.metrics import jain, mean_std
 from ..analysis.stored_run import StoredRun
 from ..endpoints import STACKS, get_stack
 from ..endpoints.base import StackError, Workload
-from ..files import clip
+from ..files import JsonObject, clip
 from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed
@@ -148,32 +148,95 @@ class FlowsOptions(PacketSizeOptions):
         return parse_mix(self.mix)
 
 
-def flow_metrics(means: dict[str, float | None], stacks: dict[str, str]) -> tuple[dict[str, float | None], dict[str, Any]]:
+class FlowGroup(BaseModel):
+    """The flows of one transport or stack in one repetition: their mean and std over
+    flows of the flows' mean Mbit/s, and their JFI."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flows: int = 0
+    mean_mbps: float | None = None
+    std_mbps: float | None = None
+    jfi: float | None = None
+
+
+class Groups(BaseModel):
+    """A repetition's flows grouped by transport ("quic", "tcp") and by stack."""
+
+    model_config = ConfigDict(frozen=True)
+
+    transport: dict[str, FlowGroup] = {}
+    stack: dict[str, FlowGroup] = {}
+
+
+class GroupOverReps(BaseModel):
+    """A group over repetitions: the mean and std of its mean, and the means of its std
+    over flows and of its JFI."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flows: int
+    mean_mbps: float | None
+    mean_mbps_std: float | None
+    std_mbps: float | None
+    jfi: float | None
+
+
+class FlowInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    stack: str
+    cc: str
+    transport: str
+
+
+class FlowsSummarized(BaseModel):
+    """The summary's extra: each flow's stack, cc and transport, and the groups over
+    repetitions by transport and by stack."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flows: dict[str, FlowInfo] = {}
+    transport: dict[str, GroupOverReps] = {}
+    stack: dict[str, GroupOverReps] = {}
+
+
+def _over_reps(reps: list[dict[str, FlowGroup]]) -> dict[str, GroupOverReps]:
+    """Each group (by name, in order of first appearance) over the repetitions that have it."""
+    out = {}
+    for k in dict.fromkeys(k for g in reps for k in g):
+        per = [g[k] for g in reps if k in g]
+        ms = mean_std([g.mean_mbps for g in per])
+        out[k] = GroupOverReps(flows=per[0].flows, mean_mbps=ms.mean, mean_mbps_std=ms.std,
+                               std_mbps=mean_std([g.std_mbps for g in per]).mean, jfi=mean_std([g.jfi for g in per]).mean)
+    return out
+
+
+def flow_metrics(means: dict[str, float | None], stacks: dict[str, str]) -> tuple[dict[str, float | None], Groups]:
     """The repetition's metrics from each flow's mean Mbit/s (``means``) and its stack
     (``stacks``, by flow): JFI over all flows and per transport, per-transport mean and
     std over flows, the QUIC/TCP ratio (None when a side has no flow or the TCP flows
-    delivered nothing) and the total; and ``groups`` by transport and by
-    stack ({"transport": {"quic": {"flows", "mean_mbps", "std_mbps", "jfi"}, ..},
-    "stack": {..}}). A flow without a mean counts nowhere."""
-    def group(names: list[str]) -> dict[str, Any]:
+    delivered nothing) and the total; and its ``Groups``. A flow without a mean counts
+    nowhere."""
+    def group(names: list[str]) -> FlowGroup:
         vals = [v for v in (means.get(n) for n in names) if v is not None]
         ms = mean_std(vals)
-        return {"flows": len(names), "mean_mbps": ms.mean, "std_mbps": ms.std, "jfi": jain(vals)}
+        return FlowGroup(flows=len(names), mean_mbps=ms.mean, std_mbps=ms.std, jfi=jain(vals))
 
     by_transport: dict[str, list[str]] = {}
     by_stack: dict[str, list[str]] = {}
     for name, stack in stacks.items():
         by_transport.setdefault(transport_of(stack), []).append(name)
         by_stack.setdefault(stack, []).append(name)
-    groups = {"transport": {t: group(by_transport[t]) for t in TRANSPORTS if t in by_transport},
-              "stack": {s: group(ns) for s, ns in by_stack.items()}}
+    groups = Groups(transport={t: group(by_transport[t]) for t in TRANSPORTS if t in by_transport},
+                    stack={s: group(ns) for s, ns in by_stack.items()})
     vals = [v for v in (means.get(n) for n in stacks) if v is not None]
     metrics: dict[str, float | None] = {"jfi": jain(vals), "total_mbps": sum(vals) if vals else None}
     for t in TRANSPORTS:
-        g = groups["transport"].get(t, {})
-        metrics[f"{t}_mean_mbps"] = g.get("mean_mbps")
-        metrics[f"{t}_std_mbps"] = g.get("std_mbps")
-        metrics[f"jfi_{t}"] = g.get("jfi")
+        g = groups.transport.get(t, FlowGroup())
+        metrics[f"{t}_mean_mbps"] = g.mean_mbps
+        metrics[f"{t}_std_mbps"] = g.std_mbps
+        metrics[f"jfi_{t}"] = g.jfi
     q, t_ = metrics["quic_mean_mbps"], metrics["tcp_mean_mbps"]
     metrics["quic_tcp_ratio"] = q / t_ if q is not None and t_ else None
     return metrics, groups
@@ -288,20 +351,11 @@ class Flows(Experiment[FlowsOptions]):
         group's mean, the mean over repetitions of its std over flows, and of its JFI."""
         s = super().summarize(runs, scenario, options)
         ok = [r for r in runs if r.ok]
-        flows = {f.name: {"stack": f.stack, "cc": f.cc, "transport": transport_of(f.stack)}
+        flows = {f.name: FlowInfo(stack=f.stack, cc=f.cc, transport=transport_of(f.stack))
                  for f in (runs[0].flows if runs else [])}
-        groups: dict[str, dict[str, Any]] = {}
-        for kind in ("transport", "stack"):
-            keys = list(dict.fromkeys(k for r in ok for k in (r.details.get("groups") or {}).get(kind, {})))
-            out = {}
-            for k in keys:
-                per = [(r.details.get("groups") or {}).get(kind, {}).get(k) or {} for r in ok]
-                ms = mean_std([g.get("mean_mbps") for g in per])
-                out[k] = {"flows": next((g["flows"] for g in per if "flows" in g), 0), "mean_mbps": ms.mean,
-                          "mean_mbps_std": ms.std, "std_mbps": mean_std([g.get("std_mbps") for g in per]).mean,
-                          "jfi": mean_std([g.get("jfi") for g in per]).mean}
-            groups[kind] = out
-        s.extra = {"flows": flows, "groups": groups}
+        reps = [Groups.model_validate(r.details.get("groups") or {}) for r in ok]
+        s.extra = dict(FlowsSummarized(flows=flows, transport=_over_reps([g.transport for g in reps]),
+                                       stack=_over_reps([g.stack for g in reps])))
         return s
 
     def headline(self, summary: Summary) -> str:
@@ -316,26 +370,22 @@ class Flows(Experiment[FlowsOptions]):
         stack where a transport has several): the mean flow, its std over repetitions and
         the std over the group's flows; then the QUIC/TCP ratio and the JFIs."""
         cols = ["flow", "stack", "cc", "mean (Mbit/s)", "std over reps", "std over flows", "JFI"]
-        info = summary.extra.get("flows", {})
+        e = FlowsSummarized.model_validate(summary.extra)
         rows, failed = [], []
         for name, v in summary.flows.items():
-            i = info.get(name, {})
-            rows.append([name, v.stack, i.get("cc", "-"), _fmt(v.mean_mbps), _fmt(v.std_mbps), "", ""])
+            i = e.flows.get(name)
+            rows.append([name, v.stack, i.cc if i else "-", _fmt(v.mean_mbps), _fmt(v.std_mbps), "", ""])
             failed.append(v.mean_mbps is None)
-        groups = summary.extra.get("groups", {})
-        transports = groups.get("transport", {})
         by_t: dict[str, set[str]] = {}
-        for i in info.values():
-            by_t.setdefault(i["transport"], set()).add(i["stack"])
-        for t, g in transports.items():
-            rows.append([f"{t.upper()} ({_n_flows(g['flows'])})", ",".join(sorted(by_t.get(t, ()))), "-",
-                         _fmt(g["mean_mbps"]), _fmt(g["mean_mbps_std"]), _fmt(g["std_mbps"]), _fmt(g["jfi"], 3)])
-            failed.append(g["mean_mbps"] is None)
+        for i in e.flows.values():
+            by_t.setdefault(i.transport, set()).add(i.stack)
+        shown = [(t.upper(), ",".join(sorted(by_t.get(t, ()))), g) for t, g in e.transport.items()]
         if any(len(v) > 1 for v in by_t.values()):
-            for st, g in groups.get("stack", {}).items():
-                rows.append([f"{st} ({_n_flows(g['flows'])})", st, "-", _fmt(g["mean_mbps"]), _fmt(g["mean_mbps_std"]),
-                             _fmt(g["std_mbps"]), _fmt(g["jfi"], 3)])
-                failed.append(g["mean_mbps"] is None)
+            shown += [(st, st, g) for st, g in e.stack.items()]
+        for label, stacks, g in shown:
+            rows.append([f"{label} ({_n_flows(g.flows)})", stacks, "-", _fmt(g.mean_mbps), _fmt(g.mean_mbps_std),
+                         _fmt(g.std_mbps), _fmt(g.jfi, 3)])
+            failed.append(g.mean_mbps is None)
         r = summary.metrics["quic_tcp_ratio"]
         rows.append(["QUIC/TCP ratio", "-", "-", _fmt(r.mean, 3), _fmt(r.std, 3), "", ""])
         failed.append(r.mean is None)
@@ -345,12 +395,12 @@ class Flows(Experiment[FlowsOptions]):
         failed.append(j.mean is None)
         return Table(cols, rows, failed)
 
-    def json_output(self, summary: Summary) -> dict[str, Any]:
-        info = summary.extra.get("flows", {})
-        flows = {f: {"stack": v.stack, "cc": info.get(f, {}).get("cc"), "transport": info.get(f, {}).get("transport"),
+    def json_output(self, summary: Summary) -> JsonObject:
+        e = FlowsSummarized.model_validate(summary.extra)
+        flows = {f: {"stack": v.stack, "cc": (i := e.flows.get(f)) and i.cc, "transport": i and i.transport,
                      "mean_mbps": v.mean_mbps, "std_mbps": v.std_mbps, "runs": v.runs}
                  for f, v in summary.flows.items()}
-        return {"flows": flows, "groups": summary.extra.get("groups", {}),
+        return {"flows": flows, "groups": e.model_dump(include={"transport", "stack"}),
                 "metrics": {k: v.model_dump() for k, v in summary.metrics.items()},
                 "jfi": summary.metrics["jfi"].model_dump(), "quic_tcp_ratio": summary.metrics["quic_tcp_ratio"].model_dump(),
                 "host_config": summary.host_config, "reps": summary.reps, "failed": summary.failed,

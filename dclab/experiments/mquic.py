@@ -21,12 +21,14 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, field_validator
 
 from ..analysis import completion, cwnd, nfes
+from ..analysis.completion import CompletionRow, CompletionSummary
+from ..analysis.downloads import Download, MquicDownload, downloads_in
 from ..analysis.figures import empty_figure
 from ..analysis.stored_run import StoredRun
 from ..endpoints.aioquic.hystart import EXITS, SlowStartExit
 from ..endpoints.base import Workload
 from ..errors import OptionError
-from ..files import clip
+from ..files import JsonObject, clip
 from ..flowplan import Bearer, Flow, FlowPlan
 from ..scenario import Scenario, build
 from ..testbed import Bed
@@ -34,7 +36,16 @@ from ..testbed.rundir import write_json
 from ..units import parse_sizes
 from . import mquic_network as net
 from .base import Experiment, Metric, Options, RepResult, Summary, Table, _fmt
-from .mquic_downloads import LOG, counts_stalls, download_record, lines_of, pdcp_counters, pdcp_stalls, read_group
+from .mquic_downloads import (
+    LOG,
+    LogLine,
+    counts_stalls,
+    download_record,
+    lines_of,
+    pdcp_counters,
+    pdcp_stalls,
+    read_group,
+)
 
 MODES = ("1c", "3c", "mquic", "mquic-cwnd")
 BASELINES = ["1c", "3c"]
@@ -158,8 +169,8 @@ class Mquic(Experiment[MquicOptions]):
         modes = o.mode_list()
         k = (result.rep - 1) % len(modes)
         order = modes[k:] + modes[:k]
-        downloads: list[dict[str, Any]] = []
-        lines: list[dict[str, Any]] = []
+        downloads: list[MquicDownload] = []
+        lines: list[LogLine] = []
         for paper_size, size in zip(o.paper_sizes(), o.byte_sizes(), strict=True):
             for mode in order:
                 # unique on the testbed, which campaigns may reuse across runs with equal repetition numbers
@@ -170,15 +181,13 @@ class Mquic(Experiment[MquicOptions]):
                 r = bed.run_clients(o.timeout, workloads={"mq": workload(mode, size, group, o)}, persistent=True)["mq"]
                 mine = read_group(bed, group)
                 lines += mine
-                d = download_record(mode, size, paper_size, r, mine)
-                if before is not None:
-                    d["pdcp_stalls"] = pdcp_stalls(before, pdcp_counters(bed, after=time.time()))
-                downloads.append(d)
+                stalls = pdcp_stalls(before, pdcp_counters(bed, after=time.time())) if before is not None else None
+                downloads.append(download_record(mode, size, paper_size, r, mine, stalls))
         write_json(rep_dir / DOWNLOADS, downloads)
         (rep_dir / LOG).write_text("".join(json.dumps(d) + "\n" for d in lines))
-        result.ok = all(d["ok"] for d in downloads)
-        failed = [d for d in downloads if not d["ok"]]
-        result.error = None if result.ok else f"{len(failed)} of {len(downloads)} downloads failed, first: {failed[0]['error']}"
+        failed = [d for d in downloads if not d.ok]
+        result.ok = not failed
+        result.error = None if result.ok else f"{len(failed)} of {len(downloads)} downloads failed, first: {failed[0].error}"
         result.metrics = {"gain_vs_1c_pct": rep_gain(downloads)}
         result.details = {"downloads": downloads, "order": order, "scale": o.scale, "conns": o.conns, "iw": o.iw,
                           "preset": o.preset, "ss_exit": o.ss_exit, "merge_rtt": o.merge_rtt, "params": o.params}
@@ -189,36 +198,36 @@ class Mquic(Experiment[MquicOptions]):
     def summarize(self, runs: list[RepResult], scenario: Scenario, options: MquicOptions) -> Summary:
         s = super().summarize(runs, scenario, options)
         o = options
-        downloads = [d for r in runs for d in r.details.get("downloads", [])]
+        downloads = [d for r in runs for d in downloads_in(r.details, MquicDownload)]
         s.extra = completion.summary_extra(downloads, completion.completion_table(downloads, o.mode_list(), BASELINES))
         s.extra["nfe_evidence"] = nfes.nfe_evidence(downloads, o.mode_list())
         return s
 
     def describe(self, rep: RepResult) -> str:
-        ds = rep.details.get("downloads", [])
+        ds = downloads_in(rep.details, MquicDownload)
         if not ds:
             return f"failed: {rep.error}"
-        largest = max(d["size"] for d in ds)
-        parts = [f"{d['mode']} {d['completion_s']:.3f}s" if d["completion_s"] is not None else f"{d['mode']} failed"
-                 for d in ds if d["size"] == largest]
+        largest = max(d.size for d in ds)
+        parts = [f"{d.mode} {d.completion_s:.3f}s" if d.completion_s is not None else f"{d.mode} failed"
+                 for d in ds if d.size == largest]
         return f"{completion.size_label(largest)}: " + ", ".join(parts) + ("" if rep.ok else f" ({rep.error})")
 
     def table(self, summary: Summary) -> Table:
-        return improvement_table(summary.extra.get("table", []))
+        return improvement_table(Summarized.model_validate(summary.extra).table)
 
     def headline(self, summary: Summary) -> str:
-        rows = [r for r in summary.extra.get("table", []) if r["mode"] == "mquic"]
+        rows = [r for r in Summarized.model_validate(summary.extra).table if r.mode == "mquic"]
         if not rows:
             return "no mquic downloads"
-        r = max(rows, key=lambda r: r["size"])
-        imp = r.get("improvement", {}).get("1c") or {}
-        return (f"mquic at {completion.size_label(r['size'])}: median {_fmt(r['median'], 3)} s, p95 {_fmt(r['p95'], 3)} s; "
-                f"vs 1c: median {_fmt(imp.get('median'), 1)} %, p95 {_fmt(imp.get('p95'), 1)} %")
+        r = max(rows, key=lambda r: r.size)
+        imp = r.improvement.get("1c") or completion.Improvement()
+        return (f"mquic at {completion.size_label(r.size)}: median {_fmt(r.median, 3)} s, p95 {_fmt(r.p95, 3)} s; "
+                f"vs 1c: median {_fmt(imp.median, 1)} %, p95 {_fmt(imp.p95, 1)} %")
 
-    def json_output(self, summary: Summary) -> dict[str, Any]:
-        return {"table": summary.extra.get("table", []), "nfe_evidence": summary.extra.get("nfe_evidence", []),
-                "downloads": summary.extra.get("downloads"),
-                "failed_downloads": summary.extra.get("failed_downloads"), "failed": summary.failed,
+    def json_output(self, summary: Summary) -> JsonObject:
+        e = Summarized.model_validate(summary.extra)
+        return {"table": [r.model_dump() for r in e.table], "nfe_evidence": [r.model_dump() for r in e.nfe_evidence],
+                "downloads": e.downloads, "failed_downloads": e.failed_downloads, "failed": summary.failed,
                 "options": summary.options, "scenario": summary.scenario, "seeds": summary.seeds}
 
     # -- figures ---------------------------------------------------------------------------
@@ -274,16 +283,22 @@ class Mquic(Experiment[MquicOptions]):
 Run = StoredRun[MquicOptions]
 
 
+class Summarized(CompletionSummary[CompletionRow]):
+    """The summary's extra: the completion table and the NFEs behind it."""
+
+    nfe_evidence: list[nfes.NfeRow] = []
+
+
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in ".-" else "-" for c in text).strip("-").lower() or "none"
 
 
-def _downloads(row: Run) -> list[dict[str, Any]]:
-    return list(row.metrics.get("downloads") or [])
+def _downloads(row: Run) -> list[MquicDownload]:
+    return downloads_in(row.metrics, MquicDownload)
 
 
-def _modes_of(downloads: list[dict[str, Any]]) -> list[str]:
-    present = {d["mode"] for d in downloads}
+def _modes_of(downloads: list[MquicDownload]) -> list[str]:
+    present = {d.mode for d in downloads}
     return [m for m in MODES if m in present]
 
 
@@ -312,7 +327,7 @@ def paper_tables(rows: Sequence[Run]) -> list[tuple[str, Table]]:
     """The shape of the paper's Tables 6-9: per location and setting measured with more
     than one controller, a row per size (the paper's, before scaling) and per controller
     mquic's improvement over 1c and over 3c (median and p95, %)."""
-    by_setting: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    by_setting: dict[tuple[str, str], dict[str, list[MquicDownload]]] = {}
     for r in rows:
         by_setting.setdefault(_setting(r), {}).setdefault(r.options.cc, []).extend(_downloads(r))
     order = {"reno": 0, "cubic": 1, "bbr": 2}
@@ -321,17 +336,18 @@ def paper_tables(rows: Sequence[Run]) -> list[tuple[str, Table]]:
         if len(by_cc) < 2:
             continue
         ccs = sorted(by_cc, key=lambda c: (order.get(c, 9), c))
-        tables = {c: {t["size"]: t for t in completion.completion_table(ds, ["mquic"], BASELINES)} for c, ds in by_cc.items()}
-        paper = {d["size"]: d.get("paper_size") or d["size"] for ds in by_cc.values() for d in ds}
+        tables = {c: {t.size: t for t in completion.completion_table(ds, ["mquic"], BASELINES)} for c, ds in by_cc.items()}
+        paper = {d.size: d.paper_size or d.size for ds in by_cc.values() for d in ds}
         cols = ["size (paper's)"] + [f"{c} vs {b} {stat}" for c in ccs for b in BASELINES for stat in ("median", "p95")]
         body, failed = [], []
         for size in sorted(paper):
             cells = [completion.size_label(paper[size])]
             for c in ccs:
-                imp = (tables[c].get(size) or {}).get("improvement") or {}
-                cells += [_fmt((imp.get(b) or {}).get(stat), 1) for b in BASELINES for stat in ("median", "p95")]
+                row = tables[c].get(size)
+                imp = row.improvement if row is not None else {}
+                cells += [_fmt(v, 1) for b in BASELINES for v in _imp(imp, b)]
             body.append(cells)
-            failed.append(all(not (tables[c].get(size) or {}).get("n") for c in ccs))
+            failed.append(all(not (row.n if (row := tables[c].get(size)) else 0) for c in ccs))
         out.append((f"{where}{variant}: mquic's improvement (%) per controller, as the paper's Tables 6-9",
                     Table(cols, body, failed)))
     return out
@@ -348,28 +364,31 @@ def _by_series(rows: Sequence[Run]) -> dict[str, list[Run]]:
     return out
 
 
-def _points(rows: Sequence[Run]) -> list[tuple[float, list[dict[str, Any]]]]:
-    by: dict[float, list[dict[str, Any]]] = {}
+def _points(rows: Sequence[Run]) -> list[tuple[float, list[Download]]]:
+    by: dict[float, list[Download]] = {}
     for r in rows:
         if r.value_num is not None and r.sweep not in ("", "none"):
             by.setdefault(r.value_num, []).extend(_downloads(r))
     return sorted(by.items())
 
 
-def improvement_table(rows: list[dict[str, Any]]) -> Table:
+def _imp(improvements: dict[str, completion.Improvement], baseline: str) -> tuple[float | None, float | None]:
+    i = improvements.get(baseline)
+    return (i.median, i.p95) if i is not None else (None, None)
+
+
+def improvement_table(rows: list[completion.CompletionRow]) -> Table:
     """Per size and mode: median, p95, CoV, and the improvement over 1c and 3c."""
     cols = ["size", "mode", "median (s)", "p95 (s)", "CoV", "n", "failed", "vs 1c median %", "vs 1c p95 %",
             "vs 3c median %", "vs 3c p95 %"]
     out, failed = [], []
     for r in rows:
-        imp = r.get("improvement") or {}
-        cells = [completion.size_label(r["size"]), r["mode"], _fmt(r.get("median"), 3), _fmt(r.get("p95"), 3), _fmt(r.get("cov"), 3),
-                 str(r.get("n", 0)), str(r.get("failed", 0))]
+        cells = [completion.size_label(r.size), r.mode, _fmt(r.median, 3), _fmt(r.p95, 3), _fmt(r.cov, 3), str(r.n),
+                 str(r.failed)]
         for b in BASELINES:
-            i = imp.get(b) or {}
-            cells += [_fmt(i.get("median"), 1), _fmt(i.get("p95"), 1)]
+            cells += [_fmt(v, 1) for v in _imp(r.improvement, b)]
         out.append(cells)
-        failed.append(not r.get("n"))
+        failed.append(not r.n)
     return Table(cols, out, failed)
 
 
@@ -378,14 +397,14 @@ def median_windows(rows: Sequence[Run], modes: list[str], path: Path, title: str
     the completion times) at the largest size, from the server log in its run's
     directory (``run_path``)."""
     located = [(d, r.run_path) for r in rows for d in _downloads(r)]
-    ok = [(d, p) for d, p in located if d.get("ok") and d.get("completion_s") is not None]
+    ok = [(d, p) for d, p in located if d.completed]
     if not ok:
         return empty_figure(path, title, "no successful download")
-    largest = max(d["size"] for d, _ in ok)
-    chosen: dict[str, tuple[list[dict[str, Any]], str]] = {}
+    largest = max(d.size for d, _ in ok)
+    chosen: dict[str, tuple[list[LogLine], str]] = {}
     for mode in modes:
-        mine = sorted(((d, p) for d, p in ok if d["mode"] == mode and d["size"] == largest),
-                      key=lambda x: x[0]["completion_s"])  # fmt: skip
+        mine = sorted(((d, p) for d, p in ok if d.mode == mode and d.size == largest),
+                      key=lambda x: x[0].completion_s or 0.0)  # fmt: skip
         if not mine:
             continue
         d, run_path = mine[(len(mine) - 1) // 2]
@@ -395,31 +414,32 @@ def median_windows(rows: Sequence[Run], modes: list[str], path: Path, title: str
         every = [x for x in (json.loads(t) for t in log.read_text().splitlines() if t.strip()) if isinstance(x, dict)]
         own = lines_of(d, every)
         if own:
-            chosen[f"{mode} ({d['completion_s']:.3f} s)"] = (own, str(own[0]["group"]))
+            chosen[f"{mode} ({d.completion_s or 0.0:.3f} s)"] = (own, str(own[0]["group"]))
     return cwnd.aggregate_windows(chosen, path, f"{title}: median downloads, {completion.size_label(largest)}")
 
 
-def evidence_table(downloads: list[dict[str, Any]], modes: list[str]) -> Table:
+def evidence_table(downloads: list[MquicDownload], modes: list[str]) -> Table:
     """Per size and mode, the medians of what the downloads' NFEs were (analysis/nfes.py)."""
     cols = ["size", "mode", "n", "NFEs", "delay exits", "within 1 RTT", "syncs", "first NFE a delay exit %",
             "group cwnd at first NFE (kB)", "packets before the stop %"]  # fmt: skip
     out, failed = [], []
     for r in nfes.nfe_evidence(downloads, modes):
-        cwnd_kb = r["first_nfe_group_cwnd"] / 1e3 if r["first_nfe_group_cwnd"] is not None else None
-        out.append([completion.size_label(r["size"]), r["mode"], str(r["n"]), _fmt(r["nfes"], 1),
-                    _fmt(r["delay_exits"], 1), _fmt(r["nfes_within_rtt"], 1), _fmt(r["syncs"], 1),
-                    _fmt(r["first_delay_pct"], 0), _fmt(cwnd_kb, 1), _fmt(r["synchronized_pct"], 0)])  # fmt: skip
-        failed.append(not r["n"])
+        cwnd_kb = r.first_nfe_group_cwnd / 1e3 if r.first_nfe_group_cwnd is not None else None
+        out.append([completion.size_label(r.size), r.mode, str(r.n), _fmt(r.nfes, 1), _fmt(r.delay_exits, 1),
+                    _fmt(r.nfes_within_rtt, 1), _fmt(r.syncs, 1), _fmt(r.first_delay_pct, 0), _fmt(cwnd_kb, 1),
+                    _fmt(r.synchronized_pct, 0)])  # fmt: skip
+        failed.append(not r.n)
     return Table(cols, out, failed)
 
 
-def rep_gain(downloads: list[dict[str, Any]]) -> float | None:
+def rep_gain(downloads: list[MquicDownload]) -> float | None:
     """mquic's gain over 1c in one repetition: the mean over sizes of (1c - mquic) / 1c, in %."""
     gains = []
-    for size in sorted({d["size"] for d in downloads}):
-        ct = {d["mode"]: d["completion_s"] for d in downloads if d["size"] == size and d["ok"]}
-        if ct.get("1c") and ct.get("mquic") is not None:
-            gains.append((ct["1c"] - ct["mquic"]) / ct["1c"] * 100)
+    for size in sorted({d.size for d in downloads}):
+        ct = {d.mode: d.completion_s for d in downloads if d.size == size and d.ok}
+        one, mq = ct.get("1c"), ct.get("mquic")
+        if one and mq is not None:
+            gains.append((one - mq) / one * 100)
     return sum(gains) / len(gains) if gains else None
 
 

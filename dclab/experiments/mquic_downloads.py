@@ -8,11 +8,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
+from ..analysis.downloads import ConnTiming, MquicDownload, PdcpStalls
 from ..dcemu.records import parse
+from ..endpoints.base import TransferResult
+from ..files import JsonObject
 from ..scenario import Scenario
 from ..testbed import Bed, stats_ms
+
+LogLine = JsonObject  # a line of the server's mQUIC log (endpoints/aioquic/mquic/engine.py)
 
 LOG = "mquic.jsonl"  # the repetition's lines of the server's log, in its directory
 STATS_WAIT_S = 1.0
@@ -36,7 +40,7 @@ def new_lines(bed: Bed, path: Path, key: str) -> list[bytes]:
     return [line for line in chunk[:end].splitlines() if line.strip()]
 
 
-def new_records(bed: Bed, path: Path, key: str) -> list[dict[str, Any]]:
+def new_records(bed: Bed, path: Path, key: str) -> list[LogLine]:
     """The JSON objects of ``new_lines`` (the server's mQUIC log)."""
     out = []
     for raw in new_lines(bed, path, key):
@@ -49,11 +53,11 @@ def new_records(bed: Bed, path: Path, key: str) -> list[dict[str, Any]]:
     return out
 
 
-def read_group(bed: Bed, group: str) -> list[dict[str, Any]]:
+def read_group(bed: Bed, group: str) -> list[LogLine]:
     """The server log's lines of ``group``, waiting up to LOG_WAIT_S for its "done" line;
     other groups' lines are kept in ``bed.state`` until asked for."""
     path = bed.workdir / "server" / LOG
-    pending: dict[str, list[dict[str, Any]]] = bed.state.setdefault("mquic_lines", {})
+    pending: dict[str, list[LogLine]] = bed.state.setdefault("mquic_lines", {})
     deadline = time.monotonic() + LOG_WAIT_S
     while True:
         for d in new_records(bed, path, "mquic_offset"):
@@ -92,47 +96,44 @@ def pdcp_counters(bed: Bed, after: float | None = None) -> dict[str, int]:
         time.sleep(0.02)
 
 
-def pdcp_stalls(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """Reordering stalls during a download: t-Reordering started (a gap waited for) and
-    expired (a gap given up), and SDUs discarded as late."""
-    keys = ("timer_starts", "timer_expiries", "discarded_late")
-    return {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+def pdcp_stalls(before: dict[str, int], after: dict[str, int]) -> PdcpStalls:
+    """Reordering stalls during a download (``PdcpStalls``)."""
+    return PdcpStalls(**{k: after.get(k, 0) - before.get(k, 0) for k in PdcpStalls.model_fields})
 
 
-def download_record(mode: str, size: int, paper_size: int, r: Any, lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """One download as the figures and tables read it (analysis/completion.py)."""
+def download_record(mode: str, size: int, paper_size: int, r: TransferResult, lines: list[LogLine],
+                    stalls: PdcpStalls | None = None) -> MquicDownload:
+    """One download with what the server's engine logged of its group (``lines``)."""
     done = next((d for d in lines if d.get("event") == "done"), None)
     group = next((str(d["group"]) for d in lines if d.get("group") is not None), None)
     first = (done or {}).get("first_nfe") or None
     syncs = sum(1 for d in lines if d.get("event") in ("nfe", "round", "rate") and d.get("action") in ("sync", "mean", "stop"))
     stop = next((d for d in lines if d.get("event") == "nfe" and d.get("action") == "stop"), None)
-    return {
-        "mode": mode, "size": size, "paper_size": paper_size, "group": group, "ok": r.ok, "error": r.error,
-        "completion_s": r.completion_s,
-        "nfes": done.get("nfes") if done else None,
-        "nfes_within_rtt": done.get("nfes_within_rtt") if done else None,
-        "delay_exits": done.get("delay_exits") if done else None,
-        "first_nfe_packets": first.get("group_packets", first.get("packets")) if first else None,
-        "first_nfe_cwnd": first.get("cwnd_before") if first else None,
-        "first_nfe_group_cwnd": first.get("group_cwnd") if first else None,
-        "first_nfe_kind": first.get("kind") if first else None,
-        "syncs": syncs if lines else None,
-        # packets the group had sent when synchronization stopped (None: it never did), of all
-        "stop_packets": stop.get("group_packets") if stop else None,
-        "group_packets": done.get("group_packets") if done else None,
-        # the client process's workload count: 1, 2, 3 ... on the long-lived client
-        "served": r.extra.get("served"),
-        "conns": [{"index": c.index, "handshake_s": c.handshake_s, "first_byte_s": c.first_byte_s,
-                   "last_byte_s": c.last_byte_s, "bytes": c.bytes} for c in r.connections],
-    }
+    served = r.extra.get("served")
+    return MquicDownload(
+        mode=mode, size=size, paper_size=paper_size, group=group, ok=r.ok, error=r.error, completion_s=r.completion_s,
+        nfes=done.get("nfes") if done else None,
+        nfes_within_rtt=done.get("nfes_within_rtt") if done else None,
+        delay_exits=done.get("delay_exits") if done else None,
+        first_nfe_packets=first.get("group_packets", first.get("packets")) if first else None,
+        first_nfe_cwnd=first.get("cwnd_before") if first else None,
+        first_nfe_group_cwnd=first.get("group_cwnd") if first else None,
+        first_nfe_kind=first.get("kind") if first else None,
+        syncs=syncs if lines else None,
+        stop_packets=stop.get("group_packets") if stop else None,
+        group_packets=done.get("group_packets") if done else None,
+        served=served if isinstance(served, int) else None,
+        conns=tuple(ConnTiming(index=c.index, handshake_s=c.handshake_s, first_byte_s=c.first_byte_s,
+                               last_byte_s=c.last_byte_s, bytes=c.bytes) for c in r.connections),
+        pdcp_stalls=stalls)
 
 
-def lines_of(d: dict[str, Any], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def lines_of(d: MquicDownload, lines: list[LogLine]) -> list[LogLine]:
     """A download's lines among its repetition's log lines: those of its recorded group,
     or (records from before ``group`` was kept) of the repetition's one group of its mode
     and size (group names end in ``-<mode>-<size>``)."""
-    group = d.get("group")
+    group = d.group
     if group is None:
-        suffix = f"-{d['mode']}-{d['size']}"
+        suffix = f"-{d.mode}-{d.size}"
         group = next((x["group"] for x in lines if str(x.get("group", "")).endswith(suffix)), None)
     return [x for x in lines if group is not None and x.get("group") == group]

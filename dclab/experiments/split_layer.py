@@ -31,18 +31,19 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
 from ..analysis import completion, figures
-from ..analysis.metrics import jain, leg_window_means, pdcp_summary
+from ..analysis.downloads import Download
+from ..analysis.metrics import PdcpSummary, jain, leg_window_means, pdcp_summary
 from ..analysis.run_events import RunFacts
 from ..analysis.stored_run import StoredRun, number
 from ..dcemu.records import Stats
 from ..endpoints.base import TransferResult, Workload
 from ..endpoints.mptcp.adapter import schedulers as mptcp_schedulers
-from ..files import clip
+from ..files import JsonObject, clip
 from ..flowplan import Bearer, Flow, FlowPlan, PlanError
 from ..scenario import STORED, Scenario, build
 from ..testbed import Bed, stats_ms
@@ -135,7 +136,7 @@ def fairness_size(scenario: Scenario, o: SplitLayerOptions) -> int:
     return int(min(MAX_FAIR_SIZE, max(o.size, MIN_FAIR_SIZE, 2 * rate * o.duration / 8)))
 
 
-def _counters(transfer: TransferResult | None) -> dict[str, Any]:
+def _counters(transfer: TransferResult | None) -> JsonObject:
     mptcp = (transfer.extra.get("mptcp") if transfer else None) or {}
     return mptcp.get("counters") or {}
 
@@ -319,16 +320,16 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         return out
 
     @staticmethod
-    def _pdcp(records: Sequence[Stats], agg: Aggregation) -> dict[str, Any]:
-        return pdcp_summary(records, "agg") if agg.layer != "transport" and records else {}
+    def _pdcp(records: Sequence[Stats], agg: Aggregation) -> PdcpSummary | None:
+        return pdcp_summary(records, "agg") if agg.layer != "transport" and records else None
 
     @staticmethod
-    def _transport(r: TransferResult | None) -> dict[str, Any]:
+    def _transport(r: TransferResult | None) -> JsonObject:
         """What the stack reported of its subflows or paths: MPTCP's ``extra.mptcp``, a
         multipath QUIC stack's paths per connection (``extra.stack.connections[].paths``)."""
         if r is None:
             return {}
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         if r.extra.get("mptcp"):
             out["mptcp"] = r.extra["mptcp"]
         conns = (r.extra.get("stack") or {}).get("connections") or []
@@ -408,7 +409,7 @@ class SplitLayer(Experiment[SplitLayerOptions]):
                     out.append((path, f"{title}, alone ({label}: mean, std over repetitions; one series per aggregation)"))
             downloads = completion_downloads(alone)
             if downloads:
-                modes = list(dict.fromkeys(d["mode"] for d in downloads))
+                modes = list(dict.fromkeys(d.mode for d in downloads))
                 path = completion.completion_cdfs(downloads, modes, None, out_dir / f"{stem}-cdf.png", title)
                 out.append((path, f"{title}, alone (completion times of every run's downloads, one panel per size)"))
         if fair:
@@ -491,21 +492,21 @@ def _view(rows: Sequence[Run], by_condition: bool) -> list[Run]:
     return out
 
 
-def completion_downloads(rows: Sequence[Run]) -> list[completion.Download]:
+def completion_downloads(rows: Sequence[Run]) -> list[Download]:
     """Each run's long download and short downloads as ``completion`` downloads, the mode
     being the run's series (its aggregation)."""
     labels = figures.series_of(rows)
-    out: list[completion.Download] = []
+    out: list[Download] = []
     for r in rows:
         if not r.ok:
             continue
         mode = labels[r.run_key]
         size, short, done = r.metric("size"), r.metric("short"), r.metric("completion_s")
         if done is not None and size:
-            out.append({"mode": mode, "size": int(size), "ok": True, "completion_s": done})
+            out.append(Download(mode=mode, size=int(size), ok=True, completion_s=done))
         for t in r.metrics.get("short_completion_all_s") or []:
-            if number(t) is not None and short:
-                out.append({"mode": mode, "size": int(short), "ok": True, "completion_s": float(t)})
+            if (s := number(t)) is not None and short:
+                out.append(Download(mode=mode, size=int(short), ok=True, completion_s=s))
     return out
 
 

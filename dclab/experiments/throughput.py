@@ -24,6 +24,7 @@ from ..analysis.metrics import pdcp_summary
 from ..analysis.stand_in import stack_label
 from ..analysis.stored_run import StoredRun
 from ..endpoints.base import TransferResult, Workload
+from ..files import JsonObject
 from ..flowplan import Flow, FlowPlan, single_bearer_plan
 from ..scenario import Scenario, capacity_mbps
 from ..testbed import Bed, stats_ms
@@ -163,7 +164,7 @@ class Throughput(Experiment[ThroughputOptions]):
         g = summary.metrics["goodput_mbps"].mean
         return f"goodput: {g:.2f} Mbit/s" if g is not None else "goodput: no successful run"
 
-    def json_output(self, summary: Summary) -> dict[str, Any]:
+    def json_output(self, summary: Summary) -> JsonObject:
         return {"goodput_mbps": summary.metrics["goodput_mbps"].model_dump(), "stack": summary.stack, "cc": summary.cc,
                 "scenario": summary.scenario, "host_config": summary.host_config, "failed": summary.failed,
                 "seeds": summary.seeds, **stand_in_output(summary)}

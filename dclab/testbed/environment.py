@@ -8,10 +8,10 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..endpoints.base import Stack
+from ..files import JsonObject
 from ..paths import DCEMU, ROOT
 
 
@@ -55,7 +55,7 @@ def git_commit() -> str:
 
 
 @functools.cache
-def _machine_and_code() -> dict[str, Any]:
+def _machine_and_code() -> JsonObject:
     """What stays the same for the life of a process: the machine, and the code it loaded
     (asked once; a simulated campaign runs thousands of runs in one process)."""
     commit = git_commit()
@@ -74,5 +74,5 @@ def _machine_and_code() -> dict[str, Any]:
     }
 
 
-def environment(stacks: list[Stack], settings: dict[str, str]) -> dict[str, Any]:
+def environment(stacks: list[Stack], settings: dict[str, str]) -> JsonObject:
     return {**_machine_and_code(), "stacks": {s.name: s.version() for s in stacks}, "host_settings": settings}

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from ..files import FileRefused, read_owned_json, secure_dir
+from ..files import FileRefused, JsonObject, read_owned_json, secure_dir
 from ..paths import state_dir
 from .procs import alive, process_start
 
@@ -138,7 +138,7 @@ class Journal:
         secure_dir(state_dir(), "state directory")
         self.path = state_dir() / f"run-{tag}.json"
         pid = os.getpid()
-        self.data: dict[str, Any] = {"tag": tag, "pid": pid, "start": process_start(pid), "sysctls": {}, "pids": [],
+        self.data: JsonObject = {"tag": tag, "pid": pid, "start": process_start(pid), "sysctls": {}, "pids": [],
                                      "namespaces": [], "private": []}
         self._save()
 

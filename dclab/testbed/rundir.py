@@ -7,6 +7,8 @@ import json
 import time
 from pathlib import Path
 
+from pydantic_core import to_jsonable_python
+
 from ..files import FileRefused, check_output_dir, write_output
 from ..paths import RUNS
 
@@ -33,4 +35,6 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: object) -> None:
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    """``data`` as JSON; records (pydantic models) as their fields, anything else JSON
+    cannot hold (a path) as its text."""
+    write_atomic(path, json.dumps(to_jsonable_python(data, fallback=str), indent=2) + "\n")

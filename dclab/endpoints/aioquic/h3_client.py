@@ -85,6 +85,7 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 from aioquic.tls import SessionTicket
 
+from ...files import JsonObject
 from ..base import ConnectionResult, ObjectResult, TransferResult, Workload
 from . import (
     bbr,  # noqa: F401 - registers "bbr" with aioquic
@@ -171,7 +172,7 @@ class Run:
         self.objects = [Obj(i, s, workload.connection_of(i), workload.path_size(i), r)
                         for (i, s), r in zip(enumerate(workload.objects), workload.byte_ranges(), strict=True)]  # fmt: skip
         self.connections = [ConnectionResult(index=c) for c in range(workload.connections)]
-        self.warmup: dict[str, Any] | None = None
+        self.warmup: JsonObject | None = None
         # time.monotonic() when the process was ready to send its first packet (the
         # warm-up's with resumption): the adapter's start-up measure ends here.
         self.ready_mono: float | None = None
@@ -186,7 +187,7 @@ class Run:
     def now(self) -> float:
         return time.monotonic() - self.t0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         r = TransferResult.from_parts(
             [o.result() for o in self.objects], self.connections, request_wall=self.request_wall, error=self.error
         )
@@ -440,7 +441,7 @@ async def warm_up(
     run.ready_mono, run.ready_cpu = time.monotonic(), process_cpu()
     protocol.connect(addr)
     done, _ = await asyncio.wait({got}, timeout=max(0.0, deadline - time.monotonic()))
-    info: dict[str, Any] = {"duration_s": time.monotonic() - t0, "ticket": bool(done)}
+    info: JsonObject = {"duration_s": time.monotonic() - t0, "ticket": bool(done)}
     ticket = got.result() if done else None
     if ticket is None:
         handshake_done = quic._handshake_complete  # no public accessor in the pinned aioquic

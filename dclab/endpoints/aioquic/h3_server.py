@@ -42,6 +42,7 @@ from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.tls import SessionTicket
 
+from ...files import JsonObject
 from . import bbr  # noqa: F401 - registers "bbr" with aioquic
 from .mquic import HEADER as MQUIC_HEADER
 from .mquic import controllers as mq  # registers "mquic-reno", "mquic-cubic" and "mquic-bbr" with aioquic
@@ -105,8 +106,8 @@ class MquicGroups:
 
     def __init__(self, log: Path | None = None) -> None:
         self.log = log
-        self.lines: dict[str, list[dict[str, Any]]] = {}  # group id -> its join lines (groups still open)
-        self.finished: list[tuple[str, list[dict[str, Any]]]] = []  # without a log: groups taken out, (id, lines)
+        self.lines: dict[str, list[JsonObject]] = {}  # group id -> its join lines (groups still open)
+        self.finished: list[tuple[str, list[JsonObject]]] = []  # without a log: groups taken out, (id, lines)
         self.finished_groups = 0
         self._log_error = False
 
@@ -153,7 +154,7 @@ class MquicGroups:
             else:
                 self._append(self.log, _jsonl(lines))
 
-    def _group_lines(self, group_id: str, now: float | None, finished: bool) -> list[dict[str, Any]]:
+    def _group_lines(self, group_id: str, now: float | None, finished: bool) -> list[JsonObject]:
         lines = sorted(self.lines.get(group_id, []) + mq.groups.lines(group_id), key=lambda d: d["time"])
         if now is None:
             try:
@@ -163,7 +164,7 @@ class MquicGroups:
         return [*lines, self._done(group_id, now, finished)]
 
     @staticmethod
-    def _done(group_id: str, now: float, finished: bool) -> dict[str, Any]:
+    def _done(group_id: str, now: float, finished: bool) -> JsonObject:
         group = mq.groups.get(group_id)
         assert group is not None
         entry = mq.groups.entry(group)
@@ -207,7 +208,7 @@ class MquicGroups:
                 print(f"h3_server: cannot append to --mquic-log {path}: {e}", file=sys.stderr, flush=True)
 
 
-def _jsonl(lines: list[dict[str, Any]]) -> str:
+def _jsonl(lines: list[JsonObject]) -> str:
     return "".join(json.dumps(d) + "\n" for d in lines)
 
 

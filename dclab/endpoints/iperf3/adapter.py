@@ -22,8 +22,8 @@ import json
 import shutil
 import subprocess
 import time
-from typing import Any
 
+from ...files import JsonObject
 from ..base import Capabilities, ClientSpec, ConnectionResult, ObjectResult, ServerSpec, Stack, TransferResult, Workload, run_bounded
 
 DATAGRAM = 1400  # UDP payload bytes (--length): a QUIC-sized datagram, within the emulated MTU
@@ -53,7 +53,7 @@ def client_command(spec: ClientSpec, netns_exec: list[str]) -> list[str]:
             "--time", str(seconds), "--json", "--connect-timeout", "5000"]
 
 
-def report(text: str) -> dict[str, Any]:
+def report(text: str) -> JsonObject:
     """What the client's JSON says: the bytes and datagrams it received, those the server
     sent, the datagrams lost by sequence number and the jitter; ValueError when it is no
     iperf3 report (its ``error`` when it gives one)."""

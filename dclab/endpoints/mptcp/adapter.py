@@ -47,8 +47,8 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
 
+from ...files import JsonObject
 from ..base import MAX_CONNECTIONS, MAX_OBJECTS, Capabilities, ClientSpec, ServerSpec, TransferResult, run_bounded
 from ..tcp.adapter import TcpStack, hypercorn_command, netstat_counters
 from ..tcp.sockets import address, parse_ss
@@ -68,7 +68,7 @@ def schedulers() -> list[str]:
         return []
 
 
-def parse_subflows(text: str) -> dict[str, dict[str, Any]]:
+def parse_subflows(text: str) -> dict[str, JsonObject]:
     """``ss -tniH``'s MPTCP subflows (``tcp-ulp-mptcp``), by local endpoint: addresses and
     the receiving counters (0 when absent: ss omits zeros)."""
     return {s.local: {"local": address(s.local), "remote": address(s.remote),
@@ -83,7 +83,7 @@ class _Sampler(threading.Thread):
     def __init__(self, netns_exec: list[str], spec: ClientSpec) -> None:
         super().__init__(daemon=True, name="mptcp-subflows")
         self.cmd = [*netns_exec, "ss", "-tniH", "dst", spec.address, "dport", "=", f":{spec.port}"]
-        self.seen: dict[str, dict[str, Any]] = {}
+        self.seen: dict[str, JsonObject] = {}
         self.samples = 0
         self.done = threading.Event()
 

@@ -79,8 +79,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ...files import JsonObject
 from ..base import (
     KEYLOG_FILE,
     MAX_CONNECTIONS,
@@ -167,7 +167,7 @@ class _Reports(threading.Thread):
     def __init__(self, proc: subprocess.Popen[str]) -> None:
         super().__init__(daemon=True)
         self.proc = proc
-        self.reports: list[dict[str, Any]] = []
+        self.reports: list[JsonObject] = []
         self.requests: dict[int, tuple[float, float]] = {}  # object index -> (stamp, read at)
         self.tryings: list[tuple[float, float]] = []  # each connection attempt: (stamp, read at)
         self.tls: list[TlsSeen] = []  # one per connection attempt, in order
@@ -249,12 +249,12 @@ def _tfo_counters(netns_exec: list[str]) -> dict[str, int] | None:
     return {k: values[k] for k in TFO_KEYS}
 
 
-def _t(w: dict[str, Any], key: str) -> float:
+def _t(w: JsonObject, key: str) -> float:
     v = w.get(key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0.0
 
 
-def _judge(o: ObjectResult, w: dict[str, Any], stderr: str) -> tuple[int, str]:
+def _judge(o: ObjectResult, w: JsonObject, stderr: str) -> tuple[int, str]:
     """Sets ``o.ok`` and ``o.error`` from curl's report ``w`` of it; its HTTP status and version."""
     code = int(w.get("response_code") or w.get("http_code") or 0)
     version = str(w.get("http_version") or "")
@@ -274,7 +274,7 @@ def _judge(o: ObjectResult, w: dict[str, Any], stderr: str) -> tuple[int, str]:
     return code, version
 
 
-def _warmup(reader: _Reports) -> tuple[dict[str, Any] | None, str | None]:
+def _warmup(reader: _Reports) -> tuple[JsonObject | None, str | None]:
     """The resumption warm-up's record (None: curl reported none) and why it failed (None: it did not)."""
     warm = next((w for w in reader.reports if str(w.get("url_effective") or "").endswith("?warmup")), None)
     tail = " ".join(reader.other)[-200:]
@@ -405,7 +405,7 @@ class TcpStack(Stack):
         ]
         connections = [ConnectionResult(index=c) for c in range(wl.connections)]
         errs: list[str] = []
-        extra: dict[str, Any] = {"returncodes": [p.returncode for p in procs], "local_ports": [], "cc": spec.cc,
+        extra: JsonObject = {"returncodes": [p.returncode for p in procs], "local_ports": [], "cc": spec.cc,
                                  "startup_s": min(known) - spawned[0] if known else None,
                                  "startup_s_connections": startups}  # fmt: skip
         http_codes: list[int | None] = [None] * len(wl.objects)
@@ -413,7 +413,7 @@ class TcpStack(Stack):
         stamped = 0  # requests timed by curl's own stamp (else: when its line was read)
         for c, idx in enumerate(per_conn):
             reader = readers[c]
-            reports: dict[int, dict[str, Any]] = {}
+            reports: dict[int, JsonObject] = {}
             for report in reader.reports:  # the warm-up's (?warmup) is not an object's
                 m = _URL_INDEX.search(str(report.get("url_effective") or ""))
                 if m and int(m.group(1)) in idx:

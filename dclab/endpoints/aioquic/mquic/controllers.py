@@ -21,13 +21,13 @@ import math
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from aioquic.quic.congestion.base import QuicCongestionControl, QuicRttMonitor, register_congestion_control
 from aioquic.quic.congestion.cubic import CubicCongestionControl
 from aioquic.quic.congestion.reno import RenoCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
+from ....files import JsonObject
 from .. import bbr as _bbr
 from ..hystart import HyStart, SlowStartExit
 from .engine import ConnId, ConnState, Decision, Group, NfeKind, Params, RateDecision, Record
@@ -48,7 +48,7 @@ class GroupEntry:
     group: Group
     controllers: dict[ConnId, MquicMember] = field(default_factory=dict)
     log: list[Record] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[JsonObject] = field(default_factory=list)
     samples_dropped: int = 0
     departed_packets: int = 0  # packets sent by members that left, while they were members
     packets: dict[ConnId, int] = field(default_factory=dict)  # packets of members that left, by connection
@@ -118,11 +118,11 @@ class GroupRegistry:
         """The group's records, oldest first (the list itself: it grows)."""
         return self._entry(group_id).log
 
-    def samples(self, group_id: str) -> list[dict[str, Any]]:
+    def samples(self, group_id: str) -> list[JsonObject]:
         """The group's cwnd samples, oldest first (the list itself: it grows)."""
         return self._entry(group_id).samples
 
-    def lines(self, group_id: str) -> list[dict[str, Any]]:
+    def lines(self, group_id: str) -> list[JsonObject]:
         """The group's records (``Record.to_dict()``) and cwnd samples, ordered by time
         (stable: at equal times a decision's record precedes the samples it caused)."""
         entry = self._entry(group_id)
@@ -242,7 +242,7 @@ class MquicMember(QuicCongestionControl):
         """The state the engine sees."""
         raise NotImplementedError
 
-    def sample_fields(self) -> dict[str, Any]:
+    def sample_fields(self) -> JsonObject:
         """The fields of a cwnd sample line after time, group, event and conn."""
         s = self.conn_state()
         return {"cwnd": s.cwnd, "ssthresh": s.ssthresh, "in_slow_start": s.in_slow_start}
@@ -437,7 +437,7 @@ class MquicBbr(MquicMember, _bbr.BbrCongestionControl):
         """No ssthresh; "slow start" is STARTUP."""
         return ConnState(self.congestion_window, None, self.state == _bbr.BbrState.STARTUP)
 
-    def sample_fields(self) -> dict[str, Any]:
+    def sample_fields(self) -> JsonObject:
         fields = super().sample_fields()
         fields.update({"bbr_state": self.state.value, "btlbw_bps": round(self.btlbw * 8),
                        "pacing_rate_bps": round(self.pacing_rate * 8)})  # fmt: skip

@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from ....files import JsonObject
+
 ConnId: TypeAlias = int  # e.g. the index of the connection's byte range
 SyncMode = Literal["full", "cwnd", "off"]  # "off": observe only (docs/mquic-implementation.md, "Observer mode")
 NfeKind = Literal["loss", "delay"]
@@ -153,8 +155,8 @@ class Record:
     # network event (None: no RTT known to the engine)
     within_rtt: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_dict(self) -> JsonObject:
+        d: JsonObject = {
             "time": self.time, "group": self.group, "event": self.event, "conn": self.conn,
             "action": self.action, "stopped": self.stopped,
         }  # fmt: skip

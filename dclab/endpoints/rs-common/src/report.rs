@@ -156,7 +156,6 @@ pub enum Answer {
 
 /// The whole workload: what it saw so far, and printing it once.
 pub struct Run<C, X> {
-    program: &'static str,
     answer: Answer,
     base: Instant,
     t0_ns: AtomicU64,
@@ -174,18 +173,10 @@ pub struct Run<C, X> {
 }
 
 impl<C, X> Run<C, X> {
-    /// The run of `wl`, each connection with `extra()`; `program` names it in messages
-    /// ("dclab-quinn client").
-    pub fn new(
-        program: &'static str,
-        answer: Answer,
-        wl: &Workload,
-        extra: impl Fn() -> X,
-        timeout_s: f64,
-    ) -> Run<C, X> {
+    /// The run of `wl`, each connection with `extra()`.
+    pub fn new(answer: Answer, wl: &Workload, extra: impl Fn() -> X, timeout_s: f64) -> Run<C, X> {
         let ranges = wl.byte_ranges();
         Run {
-            program,
             answer,
             base: Instant::now(),
             t0_ns: AtomicU64::new(0),
@@ -531,11 +522,6 @@ impl<C, X> Run<C, X> {
             std::process::exit(code);
         });
     }
-
-    /// The program's name in its messages.
-    pub fn program(&self) -> &'static str {
-        self.program
-    }
 }
 
 fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -583,7 +569,7 @@ mod tests {
 
     fn run(answer: Answer) -> Run<(), ()> {
         let wl = Workload::parse(r#"{"objects": [10, 20], "connections": 1}"#, "test").unwrap();
-        Run::new("test client", answer, &wl, || (), 60.0)
+        Run::new(answer, &wl, || (), 60.0)
     }
 
     #[test]

@@ -292,7 +292,7 @@ async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
             })
             .collect()
     };
-    let run = Arc::new(Run::new(PROGRAM, Answer::Plain, &wl, paths, args.timeout));
+    let run = Arc::new(Run::new(Answer::Plain, &wl, paths, args.timeout));
     let settings = &p.settings;
     let first = p.paths.first().copied();
     let multipath = first.is_some();

@@ -106,7 +106,7 @@ fn stats_json(c: &quinn::Connection) -> Value {
 
 async fn run(args: ClientArgs, p: Prepared, workers: usize) -> i32 {
     let wl = p.workload;
-    let run = Arc::new(Run::new(PROGRAM, Answer::Http, &wl, || (), args.timeout));
+    let run = Arc::new(Run::new(Answer::Http, &wl, || (), args.timeout));
     let settings = &p.settings;
 
     // One socket and endpoint per connection, before t0 (set-up is not network time).
