@@ -6,6 +6,7 @@
 //! departures carry their exact instants so late polling changes nothing. `now` must
 //! never decrease from one call to the next.
 
+pub mod codel;
 pub mod delay;
 pub mod direction;
 pub mod loss;
