@@ -10,6 +10,7 @@ pub mod codel;
 pub mod delay;
 pub mod direction;
 pub mod loss;
+pub mod pie;
 pub mod queue;
 pub mod rate;
 pub mod trace;
