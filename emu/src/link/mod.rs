@@ -9,6 +9,7 @@
 pub mod codel;
 pub mod delay;
 pub mod direction;
+pub mod fq_codel;
 pub mod loss;
 pub mod pie;
 pub mod queue;
