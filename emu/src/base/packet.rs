@@ -18,7 +18,15 @@ pub struct Pkt {
     pub count: u32,
     /// Bearer index.
     pub bearer: u16,
+    /// The IP header's ECN field (RFC 3168): `NOT_ECT`, `ECT1`, `ECT0` or `CE`; a queue's
+    /// AQM sets `CE` on an ECN-capable packet instead of dropping it.
+    pub ecn: u8,
 }
+
+pub const NOT_ECT: u8 = 0b00;
+pub const ECT1: u8 = 0b01;
+pub const ECT0: u8 = 0b10;
+pub const CE: u8 = 0b11;
 
 impl Pkt {
     pub fn new(id: PktId, len: u32, born: Nanos) -> Self {
@@ -28,6 +36,12 @@ impl Pkt {
             born,
             count: 0,
             bearer: 0,
+            ecn: NOT_ECT,
         }
+    }
+
+    /// ECN-capable (ECT(0) or ECT(1)): an AQM may mark it instead of dropping it.
+    pub fn ect(&self) -> bool {
+        self.ecn == ECT0 || self.ecn == ECT1
     }
 }

@@ -16,7 +16,7 @@ use super::processing::FixedDelay;
 use super::record::{EngineCounters, Record};
 use super::secondary::{Divert, SecondaryNode, Target};
 use super::state::{BearerState, LegState};
-use crate::base::packet::{Pkt, PktId};
+use crate::base::packet::{Pkt, PktId, NOT_ECT};
 use crate::base::pool::PacketPool;
 use crate::base::time::from_ms;
 use crate::base::time::Nanos;
@@ -249,6 +249,7 @@ impl Engine {
             born: now,
             count: 0,
             bearer: b as u16,
+            ecn: NOT_ECT,
         };
         match dir {
             Dir::Down => self.counters.packets_in_down += 1,

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::delay::{DelayDist, DelayStage};
 use super::loss::{Loss, LossModel};
-use super::rate::{RateSpec, RateStage};
+use super::rate::{AqmCounters, RateSpec, RateStage, Refused};
 use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
 
@@ -71,6 +71,8 @@ pub struct LinkDirection {
     rate: RateStage,
     tail: LinkTail,
     counters: LinkCounters,
+    /// Reused for the packets the AQM dropped (no allocation on the hot path).
+    aqm_dropped: Vec<Pkt>,
 }
 
 /// The stages after a direction's queueing stage (a rate stage, or a cell): loss, then
@@ -120,6 +122,11 @@ impl LinkTail {
         if let Some(s) = self.served.as_mut() {
             out.append(s);
         }
+    }
+
+    /// Keeps a buffer a stage before this one dropped, for [`LinkTail::reclaim`].
+    pub fn discard(&mut self, id: PktId) {
+        self.dropped.push(id);
     }
 
     /// Hands every dropped packet's buffer to `free` (the stages themselves never free).
@@ -200,6 +207,7 @@ impl LinkDirection {
             rate: RateStage::new(spec.rate.clone(), spec.queue_packets, spec.queue_bytes),
             tail: LinkTail::new(spec, seed),
             counters: LinkCounters::default(),
+            aqm_dropped: Vec::new(),
         }
     }
 
@@ -212,13 +220,29 @@ impl LinkDirection {
         if self.tail.lose_before(&p, &mut self.counters) {
             return false;
         }
-        match self.rate.enqueue(now, p) {
+        let r = self.rate.enqueue(now, p);
+        self.collect_aqm_drops();
+        match r {
             Ok(()) => true,
-            Err(p) => {
+            Err(Refused::Full(p)) => {
                 self.counters.dropped_queue_packets += 1;
                 self.counters.dropped_queue_bytes += p.len as u64;
                 false
             }
+            Err(Refused::Aqm(_)) => false, // counted by the AQM (`aqm_counters`)
+        }
+    }
+
+    /// What the queue's AQM dropped and marked (`None` for tail drop alone).
+    pub fn aqm_counters(&self) -> Option<AqmCounters> {
+        self.rate.aqm_counters()
+    }
+
+    /// The buffers of packets the AQM dropped at dequeue, for `reclaim`.
+    fn collect_aqm_drops(&mut self) {
+        self.rate.take_aqm_dropped(&mut self.aqm_dropped);
+        for p in self.aqm_dropped.drain(..) {
+            self.tail.discard(p.id);
         }
     }
 
@@ -302,6 +326,7 @@ impl LinkDirection {
     fn advance(&mut self, now: Nanos) {
         let (tail, c) = (&mut self.tail, &mut self.counters);
         self.rate.poll(now, &mut |t, p| tail.offer(t, p, c));
+        self.collect_aqm_drops();
     }
 }
 

@@ -20,5 +20,5 @@ pub use delay::{DelayDist, DelayStage};
 pub use direction::{sub_seed, LinkCounters, LinkDirection, LinkSpec, LinkTail, Served};
 pub use loss::{Loss, LossModel};
 pub use queue::DropTail;
-pub use rate::{RateSpec, RateStage};
+pub use rate::{Aqm, AqmCounters, RateSpec, RateStage, Refused};
 pub use trace::{RateTrace, OPPORTUNITY_BYTES};

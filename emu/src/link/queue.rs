@@ -54,6 +54,12 @@ impl DropTail {
         self.q.front()
     }
 
+    /// Puts `p` back at the head (a packet just popped: no limit applies).
+    pub fn push_front(&mut self, p: Pkt) {
+        self.bytes += p.len as u64;
+        self.q.push_front(p);
+    }
+
     pub fn pop(&mut self) -> Option<Pkt> {
         let p = self.q.pop_front()?;
         self.bytes -= p.len as u64;

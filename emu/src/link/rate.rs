@@ -36,9 +36,11 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::codel::{Codel, Fifo, Queued};
+use super::pie::{Pie, Verdict};
 use super::queue::DropTail;
 use super::trace::{RateTrace, OPPORTUNITY_BYTES};
-use crate::base::packet::Pkt;
+use crate::base::packet::{Pkt, CE};
 use crate::base::time::{Nanos, NS_PER_MS};
 
 /// Work units per byte (bit·1e9 per byte).
@@ -237,6 +239,56 @@ enum Served {
     Pending(Option<Nanos>),
 }
 
+/// The active queue management of a rate stage's queue (tail drop at its limits applies
+/// with every one). CoDel decides when the head would start service, PIE when a packet
+/// arrives; both mark an ECN-capable packet CE where they may (`link/codel.rs`,
+/// `link/pie.rs`).
+#[derive(Debug)]
+pub enum Aqm {
+    TailDrop,
+    Codel(Codel),
+    Pie(Pie),
+}
+
+/// What a queue's AQM did, cumulative.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AqmCounters {
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub marked_packets: u64,
+}
+
+/// Why a packet was refused at the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// A limit would be exceeded (tail drop).
+    Full(Pkt),
+    /// The AQM dropped it on arrival (PIE).
+    Aqm(Pkt),
+}
+
+/// The stage's queue as CoDel pops it: packets with their arrival instants.
+struct StageFifo<'a> {
+    queue: &'a mut DropTail,
+    arrivals: &'a mut VecDeque<Nanos>,
+}
+
+impl Fifo for StageFifo<'_> {
+    fn pop(&mut self) -> Option<Queued> {
+        let pkt = self.queue.pop()?;
+        let arrived = self.arrivals.pop_front().unwrap_or(pkt.born);
+        Some(Queued {
+            pkt,
+            arrived,
+            ect: pkt.ect(),
+        })
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.queue.bytes()
+    }
+}
+
 /// A rate-limited FIFO link; see the module docs for the exact semantics.
 #[derive(Debug)]
 pub struct RateStage {
@@ -265,6 +317,10 @@ pub struct RateStage {
     busy_done: Nanos,
     /// Start of the busy period in progress.
     busy_since: Option<Nanos>,
+    aqm: Aqm,
+    /// Packets the AQM dropped at dequeue, for the owner to count and free
+    /// ([`RateStage::take_aqm_dropped`]).
+    aqm_dropped: Vec<Pkt>,
 }
 
 impl RateStage {
@@ -286,7 +342,41 @@ impl RateStage {
             served_bytes: 0,
             busy_done: 0,
             busy_since: None,
+            aqm: Aqm::TailDrop,
+            aqm_dropped: Vec::new(),
         }
+    }
+
+    /// The stage with `aqm` managing its queue.
+    pub fn with_aqm(mut self, aqm: Aqm) -> Self {
+        self.aqm = aqm;
+        self
+    }
+
+    pub fn aqm(&self) -> &Aqm {
+        &self.aqm
+    }
+
+    /// What the AQM dropped and marked (`None` for tail drop alone).
+    pub fn aqm_counters(&self) -> Option<AqmCounters> {
+        match &self.aqm {
+            Aqm::TailDrop => None,
+            Aqm::Codel(c) => Some(AqmCounters {
+                dropped_packets: c.counters.dropped_packets,
+                dropped_bytes: c.counters.dropped_bytes,
+                marked_packets: c.counters.marked_packets,
+            }),
+            Aqm::Pie(p) => Some(AqmCounters {
+                dropped_packets: p.counters.dropped_packets,
+                dropped_bytes: p.counters.dropped_bytes,
+                marked_packets: p.counters.marked_packets,
+            }),
+        }
+    }
+
+    /// Moves the packets the AQM dropped at dequeue since the last call into `out`.
+    pub fn take_aqm_dropped(&mut self, out: &mut Vec<Pkt>) {
+        out.append(&mut self.aqm_dropped);
     }
 
     /// The queue's limit in bytes: its byte limit, or its packet limit at `mtu` bytes
@@ -305,10 +395,18 @@ impl RateStage {
         self.busy_done + self.busy_since.map_or(0, |b| now.saturating_sub(b))
     }
 
-    /// Queues `p` arriving at `now`; `Err(p)` = tail drop (a limit would be exceeded).
-    pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> Result<(), Pkt> {
+    /// Queues `p` arriving at `now`, or says why not: a limit would be exceeded (tail
+    /// drop), or PIE dropped it.
+    pub fn enqueue(&mut self, now: Nanos, mut p: Pkt) -> Result<(), Refused> {
         self.advance(now);
-        self.queue.push(p)?;
+        if let Aqm::Pie(pie) = &mut self.aqm {
+            match pie.on_enqueue(now, self.queue.bytes(), p.len, p.ect()) {
+                Verdict::Enqueue => {}
+                Verdict::Mark => p.ecn = CE,
+                Verdict::Drop => return Err(Refused::Aqm(p)),
+            }
+        }
+        self.queue.push(p).map_err(Refused::Full)?;
         self.arrivals.push_back(now);
         if self.queue.len() == 1 {
             self.advance(now); // it is the head: start it and learn its next event
@@ -399,11 +497,16 @@ impl RateStage {
     fn advance(&mut self, now: Nanos) {
         self.next_event = None;
         while let Some(&p) = self.queue.front() {
+            let mut p = p;
             if !self.in_service {
                 let start = self.arrivals[0].max(self.cursor);
                 if start > now {
                     self.next_event = Some(start);
                     return;
+                }
+                match self.aqm_dequeue(start) {
+                    Some(head) => p = head,
+                    None => continue, // all dropped: the queue is empty
                 }
                 self.start_head(start, p.len);
             }
@@ -424,6 +527,46 @@ impl RateStage {
                 Served::Pending(t) => {
                     self.next_event = t;
                     return;
+                }
+            }
+        }
+    }
+
+    /// The head that starts service at `start`, once the AQM has seen it: CoDel may drop
+    /// heads (kept for [`RateStage::take_aqm_dropped`]) or mark the one it keeps; PIE learns
+    /// its sojourn. `None`: CoDel dropped every packet queued (the busy period ends at
+    /// `start`).
+    fn aqm_dequeue(&mut self, start: Nanos) -> Option<Pkt> {
+        match &mut self.aqm {
+            Aqm::TailDrop => self.queue.front().copied(),
+            Aqm::Pie(pie) => {
+                let head = *self.queue.front()?;
+                let sojourn = start.saturating_sub(self.arrivals[0]);
+                pie.on_dequeue(start, sojourn, self.queue.bytes() - u64::from(head.len));
+                Some(head)
+            }
+            Aqm::Codel(codel) => {
+                let dropped = &mut self.aqm_dropped;
+                let mut fifo = StageFifo {
+                    queue: &mut self.queue,
+                    arrivals: &mut self.arrivals,
+                };
+                match codel.dequeue(start, &mut fifo, |q| dropped.push(q.pkt)) {
+                    Some((mut h, marked)) => {
+                        if marked {
+                            h.pkt.ecn = CE;
+                        }
+                        self.queue.push_front(h.pkt);
+                        self.arrivals.push_front(h.arrived);
+                        Some(h.pkt)
+                    }
+                    None => {
+                        if let Some(b) = self.busy_since.take() {
+                            self.busy_done += start.saturating_sub(b);
+                        }
+                        self.cursor = self.cursor.max(start);
+                        None
+                    }
                 }
             }
         }
@@ -875,7 +1018,7 @@ pub(crate) mod tests {
         for i in 0..3 {
             s.enqueue(0, pkt(i, 1500)).unwrap();
         }
-        assert_eq!(s.enqueue(0, pkt(3, 1500)), Err(pkt(3, 1500)));
+        assert_eq!(s.enqueue(0, pkt(3, 1500)), Err(Refused::Full(pkt(3, 1500))));
         assert_eq!((s.depth_packets(), s.depth_bytes()), (3, 4500));
         // Just before the head departs it still counts; at its departure it frees a slot,
         // even though nobody polled in between.
@@ -978,5 +1121,143 @@ pub(crate) mod tests {
         for t in ts {
             assert_eq!(sched.fluid_at(t), searched(t), "at {t}");
         }
+    }
+
+    // -- AQM on the stage ------------------------------------------------------------------
+
+    use crate::base::packet::{ECT0, NOT_ECT};
+    use crate::link::codel::{CodelParams, DEFAULT_INTERVAL, DEFAULT_TARGET};
+    use crate::link::pie::PieParams;
+
+    const MBIT20: RateSpec = RateSpec::Fixed { bps: 20_000_000 };
+
+    fn codel_stage(ecn: bool) -> RateStage {
+        RateStage::new(MBIT20, Some(1000), None).with_aqm(Aqm::Codel(Codel::new(CodelParams::new(
+            DEFAULT_TARGET,
+            DEFAULT_INTERVAL,
+            1500,
+            ecn,
+        ))))
+    }
+
+    /// `n` packets of 1500 bytes queued at 0 and served at 20 Mbit/s (0.6 ms each): the
+    /// departures (instant, packet), the packets CoDel dropped.
+    fn burst(s: &mut RateStage, n: u32, ecn: u8) -> (Vec<(Nanos, Pkt)>, Vec<Pkt>) {
+        for i in 0..n {
+            let mut p = pkt(i, 1500);
+            p.ecn = ecn;
+            s.enqueue(0, p).unwrap();
+        }
+        let (mut out, mut dropped) = (Vec::new(), Vec::new());
+        for t in 0..3_000u64 {
+            s.poll(t * NS_PER_MS / 10, &mut |at, p| out.push((at, p)));
+            s.take_aqm_dropped(&mut dropped);
+        }
+        (out, dropped)
+    }
+
+    #[test]
+    fn codel_drops_heads_once_a_burst_has_waited_over_target_for_an_interval() {
+        let mut s = codel_stage(false);
+        let (out, dropped) = burst(&mut s, 400, NOT_ECT);
+        assert_eq!(
+            out.len() + dropped.len(),
+            400,
+            "every packet leaves or is dropped"
+        );
+        assert!(!dropped.is_empty());
+        // The head first waits 5 ms or more at the 10th start (5.4 ms): the first drop is
+        // an interval later, at a start at or after 105.4 ms (packet 176 would start then).
+        let first = dropped[0].id;
+        assert!((170..=180).contains(&first), "first dropped: {first}");
+        let c = s.aqm_counters().unwrap();
+        assert_eq!(
+            (c.dropped_packets, c.dropped_bytes),
+            (dropped.len() as u64, dropped.len() as u64 * 1500)
+        );
+        // Departures stay back to back at the rate: nothing idles for a dropped head.
+        assert!(
+            out.windows(2).all(|w| w[1].0 - w[0].0 == 600_000),
+            "0.6 ms apart"
+        );
+        assert_eq!(s.served_bytes(), out.len() as u64 * 1500);
+        assert_eq!(s.depth_packets(), 0);
+    }
+
+    #[test]
+    fn codel_marks_an_ecn_capable_burst_instead_and_drops_none() {
+        let mut plain = codel_stage(true);
+        let (_, dropped) = burst(&mut plain, 400, NOT_ECT);
+        let mut ect = codel_stage(true);
+        let (out, none) = burst(&mut ect, 400, ECT0);
+        assert!(none.is_empty());
+        assert_eq!(out.len(), 400);
+        let marked: Vec<u32> = out
+            .iter()
+            .filter(|(_, p)| p.ecn == CE)
+            .map(|(_, p)| p.id)
+            .collect();
+        assert!(!marked.is_empty());
+        assert_eq!(
+            ect.aqm_counters().unwrap().marked_packets,
+            marked.len() as u64
+        );
+        assert_eq!(
+            marked[0], dropped[0].id,
+            "the first mark where the first drop was"
+        );
+        assert!(out
+            .iter()
+            .filter(|(_, p)| p.ecn != CE)
+            .all(|(_, p)| p.ecn == ECT0));
+    }
+
+    #[test]
+    fn tail_drop_alone_is_the_default_and_reports_no_aqm() {
+        let mut s = RateStage::new(MBIT20, Some(1000), None);
+        let (out, dropped) = burst(&mut s, 400, NOT_ECT);
+        assert_eq!((out.len(), dropped.len()), (400, 0));
+        assert!(s.aqm_counters().is_none());
+    }
+
+    #[test]
+    fn pie_holds_an_overloaded_stage_near_its_target_delay() {
+        // 20 Mbit/s served, 30 Mbit/s offered without reacting to drops, for 20 s.
+        let mut s = RateStage::new(MBIT20, Some(1000), None).with_aqm(Aqm::Pie(Pie::new(
+            PieParams::new(1500, false),
+            0,
+            3,
+        )));
+        let gap = 400_000; // 1500 B every 0.4 ms
+        let (mut refused_aqm, mut refused_full) = (0, 0);
+        let mut waits = Vec::new();
+        let mut born = std::collections::HashMap::new();
+        let mut t = 0;
+        let mut id = 0u32;
+        while t < 20 * NS_PER_S {
+            s.poll(t, &mut |at, p| {
+                if at > 10 * NS_PER_S {
+                    waits.push(at - born[&p.id] - 600_000); // less its own service
+                }
+            });
+            match s.enqueue(t, pkt(id, 1500)) {
+                Ok(()) => {
+                    born.insert(id, t);
+                }
+                Err(Refused::Aqm(_)) => refused_aqm += 1,
+                Err(Refused::Full(_)) => refused_full += 1,
+            }
+            id += 1;
+            t += gap;
+        }
+        let mean_ms = waits.iter().sum::<u64>() as f64 / waits.len() as f64 / 1e6;
+        assert!((10.0..20.0).contains(&mean_ms), "mean wait {mean_ms:.1} ms");
+        assert_eq!(refused_full, 0, "PIE keeps the queue far below its limit");
+        assert_eq!(s.aqm_counters().unwrap().dropped_packets, refused_aqm);
+        let share = refused_aqm as f64 / id as f64;
+        assert!(
+            (0.30..0.36).contains(&share),
+            "dropped {share:.3} (a third is the excess)"
+        );
     }
 }
