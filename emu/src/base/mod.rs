@@ -1,6 +1,7 @@
 //! The ground floor: plain nanosecond time, the packet descriptor the stages pass around,
 //! the buffer pool behind it, the latency histogram and a queue's limit in bytes. Imports nothing from the crate.
 
+pub mod ecn;
 pub mod histogram;
 pub mod limit;
 pub mod packet;

@@ -58,6 +58,11 @@ impl PacketPool {
         self.lens[id as usize] = len as u32;
     }
 
+    pub fn get_mut(&mut self, id: PktId) -> &mut [u8] {
+        let s = id as usize * self.slot_size;
+        &mut self.data[s..s + self.lens[id as usize] as usize]
+    }
+
     pub fn get(&self, id: PktId) -> &[u8] {
         let s = id as usize * self.slot_size;
         &self.data[s..s + self.lens[id as usize] as usize]

@@ -16,7 +16,8 @@ use super::processing::FixedDelay;
 use super::record::{EngineCounters, Record};
 use super::secondary::{Divert, SecondaryNode, Target};
 use super::state::{BearerState, LegState};
-use crate::base::packet::{Pkt, PktId, NOT_ECT};
+use crate::base::ecn::{ecn_of, set_ce};
+use crate::base::packet::{Pkt, PktId, CE};
 use crate::base::pool::PacketPool;
 use crate::base::time::from_ms;
 use crate::base::time::Nanos;
@@ -242,14 +243,15 @@ impl Engine {
         self.advance(now);
         self.pool.set_len(id, len);
         self.next_due.set(None);
-        let b = self.classifier.classify(self.pool.get(id), dir);
+        let bytes = self.pool.get(id);
+        let b = self.classifier.classify(bytes, dir);
         let pkt = Pkt {
             id,
             len: len as u32,
             born: now,
             count: 0,
             bearer: b as u16,
-            ecn: NOT_ECT,
+            ecn: ecn_of(bytes),
         };
         match dir {
             Dir::Down => self.counters.packets_in_down += 1,
@@ -834,6 +836,7 @@ impl Engine {
         } = self;
         let hdr = *header_bytes;
         legs[l].down.poll(t, &mut |at, pkt| {
+            apply_mark(pool, &pkt);
             if let Some(taps) = leg_exits.as_mut() {
                 taps.push(LegExit {
                     leg: l,
@@ -890,10 +893,12 @@ impl Engine {
             legs,
             outputs,
             counters,
+            pool,
             ..
         } = self;
         if let Some(up) = legs[l].up.as_mut() {
             up.poll(t, &mut |at, pkt| {
+                apply_mark(pool, &pkt);
                 counters.packets_out_up += 1;
                 outputs.push_back(Output {
                     dir: Dir::Up,
@@ -1036,6 +1041,14 @@ fn flow_leg(leg: &crate::config::Leg, l: usize, first: bool) -> FlowLeg {
 
 fn seed(base: u64, leg: usize, dir: u64) -> u64 {
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((leg as u64) << 8 | dir)
+}
+
+/// A packet a queue's AQM marked CE (`Pkt::ecn`) carries the mark in its IP header from
+/// here on (its buffer was read as ECN-capable at ingress).
+fn apply_mark(pool: &mut PacketPool, pkt: &Pkt) {
+    if pkt.ecn == CE && ecn_of(pool.get(pkt.id)) != CE {
+        set_ce(pool.get_mut(pkt.id));
+    }
 }
 
 fn on_rx_event(
