@@ -211,6 +211,51 @@ mod tests {
     }
 
     #[test]
+    fn a_directions_aqm_is_read_with_the_rfcs_defaults_and_checked() {
+        use crate::link::direction::AqmSpec;
+        let leg = "[[legs]]\nname='a'\n[legs.downlink.aqm]\n";
+        let s = parse(&format!("{leg}kind = 'codel'"), Path::new(".")).unwrap();
+        assert_eq!(
+            s.legs[0].downlink.aqm,
+            Some(AqmSpec::Codel {
+                target: 5 * crate::base::time::NS_PER_MS,
+                interval: 100 * crate::base::time::NS_PER_MS,
+                ecn: true
+            })
+        );
+        let s = parse(
+            &format!("{leg}kind = 'pie'\ntarget_ms = 20\necn = false"),
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(
+            s.legs[0].downlink.aqm,
+            Some(AqmSpec::Pie {
+                target: 20 * crate::base::time::NS_PER_MS,
+                t_update: 15 * crate::base::time::NS_PER_MS,
+                ecn: false
+            })
+        );
+        assert_eq!(
+            parse("", Path::new(".")).unwrap().legs[0].downlink.aqm,
+            None
+        );
+        assert!(err(&format!("{leg}kind = 'red'"))
+            .contains("legs[0].downlink.aqm.kind: codel or pie (got \"red\")"));
+        assert!(err(&format!("{leg}kind = 'codel'\ntarget_ms = 0"))
+            .contains("legs[0].downlink.aqm.target_ms: must be between 0.1"));
+        assert!(
+            err(&format!("{leg}kind = 'codel'\nquantum = 3")).contains("unknown field `quantum`")
+        );
+        let cell = "[[legs]]\nname='a'\n[legs.downlink.cell]\ndevices = [{ mean_sinr_db = 10 }]\n[legs.downlink.aqm]\nkind = 'codel'";
+        assert!(
+            err(cell).contains("legs[0].downlink.aqm: an AQM manages a rate stage's queue"),
+            "{}",
+            err(cell)
+        );
+    }
+
+    #[test]
     fn errors_name_the_field_and_range() {
         assert!(err("[pdcp]\nsn_bits = 15").contains("pdcp.sn_bits: must be 12, 16 or 18 (got 15)"));
         assert!(

@@ -415,6 +415,28 @@ pub struct DirectionFile {
     /// scheduler; loss and delay follow it. Every bearer on the leg is one device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell: Option<CellFile>,
+    /// Active queue management of the rate stage's queue (`[legs.downlink.aqm]`); none:
+    /// tail drop at the queue's limits alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmFile>,
+}
+
+/// `[legs.<direction>.aqm]`: CoDel (RFC 8289) or PIE (RFC 8033) on the rate stage's queue,
+/// with the RFCs' defaults where a field is not given.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AqmFile {
+    /// "codel" or "pie".
+    pub kind: String,
+    /// The delay it aims at (CoDel's target, 5 ms; PIE's QDELAY_REF, 15 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ms: Option<f64>,
+    /// CoDel's interval (100 ms); PIE's update period, T_UPDATE (15 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<f64>,
+    /// Mark an ECN-capable packet CE instead of dropping it (default true).
+    #[serde(default = "d_true")]
+    pub ecn: bool,
 }
 
 /// `[legs.downlink.cell]`: an LTE or NR cell's downlink. Device `k` is the `k`-th bearer
@@ -674,6 +696,7 @@ impl Default for DirectionFile {
             loss: d_loss(),
             loss_at: LossAt::AfterRate,
             cell: None,
+            aqm: None,
         }
     }
 }

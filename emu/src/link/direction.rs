@@ -8,9 +8,14 @@
 
 use serde::Serialize;
 
+use super::codel::{Codel, CodelParams};
 use super::delay::{DelayDist, DelayStage};
 use super::loss::{Loss, LossModel};
-use super::rate::{AqmCounters, RateSpec, RateStage, Refused};
+use super::pie::{Pie, PieParams};
+use super::rate::{Aqm, AqmCounters, RateSpec, RateStage, Refused};
+
+/// The largest packet an AQM reckons with (its backlog rules): an Ethernet MTU.
+const AQM_MTU: u64 = 1500;
 use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
 
@@ -29,6 +34,48 @@ pub struct LinkSpec {
     pub loss: LossModel,
     /// Loss judges packets as they are offered to the rate stage (true) or as they leave it.
     pub loss_before_rate: bool,
+    /// The rate stage's active queue management (`None`: tail drop alone).
+    pub aqm: Option<AqmSpec>,
+}
+
+/// An AQM for a rate stage's queue, its times in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AqmSpec {
+    Codel {
+        target: Nanos,
+        interval: Nanos,
+        ecn: bool,
+    },
+    Pie {
+        target: Nanos,
+        t_update: Nanos,
+        ecn: bool,
+    },
+}
+
+impl AqmSpec {
+    /// The AQM itself, for packets of at most `mtu` bytes; PIE draws from `seed`.
+    fn build(self, mtu: u64, seed: u64) -> Aqm {
+        match self {
+            AqmSpec::Codel {
+                target,
+                interval,
+                ecn,
+            } => Aqm::Codel(Codel::new(CodelParams::new(target, interval, mtu, ecn))),
+            AqmSpec::Pie {
+                target,
+                t_update,
+                ecn,
+            } => {
+                let p = PieParams {
+                    target,
+                    t_update,
+                    ..PieParams::new(mtu, ecn)
+                };
+                Aqm::Pie(Pie::new(p, 0, seed))
+            }
+        }
+    }
 }
 
 impl LinkSpec {
@@ -47,6 +94,7 @@ impl LinkSpec {
             jitter_reorders: true,
             loss: LossModel::None,
             loss_before_rate: false,
+            aqm: None,
         }
     }
 }
@@ -203,8 +251,12 @@ pub fn sub_seed(seed: u64, stream: u64) -> u64 {
 
 impl LinkDirection {
     pub fn new(spec: &LinkSpec, seed: u64) -> Self {
+        let mut rate = RateStage::new(spec.rate.clone(), spec.queue_packets, spec.queue_bytes);
+        if let Some(a) = spec.aqm {
+            rate = rate.with_aqm(a.build(AQM_MTU, sub_seed(seed, 3)));
+        }
         LinkDirection {
-            rate: RateStage::new(spec.rate.clone(), spec.queue_packets, spec.queue_bytes),
+            rate,
             tail: LinkTail::new(spec, seed),
             counters: LinkCounters::default(),
             aqm_dropped: Vec::new(),
@@ -353,6 +405,7 @@ mod tests {
             jitter_reorders: true,
             loss: LossModel::None,
             loss_before_rate: false,
+            aqm: None,
         };
         let mut l = LinkDirection::new(&spec, 1);
         for i in 0..5 {
@@ -389,6 +442,7 @@ mod tests {
             jitter_reorders: false,
             loss: LossModel::None,
             loss_before_rate: false,
+            aqm: None,
         };
         let mut l = LinkDirection::new(&spec, 1);
         for i in 0..4 {
@@ -427,6 +481,7 @@ mod tests {
                 jitter_reorders: false,
                 loss: LossModel::Bernoulli { p: 0.5 },
                 loss_before_rate: before,
+                aqm: None,
             };
             let mut l = LinkDirection::new(&spec, 7);
             let accepted: Vec<bool> = (0..20).map(|i| l.enqueue(0, pkt(i, 1500))).collect();
@@ -557,6 +612,7 @@ mod tests {
             jitter_reorders: true,
             loss: LossModel::Bernoulli { p: 0.02 },
             loss_before_rate: false,
+            aqm: None,
         }
     }
 

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::names::check_name;
 use super::{bad, fmt_num, in_range, limit, within, FieldError, MAX_TRACES};
-use crate::base::time::from_ms;
+use crate::base::time::{from_ms, Nanos};
 use crate::cell::blockage::BlockageError;
 use crate::cell::harq::HarqError;
 use crate::cell::nr::numerology::{bandwidths as nr_bandwidths, prbs_for_bandwidth};
@@ -20,11 +20,12 @@ use crate::cell::{
 use crate::config::input::clip;
 use crate::config::scenario::{CellLeg, Leg};
 use crate::config::schema::{
-    BlockageFile, CellDeviceFile, CellFile, DelayFile, DirectionFile, HarqFile, LossAt, LossFile,
-    NrFile, RateValue, RlcFile, ScenarioFile, TraceFile,
+    AqmFile, BlockageFile, CellDeviceFile, CellFile, DelayFile, DirectionFile, HarqFile, LossAt,
+    LossFile, NrFile, RateValue, RlcFile, ScenarioFile, TraceFile,
 };
 use crate::config::trace_file;
-use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
+use crate::link::direction::AqmSpec;
+use crate::link::{codel, pie, DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
 
 /// Every leg of the file, in order (names unique, traces read through `traces`).
 pub(super) fn legs(file: &ScenarioFile, base: &Path, traces: &mut TraceCache) -> Result<Vec<Leg>> {
@@ -313,13 +314,50 @@ pub(super) fn direction_spec(
         jitter_reorders: d.jitter_reorders,
         loss: loss_spec(&format!("{field}.loss"), &d.loss)?,
         loss_before_rate: d.loss_at == LossAt::BeforeRate,
+        aqm: d
+            .aqm
+            .as_ref()
+            .map(|a| aqm_spec(&format!("{field}.aqm"), a))
+            .transpose()?,
     })
+}
+
+/// `[...aqm]`: the kind, and its target and interval within [`super::LIMITS`].
+fn aqm_spec(field: &str, a: &AqmFile) -> Result<AqmSpec> {
+    for (name, v) in [("target_ms", a.target_ms), ("interval_ms", a.interval_ms)] {
+        if let Some(v) = v {
+            within(&format!("{field}.{name}"), &format!("aqm.{name}"), v)?;
+        }
+    }
+    let ms = |v: Option<f64>, default: Nanos| v.map_or(default, from_ms);
+    match a.kind.as_str() {
+        "codel" => Ok(AqmSpec::Codel {
+            target: ms(a.target_ms, codel::DEFAULT_TARGET),
+            interval: ms(a.interval_ms, codel::DEFAULT_INTERVAL),
+            ecn: a.ecn,
+        }),
+        "pie" => Ok(AqmSpec::Pie {
+            target: ms(a.target_ms, pie::DEFAULT_TARGET),
+            t_update: ms(a.interval_ms, pie::DEFAULT_T_UPDATE),
+            ecn: a.ecn,
+        }),
+        other => bad(
+            format!("{field}.kind"),
+            format!("codel or pie (got {other:?})"),
+        ),
+    }
 }
 
 /// The cell of a downlink `d` (`field` is the downlink's path). The cell replaces the rate
 /// stage, so the rate-stage fields must keep their defaults.
 pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<CellSpec> {
     let defaults = DirectionFile::default();
+    if d.aqm.is_some() {
+        bad(
+            format!("{field}.aqm"),
+            "an AQM manages a rate stage's queue; a cell's per-device queues have none yet",
+        )?;
+    }
     if d.trace.is_some() {
         bad(
             format!("{field}.trace"),

@@ -67,6 +67,9 @@ pub const LIMITS: &[(&str, f64, f64)] = &[
     ("direction.queue_packets", 1.0, 10_000_000.0),
     ("direction.queue_bytes", 1500.0, 1e11),
     ("direction.delay_limit", 1.0, 10_000_000.0),
+    // An AQM's target and interval: from a tenth of a millisecond to ten seconds.
+    ("aqm.target_ms", 0.1, 10_000.0),
+    ("aqm.interval_ms", 0.1, 10_000.0),
     ("direction.delay_ms", 0.0, 100_000.0),
     ("direction.loss_percent", 0.0, 100.0),
     ("cell.tc_ttis", 1.0, 1e6),
