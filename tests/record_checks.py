@@ -20,7 +20,9 @@ MAY_BE_ABSENT = {"runtime", "cell", "uplink", "rx", "dropped_count_exhausted", "
                  "rlc_retx", "rlc_retx_packets",
                  # a static split has no flow control; a leg without secondary node events; a
                  # split other than delay-target holds nothing unnumbered
-                 "flow", "secondary", "hold"}
+                 "flow", "secondary", "hold",
+                 # a queue with tail drop alone has no AQM
+                 "aqm"}
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

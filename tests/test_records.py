@@ -12,6 +12,7 @@ from conftest import run_dclab
 from record_checks import kinds_seen, mismatches
 
 from dclab.dcemu.records import STATS_VERSION, Stats, StatsError, StatsRecords, parse
+from dclab.dcemu.sim import simulate
 
 
 def test_every_record_a_simulation_writes_has_exactly_the_modelled_fields(tmp_path):
@@ -34,6 +35,34 @@ def test_every_record_a_simulation_writes_has_exactly_the_modelled_fields(tmp_pa
             seen |= kinds_seen(d)
         assert len(StatsRecords.of_file(out / "rep-01" / "dcemu-stats.jsonl.gz", drop_last_of_type="sim")) == len(stats)
     assert {"Leg", "Direction", "Bearer", "Rx", "Hist", "Cell", "Device", "Engine"} <= seen
+
+
+def test_a_leg_with_codel_reports_its_drops_in_the_modelled_fields(tmp_path):
+    """A simulated TCP download through a leg whose queue runs CoDel (the scenario file's
+    ``[legs.downlink.aqm]``): its records carry the AQM's counters, exactly as modelled,
+    and CoDel dropped what the leg's queue never had to tail-drop."""
+    out = tmp_path / "run"
+    r = run_dclab("run", "throughput", "--backend", "sim", "--stack", "tcp", "--size", "10MB", "--json", "--out",
+                  str(out), timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = out / "rep-01"
+    scenario = tmp_path / "codel.toml"
+    # The file ends inside the last [[legs]]: this table is that leg's downlink's.
+    scenario.write_text((rep / "scenario.toml").read_text() + '\n[legs.downlink.aqm]\nkind = "codel"\n')
+    stats = tmp_path / "stats.jsonl"
+    simulate(scenario, rep / "workload.toml", stats, tmp_path / "dcemu.log")
+    lines = [x for x in stats.read_bytes().splitlines() if x.strip()]
+    raw = [orjson.loads(x) for x in lines]
+    assert raw[-1]["type"] == "sim"  # the simulation's own line, not a stats record
+    for i, d in enumerate(raw[:-1]):
+        assert mismatches(d) == [], f"record {i}"
+    last = parse(lines[-2].decode())
+    assert last.type == "summary"
+    *_, codel_leg = last.legs
+    assert codel_leg.downlink.aqm is not None and codel_leg.downlink.aqm.dropped_packets > 0
+    assert codel_leg.downlink.aqm.marked_packets == 0, "the modelled TCP sends no ECN-capable packet"
+    assert codel_leg.downlink.dropped_queue_packets == 0
+    assert all(leg.downlink.aqm is None for leg in last.legs[:-1]), "tail drop alone elsewhere"
 
 
 def test_an_unknown_version_or_shape_is_refused_with_what_to_do(tmp_path):

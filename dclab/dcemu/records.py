@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 5
+STATS_VERSION = 6
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -51,6 +51,14 @@ class Hist(_Record):
     buckets: list[tuple[float, int]] = []
 
 
+class Aqm(_Record):
+    """What a rate stage's AQM dropped and marked CE, cumulative (``link::AqmCounters``)."""
+
+    dropped_packets: int = 0
+    dropped_bytes: int = 0
+    marked_packets: int = 0
+
+
 class Direction(_Record):
     """One direction of one leg (``DirRecord`` with ``link::LinkCounters``)."""
 
@@ -67,6 +75,7 @@ class Direction(_Record):
     queue_bytes: int = 0
     in_flight: int = 0
     out_mbps: float = 0.0
+    aqm: Aqm | None = None  # version 6: absent for tail drop alone
 
 
 class Device(_Record):
@@ -410,5 +419,5 @@ def read_stats(path: Path) -> StatsRecords:
     return StatsRecords.of_file(path)
 
 
-__all__ = ["STATS_FILES", "STATS_VERSION", "Bearer", "Cell", "Device", "Direction", "Engine", "Hist", "Hold",
+__all__ = ["STATS_FILES", "STATS_VERSION", "Aqm", "Bearer", "Cell", "Device", "Direction", "Engine", "Hist", "Hold",
            "Leg", "Runtime", "Rx", "Stats", "StatsError", "StatsRecords", "parse", "read_stats", "stats_file"]

@@ -11,7 +11,8 @@ use crate::base::time::Nanos;
 use crate::cell::{Cell, CellCounters, DeviceCounters};
 use crate::config::CellLeg;
 use crate::link::{
-    sub_seed, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel, Served,
+    sub_seed, AqmCounters, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel,
+    Served,
 };
 
 #[derive(Debug)]
@@ -194,6 +195,14 @@ impl Downlink {
         match self {
             Downlink::Link(l) => l.counters(),
             Downlink::Cell(c) => c.counters(),
+        }
+    }
+
+    /// What the leg's AQM dropped and marked (a cell has none).
+    pub fn aqm_counters(&self) -> Option<AqmCounters> {
+        match self {
+            Downlink::Link(l) => l.aqm_counters(),
+            Downlink::Cell(_) => None,
         }
     }
 

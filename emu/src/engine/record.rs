@@ -13,14 +13,14 @@ use super::state::{BearerState, LegState};
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
-use crate::link::{LinkCounters, LinkDirection};
+use crate::link::{AqmCounters, LinkCounters, LinkDirection};
 use crate::pdcp::hold::{HoldCounters, SduHold};
 use crate::pdcp::{PdcpRx, RxCounters};
 
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
 /// (`dclab/dcemu/records.py`, `STATS_VERSION`) refuses versions it does not know.
-pub const STATS_VERSION: u32 = 5;
+pub const STATS_VERSION: u32 = 6;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
@@ -102,6 +102,10 @@ pub struct DirRecord {
     pub in_flight: u32,
     /// Bytes out of the leg over the interval (PDCP header included on downlink), Mbit/s.
     pub out_mbps: f64,
+    /// What the rate stage's AQM dropped and marked, cumulative (version 6; absent for
+    /// tail drop alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmCounters>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -338,6 +342,7 @@ impl DirRecord {
             queue_bytes: d.queue_bytes(),
             in_flight: d.in_flight(),
             out_mbps,
+            aqm: d.aqm_counters(),
         }
     }
 
@@ -349,6 +354,7 @@ impl DirRecord {
             queue_bytes: d.queue_bytes(),
             in_flight: d.in_flight(),
             out_mbps,
+            aqm: d.aqm_counters(),
         }
     }
 }
