@@ -69,9 +69,6 @@ class Bound:
 # (MSS 1280 less 12 of timestamps) per 1322 bytes (1320 + 2).
 QUIC_CEILING = round(40 * 1215 / 1282, 2)
 TCP_CEILING = round(40 * 1268 / 1322, 2)
-# The capacity experiment's UDP load (dclab/endpoints/iperf3/adapter.py): 1,400-byte
-# datagrams are 1,428-byte IP packets, and a leg also carries each one's 2-byte PDCP header.
-UDP_LOAD_CEILING = 1428 / 1430
 # Stacks that find larger datagrams by path MTU discovery (up to 1452 bytes of UDP payload in
 # the 1500-byte MTU): their stream data per packet stays below the payload.
 QUIC_PMTUD_CEILING = round(40 * 1452 / 1482, 2)
@@ -143,9 +140,10 @@ BOUNDS: dict[str, Bound] = {
     "emulator_mode.plain.tcp_10mb_mbps": Bound(lo=23.6, ceiling=TCP_CEILING),  # 10 (5 busy): 27-29.4-31.3
     "emulator_mode.busy.tcp_10mb_mbps": Bound(lo=23.8, ceiling=TCP_CEILING),  # 10 (5 busy): 26.9-28.9-31.1
     "emulator_mode.other.tcp_10mb_mbps": Bound(lo=23.8, ceiling=TCP_CEILING),  # 10 (5 busy): 27.2-29.2-33.2
-    "udp_load.two_legs_60mbps_share": Bound(lo=0.947, ceiling=UDP_LOAD_CEILING, what=(
-        "60 Mbit/s of UDP over two 20 Mbit/s legs, a 5 s window: the DC bearer's IP bytes over the legs' rates; "
-        "ceiling: 1,428 IP bytes of every 1,430 on a leg (the PDCP header)")),  # 10 (4 busy): 0.9971-0.9972-0.9972
+    "udp_load.two_legs_60mbps_share": Bound(lo=0.947, what=(
+        "60 Mbit/s of UDP over two 20 Mbit/s legs, a 5 s window: the DC bearer's IP bytes over the legs' rates. "
+        "No ceiling: the PDCP receiver may release more in a window than the legs carried in it (0.9991 once in "
+        "CI, where its buffer shrank); tests/test_udp_load.py checks that conservation instead")),  # 13 (6 busy): 0.9972-0.9972-0.9991
     "cell.two_devices_medium_total_mbps": Bound(lo=18, what="two TCP devices at 750 m, 5 s"),  # 10 (5 busy): 21-21.5-22.2
     "flows.quic_tcp_one_leg_total_mbps": Bound(lo=15.1, ceiling=IP_ONE_LEG),  # 10 (5 busy): 17.5-18.7-19.1
     "flows.quic_tcp_one_leg_jfi": Bound(lo=0.782, ceiling=1.0, what="aioquic reno and TCP cubic, 5 s"),  # 10 (5 busy): 0.895-0.977-1
