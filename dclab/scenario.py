@@ -45,6 +45,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "outage_at_s": (0, 86_400), "outage_duration_s": (0.001, 3600), "outage_leg": (1, 8), "x2_delay": (0, 1000),
     "report_period": (1, 1000), "target_delay": (0, 10_000), "sn_at_s": (0, 86_400), "sn_interruption_ms": (0, 60_000),
     "hold_bytes": (9000, 1_000_000_000), "discard_ms": (1, 1500), "fallback_ms": (0, 1000),
+    "aqm_target_ms": (0.1, 10_000), "aqm_interval_ms": (0.1, 10_000),
 }  # fmt: skip
 for _leg in ("bw", "delay", "loss", "queue_packets"):  # the uplink's fields are bounded as the legs'
     RANGES[f"uplink_{_leg}"] = RANGES[_leg]
@@ -142,6 +143,16 @@ def _sn_events(v: object) -> object:
         return [_sn_event(x) for x in v.split(",") if x.strip()]
     if isinstance(v, list):
         return [_sn_event(x) for x in v]
+    return v
+
+
+AqmKind = Literal["tail-drop", "codel", "pie"]
+
+
+def _aqm(v: object) -> object:
+    """``--aqm``'s comma-separated text into its list (one per leg, or one for every leg)."""
+    if isinstance(v, str):
+        return [x.strip() for x in v.split(",")]
     return v
 
 
@@ -248,6 +259,17 @@ class Scenario(BaseModel):
         "ddds, delay-aware, delay-target: a secondary leg that holds packets and serves none for this many ms "
         "reports an outage, and PDCP sends its copies of what it sent there again on leg 1 (leg 1 likewise, its "
         "copies sent to leg 2); 0: off"))] = 0.0
+    aqm: Annotated[list[AqmKind] | None, BeforeValidator(_aqm), Field(description=(
+        "the queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289) or pie (RFC 8033); "
+        "one value for every leg; None: tail drop everywhere"))] = None
+    aqm_target_ms: Annotated[float | None, bounded("aqm_target_ms", description=(
+        "the queue delay the AQM aims at, ms; None: the RFC's (CoDel 5, PIE 15)"))] = None
+    aqm_interval_ms: Annotated[float | None, bounded("aqm_interval_ms", description=(
+        "CoDel's interval (how long the delay must stay above target before a drop), PIE's update period, "
+        "ms; None: the RFC's (CoDel 100, PIE 15)"))] = None
+    aqm_ecn: Annotated[StrictBool, Field(description=(
+        "the AQM marks an ECN-capable packet CE instead of dropping it (PIE: while its probability is at "
+        "most 10 %)"))] = True
     sn_events: Annotated[list[SnEvent] | None, BeforeValidator(_sn_events), Field(description=(
         "secondary node events on leg 2, in time order: release@AT_S, add@AT_S, change@AT_S[:INTERRUPTION_MS], "
         "each with an optional :lose"))] = None
@@ -286,6 +308,9 @@ class Scenario(BaseModel):
             given = data.get(name, default)
             if len(default) != n and isinstance(given, list | tuple) and list(given) == default:
                 data[name] = default[:1] * n
+        aqm = _aqm(data.get("aqm"))
+        if isinstance(aqm, list | tuple) and len(aqm) == 1:  # one discipline for every leg
+            data["aqm"] = list(aqm) * n
         return data
 
     @model_validator(mode="after")
@@ -348,10 +373,29 @@ class Scenario(BaseModel):
             if self.duplicate:
                 raise ValueError(f"split_policy: {self.split_policy} splits; duplicate sends every packet on "
                                  "every leg")
+        self._aqm_fits(n)
         if self.outage is not None and self.outage.leg > n:
             raise ValueError(f"outage: leg {self.outage.leg} does not exist (the scenario has {n})")
         self._policy_reads_its_options()
         return self
+
+    def _aqm_fits(self, n: int) -> None:
+        """An AQM is per leg, on the legs' rate stages; its settings only with one."""
+        if self.aqm is not None:
+            if self.link is not None:
+                raise ValueError("aqm: not with --link yet (a cell's per-device queues are tail-drop; the AQM runs "
+                                 "on the legs' rate stages)")
+            if len(self.aqm) != n:
+                raise ValueError(f"aqm: one value for every leg, or one per leg ({n}), got {len(self.aqm)}")
+        if self.aqm_kinds() == {"tail-drop"}:
+            for name in ("aqm_target_ms", "aqm_interval_ms", "aqm_ecn"):
+                if getattr(self, name) != type(self).model_fields[name].default:
+                    raise ValueError(f"{name}: needs an AQM on some leg (codel or pie); tail drop reads nothing "
+                                     "of it")
+
+    def aqm_kinds(self) -> set[str]:
+        """The queue disciplines the legs run."""
+        return set(self.aqm) if self.aqm is not None else {"tail-drop"}
 
     def _policy_reads_its_options(self) -> None:
         """An option the split policy does not read, changed from its default, is refused:
@@ -444,13 +488,15 @@ def build(base: Scenario | None = None, *, fields_as_in_file: bool = False, **ch
 # differ from their defaults, so stores written before them still resume (campaign/plan.py).
 ADDED_FIELDS: tuple[str, ...] = ("jitter_reorders", "uplink_loss", "link", "loss_at", "pdcp_processing", "traces",
                                  "outage", "x2_delay", "split_policy", "report_period", "target_delay",
-                                 "sn_events", "hold_bytes", "discard_ms", "fallback_ms")
+                                 "sn_events", "hold_bytes", "discard_ms", "fallback_ms", "aqm", "aqm_target_ms",
+                                 "aqm_interval_ms", "aqm_ecn")
 # An added field's value in those stores where it is not its default today: the jitter was
 # netem's (reordering) on every link, and keys hold the jitter as run (reorders_by_jitter).
 KEY_DEFAULTS: dict[str, object] = {"jitter_reorders": True}
 
 # The CLI option of a field where it is not --field-name.
-OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue", "traces": "--trace"}
+OPTIONS: dict[str, str] = {"queue_packets": "--queue", "uplink_queue_packets": "--uplink-queue", "traces": "--trace",
+                           "aqm_target_ms": "--aqm-target", "aqm_interval_ms": "--aqm-interval"}
 
 
 

@@ -21,8 +21,8 @@ MAY_BE_ABSENT = {"runtime", "cell", "uplink", "rx", "dropped_count_exhausted", "
                  # a static split has no flow control; a leg without secondary node events; a
                  # split other than delay-target holds nothing unnumbered
                  "flow", "secondary", "hold",
-                 # a queue with tail drop alone has no AQM
-                 "aqm"}
+                 # a queue with tail drop alone has no AQM; a cell's downlink no rate stage's sojourn
+                 "aqm", "sojourn"}
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

@@ -16,7 +16,7 @@ from dclab.analysis.run_events import RunFacts, Timeline, timeline
 from dclab.analysis.run_figure import run_figure
 from dclab.analysis.socket_drops import DropSample
 from dclab.analysis.stored_run import StoredFlow, StoredRun
-from dclab.dcemu.records import Bearer, Direction, Leg, Rx, Stats
+from dclab.dcemu.records import Aqm, Bearer, Direction, Leg, Rx, Stats
 from dclab.experiments import get_experiment
 from dclab.scenario import Scenario
 
@@ -82,6 +82,31 @@ def test_t_reordering_expiry_ending_a_stall_is_named_with_a_shorter_timer_or_a_m
     assert d is not None and d.main.cause == "t_reordering" and d.main.count == 1
     assert "1 t-Reordering expiry (200 ms wait each)" in d.line()
     assert d.line().endswith("see a shorter --t-reordering, now 200 ms, or a --split matched to the legs")
+
+
+def with_aqm(recs: list[Stats], drops_at: float, marks_at: float) -> list[Stats]:
+    """``recs`` with leg2 running an AQM that drops 3 packets in the interval ending at
+    ``drops_at`` and marks 4 in the one ending at ``marks_at``."""
+    out, drops, marks = [], 0, 0
+    for r in recs:
+        t = r.t_ms / 1e3
+        drops += 3 if abs(t - drops_at) < 1e-9 else 0
+        marks += 4 if abs(t - marks_at) < 1e-9 else 0
+        leg1, leg2 = r.legs
+        down = leg2.downlink.model_copy(update={"aqm": Aqm(dropped_packets=drops, marked_packets=marks)})
+        out.append(r.model_copy(update={"legs": [leg1, leg2.model_copy(update={"downlink": down})]}))
+    return out
+
+
+def test_aqm_drops_before_a_wait_are_named_with_ecn_and_marks_are_events_not_causes():
+    tl = timeline(with_aqm(records(stall=(2.0, 2.9), expiry_at=2.91), drops_at=1.8, marks_at=1.0), FACTS, [])
+    assert [(e.cause, e.where, e.count) for e in tl.events if e.cause.startswith("aqm")] == [
+        ("aqm_marks", "leg2", 4), ("aqm_drops", "leg2", 3)]
+    d = diagnose(tl)
+    assert d is not None and d.main.cause == "aqm_drops" and d.main.count == 3
+    assert "3 packets dropped by the legs' AQM" in d.line() and "--aqm-ecn" in d.line()
+    marked_only = timeline(with_aqm(records(stall=(2.0, 2.9)), drops_at=-1, marks_at=1.8), FACTS, [])
+    assert [s.cause for s in stalls(marked_only)] == [None], "a mark loses nothing"
 
 
 def test_queue_drops_are_named_before_the_expiry_they_cause():

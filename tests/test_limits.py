@@ -23,7 +23,8 @@ FIELDS: dict[str, tuple[str, float]] = {
     "delay_limit": ("direction.delay_limit", 1), "delay": ("direction.delay_ms", 1),
     "uplink_delay": ("direction.delay_ms", 1), "loss": ("direction.loss_percent", 1),
     "uplink_loss": ("direction.loss_percent", 1), "bw": ("direction.rate_bps", 1e6),
-    "uplink_bw": ("direction.rate_bps", 1e6),
+    "uplink_bw": ("direction.rate_bps", 1e6), "aqm_target_ms": ("aqm.target_ms", 1),
+    "aqm_interval_ms": ("aqm.interval_ms", 1),
 }  # fmt: skip
 
 

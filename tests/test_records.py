@@ -63,6 +63,12 @@ def test_a_leg_with_codel_reports_its_drops_in_the_modelled_fields(tmp_path):
     assert codel_leg.downlink.aqm.marked_packets == 0, "the modelled TCP sends no ECN-capable packet"
     assert codel_leg.downlink.dropped_queue_packets == 0
     assert all(leg.downlink.aqm is None for leg in last.legs[:-1]), "tail drop alone elsewhere"
+    # Every leg's rate stage reports its packets' waits, whatever its discipline; none waits
+    # longer than a full queue of 100 packets of 1,322 bytes at 20 Mbit/s takes (in µs).
+    for leg in last.legs:
+        assert leg.downlink.sojourn is not None and leg.downlink.sojourn.count > 1000, leg
+        assert 0 < leg.downlink.sojourn.p50_us <= leg.downlink.sojourn.p99_us <= leg.downlink.sojourn.max_us
+        assert leg.downlink.sojourn.max_us <= 100 * 1322 * 8 / 20 + 1
 
 
 def test_an_unknown_version_or_shape_is_refused_with_what_to_do(tmp_path):

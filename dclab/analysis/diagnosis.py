@@ -51,7 +51,7 @@ MIN_STALL_S = 0.05  # five of dcemu's 10 ms intervals: shorter gaps are a burst'
 LOOKBACK_S = 0.5  # drops this long before a stall may have caused it (loss detection, PTO)
 # A misread COUNT first: after one the receiver discards what follows as late, whatever
 # else happened around the stall.
-DIAGNOSED: tuple[Cause, ...] = ("sn_misread", "outage", "socket_drops", "queue_drops", "t_reordering")
+DIAGNOSED: tuple[Cause, ...] = ("sn_misread", "outage", "socket_drops", "queue_drops", "aqm_drops", "t_reordering")
 SMOOTH_S = 0.1  # dips are found on means over this long: one 10 ms record is mostly jitter
 REFERENCE_PCT = 90  # the run's own rate: this percentile of those means inside the transfer
 DIP_BELOW = 0.8  # under this share of the run's rate: a dip
@@ -145,6 +145,8 @@ def what(cause: Cause, count: int, t_reordering_ms: float | None = None) -> str:
     return {
         "socket_drops": f"{count} datagram{s} dropped at the client's socket",
         "queue_drops": f"{count} packet{s} dropped in the legs' queues",
+        "aqm_drops": f"{count} packet{s} dropped by the legs' AQM",
+        "aqm_marks": f"{count} packet{s} marked CE by the legs' AQM",
         "t_reordering": f"{count} t-Reordering expir{'y' if count == 1 else 'ies'}{wait}",
         "sn_misread": (f"{count} PDU{s} the PDCP receiver took for a later COUNT (sent more than half the SN "
                        "space before what it awaited: HFN desynchronisation, after which it discards what "
@@ -161,6 +163,9 @@ def remedy(cause: Cause, t_reordering_ms: float | None = None) -> str:
     return {
         "socket_drops": "--udp-buffer large",
         "queue_drops": "a larger --queue, or a --split matched to the legs' rates",
+        "aqm_drops": ("--aqm-ecn with an ECN-capable stack (a mark instead of a drop), or a longer --aqm-target; "
+                      "under PDCP each drop is a gap the receiver waits for"),
+        "aqm_marks": "the sender's reaction to ECN (its qlog, or ss -tni)",
         "t_reordering": f"a shorter --t-reordering{now}, or a --split matched to the legs",
         "sn_misread": "--sn-bits 18 (NR PDCP's long SN, 4 times the room of 16 bits)",
         "outage": "--duplicate (each packet on both legs), or --fallback-ms under a flow-controlled --split-policy",
@@ -203,7 +208,8 @@ def stalls(tl: Timeline) -> list[Stall]:
             continue
         waited = any(e.cause == "t_reordering" and b - tl.dt_s - 1e-9 <= e.t_s <= b + tl.dt_s + 1e-9
                      for e in tl.events)
-        order: tuple[Cause, ...] = ("sn_misread", "outage", "queue_drops", "t_reordering") if waited else DIAGNOSED
+        order: tuple[Cause, ...] = (("sn_misread", "outage", "queue_drops", "aqm_drops", "t_reordering") if waited
+                                    else DIAGNOSED)
         out.append(Stall(max(a, 0.0), b, _cause_near(tl, a, b, order)))
     return out
 

@@ -4,6 +4,8 @@ interval, and the events that explain its shape, each where and when it happened
 - ``socket_drops``: datagrams the client's UDP sockets dropped for a full receive buffer
   (the testbed's samples, ``socket_drops.py``; a run without samples has its total only);
 - ``queue_drops``: packets a leg's downlink queue dropped (dcemu's records, per leg);
+- ``aqm_drops`` and ``aqm_marks``: packets a leg's AQM (``--aqm``) dropped, or marked CE
+  (dcemu's records, per leg);
 - ``t_reordering``: the PDCP receiver's t-Reordering expiries (dcemu's records, per
   bearer): each one ends a wait of t-Reordering for a gap that never filled;
 - ``sender_loss`` and ``pto``: the QUIC sender's loss declarations and probe timeouts, from
@@ -28,9 +30,11 @@ from .qlog_recovery import SenderEvent, sender_events
 from .socket_drops import DropSample, read_samples
 from .stored_run import StoredRun
 
-Cause = Literal["socket_drops", "queue_drops", "t_reordering", "sn_misread", "outage", "sender_loss", "pto"]
-CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "t_reordering", "sn_misread", "outage", "sender_loss",
-                             "pto")
+Cause = Literal["socket_drops", "queue_drops", "aqm_drops", "aqm_marks", "t_reordering", "sn_misread", "outage",
+                "sender_loss", "pto"]
+CAUSES: tuple[Cause, ...] = ("socket_drops", "queue_drops", "aqm_drops", "aqm_marks", "t_reordering", "sn_misread",
+                             "outage", "sender_loss", "pto")
+PER_LEG: tuple[Cause, ...] = ("queue_drops", "aqm_drops", "aqm_marks")  # events with the leg as ``where``
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class Timeline:
 
 
 def dcemu_events(records: Sequence[Stats], t0_ms: float) -> list[Event]:
-    """Queue drops per leg, t-Reordering expiries and misread COUNTs per bearer, per
+    """Queue and AQM drops and marks per leg, t-Reordering expiries and misread COUNTs per bearer, per
     interval, from the cumulative counters of dcemu's interval records."""
     out: list[Event] = []
     prev: dict[tuple[Cause, str], int] = {}
@@ -111,6 +115,9 @@ def dcemu_events(records: Sequence[Stats], t0_ms: float) -> list[Event]:
         t = (r.t_ms - t0_ms) / 1e3
         counts: list[tuple[Cause, str, int]] = [("queue_drops", leg.name, leg.downlink.dropped_queue_packets)
                                                 for leg in r.legs]
+        for leg in r.legs:
+            if (aqm := leg.downlink.aqm) is not None:
+                counts += [("aqm_drops", leg.name, aqm.dropped_packets), ("aqm_marks", leg.name, aqm.marked_packets)]
         counts += [("t_reordering", b.name, b.rx.timer_expiries) for b in r.bearers if b.rx is not None]
         counts += [("sn_misread", b.name, b.rx.counts_misread) for b in r.bearers if b.rx is not None]
         for cause, where, n in counts:

@@ -21,7 +21,7 @@ from matplotlib.transforms import Transform
 from .diagnosis import THRESHOLD, Diagnosis, Dip, Stall, what
 from .figure_info import save_figure
 from .plots import Span, plt
-from .run_events import CAUSES, Cause, Event, Timeline
+from .run_events import CAUSES, PER_LEG, Cause, Event, Timeline
 
 ZOOM_S = 3.0  # the first seconds, drawn at dcemu's resolution
 STALL_ALPHA, DIP_ALPHA = 0.18, 0.07  # a dip's shade lighter than a stall's
@@ -38,6 +38,8 @@ class Mark:
 MARKS: dict[Cause, Mark] = {
     "socket_drops": Mark("tab:red", "v"),
     "queue_drops": Mark("tab:purple", "x"),
+    "aqm_drops": Mark("tab:cyan", "x"),
+    "aqm_marks": Mark("tab:green", "+"),
     "t_reordering": Mark("tab:brown", "|"),
     "sn_misread": Mark("tab:pink", "*"),
     "outage": Mark("0.35", "s"),
@@ -85,12 +87,12 @@ def _rows(tl: Timeline) -> list[tuple[Cause, str]]:
     """The event strip's rows: (cause, where), one per leg for queue drops."""
     rows: list[tuple[Cause, str]] = []
     for c in CAUSES:
-        wheres = sorted({e.where for e in tl.of(c)}) if c == "queue_drops" else [""]
+        wheres = sorted({e.where for e in tl.of(c)}) if c in PER_LEG else [""]
         if c == "socket_drops" and not tl.socket_drops and not tl.of(c):
             continue
         if c in ("sender_loss", "pto") and not tl.of(c):
             continue
-        if c in ("queue_drops", "t_reordering", "sn_misread", "outage") and not tl.of(c):
+        if c in (*PER_LEG, "t_reordering", "sn_misread", "outage") and not tl.of(c):
             continue
         rows += [(c, w) for w in wheres]
     return rows
@@ -117,9 +119,11 @@ def _events(ax: Axes, events: Sequence[Event], y: float, mark: Mark, t_reorderin
 
 
 def _label(tl: Timeline, cause: Cause, where: str) -> str:
-    if cause == "queue_drops":
+    if cause in PER_LEG:
         n = sum(e.count for e in tl.of(cause) if e.where == where)
-        return f"{n} packet{'s' if n != 1 else ''} dropped in {where}'s queue"
+        done = {"queue_drops": "dropped in {}'s queue", "aqm_drops": "dropped by {}'s AQM",
+                "aqm_marks": "marked CE by {}'s AQM"}[cause].format(where)
+        return f"{n} packet{'s' if n != 1 else ''} {done}"
     if cause == "socket_drops":
         n = tl.socket_drops if tl.socket_drops is not None else tl.total(cause)
         return what(cause, n) + ("" if tl.socket_drops_timed else " (when: not sampled)")
@@ -151,7 +155,7 @@ def run_figure(tl: Timeline, found: Sequence[Stall], diagnosis: Diagnosis | None
         if ax is not None:
             _shade(ax, found, spans, dips)
     for y, (cause, where) in enumerate(rows):
-        evs = [e for e in tl.of(cause) if e.where == where or cause != "queue_drops"]
+        evs = [e for e in tl.of(cause) if e.where == where or cause not in PER_LEG]
         _events(ax_ev, evs, y, MARKS[cause], tl.t_reordering_ms)
         if ax_zoom is not None:  # in the first seconds: the same marks along the top, one height per row
             _events(ax_zoom, [e for e in evs if e.t_s <= zoom_s], 0.97 - 0.07 * y, MARKS[cause],

@@ -136,6 +136,18 @@ def scenario_options(f: F) -> F:
                           f"netem's loss on the rate qdisc); every leg and the uplink [default {_shown('loss_at')}]."),
         click.option("--queue", "queue_packets", type=int,
                      help=f"Downlink rate-stage queue per leg in packets (1-1000000) [default {_shown('queue_packets')}]."),
+        click.option("--aqm", metavar="KIND[,KIND...]",
+                     help="Queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289) or pie "
+                          "(RFC 8033); one for every leg, or one per leg, e.g. codel,tail-drop; not with --link "
+                          "[default tail-drop]."),
+        click.option("--aqm-target", "aqm_target_ms", type=float, metavar="MS",
+                     help="The queue delay the AQM aims at (0.1-10000) [default: CoDel 5, PIE 15]."),
+        click.option("--aqm-interval", "aqm_interval_ms", type=float, metavar="MS",
+                     help="CoDel's interval (the delay must stay above target this long before a drop); PIE's "
+                          "update period (0.1-10000) [default: CoDel 100, PIE 15]."),
+        click.option("--aqm-ecn/--no-aqm-ecn", "aqm_ecn", default=None,
+                     help="The AQM marks an ECN-capable packet CE instead of dropping it, or drops every packet "
+                          "it selects [default --aqm-ecn]."),
         click.option("--uplink-bw", type=float,
                      help=f"Uplink rate (leg 1; every leg for a multipath flow's paths) in Mbit/s [default {_shown('uplink_bw')}]."),
         click.option("--uplink-delay", type=float, help=f"Uplink delay (leg 1) in ms; jitter per --delay-cov [default {_shown('uplink_delay')}]."),
@@ -218,7 +230,8 @@ def scenario_from(kw: dict[str, Any]) -> sc.Scenario:
                 changes[name] = sc.parse_list(f"--{name}", kw[name])
         for name in ("delay_cov", "jitter_reorders", "loss_at", "queue_packets", "uplink_bw", "uplink_delay",
                      "uplink_loss", "uplink_queue_packets", "pdcp_processing", "split_policy", "report_period",
-                     "target_delay", "sn_events", "hold_bytes", "discard_ms", "fallback_ms"):
+                     "target_delay", "sn_events", "hold_bytes", "discard_ms", "fallback_ms", "aqm", "aqm_target_ms",
+                     "aqm_interval_ms", "aqm_ecn"):
             if kw.get(name) is not None:
                 changes[name] = kw[name]
         if kw.get("duplicate") is not None:

@@ -55,6 +55,20 @@ def cell_legs(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
     return out
 
 
+def aqm(s: Scenario, leg: int) -> JsonObject | None:
+    """Leg ``leg``'s ``[legs.downlink.aqm]`` (None: tail drop); a setting left at None takes
+    dcemu's default, the RFC's for the kind."""
+    kind = s.aqm[leg] if s.aqm is not None else "tail-drop"
+    if kind == "tail-drop":
+        return None
+    table: JsonObject = {"kind": kind, "ecn": s.aqm_ecn}
+    if s.aqm_target_ms is not None:
+        table["target_ms"] = s.aqm_target_ms
+    if s.aqm_interval_ms is not None:
+        table["interval_ms"] = s.aqm_interval_ms
+    return table
+
+
 def legs(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
     """Every downlink leg; the uplink rides on leg 1 only, as in the study, unless the plan
     has a paths bearer: then every leg has the uplink's settings, so each path's uplink is
@@ -69,6 +83,8 @@ def legs(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
             "downlink": _direction(rate, s.queue_packets, s.delay[i], s.delay_std(i), s.delay_limit, s.loss[i],
                                    s.reorders_by_jitter, s.loss_at),
         }
+        if (table := aqm(s, i)) is not None:
+            leg["downlink"]["aqm"] = table
         if i > 0 and s.x2_delay is not None:
             leg["x2"] = x2(s)
         if i == 0 or every_uplink:

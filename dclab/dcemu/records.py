@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 6
+STATS_VERSION = 7
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -76,6 +76,7 @@ class Direction(_Record):
     in_flight: int = 0
     out_mbps: float = 0.0
     aqm: Aqm | None = None  # version 6: absent for tail drop alone
+    sojourn: Hist | None = None  # version 7: each served packet's wait in the rate stage's queue; absent for a cell
 
 
 class Device(_Record):

@@ -31,10 +31,11 @@ TCP_TIMESTAMPS = 12  # the timestamp option in every segment: payload = the clam
 
 
 def workload_toml(plan: FlowPlan, flows: Sequence[Flow], rmem: Mapping[str, int], workloads: dict[str, Workload],
-                  duration_s: float, stand_in: Mapping[str, str] | None = None) -> str:
+                  duration_s: float, stand_in: Mapping[str, str] | None = None, ecn: bool = False) -> str:
     """The workload file of ``dcemu sim`` for these flows, each on its stack's model or the
     stand-in named for it (SimError when neither); ``rmem`` is the client's receive buffer
-    per transport ("tcp", "quic"), from the host configuration."""
+    per transport ("tcp", "quic"), and ``ecn`` whether TCP asks for ECN, from the host
+    configuration."""
     out = []
     for f in flows:
         assert f.port is not None and f.cc is not None
@@ -50,7 +51,7 @@ def workload_toml(plan: FlowPlan, flows: Sequence[Flow], rmem: Mapping[str, int]
             "name": f.name, "transport": m.transport, "cc": f.cc, "server_port": f.port, "size": int(w.objects[0]),
             "datagram": plan.quic_datagram or QUIC_DATAGRAM, "quic": m.quic, "mss": plan.tcp_mss - TCP_TIMESTAMPS,
             "rmem": rmem[m.transport], "truesize": UDP_TRUESIZE, "app_packet_us": r.client_packet_us,
-            "send_packet_us": r.server_packet_us,
+            "send_packet_us": r.server_packet_us, **({"ecn": True} if ecn and m.transport == "tcp" else {}),
         })
     return tomli_w.dumps({"duration_s": duration_s, "flow": out})
 
@@ -74,6 +75,10 @@ class SimFlow(BaseModel):
     packets_lost: int
     host_drops: int
     host_max_used: int
+    # TCP with ECN (the workload's ``ecn``): data packets the client received marked CE, and
+    # the sender's window reductions for their echo; absent before dcemu wrote them
+    ce_marks: int = 0
+    ecn_reductions: int = 0
 
 
 class SimSummary(BaseModel):

@@ -174,6 +174,10 @@ class StackOptions(PacketSizeOptions):
     cc: str | None = Field(None, description="Congestion control [default: the stack's first: reno for aioquic, cubic otherwise].")
     udp_buffer: Literal["default", "large"] = Field(
         "default", description="QUIC host configuration: net.core.rmem_default 212992 (default) or 32 MiB (large).")
+    ecn: bool = Field(False, description=(
+        "Kernel TCP (tcp, mptcp) asks for ECN: net.ipv4.tcp_ecn = 1 in both namespaces, so an AQM (--aqm) marks "
+        "its packets instead of dropping them; in the simulation, the modelled TCP. QUIC stacks keep their own "
+        "ECN behaviour."))
     backend: Literal["emu", "sim"] = Field(
         "emu", description="emu: real stacks through dcemu in real time; sim: modelled endpoints in virtual time "
                            "(`dcemu sim`, no root; experiments that declare it).")
@@ -197,11 +201,12 @@ class RunChoices:
     backend: Literal["emu", "sim"] = "emu"
     udp_buffer: Literal["default", "large"] = "default"
     stand_in: tuple[tuple[str, str], ...] = ()
+    ecn: bool = False
 
     @classmethod
     def of(cls, options: Options) -> RunChoices:
         if isinstance(options, StackOptions):
-            return cls(options.backend, options.udp_buffer, tuple(sorted(options.stand_in.items())))
+            return cls(options.backend, options.udp_buffer, tuple(sorted(options.stand_in.items())), options.ecn)
         return cls()
 
     @property

@@ -72,7 +72,7 @@ def rep_setup(exp: Experiment[OptionsT], scenario: Scenario, options: OptionsT, 
     s = build(exp.scenario(scenario, options), seed=scenario.seed if shared else rep_seed(scenario.seed, rep))
     plan = plan_with_packet_sizes(exp.plan(s, options), s, options)
     choices = RunChoices.of(options)
-    return RepSetup(s, plan, host_config_for(exp.host_transports(plan), choices.udp_buffer), choices)
+    return RepSetup(s, plan, host_config_for(exp.host_transports(plan), choices.udp_buffer, choices.ecn), choices)
 
 
 # Seconds from the emulator's start to the clients' (namespaces, servers, handshakes) at

@@ -43,10 +43,22 @@ HOST_CONFIGS: dict[str, HostConfig] = {
 }
 
 
-def host_config_for(transports: str | set[str], udp_buffer: str) -> HostConfig:
+def host_config_for(transports: str | set[str], udp_buffer: str, ecn: bool = False) -> HostConfig:
     """The QUIC configuration (``udp_buffer`` default or large) when any flow is QUIC, plus
-    TCP's namespace buffers when a flow is TCP too; TCP's when all flows are TCP."""
+    TCP's namespace buffers when a flow is TCP too; TCP's when all flows are TCP. With
+    ``ecn`` and a TCP flow, both namespaces' TCP asks for ECN (``tcp_ecn`` 1, RFC 3168; the
+    kernel's default, 2, only accepts it) and the name says "+ecn"."""
     kinds = {transports} if isinstance(transports, str) else set(transports)
+    config = _host_config(kinds, udp_buffer)
+    if ecn and "tcp" in kinds:
+        return HostConfig(f"{config.name}+ecn", config.global_sysctls, {**config.netns_sysctls, TCP_ECN: "1"})
+    return config
+
+
+TCP_ECN = "net.ipv4.tcp_ecn"
+
+
+def _host_config(kinds: set[str], udp_buffer: str) -> HostConfig:
     if kinds == {"tcp"}:
         return HOST_CONFIGS["tcp"]
     quic = HOST_CONFIGS["quic-large" if udp_buffer == "large" else "quic-default"]

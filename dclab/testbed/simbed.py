@@ -24,7 +24,7 @@ from ..endpoints.base import TransferResult, Workload
 from ..flowplan import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
-from .hostconfig import HostConfig
+from .hostconfig import TCP_ECN, HostConfig
 
 
 def rmem_for(host: HostConfig) -> dict[str, int]:
@@ -99,7 +99,7 @@ class SimBed:
         chosen = [f for f in self.plan.flows if flows is None or f.name in flows]
         workload = self.workdir / "workload.toml"
         workload.write_text(workload_toml(self.plan, chosen, rmem_for(self.host), workloads or {}, timeout_s,
-                                          self.stand_in))
+                                          self.stand_in, ecn=self.host.netns_sysctls.get(TCP_ECN) == "1"))
         self._start_wall = time.time()
         summary = simulate(self.workdir / "scenario.toml", workload, self.stats, self.workdir / "dcemu.log")
         self.client_udp_drops = sum(r.host_drops for r in summary.flows if r.transport == "quic")

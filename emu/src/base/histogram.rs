@@ -72,39 +72,64 @@ impl Histogram {
 
     /// Value at quantile `q` (0..=1): the middle of the bucket holding it, capped at max.
     pub fn quantile(&self, q: f64) -> u64 {
+        self.quantiles([q])[0]
+    }
+
+    /// [`Histogram::quantile`] of each of `qs` (ascending), in one pass over the buckets:
+    /// records summarise several histograms every interval.
+    pub fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [u64; N] {
+        let mut out = [self.max; N];
         if self.count == 0 {
-            return 0;
+            return [0; N];
         }
-        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let rank = |q: f64| ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut next = 0;
         let mut seen = 0;
         for (i, c) in self.counts.iter().enumerate() {
+            if *c == 0 {
+                continue;
+            }
             seen += c;
-            if seen >= rank {
+            while next < N && seen >= rank(qs[next]) {
                 let (lo, hi) = (lower(i), lower(i + 1));
-                return ((lo + hi - 1) / 2).min(self.max);
+                out[next] = ((lo + hi - 1) / 2).min(self.max);
+                next += 1;
+            }
+            if next == N {
+                break;
             }
         }
-        self.max
+        out
     }
 
     /// Summary in microseconds, for a histogram of nanosecond values.
     pub fn summary_us(&self) -> HistSummary {
+        self.summary_us_with(true)
+    }
+
+    /// [`Histogram::summary_us`], its buckets only `with_buckets` (not listing them saves
+    /// a pass and an allocation: records summarise histograms every interval).
+    pub fn summary_us_with(&self, with_buckets: bool) -> HistSummary {
         let us = |ns: u64| ns as f64 / 1000.0;
+        let [p50, p90, p99, p999] = self.quantiles([0.5, 0.9, 0.99, 0.999]);
         HistSummary {
             count: self.count,
             mean_us: self.mean() / 1000.0,
-            p50_us: us(self.quantile(0.5)),
-            p90_us: us(self.quantile(0.9)),
-            p99_us: us(self.quantile(0.99)),
-            p999_us: us(self.quantile(0.999)),
+            p50_us: us(p50),
+            p90_us: us(p90),
+            p99_us: us(p99),
+            p999_us: us(p999),
             max_us: us(self.max),
-            buckets: self
-                .counts
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(i, c)| (us(lower(i)), *c))
-                .collect(),
+            buckets: if with_buckets {
+                self.counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c > 0)
+                    .map(|(i, c)| (us(lower(i)), *c))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -161,5 +186,38 @@ mod tests {
         }
         assert_eq!(h.max(), 1_000_000);
         assert!((h.mean() - 500_005.0).abs() < 1.0);
+    }
+
+    /// The rank's bucket found by a scan of its own, for each quantile alone.
+    fn one_by_one(h: &Histogram, q: f64) -> u64 {
+        let rank = ((q * h.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in h.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return ((lower(i) + lower(i + 1) - 1) / 2).min(h.max);
+            }
+        }
+        h.max
+    }
+
+    #[test]
+    fn one_pass_quantiles_equal_a_scan_per_quantile() {
+        let qs = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0];
+        assert_eq!(Histogram::default().quantiles(qs), [0; 6]);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for n in [1u64, 2, 7, 100, 5_000] {
+            let mut h = Histogram::default();
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // heavy-tailed values, so ranks fall in sparse buckets too
+                h.record((x % 1000) << (x % 24));
+            }
+            let want = qs.map(|q| one_by_one(&h, q));
+            assert_eq!(h.quantiles(qs), want, "n={n}");
+            assert_eq!(h.quantile(0.99), want[3]);
+        }
     }
 }

@@ -6,6 +6,7 @@
 //!
 //! [`Downlink`] is what the engine drives: a plain [`LinkDirection`] or a [`CellDirection`].
 
+use crate::base::histogram::Histogram;
 use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
 use crate::cell::{Cell, CellCounters, DeviceCounters};
@@ -202,6 +203,14 @@ impl Downlink {
     pub fn aqm_counters(&self) -> Option<AqmCounters> {
         match self {
             Downlink::Link(l) => l.aqm_counters(),
+            Downlink::Cell(_) => None,
+        }
+    }
+
+    /// The rate stage's sojourn histogram (a cell's per-device queues have none yet).
+    pub fn sojourn(&self) -> Option<&Histogram> {
+        match self {
+            Downlink::Link(l) => Some(l.sojourn()),
             Downlink::Cell(_) => None,
         }
     }

@@ -10,6 +10,7 @@ use super::cell_leg::{CellDirection, Downlink};
 use super::flow_control::FlowRecord;
 use super::secondary::SnRecord;
 use super::state::{BearerState, LegState};
+use crate::base::histogram::Histogram;
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
@@ -20,7 +21,7 @@ use crate::pdcp::{PdcpRx, RxCounters};
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
 /// (`dclab/dcemu/records.py`, `STATS_VERSION`) refuses versions it does not know.
-pub const STATS_VERSION: u32 = 6;
+pub const STATS_VERSION: u32 = 7;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
@@ -106,6 +107,13 @@ pub struct DirRecord {
     /// tail drop alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aqm: Option<AqmCounters>,
+    /// How long the packets that started service waited in the rate stage's queue, over
+    /// the run, with buckets: in the summary record only (version 7; absent for a cell's
+    /// downlink, whose queues are per device). Interval records leave it out: `queue_bytes`
+    /// already traces the queue, and summarising every interval would cost a simulated
+    /// run a tenth of its time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sojourn: Option<HistSummary>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -146,10 +154,7 @@ pub struct HoldRecord {
 
 impl HoldRecord {
     pub fn of<T>(h: &SduHold<T>, with_buckets: bool) -> HoldRecord {
-        let mut wait = h.waits().summary_us();
-        if !with_buckets {
-            wait.buckets.clear();
-        }
+        let wait = h.waits().summary_us_with(with_buckets);
         HoldRecord {
             counters: h.counters().clone(),
             held_bytes: h.bytes(),
@@ -255,7 +260,10 @@ impl Record {
             version: STATS_VERSION,
             t_ms: t as f64 / NS_PER_MS as f64,
             dt_ms: dt as f64 / NS_PER_MS as f64,
-            legs: legs.iter_mut().map(|l| LegRecord::of(l, mbps)).collect(),
+            legs: legs
+                .iter_mut()
+                .map(|l| LegRecord::of(l, summary, mbps))
+                .collect(),
             bearers: bearers
                 .iter_mut()
                 .map(|b| BearerRecord::of(b, &leg_names, summary, mbps))
@@ -267,19 +275,20 @@ impl Record {
 }
 
 impl LegRecord {
-    fn of(l: &mut LegState, mbps: impl Fn(u64) -> f64) -> LegRecord {
+    fn of(l: &mut LegState, summary: bool, mbps: impl Fn(u64) -> f64) -> LegRecord {
         let down_bytes = l.down.counters().bytes_out;
-        let downlink = DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes));
+        let downlink =
+            DirRecord::of_downlink(&l.down, mbps(down_bytes - l.prev_down_bytes), summary);
         l.prev_down_bytes = down_bytes;
         let uplink = l.up.as_ref().map(|u| {
             let b = u.counters().bytes_out;
-            let r = DirRecord::of_link(u, mbps(b - l.prev_up_bytes));
+            let r = DirRecord::of_link(u, mbps(b - l.prev_up_bytes), summary);
             l.prev_up_bytes = b;
             r
         });
         let x2 = l.x2.as_ref().map(|x| {
             let b = x.counters().bytes_out;
-            let r = DirRecord::of_link(x, mbps(b - l.prev_x2_bytes));
+            let r = DirRecord::of_link(x, mbps(b - l.prev_x2_bytes), summary);
             l.prev_x2_bytes = b;
             r
         });
@@ -335,7 +344,7 @@ impl BearerRecord {
 
 impl DirRecord {
     /// A leg's downlink (a link or a cell), `out_mbps` over the interval.
-    pub fn of_downlink(d: &Downlink, out_mbps: f64) -> DirRecord {
+    pub fn of_downlink(d: &Downlink, out_mbps: f64, summary: bool) -> DirRecord {
         DirRecord {
             counters: d.counters().clone(),
             queue_packets: d.queue_packets(),
@@ -343,11 +352,12 @@ impl DirRecord {
             in_flight: d.in_flight(),
             out_mbps,
             aqm: d.aqm_counters(),
+            sojourn: d.sojourn().filter(|_| summary).map(Histogram::summary_us),
         }
     }
 
     /// A leg's uplink.
-    pub fn of_link(d: &LinkDirection, out_mbps: f64) -> DirRecord {
+    pub fn of_link(d: &LinkDirection, out_mbps: f64, summary: bool) -> DirRecord {
         DirRecord {
             counters: d.counters().clone(),
             queue_packets: d.queue_packets(),
@@ -355,6 +365,7 @@ impl DirRecord {
             in_flight: d.in_flight(),
             out_mbps,
             aqm: d.aqm_counters(),
+            sojourn: summary.then(|| d.sojourn().summary_us()),
         }
     }
 }
@@ -400,10 +411,7 @@ impl RxRecord {
     /// A receiver's counters and wait; the histogram's buckets only `with_buckets` (the
     /// summary record's).
     pub fn of<T: Copy>(rx: &PdcpRx<T>, with_buckets: bool) -> RxRecord {
-        let mut wait = rx.counters().wait.summary_us();
-        if !with_buckets {
-            wait.buckets.clear();
-        }
+        let wait = rx.counters().wait.summary_us_with(with_buckets);
         RxRecord {
             counters: rx.counters().clone(),
             wait,

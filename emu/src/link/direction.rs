@@ -16,6 +16,7 @@ use super::rate::{Aqm, AqmCounters, RateSpec, RateStage, Refused};
 
 /// The largest packet an AQM reckons with (its backlog rules): an Ethernet MTU.
 const AQM_MTU: u64 = 1500;
+use crate::base::histogram::Histogram;
 use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
 
@@ -290,8 +291,16 @@ impl LinkDirection {
         self.rate.aqm_counters()
     }
 
+    /// How long each packet that started service waited in the rate stage's queue, ns.
+    pub fn sojourn(&self) -> &Histogram {
+        self.rate.sojourn()
+    }
+
     /// The buffers of packets the AQM dropped at dequeue, for `reclaim`.
     fn collect_aqm_drops(&mut self) {
+        if !self.rate.has_aqm_dropped() {
+            return;
+        }
         self.rate.take_aqm_dropped(&mut self.aqm_dropped);
         for p in self.aqm_dropped.drain(..) {
             self.tail.discard(p.id);

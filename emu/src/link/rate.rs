@@ -40,6 +40,7 @@ use super::codel::{Codel, Fifo, Queued};
 use super::pie::{Pie, Verdict};
 use super::queue::DropTail;
 use super::trace::{RateTrace, OPPORTUNITY_BYTES};
+use crate::base::histogram::Histogram;
 use crate::base::packet::{Pkt, CE};
 use crate::base::time::{Nanos, NS_PER_MS};
 
@@ -321,6 +322,9 @@ pub struct RateStage {
     /// Packets the AQM dropped at dequeue, for the owner to count and free
     /// ([`RateStage::take_aqm_dropped`]).
     aqm_dropped: Vec<Pkt>,
+    /// How long each packet that started service had waited in the queue (ns): the
+    /// sojourn CoDel judges, kept whatever the queue's discipline.
+    sojourn: Histogram,
 }
 
 impl RateStage {
@@ -344,7 +348,13 @@ impl RateStage {
             busy_since: None,
             aqm: Aqm::TailDrop,
             aqm_dropped: Vec::new(),
+            sojourn: Histogram::default(),
         }
+    }
+
+    /// Each served packet's wait in the queue before its service started, ns (cumulative).
+    pub fn sojourn(&self) -> &Histogram {
+        &self.sojourn
     }
 
     /// The stage with `aqm` managing its queue.
@@ -376,7 +386,14 @@ impl RateStage {
 
     /// Moves the packets the AQM dropped at dequeue since the last call into `out`.
     pub fn take_aqm_dropped(&mut self, out: &mut Vec<Pkt>) {
-        out.append(&mut self.aqm_dropped);
+        if !self.aqm_dropped.is_empty() {
+            out.append(&mut self.aqm_dropped);
+        }
+    }
+
+    /// Whether the AQM dropped packets at dequeue that `take_aqm_dropped` has not taken.
+    pub fn has_aqm_dropped(&self) -> bool {
+        !self.aqm_dropped.is_empty()
     }
 
     /// The queue's limit in bytes: its byte limit, or its packet limit at `mtu` bytes
@@ -504,10 +521,16 @@ impl RateStage {
                     self.next_event = Some(start);
                     return;
                 }
-                match self.aqm_dequeue(start) {
+                // Tail drop serves the head as it is (the common case: no second look).
+                let head = match self.aqm {
+                    Aqm::TailDrop => Some(p),
+                    _ => self.aqm_dequeue(start),
+                };
+                match head {
                     Some(head) => p = head,
                     None => continue, // all dropped: the queue is empty
                 }
+                self.sojourn.record(start.saturating_sub(self.arrivals[0]));
                 self.start_head(start, p.len);
             }
             match self.serve_head(now) {
@@ -1210,6 +1233,29 @@ pub(crate) mod tests {
             .iter()
             .filter(|(_, p)| p.ecn != CE)
             .all(|(_, p)| p.ecn == ECT0));
+    }
+
+    #[test]
+    fn sojourn_is_each_packets_wait_before_its_service() {
+        // Ten 1250-byte packets at once into 20 Mbit/s: each is served in 0.5 ms, so the
+        // k-th waits k x 0.5 ms; one more, after the queue drained, waits nothing.
+        let mut s = RateStage::new(MBIT20, None, None);
+        for i in 0..10 {
+            s.enqueue(0, pkt(i, 1250)).unwrap();
+        }
+        s.enqueue(20 * NS_PER_MS, pkt(10, 1250)).unwrap();
+        let mut out = Vec::new();
+        s.poll(30 * NS_PER_MS, &mut |t, p| out.push((t, p)));
+        assert_eq!(out.len(), 11);
+        let h = s.sojourn();
+        assert_eq!((h.count(), h.max()), (11, 9 * NS_PER_MS / 2));
+        assert_eq!(
+            h.mean(),
+            (0..10).map(|k| k as f64 * 0.5e6).sum::<f64>() / 11.0
+        );
+        // the 6th of 11 (0, 0, 0.5, ..., 2 ms), as the middle of its bucket (about 12 % wide)
+        let p50 = h.quantile(0.5) as f64;
+        assert!((p50 - 2e6).abs() < 0.07 * 2e6, "p50 {p50}");
     }
 
     #[test]

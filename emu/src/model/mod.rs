@@ -47,4 +47,8 @@ pub struct Progress {
     /// Packets the sender declared lost, and sent in all (senders only).
     pub lost: u64,
     pub sent: u64,
+    /// Data packets that arrived marked CE (receivers), window reductions for an ECN echo
+    /// (senders); 0 for a model without ECN.
+    pub ce_marks: u64,
+    pub ecn_reductions: u64,
 }

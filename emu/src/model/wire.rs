@@ -22,6 +22,11 @@ pub const TCP_HEADERS: usize = 40;
 /// The most ACK ranges (QUIC) or SACK blocks (TCP) a segment carries.
 pub const MAX_RANGES: usize = 32;
 
+/// The TCP header's flags byte (IP header 20 + 13), and its ECN flags (RFC 3168 §6.1).
+const TCP_FLAGS: usize = 33;
+const FLAG_CWR: u8 = 0x80;
+const FLAG_ECE: u8 = 0x40;
+
 const KIND_QUIC_DATA: u8 = 1;
 const KIND_QUIC_ACK: u8 = 2;
 const KIND_TCP_DATA: u8 = 3;
@@ -94,18 +99,24 @@ pub enum Segment {
         max_data: u64,
         ranges: Box<Ranges>,
     },
+    /// `ecn`: the IP header's ECN field (`base::packet`'s NOT_ECT, ECT0, CE: the network
+    /// may have marked it); `cwr`: the TCP flag.
     TcpData {
         flow: u16,
         seq: u64,
         len: u32,
         tsval: u32,
+        ecn: u8,
+        cwr: bool,
     },
+    /// `ece`: the TCP flag echoing a CE mark.
     TcpAck {
         flow: u16,
         ack: u64,
         window: u32,
         tsecr: u32,
         sack: Box<Ranges>,
+        ece: bool,
     },
     QuicHandshake {
         flow: u16,
@@ -232,7 +243,11 @@ impl Segment {
                 seq,
                 len,
                 tsval,
+                ecn,
+                cwr,
             } => {
+                w.buf[1] = ecn & 3;
+                w.buf[TCP_FLAGS] = if cwr { FLAG_CWR } else { 0 };
                 w.u8(KIND_TCP_DATA);
                 w.u16(flow);
                 w.u64(seq);
@@ -245,7 +260,9 @@ impl Segment {
                 window,
                 tsecr,
                 ref sack,
+                ece,
             } => {
+                w.buf[TCP_FLAGS] = if ece { FLAG_ECE } else { 0 };
                 w.u8(KIND_TCP_ACK);
                 w.u16(flow);
                 w.u64(ack);
@@ -295,6 +312,8 @@ impl Segment {
                 seq: r.u64()?,
                 len: r.u32()?,
                 tsval: r.u32()?,
+                ecn: pkt[1] & 3,
+                cwr: pkt[TCP_FLAGS] & FLAG_CWR != 0,
             },
             (KIND_TCP_ACK, 6) => Segment::TcpAck {
                 flow,
@@ -302,6 +321,7 @@ impl Segment {
                 window: r.u32()?,
                 tsecr: r.u32()?,
                 sack: Box::new(r.ranges()?),
+                ece: pkt[TCP_FLAGS] & FLAG_ECE != 0,
             },
             (KIND_QUIC_HANDSHAKE, 17) => Segment::QuicHandshake {
                 flow,
@@ -439,6 +459,8 @@ mod tests {
                 seq: 5_000_000_000,
                 len: 1448,
                 tsval: 12,
+                ecn: 3,
+                cwr: true,
             },
             1500,
             true,
@@ -450,6 +472,7 @@ mod tests {
                 window: 65535,
                 tsecr: 12,
                 sack: Box::new(ranges),
+                ece: true,
             },
             52,
             false,
@@ -496,6 +519,7 @@ mod tests {
                 window: 1,
                 tsecr: 0,
                 sack: Box::default(),
+                ece: false,
             },
             52,
             false,

@@ -85,6 +85,10 @@ pub struct FlowResult {
     pub packets_lost: u64,
     pub host_drops: u64,
     pub host_max_used: u64,
+    /// Data packets the client received marked CE, and the sender's window reductions for
+    /// their echo (TCP with `ecn`; 0 otherwise).
+    pub ce_marks: u64,
+    pub ecn_reductions: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -150,6 +154,7 @@ fn build_flow(s: &Scenario, index: usize, f: &FlowSpec, controllers: Controllers
             let mut snd = SndConfig::new(index as u16, f.size, f.start);
             snd.mss = f.mss as u32;
             snd.handshake_rtt = Some(rtt);
+            snd.ecn = f.ecn;
             snd.peer_window = TcpReceiver::new(rcv).window();
             let cc = controllers(f.cc, Transport::Tcp, f.mss as u64);
             (
@@ -389,5 +394,7 @@ fn result(f: &Flow, end: Nanos) -> FlowResult {
         packets_lost: s.lost,
         host_drops: f.host.drops,
         host_max_used: f.host.max_used,
+        ce_marks: c.ce_marks,
+        ecn_reductions: s.ecn_reductions,
     }
 }

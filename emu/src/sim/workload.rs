@@ -13,6 +13,7 @@
 //! datagram = 1252          # QUIC: UDP payload of a full packet (aioquic's max_datagram_size)
 //! quic = "aioquic-1.7"     # QUIC: whose behaviour, "aioquic-1.7" or "aioquic-0.8" (draft 27)
 //! mss = 1448               # TCP: payload of a full segment
+//! ecn = false              # TCP: ECN negotiated (tcp_ecn = 1 both ends): ECT(0) data, ECE/CWR
 //! rmem = 212992            # client receive buffer, bytes (UDP: rmem_default; TCP: tcp_rmem's max)
 //! truesize = 2304         # bytes the kernel charges per packet into the UDP buffer
 //! app_packet_us = 0.0      # client time per packet (a CPU-bound receiver); 0: none
@@ -79,6 +80,8 @@ struct FlowFile {
     quic: String,
     #[serde(default = "d_mss")]
     mss: usize,
+    #[serde(default)]
+    ecn: bool,
     #[serde(default = "d_rmem")]
     rmem: u64,
     #[serde(default = "d_truesize")]
@@ -141,6 +144,8 @@ pub struct FlowSpec {
     /// QUIC: aioquic 0.8's behaviour (PTO probes only, initial RTT 0.5 s) instead of 1.7's.
     pub aioquic08: bool,
     pub mss: usize,
+    /// TCP: ECN negotiated (RFC 3168, Linux's `tcp_ecn = 1` at both ends).
+    pub ecn: bool,
     pub rmem: u64,
     pub truesize: u64,
     pub app_packet: AppPacket,
@@ -228,6 +233,12 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
                 clip(other)
             ),
         };
+        if f.ecn && f.transport != Transport::Tcp {
+            bail!(
+                "{}: TCP only (the QUIC model is aioquic's, which does not use ECN)",
+                at("ecn")
+            );
+        }
         if !(88..=65_000).contains(&f.mss) {
             bail!(
                 "{}: must be between 88 and 65000 (got {})",
@@ -303,6 +314,7 @@ pub fn parse_workload(text: &str) -> Result<Workload> {
             datagram: f.datagram,
             aioquic08,
             mss: f.mss,
+            ecn: f.ecn,
             rmem: f.rmem,
             truesize: f.truesize,
             app_packet,
@@ -377,6 +389,7 @@ mod tests {
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\ncc=\"vegas\"\n", "flow[0].cc"),
             ("[[flow]]\nname=\"a\"\ntransport=\"sctp\"\nserver_port=1\nsize=1\n", "transport"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nrmem=5\n", "flow[0].rmem"),
+            ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\necn=true\n", "flow[0].ecn: TCP only"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\nbogus=1\n", "bogus"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\napp_packet_quantiles_us=[[0.1,5.0],[1.0,9.0]]\n", "flow[0].app_packet_quantiles_us"),
             ("[[flow]]\nname=\"a\"\ntransport=\"quic\"\nserver_port=1\nsize=1\napp_packet_quantiles_us=[[0.0,5.0],[0.5,4.0]]\n", "must not fall"),

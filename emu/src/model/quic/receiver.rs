@@ -207,6 +207,7 @@ impl Endpoint for QuicReceiver {
             done_at: self.done_at,
             lost: 0,
             sent: self.packets,
+            ..Progress::default()
         }
     }
 }

@@ -568,6 +568,7 @@ impl Endpoint for QuicSender {
             done_at: self.done_at,
             lost: self.lost_packets,
             sent: self.sent_packets,
+            ..Progress::default()
         }
     }
 }

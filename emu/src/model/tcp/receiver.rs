@@ -35,6 +35,7 @@
 use std::collections::BTreeMap;
 
 use super::{jiffies, ATO_MIN, DEFAULT_MSS, HEADERS, RTO_MIN};
+use crate::base::packet::CE;
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::model::wire::{Ranges, Segment};
 use crate::model::{Endpoint, Progress};
@@ -88,6 +89,11 @@ pub struct TcpReceiver {
     rcv_wup: u64,
     rcv_wnd: u64,
     ts_recent: u32,
+    /// `TCP_ECN_DEMAND_CWR`: a CE mark arrived; every ACK echoes it (ECE) until a segment
+    /// with CWR says the sender reduced (RFC 3168 §6.1.3).
+    ece: bool,
+    /// Data segments that arrived marked CE.
+    ce_marks: u64,
     // ACK timing.
     ack_now: bool,
     quick: u32,
@@ -141,6 +147,8 @@ impl TcpReceiver {
             rcv_wup: 0,
             rcv_wnd,
             ts_recent: 0,
+            ece: false,
+            ce_marks: 0,
             ack_now: false,
             quick: 0,
             ato: 0,
@@ -178,6 +186,27 @@ impl TcpReceiver {
 
     fn rto(&self) -> Nanos {
         self.cfg.handshake_rtt.unwrap_or(0) + RTO_MIN
+    }
+
+    /// Data segments that arrived marked CE so far.
+    pub fn ce_marks(&self) -> u64 {
+        self.ce_marks
+    }
+
+    /// `tcp_ecn_accept_cwr`, then `__tcp_ecn_check_ce`: CWR ends the echo, CE starts it
+    /// (the first mark of an echo with quickacks, not to hold a sender on a small window).
+    fn ecn_check(&mut self, ecn: u8, cwr: bool) {
+        if cwr {
+            self.ece = false;
+        }
+        if ecn == CE {
+            self.ce_marks += 1;
+            if !self.ece {
+                self.incr_quickack(2);
+                self.ato = ATO_MIN;
+                self.ece = true;
+            }
+        }
     }
 
     /// `tcp_incr_quickack`.
@@ -459,6 +488,7 @@ impl TcpReceiver {
                 window: window.min(u32::MAX as u64) as u32,
                 tsecr: self.ts_recent,
                 sack: Box::new(sack),
+                ece: self.ece,
             },
             HEADERS + opt,
         )
@@ -480,9 +510,12 @@ impl Endpoint for TcpReceiver {
             seq,
             len,
             tsval,
+            ecn,
+            cwr,
         } = *seg
         {
             if flow == self.cfg.flow {
+                self.ecn_check(ecn, cwr);
                 self.on_data(now, seq, len, tsval);
             }
         }
@@ -514,6 +547,8 @@ impl Endpoint for TcpReceiver {
             done_at: self.done_at,
             lost: 0,
             sent: 0,
+            ce_marks: self.ce_marks,
+            ecn_reductions: 0,
         }
     }
 }
@@ -530,6 +565,8 @@ mod tests {
             seq,
             len: 1448,
             tsval,
+            ecn: 0,
+            cwr: false,
         }
     }
 

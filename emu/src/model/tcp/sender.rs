@@ -37,6 +37,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use super::rack::{sent_after, Rack};
 use super::{jiffies, ts_of, DEFAULT_MSS, HEADERS, RTO_INIT, RTO_MAX, RTO_MIN, TIMEOUT_MIN};
+use crate::base::packet::{ECT0, NOT_ECT};
 use crate::base::time::{Nanos, NS_PER_S, NS_PER_US};
 use crate::model::cc::{Acked, Controller};
 use crate::model::rtt::RttEstimator;
@@ -57,6 +58,9 @@ pub struct SndConfig {
     pub handshake_rtt: Option<Nanos>,
     /// The window the peer announced before the transfer (bytes).
     pub peer_window: u64,
+    /// ECN negotiated (`net.ipv4.tcp_ecn = 1` at both ends, RFC 3168): new data leaves
+    /// ECT(0), and an ACK with ECE reduces the window once per round, as a loss would.
+    pub ecn: bool,
 }
 
 impl SndConfig {
@@ -68,14 +72,17 @@ impl SndConfig {
             mss: DEFAULT_MSS,
             handshake_rtt: None,
             peer_window: 65535,
+            ecn: false,
         }
     }
 }
 
-/// Linux's congestion states used here (Disorder and CWR need no state of their own).
+/// Linux's congestion states used here (Disorder needs no state of its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CaState {
     Open,
+    /// `TCP_CA_CWR`: the window reduced for an ECN echo, nothing to retransmit.
+    Cwr,
     Recovery,
     Loss,
 }
@@ -143,6 +150,10 @@ pub struct TcpSender {
     prr_out: u64,
     prr_cwnd: u64,
     newest_lost_sent: Nanos,
+    /// `TCP_ECN_QUEUE_CWR`: the next new segment carries CWR.
+    queue_cwr: bool,
+    /// Window reductions for an ECN echo (`tcp_enter_cwr`).
+    ecn_reductions: u64,
     rack: Rack,
     // cwnd validation (tcp_cwnd_validate).
     max_packets_out: u64,
@@ -196,6 +207,8 @@ impl TcpSender {
             prr_out: 0,
             prr_cwnd: 0,
             newest_lost_sent: 0,
+            queue_cwr: false,
+            ecn_reductions: 0,
             rack: Rack::default(),
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -230,7 +243,7 @@ impl TcpSender {
     /// RACK's reordering window as loss detection would use it now.
     pub fn reo_wnd(&self) -> Nanos {
         self.rack.reo_wnd(
-            self.state != CaState::Open,
+            matches!(self.state, CaState::Recovery | CaState::Loss),
             self.sacked_out,
             self.min_rtt,
             self.srtt(),
@@ -240,8 +253,13 @@ impl TcpSender {
         self.min_rtt
     }
     /// The window in segments the sender uses now.
+    /// Window reductions for an ECN echo so far.
+    pub fn ecn_reductions(&self) -> u64 {
+        self.ecn_reductions
+    }
+
     pub fn cwnd(&self) -> u64 {
-        if self.state == CaState::Recovery && !self.paced() {
+        if self.in_cwnd_reduction() && !self.paced() {
             self.prr_cwnd
         } else {
             (self.cc.window() / self.mss).max(1)
@@ -306,7 +324,7 @@ impl TcpSender {
 
     /// `tcp_schedule_loss_probe`; false when no probe is due in this state.
     fn schedule_tlp(&mut self, now: Nanos, advancing_rto: bool) -> bool {
-        if self.packets_out() == 0 || self.state != CaState::Open {
+        if self.packets_out() == 0 || !matches!(self.state, CaState::Open | CaState::Cwr) {
             return false;
         }
         if self.cwnd() > self.pipe && self.next_new < self.nsegs {
@@ -375,7 +393,7 @@ impl TcpSender {
         }
         self.tsorted.insert((now, idx));
         self.sent += 1;
-        if self.state == CaState::Recovery {
+        if self.in_cwnd_reduction() {
             self.prr_out += 1;
         }
         let len = self.seg_end(idx) - self.seg_start(idx);
@@ -393,12 +411,18 @@ impl TcpSender {
             }
         }
         self.cwnd_validate();
+        // `tcp_ecn_send`: new data is ECT(0), the first after a reduction carries CWR; a
+        // retransmission is not ECN-capable (RFC 3168 §6.1.5).
+        let ect = self.cfg.ecn && is_new;
+        let cwr = ect && std::mem::take(&mut self.queue_cwr);
         (
             Segment::TcpData {
                 flow: self.cfg.flow,
                 seq: self.seg_start(idx),
                 len: len as u32,
                 tsval: ts_of(now),
+                ecn: if ect { ECT0 } else { NOT_ECT },
+                cwr,
             },
             len as usize + HEADERS,
         )
@@ -477,8 +501,38 @@ impl TcpSender {
         (lost.len() as u64, wait)
     }
 
-    /// `tcp_enter_recovery` with `tcp_init_cwnd_reduction`.
+    /// Recovery or CWR: the window follows PRR.
+    fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.state, CaState::Recovery | CaState::Cwr)
+    }
+
+    /// `tcp_enter_cwr` with `tcp_init_cwnd_reduction`: the controller's reduction for an
+    /// ECN echo, as for a loss, with nothing to retransmit.
+    fn enter_cwr(&mut self, now: Nanos) {
+        self.ecn_reductions += 1;
+        self.init_cwnd_reduction();
+        self.state = CaState::Cwr;
+        self.cc.on_lost(now, now, 0, self.pipe * self.mss);
+    }
+
+    fn init_cwnd_reduction(&mut self) {
+        self.prior_cwnd = self.cwnd();
+        self.high_seq = self.snd_nxt();
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.prr_cwnd = self.prior_cwnd;
+        self.queue_cwr = self.cfg.ecn;
+    }
+
+    /// `tcp_enter_recovery` with `tcp_init_cwnd_reduction` (not again when a CWR
+    /// reduction is under way).
     fn enter_recovery(&mut self, now: Nanos, lost: u64) {
+        if self.state == CaState::Cwr {
+            self.state = CaState::Recovery;
+            self.high_seq = self.snd_nxt();
+            self.tlp_high_seq = None;
+            return;
+        }
         self.prior_cwnd = self.cwnd();
         self.state = CaState::Recovery;
         self.high_seq = self.snd_nxt();
@@ -486,6 +540,7 @@ impl TcpSender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.prr_cwnd = self.prior_cwnd;
+        self.queue_cwr = self.cfg.ecn;
         self.cc.on_lost(
             now,
             self.newest_lost_sent,
@@ -518,14 +573,24 @@ impl TcpSender {
     }
 
     fn end_recovery(&mut self) {
-        self.rack.on_recovery_end();
+        if self.state != CaState::Cwr {
+            self.rack.on_recovery_end();
+        }
         self.state = CaState::Open;
     }
 
     /// One ACK, in the kernel's order (`tcp_ack`): D-SACK, the cumulative ACK, new SACK
     /// blocks, the RTT sample, a tail loss probe's fate, loss detection and recovery, then
     /// the congestion controller.
-    fn on_ack(&mut self, now: Nanos, ack: u64, window: u32, tsecr: u32, sack: &[(u64, u64)]) {
+    fn on_ack(
+        &mut self,
+        now: Nanos,
+        ack: u64,
+        window: u32,
+        tsecr: u32,
+        sack: &[(u64, u64)],
+        ece: bool,
+    ) {
         let tsecr_ns = (tsecr != 0).then(|| {
             let ago = ts_of(now).wrapping_sub(tsecr) as Nanos * NS_PER_US;
             now.saturating_sub(ago)
@@ -562,7 +627,7 @@ impl TcpSender {
         self.update_rtt(&step, una_advanced);
         self.rack.update_reo_wnd(prior_delivered, self.delivered);
         self.process_tlp_ack(now, ack, dsack_tlp, una_advanced, newly);
-        let newly_lost = self.fastretrans_alert(now);
+        let newly_lost = self.fastretrans_alert(now, ece && self.cfg.ecn);
         self.cong_control(now, newly, newly_lost, una_advanced);
 
         if una_advanced {
@@ -718,10 +783,18 @@ impl TcpSender {
         }
     }
 
-    /// `tcp_fastretrans_alert`: leave a finished recovery, detect losses (RACK), enter one.
-    /// Returns the segments newly marked lost.
-    fn fastretrans_alert(&mut self, now: Nanos) -> u64 {
-        if self.state != CaState::Open && self.snd_una >= self.high_seq {
+    /// `tcp_fastretrans_alert`: leave a finished recovery, detect losses (RACK), enter one;
+    /// else, with an ECN echo, reduce the window (`tcp_try_to_open`). Returns the segments
+    /// newly marked lost.
+    fn fastretrans_alert(&mut self, now: Nanos, ece: bool) -> u64 {
+        // CWR holds until something above high_seq is ACKed: the segment that carried CWR
+        // to the receiver, so the ACKs still echoing the mark do not reduce again.
+        let ended = match self.state {
+            CaState::Open => false,
+            CaState::Cwr => self.snd_una > self.high_seq,
+            _ => self.snd_una >= self.high_seq,
+        };
+        if ended {
             self.end_recovery();
         }
         let mut newly_lost = 0;
@@ -732,8 +805,10 @@ impl TcpSender {
                 self.timer = Some((now + jiffies(w) + TIMEOUT_MIN, Timer::Reo));
             }
         }
-        if !self.retx.is_empty() && self.state == CaState::Open {
+        if !self.retx.is_empty() && matches!(self.state, CaState::Open | CaState::Cwr) {
             self.enter_recovery(now, newly_lost);
+        } else if ece && self.state == CaState::Open {
+            self.enter_cwr(now);
         }
         newly_lost
     }
@@ -741,7 +816,7 @@ impl TcpSender {
     /// `tcp_cong_control`: PRR in recovery, else the controller sees each ACKed segment
     /// when the window (or pacing) limited the sender.
     fn cong_control(&mut self, now: Nanos, newly: u64, newly_lost: u64, una_advanced: bool) {
-        if self.state == CaState::Recovery && !self.paced() {
+        if self.in_cwnd_reduction() && !self.paced() {
             self.prr(newly, newly_lost, una_advanced);
         } else if newly > 0 && (self.paced() || self.cwnd_limited()) {
             let acked = std::mem::take(&mut self.acked_scratch);
@@ -862,10 +937,11 @@ impl Endpoint for TcpSender {
             window,
             tsecr,
             ref sack,
+            ece,
         } = *seg
         {
             if flow == self.cfg.flow && self.next_new > 0 {
-                self.on_ack(now, ack, window, tsecr, sack.as_slice());
+                self.on_ack(now, ack, window, tsecr, sack.as_slice(), ece);
             }
         }
     }
@@ -909,6 +985,8 @@ impl Endpoint for TcpSender {
             done_at: self.done_at,
             lost: self.lost,
             sent: self.sent,
+            ce_marks: 0,
+            ecn_reductions: self.ecn_reductions,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::*;
+use crate::base::packet::{CE, ECT0};
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::model::cc::{Acked, Controller};
 use crate::model::rtt::RttEstimator;
@@ -102,6 +103,8 @@ struct Link {
     queue: u64,
     drops: u64,
     drop_first: Vec<u64>,
+    /// Sequence numbers whose first transmission an AQM marks CE, if ECN-capable.
+    mark_first: Vec<u64>,
     extra_first: Vec<(u64, Nanos)>,
     seen: HashMap<u64, u32>,
 }
@@ -148,6 +151,12 @@ struct Trace {
     sends: Vec<(Nanos, u64)>,
     /// The most bytes sent but not cumulatively ACKed at any time.
     max_outstanding: u64,
+    /// Data segments sent ECN-capable, and with CWR; ACKs with ECE; each ACK's ECE flag in
+    /// order.
+    ect: u64,
+    cwr: u64,
+    ece_acks: u64,
+    ece_seq: Vec<bool>,
 }
 
 impl Trace {
@@ -174,7 +183,21 @@ fn run(
     let mut now = 0;
     let mut highest_end = 0u64;
     for _ in 0..1_000_000 {
-        while let Some((seg, _)) = snd.poll_transmit(now) {
+        while let Some((mut seg, _)) = snd.poll_transmit(now) {
+            if let Segment::TcpData {
+                seq,
+                ref mut ecn,
+                cwr,
+                ..
+            } = seg
+            {
+                trace.ect += (*ecn == ECT0) as u64;
+                trace.cwr += cwr as u64;
+                let first = !down.seen.contains_key(&seq);
+                if *ecn == ECT0 && first && down.mark_first.contains(&seq) {
+                    *ecn = CE;
+                }
+            }
             if let Segment::TcpData { seq, len, .. } = seg {
                 trace.sends.push((now, seq / MSS));
                 highest_end = highest_end.max(seq + len as u64);
@@ -213,6 +236,10 @@ fn run(
             if to_rcv {
                 rcv.on_segment(now, &seg);
                 while let Some((ack, _)) = rcv.poll_transmit(now) {
+                    if let Segment::TcpAck { ece, .. } = ack {
+                        trace.ece_acks += ece as u64;
+                        trace.ece_seq.push(ece);
+                    }
                     if let Some(t) = up.carry(now, &ack) {
                         heap.push(Reverse((t, order, false)));
                         segs.insert(order, ack);
@@ -234,8 +261,18 @@ fn endpoints(
     cc: Box<dyn Controller>,
     rcv_cfg: impl FnOnce(&mut RcvConfig),
 ) -> (TcpSender, TcpReceiver) {
+    endpoints_ecn(segs, cc, rcv_cfg, false)
+}
+
+fn endpoints_ecn(
+    segs: u64,
+    cc: Box<dyn Controller>,
+    rcv_cfg: impl FnOnce(&mut RcvConfig),
+    ecn: bool,
+) -> (TcpSender, TcpReceiver) {
     let mut s = SndConfig::new(0, segs * MSS, 0);
     s.handshake_rtt = Some(100 * MS);
+    s.ecn = ecn;
     let mut r = RcvConfig::new(0, segs * MSS);
     r.handshake_rtt = Some(100 * MS);
     rcv_cfg(&mut r);
@@ -424,4 +461,73 @@ fn the_mss_clamp_and_jiffies() {
     assert_eq!(mss_from_clamp(9000), 1448);
     assert_eq!(jiffies(25 * MS), 28 * MS);
     assert_eq!(jiffies(200 * MS), 200 * MS);
+}
+
+/// Reno over a 1 ms-per-packet link, 20 ms each way, with ECN negotiated or not, an AQM
+/// marking the first transmissions of `marks` (segment indices).
+fn ecn_run(ecn: bool, marks: &[u64]) -> (TcpSender, TcpReceiver, Trace) {
+    ecn_run_with(Box::new(Reno::new()), ecn, marks)
+}
+
+fn ecn_run_with(
+    cc: Box<dyn Controller>,
+    ecn: bool,
+    marks: &[u64],
+) -> (TcpSender, TcpReceiver, Trace) {
+    let segs = 600;
+    let (mut snd, mut rcv) = endpoints_ecn(segs, cc, |_| {}, ecn);
+    let mut down = Link::new(20 * MS);
+    down.gap = MS;
+    down.mark_first = marks.iter().map(|i| i * MSS).collect();
+    let mut up = Link::new(20 * MS);
+    let tr = run(&mut snd, &mut rcv, &mut down, &mut up, 60_000 * MS);
+    assert_eq!(rcv.progress().bytes, segs * MSS);
+    (snd, rcv, tr)
+}
+
+#[test]
+fn a_ce_mark_reduces_the_window_once_without_a_retransmission() {
+    let (snd, rcv, tr) = ecn_run(true, &[200]);
+    let p = snd.progress();
+    assert_eq!(tr.ect, p.sent, "every new segment ECT(0), none resent");
+    assert_eq!(
+        (p.lost, p.ecn_reductions, rcv.progress().ce_marks),
+        (0, 1, 1)
+    );
+    // The echo lasts until the sender's CWR arrives: a run of ECE ACKs, then none.
+    assert_eq!(tr.cwr, 1);
+    let first = tr.ece_seq.iter().position(|&e| e).unwrap();
+    let n = tr.ece_seq[first..].iter().take_while(|&&e| e).count();
+    assert_eq!(n as u64, tr.ece_acks, "one echo episode");
+    assert!(!tr.ece_seq[first + n..].is_empty());
+    assert_eq!(snd.state(), sender::CaState::Open);
+    // Reno halved its window: the run without the mark keeps a larger one.
+    let (clean, _, _) = ecn_run(true, &[]);
+    assert_eq!(clean.progress().ecn_reductions, 0);
+    assert!(snd.cwnd() < clean.cwnd(), "{} {}", snd.cwnd(), clean.cwnd());
+}
+
+#[test]
+fn marks_within_one_round_reduce_once_and_a_later_round_again() {
+    let (snd, rcv, _) = ecn_run(true, &[200, 201, 205]);
+    assert_eq!(
+        (snd.progress().ecn_reductions, rcv.progress().ce_marks),
+        (1, 3)
+    );
+    // A fixed 30-segment window: a round is 30 segments, so 400 is rounds after 200.
+    let (snd, _, tr) = ecn_run_with(Box::new(Fixed { w: 30, pace: None }), true, &[200, 400]);
+    assert_eq!(
+        (snd.progress().ecn_reductions, tr.cwr, snd.progress().lost),
+        (2, 2, 0)
+    );
+}
+
+#[test]
+fn without_ecn_nothing_is_ecn_capable_and_nothing_is_marked() {
+    let (snd, rcv, tr) = ecn_run(false, &[200]);
+    assert_eq!((tr.ect, tr.cwr, tr.ece_acks), (0, 0, 0));
+    assert_eq!(
+        (snd.progress().ecn_reductions, rcv.progress().ce_marks),
+        (0, 0)
+    );
 }
