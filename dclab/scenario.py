@@ -310,7 +310,10 @@ class Scenario(BaseModel):
                 data[name] = default[:1] * n
         aqm = _aqm(data.get("aqm"))
         if isinstance(aqm, list | tuple) and len(aqm) == 1:  # one discipline for every leg
-            data["aqm"] = list(aqm) * n
+            aqm = list(aqm) * n
+            data["aqm"] = aqm
+        if isinstance(aqm, list | tuple) and len(aqm) == n and all(k == "tail-drop" for k in aqm):
+            data["aqm"] = None  # the default named: one scenario, one run key
         return data
 
     @model_validator(mode="after")

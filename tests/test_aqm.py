@@ -15,20 +15,12 @@ import orjson
 import pytest
 from click.testing import CliRunner
 from conftest import run_dclab
+from scenario_render import render, throughput_key
 
 from dclab import scenario as sc
-from dclab.campaign import plan as cp
 from dclab.cli import app
-from dclab.dcemu.config import to_dcemu
 from dclab.dcemu.records import parse
-from dclab.experiments import get_experiment
 from dclab.paths import DCEMU
-
-
-def render(s: sc.Scenario) -> str:
-    exp = get_experiment("throughput")
-    o = exp.options()
-    return to_dcemu(exp.scenario(s, o), exp.plan(exp.scenario(s, o), o), {})
 
 
 def test_one_discipline_for_every_leg_or_one_per_leg():
@@ -72,14 +64,10 @@ def test_each_legs_discipline_renders_and_dcemu_reads_it_back(tmp_path):
 
 
 def test_run_keys_change_only_with_an_aqm():
-    cfg = cp.parse_config("tcp:cubic")
-    options = get_experiment("throughput").options().model_dump(mode="json")
-
-    def key(s: sc.Scenario) -> str:
-        return cp.run_key("throughput", cfg, "batch", 10.0, 1, s, options)
-
+    key = throughput_key
     base = key(sc.Scenario())
-    assert key(sc.build(aqm=["tail-drop", "tail-drop"])) != base  # named, though it runs the same
+    assert sc.build(aqm=["tail-drop"]).aqm is None
+    assert key(sc.build(aqm=["tail-drop", "tail-drop"])) == base  # the default, named
     keys = {base, key(sc.build(aqm=["codel", "codel"])), key(sc.build(aqm=["codel", "codel"], aqm_target_ms=3.0)),
             key(sc.build(aqm=["codel", "codel"], aqm_ecn=False)), key(sc.build(aqm=["pie", "pie"]))}
     assert len(keys) == 5

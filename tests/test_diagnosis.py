@@ -109,6 +109,18 @@ def test_aqm_drops_before_a_wait_are_named_with_ecn_and_marks_are_events_not_cau
     assert [s.cause for s in stalls(marked_only)] == [None], "a mark loses nothing"
 
 
+def test_the_figure_gives_a_legs_aqm_drops_and_marks_rows_of_their_own(tmp_path):
+    """Marks at 1.0 s and drops at 1.8 s on leg2: each a scatter at its time (the
+    t-Reordering expiry at 2.91 s has its row too)."""
+    tl = timeline(with_aqm(records(stall=(2.0, 2.9), expiry_at=2.91), drops_at=1.8, marks_at=1.0), FACTS, [])
+    info = figure(run_figure(tl, stalls(tl), diagnose(tl), tmp_path / "f.png", "a run"),
+                  ["whole transfer (10.0 s, 0.02 s means)", "", "the first 3 s (10 ms intervals)"], "a run")
+    strip = info.axes[1]
+    at = sorted(sc.x for sc in strip.series if sc.kind == "scatter" and sc.x is not None)
+    assert at == [pytest.approx((1.0, 1.0)), pytest.approx((1.8, 1.8)), pytest.approx((2.91, 2.91))], strip.series
+    assert strip.y is not None and strip.y[1] - strip.y[0] == pytest.approx(2), "three rows: marks, drops, expiry"
+
+
 def test_queue_drops_are_named_before_the_expiry_they_cause():
     tl = timeline(records(stall=(2.0, 2.9), queue_drops_at=1.8, expiry_at=2.91), FACTS, [])
     d = diagnose(tl)

@@ -3,8 +3,10 @@
 import json
 
 from dclab.analysis.metrics import (
+    LegTotals,
     MeanStd,
     PdcpSummary,
+    RxWait,
     bearer_series,
     jain,
     leg_series,
@@ -12,7 +14,7 @@ from dclab.analysis.metrics import (
     nearest,
     pdcp_summary,
 )
-from dclab.dcemu.records import Rx, Stats
+from dclab.dcemu.records import Direction, Hist, Rx, Stats
 from dclab.endpoints.base import TransferResult
 from dclab.units import parse_size
 
@@ -57,6 +59,10 @@ def test_pdcp_summary_picks_the_bearer():
     assert p is not None and p.tx_pdus == {"leg1": 1} and p.rx_wait_us is not None and p.rx_wait_us.count == 1
     assert p.rx["delivered"] == 1 and set(p.rx) == set(Rx.model_fields) - {"wait"}  # every counter, 0 if unsaid
     assert p.legs["leg1"].bytes_out == 3
+    # the kept totals are fields the records have, read by name: a renamed field fails here, not as a silent 0
+    assert set(LegTotals.model_fields) <= set(Direction.model_fields)
+    assert set(RxWait.model_fields) <= set(Hist.model_fields)
+    assert p.rx_wait_us == RxWait(count=1, mean_us=2.0, p50_us=2.0, p99_us=2.0, max_us=2.0)
     assert pdcp_summary([], "dc") is None, "no summary record: none"
     stored = json.loads(json.dumps(p.model_dump(mode="json")))
     assert PdcpSummary.of(stored) == p and PdcpSummary.of({}) is None, "read back from the store as written"

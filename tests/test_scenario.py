@@ -10,18 +10,12 @@ from pathlib import Path
 import pytest
 import tomli_w
 from click.testing import CliRunner
+from scenario_render import render, throughput_key
 
 from dclab import scenario as sc
 from dclab.cli import app
-from dclab.dcemu.config import to_dcemu
 from dclab.experiments import get_experiment
 from dclab.paths import DCEMU
-
-
-def render(s: sc.Scenario, kind: str = "throughput", topology: dict | None = None) -> str:
-    exp = get_experiment(kind)
-    o = exp.options()
-    return to_dcemu(exp.scenario(s, o), exp.plan(exp.scenario(s, o), o), topology or {})
 
 
 def test_defaults_are_the_reference_testbed():
@@ -188,14 +182,7 @@ def test_scenario_file_round_trip_keeps_the_new_fields(tmp_path):
 
 
 def test_run_keys_change_only_when_the_new_fields_leave_their_defaults():
-    from dclab.campaign import plan as cp
-
-    cfg = cp.parse_config("tcp:cubic")
-    options = get_experiment("throughput").options().model_dump(mode="json")
-
-    def key(s: sc.Scenario) -> str:
-        return cp.run_key("throughput", cfg, "batch", 10.0, 1, s, options)
-
+    key = throughput_key
     base = key(sc.Scenario())
     assert key(sc.build(jitter_reorders=True, uplink_loss=0.0)) == base
     assert len({base, key(sc.build(jitter_reorders=False)), key(sc.build(uplink_loss=1.0))}) == 3

@@ -116,7 +116,8 @@ def leg_window_means(records: Sequence[Stats], t0_ms: float, window_s: float, st
 
 
 class RxWait(BaseModel):
-    """How long the PDCP receiver held SDUs for reordering (its histogram's summary), µs."""
+    """How long the PDCP receiver held SDUs for reordering, µs: the fields of its histogram's
+    summary (``dcemu.records.Hist``) a run's details keep."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -128,7 +129,8 @@ class RxWait(BaseModel):
 
 
 class LegTotals(BaseModel):
-    """One downlink leg's totals over a run."""
+    """One downlink leg's totals over a run: the fields of its summary record
+    (``dcemu.records.Direction``) a run's details keep."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -162,18 +164,16 @@ def pdcp_summary(records: Sequence[Stats], bearer: str) -> PdcpSummary | None:
     summary = next((r for r in reversed(records) if r.type == "summary"), None)
     if summary is None:
         return None
-    legs = {leg.name: LegTotals(bytes_out=leg.downlink.bytes_out, packets_out=leg.downlink.packets_out,
-                                dropped_queue_packets=leg.downlink.dropped_queue_packets,
-                                dropped_loss_packets=leg.downlink.dropped_loss_packets) for leg in summary.legs}
+    legs = {leg.name: LegTotals.model_validate(leg.downlink.model_dump(include=set(LegTotals.model_fields)))
+            for leg in summary.legs}
     b = summary.bearer(bearer)
     if b is None:
         return PdcpSummary(legs=legs)
     if b.rx is None:
         return PdcpSummary(tx_pdus=dict(b.tx_pdus), delivered_bytes=b.delivered_bytes, legs=legs)
-    w = b.rx.wait
     return PdcpSummary(tx_pdus=dict(b.tx_pdus), rx=b.rx.model_dump(exclude={"wait"}), delivered_bytes=b.delivered_bytes,
-                       rx_wait_us=RxWait(count=w.count, mean_us=w.mean_us, p50_us=w.p50_us, p99_us=w.p99_us,
-                                         max_us=w.max_us), legs=legs)
+                       rx_wait_us=RxWait.model_validate(b.rx.wait.model_dump(include=set(RxWait.model_fields))),
+                       legs=legs)
 
 
 def quantile(sorted_vals: list[float], q: float) -> float:

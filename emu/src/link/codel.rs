@@ -15,6 +15,7 @@
 
 use super::super::base::packet::Pkt;
 use super::super::base::time::{Nanos, NS_PER_MS};
+use super::AqmCounters;
 
 /// RFC 8289's defaults (section 4.2/4.3): 5 ms and 100 ms.
 pub const DEFAULT_TARGET: Nanos = 5 * NS_PER_MS;
@@ -63,14 +64,6 @@ impl CodelParams {
     }
 }
 
-/// What CoDel did, cumulative.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CodelCounters {
-    pub dropped_packets: u64,
-    pub dropped_bytes: u64,
-    pub marked_packets: u64,
-}
-
 /// One CoDel instance (one queue, or one flow queue of FQ-CoDel).
 #[derive(Clone, Debug)]
 pub struct Codel {
@@ -82,7 +75,7 @@ pub struct Codel {
     drop_next: Nanos,
     count: u32,
     lastcount: u32,
-    pub counters: CodelCounters,
+    pub counters: AqmCounters,
 }
 
 /// The outcome of one `dodequeue`: the packet and whether it may be dropped.
@@ -100,7 +93,7 @@ impl Codel {
             drop_next: 0,
             count: 0,
             lastcount: 0,
-            counters: CodelCounters::default(),
+            counters: AqmCounters::default(),
         }
     }
 

@@ -12,7 +12,8 @@ use super::codel::{Codel, CodelParams};
 use super::delay::{DelayDist, DelayStage};
 use super::loss::{Loss, LossModel};
 use super::pie::{Pie, PieParams};
-use super::rate::{Aqm, AqmCounters, RateSpec, RateStage, Refused};
+use super::rate::{Aqm, RateSpec, RateStage, Refused};
+use super::AqmCounters;
 
 /// The largest packet an AQM reckons with (its backlog rules): an Ethernet MTU.
 const AQM_MTU: u64 = 1500;

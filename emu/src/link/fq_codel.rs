@@ -19,7 +19,8 @@
 use std::collections::VecDeque;
 
 use super::super::base::time::Nanos;
-use super::codel::{Codel, CodelCounters, CodelParams, Fifo, Queued};
+use super::codel::{Codel, CodelParams, Fifo, Queued};
+use super::AqmCounters;
 
 /// RFC 8290's defaults (section 5, and Linux's): 1024 flow queues, a quantum of 1514
 /// bytes (an Ethernet frame), 10240 packets in all.
@@ -66,7 +67,7 @@ struct FlowQueue {
 /// at the packet limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FqCodelCounters {
-    pub codel: CodelCounters,
+    pub codel: AqmCounters,
     pub overlimit_packets: u64,
     pub overlimit_bytes: u64,
 }
@@ -144,9 +145,7 @@ impl FqCodel {
             ..Default::default()
         };
         for f in &self.queues {
-            c.codel.dropped_packets += f.codel.counters.dropped_packets;
-            c.codel.dropped_bytes += f.codel.counters.dropped_bytes;
-            c.codel.marked_packets += f.codel.counters.marked_packets;
+            c.codel += f.codel.counters;
         }
         c
     }

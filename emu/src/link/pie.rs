@@ -24,6 +24,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::super::base::time::{Nanos, NS_PER_MS, NS_PER_S};
+use super::AqmCounters;
 
 /// RFC 8033's defaults (section 5, "Implementation and Deployment"): 15 ms, 15 ms, 0.125 Hz,
 /// 1.25 Hz, 150 ms, and 10 % for marking.
@@ -76,13 +77,6 @@ pub enum Verdict {
     Drop,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PieCounters {
-    pub dropped_packets: u64,
-    pub dropped_bytes: u64,
-    pub marked_packets: u64,
-}
-
 #[derive(Clone, Debug)]
 pub struct Pie {
     p: PieParams,
@@ -94,7 +88,7 @@ pub struct Pie {
     /// The instant of the next periodic update.
     next_update: Nanos,
     rng: SmallRng,
-    pub counters: PieCounters,
+    pub counters: AqmCounters,
 }
 
 impl Pie {
@@ -108,7 +102,7 @@ impl Pie {
             burst_allowance: p.max_burst,
             next_update: now + p.t_update,
             rng: SmallRng::seed_from_u64(seed),
-            counters: PieCounters::default(),
+            counters: AqmCounters::default(),
         }
     }
 

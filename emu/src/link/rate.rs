@@ -40,6 +40,7 @@ use super::codel::{Codel, Fifo, Queued};
 use super::pie::{Pie, Verdict};
 use super::queue::DropTail;
 use super::trace::{RateTrace, OPPORTUNITY_BYTES};
+use super::AqmCounters;
 use crate::base::histogram::Histogram;
 use crate::base::packet::{Pkt, CE};
 use crate::base::time::{Nanos, NS_PER_MS};
@@ -251,14 +252,6 @@ pub enum Aqm {
     Pie(Pie),
 }
 
-/// What a queue's AQM did, cumulative.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct AqmCounters {
-    pub dropped_packets: u64,
-    pub dropped_bytes: u64,
-    pub marked_packets: u64,
-}
-
 /// Why a packet was refused at the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -371,24 +364,14 @@ impl RateStage {
     pub fn aqm_counters(&self) -> Option<AqmCounters> {
         match &self.aqm {
             Aqm::TailDrop => None,
-            Aqm::Codel(c) => Some(AqmCounters {
-                dropped_packets: c.counters.dropped_packets,
-                dropped_bytes: c.counters.dropped_bytes,
-                marked_packets: c.counters.marked_packets,
-            }),
-            Aqm::Pie(p) => Some(AqmCounters {
-                dropped_packets: p.counters.dropped_packets,
-                dropped_bytes: p.counters.dropped_bytes,
-                marked_packets: p.counters.marked_packets,
-            }),
+            Aqm::Codel(c) => Some(c.counters),
+            Aqm::Pie(p) => Some(p.counters),
         }
     }
 
     /// Moves the packets the AQM dropped at dequeue since the last call into `out`.
     pub fn take_aqm_dropped(&mut self, out: &mut Vec<Pkt>) {
-        if !self.aqm_dropped.is_empty() {
-            out.append(&mut self.aqm_dropped);
-        }
+        out.append(&mut self.aqm_dropped);
     }
 
     /// Whether the AQM dropped packets at dequeue that `take_aqm_dropped` has not taken.
@@ -521,12 +504,7 @@ impl RateStage {
                     self.next_event = Some(start);
                     return;
                 }
-                // Tail drop serves the head as it is (the common case: no second look).
-                let head = match self.aqm {
-                    Aqm::TailDrop => Some(p),
-                    _ => self.aqm_dequeue(start),
-                };
-                match head {
+                match self.aqm_dequeue(start, p) {
                     Some(head) => p = head,
                     None => continue, // all dropped: the queue is empty
                 }
@@ -555,15 +533,15 @@ impl RateStage {
         }
     }
 
-    /// The head that starts service at `start`, once the AQM has seen it: CoDel may drop
-    /// heads (kept for [`RateStage::take_aqm_dropped`]) or mark the one it keeps; PIE learns
-    /// its sojourn. `None`: CoDel dropped every packet queued (the busy period ends at
-    /// `start`).
-    fn aqm_dequeue(&mut self, start: Nanos) -> Option<Pkt> {
+    /// The packet that starts service at `start`, once the AQM has seen the queue's
+    /// `head`: tail drop serves it as it is (the common case, inlined); CoDel may drop heads
+    /// (kept for [`RateStage::take_aqm_dropped`]) or mark the one it keeps; PIE learns its
+    /// sojourn. `None`: CoDel dropped every packet queued (the busy period ends at `start`).
+    #[inline]
+    fn aqm_dequeue(&mut self, start: Nanos, head: Pkt) -> Option<Pkt> {
         match &mut self.aqm {
-            Aqm::TailDrop => self.queue.front().copied(),
+            Aqm::TailDrop => Some(head),
             Aqm::Pie(pie) => {
-                let head = *self.queue.front()?;
                 let sojourn = start.saturating_sub(self.arrivals[0]);
                 pie.on_dequeue(start, sojourn, self.queue.bytes() - u64::from(head.len));
                 Some(head)
