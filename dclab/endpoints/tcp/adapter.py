@@ -57,10 +57,20 @@ the stamp is read back as a monotonic time (the offset is the whole number of se
 that makes the stamps agree with when the lines were read here); a stamp that does not
 agree falls back to when the line was read. Then ``request_s`` is that stamp,
 ``first_byte_s`` = start + ``time_starttransfer``, ``last_byte_s`` = start + ``time_total``,
-and a connection's ``handshake_s`` = start + ``time_appconnect`` of the transfer that
-opened it (TLS done). ``-v`` prints headers and one short line per read, not bodies. An
+and a connection's ``handshake_s`` is the stamp of its ``SSL connection using`` line, which
+curl prints when its TLS handshake is done (else, where the line is missing, start +
+``time_appconnect`` of the transfer that opened it; ``extra["stamped_handshakes"]`` counts
+the connections timed by the line). The line and not the chained durations, because
+start + ``time_appconnect`` once came out 27 µs before the connection's own ``Trying``
+line, several milliseconds early (docs/explanation/testing.md, failure table). ``-v`` prints headers and one short line per read, not bodies. An
 object is ok only when curl's transfer ended without error, the status is 200, the HTTP
 version is 2 and ``size_download`` equals its size.
+
+Streams at once. ``extra["streams_at_once"]`` is, per connection, the most objects whose
+request line curl had written and whose report it had not: curl writes both to one
+stderr in the order it does them, so this is the stack's own count of streams in flight,
+whatever the clocks say (1 for sequential streams; with ``--parallel``, how many it
+multiplexed).
 """
 
 from __future__ import annotations
@@ -128,6 +138,7 @@ def hypercorn_command(spec: ServerSpec) -> list[str]:
 _STAMP = r"^(\d\d):(\d\d):(\d\d)\.(\d{6}) "
 _REQUEST = re.compile(_STAMP + r"> GET /\d+\?o=(\d+) HTTP/2")
 _TRYING = re.compile(_STAMP + r"\*\s+Trying ")
+_TLS_DONE = re.compile(_STAMP + r"\* SSL connection using ")
 _URL_INDEX = re.compile(r"[?&]o=(\d+)$")
 DAY = 86400
 
@@ -144,6 +155,7 @@ class TlsSeen:
     offered: bool = False  # "SSL re-using session ID": the client offered a session
     server_hello: bool = False
     certificate: bool = False  # the server sent its Certificate: a full handshake
+    done: tuple[float, float] | None = None  # "SSL connection using": (stamp, read at)
 
     def see(self, line: str) -> None:
         if "SSL re-using session ID" in line:
@@ -172,6 +184,8 @@ class _Reports(threading.Thread):
         self.tryings: list[tuple[float, float]] = []  # each connection attempt: (stamp, read at)
         self.tls: list[TlsSeen] = []  # one per connection attempt, in order
         self.other: list[str] = []
+        self.in_flight = 0  # objects requested and not yet reported, in stderr's order
+        self.most_in_flight = 0
 
     def run(self) -> None:
         assert self.proc.stderr is not None
@@ -182,11 +196,17 @@ class _Reports(threading.Thread):
         m = _REQUEST.match(line)
         if m:
             self.requests[int(m.group(5))] = (_stamp(m), now)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
             return
         m = _TRYING.match(line)
         if m:
             self.tryings.append((_stamp(m), now))
             self.tls.append(TlsSeen())
+            return
+        m = _TLS_DONE.match(line)
+        if m and self.tls:
+            self.tls[-1].done = (_stamp(m), now)
             return
         if self.tls:
             self.tls[-1].see(line)
@@ -198,6 +218,8 @@ class _Reports(threading.Thread):
                 d = None
             if isinstance(d, dict):
                 self.reports.append(d)
+                if _URL_INDEX.search(str(d.get("url_effective") or "")):  # an object's, not the warm-up's
+                    self.in_flight = max(0, self.in_flight - 1)
                 return
         if line.startswith("curl:"):
             self.other.append(line.strip())
@@ -226,6 +248,12 @@ class _Reports(threading.Thread):
         """Each connection attempt's monotonic time (as ``request_times``)."""
         offset = self._offset()
         return [self._mono(stamp, read, offset)[0] for stamp, read in self.tryings]
+
+    def handshake_time(self, attempt: int) -> float | None:
+        """When connection attempt ``attempt``'s TLS handshake was done (as
+        ``request_times``), None if the trace does not say."""
+        done = self.tls[attempt].done if attempt < len(self.tls) else None
+        return None if done is None else self._mono(*done, self._offset())[0]
 
 
 def netstat_counters(netns_exec: list[str], group: str) -> dict[str, int] | None:
@@ -407,10 +435,12 @@ class TcpStack(Stack):
         errs: list[str] = []
         extra: JsonObject = {"returncodes": [p.returncode for p in procs], "local_ports": [], "cc": spec.cc,
                                  "startup_s": min(known) - spawned[0] if known else None,
-                                 "startup_s_connections": startups}  # fmt: skip
+                                 "startup_s_connections": startups,
+                                 "streams_at_once": [r.most_in_flight for r in readers]}  # fmt: skip
         http_codes: list[int | None] = [None] * len(wl.objects)
         http_versions: list[str | None] = [None] * len(wl.objects)
         stamped = 0  # requests timed by curl's own stamp (else: when its line was read)
+        stamped_handshakes = 0  # connections whose TLS end is the trace's line
         for c, idx in enumerate(per_conn):
             reader = readers[c]
             reports: dict[int, JsonObject] = {}
@@ -450,6 +480,10 @@ class TcpStack(Stack):
                 errs.append(f"connection {c}: curl opened {connects} TCP connections (local ports {ports}), not one")
             if len(reader.tls) > warmups:
                 connections[c].resumed = reader.tls[warmups].resumed()
+            done = reader.handshake_time(warmups)
+            if done is not None:
+                connections[c].handshake_s = done - t0
+                stamped_handshakes += 1
             if wl.resumption:  # a failed warm-up fails the workload, as for the other stacks
                 warm, failed = _warmup(reader)
                 extra.setdefault("warmup", []).append(warm)
@@ -464,6 +498,7 @@ class TcpStack(Stack):
                 conn.early_data = None  # some did, which ones cannot be told
         extra["http_codes"], extra["http_versions"] = http_codes, http_versions
         extra["stamped_requests"] = stamped
+        extra["stamped_handshakes"] = stamped_handshakes
         return TransferResult.from_parts(objects, connections, request_wall=wall + (t0 - mono), error="; ".join(errs) or None,
                                          extra=extra)  # fmt: skip
 

@@ -21,6 +21,7 @@ pub use direction::{sub_seed, LinkCounters, LinkDirection, LinkSpec, LinkTail, S
 pub use loss::{Loss, LossModel};
 pub use queue::DropTail;
 pub use rate::{Aqm, RateSpec, RateStage, Refused};
+pub use trace::{RateTrace, OPPORTUNITY_BYTES};
 
 /// What a queue's AQM (CoDel, PIE, or CoDel over FQ-CoDel's flows) did, cumulative.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -37,4 +38,3 @@ impl std::ops::AddAssign for AqmCounters {
         self.marked_packets += o.marked_packets;
     }
 }
-pub use trace::{RateTrace, OPPORTUNITY_BYTES};
