@@ -146,7 +146,7 @@ def _sn_events(v: object) -> object:
     return v
 
 
-AqmKind = Literal["tail-drop", "codel", "pie"]
+AqmKind = Literal["tail-drop", "codel", "pie", "fq-codel"]
 
 
 def _aqm(v: object) -> object:
@@ -260,13 +260,14 @@ class Scenario(BaseModel):
         "reports an outage, and PDCP sends its copies of what it sent there again on leg 1 (leg 1 likewise, its "
         "copies sent to leg 2); 0: off"))] = 0.0
     aqm: Annotated[list[AqmKind] | None, BeforeValidator(_aqm), Field(description=(
-        "the queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289) or pie (RFC 8033); "
+        "the queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289), pie (RFC 8033) or "
+        "fq-codel (RFC 8290: a CoDel per flow, served by deficit round robin, the leg's queue its packet limit); "
         "one value for every leg; None: tail drop everywhere"))] = None
     aqm_target_ms: Annotated[float | None, bounded("aqm_target_ms", description=(
-        "the queue delay the AQM aims at, ms; None: the RFC's (CoDel 5, PIE 15)"))] = None
+        "the queue delay the AQM aims at, ms; None: the RFC's (CoDel and FQ-CoDel 5, PIE 15)"))] = None
     aqm_interval_ms: Annotated[float | None, bounded("aqm_interval_ms", description=(
         "CoDel's interval (how long the delay must stay above target before a drop), PIE's update period, "
-        "ms; None: the RFC's (CoDel 100, PIE 15)"))] = None
+        "ms; None: the RFC's (CoDel and FQ-CoDel 100, PIE 15)"))] = None
     aqm_ecn: Annotated[StrictBool, Field(description=(
         "the AQM marks an ECN-capable packet CE instead of dropping it (PIE: while its probability is at "
         "most 10 %)"))] = True
@@ -393,7 +394,7 @@ class Scenario(BaseModel):
         if self.aqm_kinds() == {"tail-drop"}:
             for name in ("aqm_target_ms", "aqm_interval_ms", "aqm_ecn"):
                 if getattr(self, name) != type(self).model_fields[name].default:
-                    raise ValueError(f"{name}: needs an AQM on some leg (codel or pie); tail drop reads nothing "
+                    raise ValueError(f"{name}: needs an AQM on some leg (codel, pie or fq-codel); tail drop reads nothing "
                                      "of it")
 
     def aqm_kinds(self) -> set[str]:

@@ -31,9 +31,9 @@ def test_one_discipline_for_every_leg_or_one_per_leg():
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--aqm", "red"], "--aqm (leg 1): Input should be 'tail-drop', 'codel' or 'pie'"),
+    (["--aqm", "red"], "--aqm (leg 1): Input should be 'tail-drop', 'codel', 'pie' or 'fq-codel'"),
     (["--aqm", "codel,pie,pie"], "--aqm: one value for every leg, or one per leg (2), got 3"),
-    (["--aqm-target", "3"], "--aqm-target: needs an AQM on some leg (codel or pie)"),
+    (["--aqm-target", "3"], "--aqm-target: needs an AQM on some leg (codel, pie or fq-codel)"),
     (["--aqm", "tail-drop", "--no-aqm-ecn"], "--aqm-ecn: needs an AQM on some leg"),
     (["--aqm", "codel", "--aqm-target", "0"], "--aqm-target: must be at least 0.1 and at most 10000 (got 0.0)"),
     (["--aqm", "codel", "--aqm-interval", "20000"], "--aqm-interval: must be at least 0.1 and at most 10000 (got 20000.0)"),
@@ -45,10 +45,11 @@ def test_bad_aqm_options_are_refused_naming_the_option(args, message):
 
 
 def test_each_legs_discipline_renders_and_dcemu_reads_it_back(tmp_path):
-    s = sc.build(aqm=["codel", "pie"], aqm_target_ms=3.0, aqm_ecn=False)
+    s = sc.build(bw=[20, 20, 20], aqm=["codel", "pie", "fq-codel"], aqm_target_ms=3.0, aqm_ecn=False)
     d = tomllib.loads(render(s))
     assert [leg["downlink"].get("aqm") for leg in d["legs"]] == [
-        {"kind": "codel", "ecn": False, "target_ms": 3.0}, {"kind": "pie", "ecn": False, "target_ms": 3.0}]
+        {"kind": "codel", "ecn": False, "target_ms": 3.0}, {"kind": "pie", "ecn": False, "target_ms": 3.0},
+        {"kind": "fq-codel", "ecn": False, "target_ms": 3.0}]
     assert "aqm" not in d["legs"][0].get("uplink", {}), "the uplink stays tail-drop"
     one = tomllib.loads(render(sc.build(aqm=["tail-drop", "codel"], aqm_interval_ms=50.0)))
     assert [leg["downlink"].get("aqm") for leg in one["legs"]] == [None, {"kind": "codel", "ecn": True,
@@ -60,7 +61,7 @@ def test_each_legs_discipline_renders_and_dcemu_reads_it_back(tmp_path):
         p = subprocess.run([str(DCEMU), "check", str(f)], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
         back = tomllib.loads(p.stdout)
-        assert [leg["downlink"]["aqm"]["kind"] for leg in back["legs"]] == ["codel", "pie"]
+        assert [leg["downlink"]["aqm"]["kind"] for leg in back["legs"]] == ["codel", "pie", "fq-codel"]
 
 
 def test_run_keys_change_only_with_an_aqm():
@@ -69,8 +70,9 @@ def test_run_keys_change_only_with_an_aqm():
     assert sc.build(aqm=["tail-drop"]).aqm is None
     assert key(sc.build(aqm=["tail-drop", "tail-drop"])) == base  # the default, named
     keys = {base, key(sc.build(aqm=["codel", "codel"])), key(sc.build(aqm=["codel", "codel"], aqm_target_ms=3.0)),
-            key(sc.build(aqm=["codel", "codel"], aqm_ecn=False)), key(sc.build(aqm=["pie", "pie"]))}
-    assert len(keys) == 5
+            key(sc.build(aqm=["codel", "codel"], aqm_ecn=False)), key(sc.build(aqm=["pie", "pie"])),
+            key(sc.build(aqm=["fq-codel", "fq-codel"]))}
+    assert len(keys) == 6
 
 
 def sojourn_p99_ms(run: Path) -> list[float]:
@@ -90,18 +92,20 @@ def test_codel_keeps_the_legs_queues_short_where_tail_drop_lets_them_grow(tmp_pa
     """A simulated 20 MB TCP CUBIC download over the two 20 Mbit/s legs with 1000-packet
     queues (deterministic for its seed): tail drop lets each leg's queue wait reach 71 ms
     at the p99 (the modelled receiver's window, not the queue, stops it there); CoDel holds
-    it to 36 ms, about twice its 5 ms target plus the bursts an interval lets through."""
+    it to 36 ms, about twice its 5 ms target plus the bursts an interval lets through.
+    FQ-CoDel, with one flow in one queue, is that flow's CoDel: the same bound."""
     runs = {}
-    for kind in ("tail-drop", "codel"):
+    for kind in ("tail-drop", "codel", "fq-codel"):
         out = tmp_path / kind
         r = run_dclab("run", "throughput", "--backend", "sim", "--stack", "tcp", "--size", "20MB", "--queue", "1000",
                       "--aqm", kind, "--out", str(out), timeout=120)
         assert r.returncode == 0, r.stderr
         runs[kind] = sojourn_p99_ms(out)
     assert all(60 <= p <= 80 for p in runs["tail-drop"]), runs
-    assert all(p <= 5 * 2 + 100 and p < 0.6 * t for p, t in zip(runs["codel"], runs["tail-drop"], strict=True)), runs
-    result = orjson.loads((tmp_path / "codel" / "rep-01" / "result.json").read_bytes())
-    assert result["ok"]
+    for kind in ("codel", "fq-codel"):
+        assert all(p <= 5 * 2 + 100 and p < 0.6 * t for p, t in zip(runs[kind], runs["tail-drop"], strict=True)), runs
+        result = orjson.loads((tmp_path / kind / "rep-01" / "result.json").read_bytes())
+        assert result["ok"]
 
 
 def summary_and_flows(run: Path) -> tuple[object, list[dict]]:

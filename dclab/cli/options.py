@@ -137,14 +137,14 @@ def scenario_options(f: F) -> F:
         click.option("--queue", "queue_packets", type=int,
                      help=f"Downlink rate-stage queue per leg in packets (1-1000000) [default {_shown('queue_packets')}]."),
         click.option("--aqm", metavar="KIND[,KIND...]",
-                     help="Queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289) or pie "
-                          "(RFC 8033); one for every leg, or one per leg, e.g. codel,tail-drop; not with --link "
-                          "[default tail-drop]."),
+                     help="Queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289), pie "
+                          "(RFC 8033) or fq-codel (RFC 8290, a CoDel per flow; --queue is its packet limit); one "
+                          "for every leg, or one per leg, e.g. codel,tail-drop; not with --link [default tail-drop]."),
         click.option("--aqm-target", "aqm_target_ms", type=float, metavar="MS",
-                     help="The queue delay the AQM aims at (0.1-10000) [default: CoDel 5, PIE 15]."),
+                     help="The queue delay the AQM aims at (0.1-10000) [default: CoDel and FQ-CoDel 5, PIE 15]."),
         click.option("--aqm-interval", "aqm_interval_ms", type=float, metavar="MS",
                      help="CoDel's interval (the delay must stay above target this long before a drop); PIE's "
-                          "update period (0.1-10000) [default: CoDel 100, PIE 15]."),
+                          "update period (0.1-10000) [default: CoDel and FQ-CoDel 100, PIE 15]."),
         click.option("--aqm-ecn/--no-aqm-ecn", "aqm_ecn", default=None,
                      help="The AQM marks an ECN-capable packet CE instead of dropping it, or drops every packet "
                           "it selects [default --aqm-ecn]."),

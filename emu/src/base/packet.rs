@@ -18,6 +18,9 @@ pub struct Pkt {
     pub count: u32,
     /// Bearer index.
     pub bearer: u16,
+    /// A hash of the packet's 5-tuple (`engine/classifier.rs`), the same for every packet
+    /// of a connection: FQ-CoDel's flow queue (`link/fq_codel.rs`).
+    pub flow: u16,
     /// The IP header's ECN field (RFC 3168): `NOT_ECT`, `ECT1`, `ECT0` or `CE`; a queue's
     /// AQM sets `CE` on an ECN-capable packet instead of dropping it.
     pub ecn: u8,
@@ -36,6 +39,7 @@ impl Pkt {
             born,
             count: 0,
             bearer: 0,
+            flow: 0,
             ecn: NOT_ECT,
         }
     }

@@ -241,7 +241,20 @@ mod tests {
             None
         );
         assert!(err(&format!("{leg}kind = 'red'"))
-            .contains("legs[0].downlink.aqm.kind: codel or pie (got \"red\")"));
+            .contains("legs[0].downlink.aqm.kind: codel, pie or fq-codel (got \"red\")"));
+        let s = parse(&format!("{leg}kind = 'fq-codel'"), Path::new(".")).unwrap();
+        assert_eq!(
+            s.legs[0].downlink.aqm,
+            Some(AqmSpec::FqCodel {
+                target: 5 * crate::base::time::NS_PER_MS,
+                interval: 100 * crate::base::time::NS_PER_MS,
+                ecn: true
+            })
+        );
+        let bytes = "[[legs]]\nname='a'\n[legs.downlink]\nqueue_bytes = 100000\n[legs.downlink.aqm]\nkind = 'fq-codel'";
+        assert!(
+            err(bytes).contains("legs[0].downlink.aqm.kind: fq-codel limits its queue in packets")
+        );
         assert!(err(&format!("{leg}kind = 'codel'\ntarget_ms = 0"))
             .contains("legs[0].downlink.aqm.target_ms: must be between 0.1"));
         assert!(

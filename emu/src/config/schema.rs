@@ -421,17 +421,18 @@ pub struct DirectionFile {
     pub aqm: Option<AqmFile>,
 }
 
-/// `[legs.<direction>.aqm]`: CoDel (RFC 8289) or PIE (RFC 8033) on the rate stage's queue,
-/// with the RFCs' defaults where a field is not given.
+/// `[legs.<direction>.aqm]`: CoDel (RFC 8289), PIE (RFC 8033) or FQ-CoDel (RFC 8290) on the
+/// rate stage's queue, with the RFCs' defaults where a field is not given.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AqmFile {
-    /// "codel" or "pie".
+    /// "codel", "pie" or "fq-codel" (its queue's `queue_packets` is its packet limit; it
+    /// takes no `queue_bytes`).
     pub kind: String,
-    /// The delay it aims at (CoDel's target, 5 ms; PIE's QDELAY_REF, 15 ms).
+    /// The delay it aims at (CoDel's and FQ-CoDel's target, 5 ms; PIE's QDELAY_REF, 15 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_ms: Option<f64>,
-    /// CoDel's interval (100 ms); PIE's update period, T_UPDATE (15 ms).
+    /// CoDel's and FQ-CoDel's interval (100 ms); PIE's update period, T_UPDATE (15 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_ms: Option<f64>,
     /// Mark an ECN-capable packet CE instead of dropping it (default true).

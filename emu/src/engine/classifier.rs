@@ -86,15 +86,34 @@ impl Classifier {
     }
 
     pub fn classify(&self, pkt: &[u8], dir: Dir) -> usize {
+        self.classify_flow(pkt, dir).0
+    }
+
+    /// The bearer of `pkt` and its flow hash ([`flow_hash`]; 0 for a packet without an
+    /// IPv4 5-tuple).
+    pub fn classify_flow(&self, pkt: &[u8], dir: Dir) -> (usize, u16) {
         match five_tuple(pkt, dir) {
-            Some(t) => self
-                .rules
-                .iter()
-                .find(|(_, r)| r.matches(&t))
-                .map_or(self.default, |(b, _)| *b),
-            None => self.default,
+            Some(t) => (
+                self.rules
+                    .iter()
+                    .find(|(_, r)| r.matches(&t))
+                    .map_or(self.default, |(b, _)| *b),
+                flow_hash(&t),
+            ),
+            None => (self.default, 0),
         }
     }
+}
+
+/// A 16-bit hash of a 5-tuple, written from the server's point of view so that both
+/// directions of a connection hash alike; FQ-CoDel takes it modulo its number of flow
+/// queues, as Linux's `sch_fq_codel` takes the packet's hash. Fixed (no per-run
+/// perturbation), so a run's flow-to-queue mapping is reproducible.
+pub fn flow_hash(t: &FiveTuple) -> u16 {
+    let a = u64::from(t.server_addr) << 32 | u64::from(t.client_addr);
+    let b = u64::from(t.server_port) << 24 | u64::from(t.client_port) << 8 | u64::from(t.protocol);
+    let z = crate::link::sub_seed(a, b); // splitmix64: every input bit reaches every output bit
+    (z ^ (z >> 16) ^ (z >> 32) ^ (z >> 48)) as u16
 }
 
 #[cfg(test)]
@@ -161,5 +180,24 @@ pub(crate) mod tests {
         assert_eq!(c.classify(&q, Dir::Down), 2);
         let r = ipv4(6, [198, 18, 0, 1], [10, 0, 0, 1], 9000, 1234, 60);
         assert_eq!(c.classify(&r, Dir::Down), 0);
+    }
+
+    #[test]
+    fn a_connections_packets_share_a_flow_hash_both_ways_and_others_spread() {
+        let c = Classifier::new(&[vec![]], 0);
+        let down = ipv4(6, [198, 18, 0, 1], [198, 18, 0, 2], 443, 50000, 100);
+        let up = ipv4(6, [198, 18, 0, 2], [198, 18, 0, 1], 50000, 443, 100);
+        let (_, f) = c.classify_flow(&down, Dir::Down);
+        assert_eq!(c.classify_flow(&up, Dir::Up).1, f);
+        // 1024 client ports: in 1024 flow queues (RFC 8290's default) as a uniform hash
+        // would spread them, about 1024 (1 - 1/e) = 647 distinct queues.
+        let queues: std::collections::HashSet<u16> = (0..1024u16)
+            .map(|k| {
+                let p = ipv4(6, [198, 18, 0, 1], [198, 18, 0, 2], 443, 40000 + k, 100);
+                c.classify_flow(&p, Dir::Down).1 % 1024
+            })
+            .collect();
+        assert!((600..=700).contains(&queues.len()), "{}", queues.len());
+        assert_eq!(c.classify_flow(&[0x60; 40], Dir::Down), (0, 0));
     }
 }

@@ -244,13 +244,14 @@ impl Engine {
         self.pool.set_len(id, len);
         self.next_due.set(None);
         let bytes = self.pool.get(id);
-        let b = self.classifier.classify(bytes, dir);
+        let (b, flow) = self.classifier.classify_flow(bytes, dir);
         let pkt = Pkt {
             id,
             len: len as u32,
             born: now,
             count: 0,
             bearer: b as u16,
+            flow,
             ecn: ecn_of(bytes),
         };
         match dir {

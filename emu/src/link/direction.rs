@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::codel::{Codel, CodelParams};
 use super::delay::{DelayDist, DelayStage};
+use super::fq_codel::{FqCodel, FqCodelParams};
 use super::loss::{Loss, LossModel};
 use super::pie::{Pie, PieParams};
 use super::rate::{Aqm, RateSpec, RateStage, Refused};
@@ -53,6 +54,13 @@ pub enum AqmSpec {
         t_update: Nanos,
         ecn: bool,
     },
+    /// FQ-CoDel with RFC 8290's flows and quantum; the queue's packet limit is its limit
+    /// (`RateStage::with_aqm`).
+    FqCodel {
+        target: Nanos,
+        interval: Nanos,
+        ecn: bool,
+    },
 }
 
 impl AqmSpec {
@@ -75,6 +83,14 @@ impl AqmSpec {
                     ..PieParams::new(mtu, ecn)
                 };
                 Aqm::Pie(Pie::new(p, 0, seed))
+            }
+            AqmSpec::FqCodel {
+                target,
+                interval,
+                ecn,
+            } => {
+                let codel = CodelParams::new(target, interval, mtu, ecn);
+                Aqm::FqCodel(FqCodel::new(FqCodelParams::new(codel)))
             }
         }
     }
@@ -304,6 +320,12 @@ impl LinkDirection {
         }
         self.rate.take_aqm_dropped(&mut self.aqm_dropped);
         for p in self.aqm_dropped.drain(..) {
+            self.tail.discard(p.id);
+        }
+        self.rate.take_evicted(&mut self.aqm_dropped); // FQ-CoDel's limit: the queue's drops
+        for p in self.aqm_dropped.drain(..) {
+            self.counters.dropped_queue_packets += 1;
+            self.counters.dropped_queue_bytes += u64::from(p.len);
             self.tail.discard(p.id);
         }
     }
@@ -729,5 +751,45 @@ mod tests {
         assert!(l.counters().dropped_queue_packets > 1000);
         // 1282 bytes take 0.51 ms at 20 Mbit/s < 1 ms jitter std: reordering happens.
         assert!(out.windows(2).any(|w| w[1].1 < w[0].1));
+    }
+
+    #[test]
+    fn fq_codels_limit_drops_count_as_the_queues_and_free_their_buffers() {
+        let spec = LinkSpec {
+            aqm: Some(AqmSpec::FqCodel {
+                target: 5 * NS_PER_MS,
+                interval: 100 * NS_PER_MS,
+                ecn: false,
+            }),
+            ..LinkSpec::reference(10)
+        };
+        let mut l = LinkDirection::new(&spec, 1);
+        for i in 0..30 {
+            assert!(
+                l.enqueue(
+                    0,
+                    Pkt {
+                        flow: 1,
+                        ..pkt(i, 1500)
+                    }
+                ),
+                "taken, then maybe evicted"
+            );
+        }
+        assert_eq!(
+            l.queue_packets(),
+            10,
+            "the packet limit holds, the one in service counted"
+        );
+        assert_eq!(l.counters().dropped_queue_packets, 20);
+        assert_eq!(l.counters().dropped_queue_bytes, 20 * 1500);
+        let mut freed = Vec::new();
+        l.reclaim(&mut |id| freed.push(id));
+        assert_eq!(
+            freed,
+            (1..=20).collect::<Vec<u32>>(),
+            "the oldest waiting, not the arrivals"
+        );
+        assert_eq!(l.aqm_counters().map(|c| c.dropped_packets), Some(0));
     }
 }

@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 
+use super::super::base::packet::Pkt;
 use super::super::base::time::Nanos;
 use super::codel::{Codel, CodelParams, Fifo, Queued};
 use super::AqmCounters;
@@ -138,6 +139,39 @@ impl FqCodel {
         self.bytes
     }
 
+    /// Packets queued in all, beyond which the fattest flow's head is dropped.
+    pub fn limit_packets(&self) -> u32 {
+        self.p.limit_packets
+    }
+
+    pub fn set_limit_packets(&mut self, limit: u32) {
+        self.p.limit_packets = limit;
+    }
+
+    /// Removes every queued packet `take` selects, keeping each flow's order; a flow left
+    /// empty stays on its list until `dequeue` finds it so (as one CoDel emptied).
+    pub fn take_where(&mut self, take: impl Fn(&Pkt) -> bool) -> Vec<Pkt> {
+        let mut out = Vec::new();
+        for f in &mut self.queues {
+            if f.q.is_empty() {
+                continue;
+            }
+            f.q.retain(|h| {
+                if take(&h.pkt) {
+                    out.push(h.pkt);
+                    false
+                } else {
+                    true
+                }
+            });
+            let bytes: u64 = f.q.iter().map(|h| u64::from(h.pkt.len)).sum();
+            self.bytes -= f.bytes - bytes;
+            f.bytes = bytes;
+        }
+        self.packets -= out.len() as u32;
+        out
+    }
+
     pub fn counters(&self) -> FqCodelCounters {
         let mut c = FqCodelCounters {
             overlimit_packets: self.overlimit_packets,
@@ -241,7 +275,6 @@ impl FqCodel {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::base::packet::Pkt;
     use super::super::super::base::time::NS_PER_MS;
     use super::super::codel::{DEFAULT_INTERVAL, DEFAULT_TARGET};
     use super::*;

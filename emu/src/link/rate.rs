@@ -31,12 +31,21 @@
 //! the packets queued at that instant; a packet larger than the remaining credit keeps what
 //! it got and completes at a later opportunity (bytes carry over within a busy period); the
 //! unused part of an opportunity is lost once no packet is waiting for it.
+//!
+//! # FQ-CoDel
+//! With [`Aqm::FqCodel`] the waiting packets sit in FQ-CoDel's flow queues
+//! (`link/fq_codel.rs`), not in the FIFO, which then holds only the packet in service:
+//! each time the server frees, the next packet is chosen among the flows at that instant
+//! (the previous departure, or the arrival that ends an idle spell), and the stage's
+//! packet limit is FQ-CoDel's, which drops from the fattest flow's head
+//! ([`RateStage::take_evicted`]) instead of refusing the arrival.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::codel::{Codel, Fifo, Queued};
+use super::fq_codel::FqCodel;
 use super::pie::{Pie, Verdict};
 use super::queue::DropTail;
 use super::trace::{RateTrace, OPPORTUNITY_BYTES};
@@ -242,14 +251,16 @@ enum Served {
 }
 
 /// The active queue management of a rate stage's queue (tail drop at its limits applies
-/// with every one). CoDel decides when the head would start service, PIE when a packet
-/// arrives; both mark an ECN-capable packet CE where they may (`link/codel.rs`,
-/// `link/pie.rs`).
+/// with CoDel and PIE; FQ-CoDel keeps its own packet limit). CoDel decides when the head
+/// would start service, PIE when a packet arrives, FQ-CoDel which flow's head starts
+/// service and then its CoDel as CoDel does; each marks an ECN-capable packet CE where it
+/// may (`link/codel.rs`, `link/pie.rs`, `link/fq_codel.rs`).
 #[derive(Debug)]
 pub enum Aqm {
     TailDrop,
     Codel(Codel),
     Pie(Pie),
+    FqCodel(FqCodel),
 }
 
 /// Why a packet was refused at the queue.
@@ -315,6 +326,11 @@ pub struct RateStage {
     /// Packets the AQM dropped at dequeue, for the owner to count and free
     /// ([`RateStage::take_aqm_dropped`]).
     aqm_dropped: Vec<Pkt>,
+    /// Queued packets FQ-CoDel dropped at its limit ([`RateStage::take_evicted`]).
+    evicted: Vec<Pkt>,
+    /// FQ-CoDel: when the last packet arrived to an empty stage (service cannot start
+    /// before it).
+    fq_since: Nanos,
     /// How long each packet that started service had waited in the queue (ns): the
     /// sojourn CoDel judges, kept whatever the queue's discipline.
     sojourn: Histogram,
@@ -341,6 +357,8 @@ impl RateStage {
             busy_since: None,
             aqm: Aqm::TailDrop,
             aqm_dropped: Vec::new(),
+            evicted: Vec::new(),
+            fq_since: 0,
             sojourn: Histogram::default(),
         }
     }
@@ -350,8 +368,17 @@ impl RateStage {
         &self.sojourn
     }
 
-    /// The stage with `aqm` managing its queue.
-    pub fn with_aqm(mut self, aqm: Aqm) -> Self {
+    /// The stage with `aqm` managing its queue. FQ-CoDel takes over the FIFO's packet
+    /// limit, counted as the FIFO counts it (the packet in service included), and the
+    /// FIFO then holds only the packet in service; without one it keeps its own (RFC
+    /// 8290's 10,240). A byte limit is not FQ-CoDel's (the scenario refuses one).
+    pub fn with_aqm(mut self, mut aqm: Aqm) -> Self {
+        if let Aqm::FqCodel(fq) = &mut aqm {
+            if let Some(l) = self.queue.limit_packets {
+                fq.set_limit_packets(l.saturating_sub(1).max(1));
+            }
+            self.queue = DropTail::new(None, None);
+        }
         self.aqm = aqm;
         self
     }
@@ -366,6 +393,7 @@ impl RateStage {
             Aqm::TailDrop => None,
             Aqm::Codel(c) => Some(c.counters),
             Aqm::Pie(p) => Some(p.counters),
+            Aqm::FqCodel(f) => Some(f.counters().codel),
         }
     }
 
@@ -374,14 +402,25 @@ impl RateStage {
         out.append(&mut self.aqm_dropped);
     }
 
-    /// Whether the AQM dropped packets at dequeue that `take_aqm_dropped` has not taken.
+    /// Moves the queued packets FQ-CoDel dropped at its packet limit since the last call
+    /// into `out` (the limit's drops: tail drop's, for a queue that drops from the fattest
+    /// flow).
+    pub fn take_evicted(&mut self, out: &mut Vec<Pkt>) {
+        out.append(&mut self.evicted);
+    }
+
+    /// Whether the AQM dropped packets that `take_aqm_dropped` or `take_evicted` has not
+    /// taken.
     pub fn has_aqm_dropped(&self) -> bool {
-        !self.aqm_dropped.is_empty()
+        !self.aqm_dropped.is_empty() || !self.evicted.is_empty()
     }
 
     /// The queue's limit in bytes: its byte limit, or its packet limit at `mtu` bytes
     /// each, whichever is lower (`None`: unlimited).
     pub fn limit_bytes(&self, mtu: u64) -> Option<u64> {
+        if let Aqm::FqCodel(f) = &self.aqm {
+            return crate::base::limit_in_bytes(None, Some(f.limit_packets() + 1), mtu);
+        }
         crate::base::limit_in_bytes(self.queue.limit_bytes, self.queue.limit_packets, mtu)
     }
 
@@ -399,12 +438,30 @@ impl RateStage {
     /// drop), or PIE dropped it.
     pub fn enqueue(&mut self, now: Nanos, mut p: Pkt) -> Result<(), Refused> {
         self.advance(now);
-        if let Aqm::Pie(pie) = &mut self.aqm {
-            match pie.on_enqueue(now, self.queue.bytes(), p.len, p.ect()) {
+        match &mut self.aqm {
+            Aqm::Pie(pie) => match pie.on_enqueue(now, self.queue.bytes(), p.len, p.ect()) {
                 Verdict::Enqueue => {}
                 Verdict::Mark => p.ecn = CE,
                 Verdict::Drop => return Err(Refused::Aqm(p)),
+            },
+            Aqm::FqCodel(fq) => {
+                let idle = self.queue.is_empty();
+                if idle && fq.packets() == 0 {
+                    self.fq_since = now;
+                }
+                let q = Queued {
+                    pkt: p,
+                    arrived: now,
+                    ect: p.ect(),
+                };
+                self.evicted
+                    .extend(fq.enqueue(q, u32::from(p.flow)).iter().map(|q| q.pkt));
+                if idle {
+                    self.advance(now); // the server is free: start it and learn its next event
+                }
+                return Ok(());
             }
+            Aqm::TailDrop | Aqm::Codel(_) => {}
         }
         self.queue.push(p).map_err(Refused::Full)?;
         self.arrivals.push_back(now);
@@ -458,7 +515,7 @@ impl RateStage {
         self.advance(now);
         let head_taken = self.in_service && self.queue.front().is_some_and(&take);
         let mut taken_at = Vec::with_capacity(self.queue.len());
-        let out = self.queue.take_where(|p| {
+        let mut out = self.queue.take_where(|p| {
             let t = take(p);
             taken_at.push(t);
             t
@@ -468,13 +525,16 @@ impl RateStage {
             i += 1;
             !taken_at[i - 1]
         });
+        if let Aqm::FqCodel(fq) = &mut self.aqm {
+            out.extend(fq.take_where(&take));
+        }
         if head_taken {
             self.in_service = false;
             self.work = 0;
             self.carry = 0;
             self.cursor = self.cursor.max(now);
         }
-        if self.queue.is_empty() {
+        if self.queue.is_empty() && self.fq_packets() == 0 {
             if let Some(b) = self.busy_since.take() {
                 self.busy_done += now.saturating_sub(b);
             }
@@ -485,18 +545,36 @@ impl RateStage {
 
     /// Packets queued, including the one in service.
     pub fn depth_packets(&self) -> u32 {
-        self.queue.len() as u32
+        self.queue.len() as u32 + self.fq_packets()
     }
 
     /// Bytes queued, including the packet in service (whole, however much is served).
     pub fn depth_bytes(&self) -> u64 {
         self.queue.bytes()
+            + match &self.aqm {
+                Aqm::FqCodel(f) => f.bytes(),
+                _ => 0,
+            }
+    }
+
+    /// Packets waiting in FQ-CoDel's flow queues (0 with any other discipline).
+    fn fq_packets(&self) -> u32 {
+        match &self.aqm {
+            Aqm::FqCodel(f) => f.packets(),
+            _ => 0,
+        }
     }
 
     /// Serves the queue up to `now`, moving departed packets to `ready`.
     fn advance(&mut self, now: Nanos) {
         self.next_event = None;
-        while let Some(&p) = self.queue.front() {
+        loop {
+            let Some(&p) = self.queue.front() else {
+                if self.next_from_flows() {
+                    continue;
+                }
+                return;
+            };
             let mut p = p;
             if !self.in_service {
                 let start = self.arrivals[0].max(self.cursor);
@@ -533,6 +611,37 @@ impl RateStage {
         }
     }
 
+    /// FQ-CoDel, with the server free: moves the packet it chooses at the instant service
+    /// can start (the last departure, or the arrival to an empty stage) into the FIFO,
+    /// CE-marked if its flow's CoDel marked it; `false` when there is none (any other
+    /// discipline, nothing queued, or CoDel dropped every packet queued).
+    #[inline(never)] // off `advance`'s path for the other disciplines (a smaller frame)
+    fn next_from_flows(&mut self) -> bool {
+        let Aqm::FqCodel(fq) = &mut self.aqm else {
+            return false;
+        };
+        if fq.packets() == 0 {
+            return false;
+        }
+        let at = self.cursor.max(self.fq_since);
+        let dropped = &mut self.aqm_dropped;
+        match fq.dequeue(at, |q| dropped.push(q.pkt)) {
+            Some((mut h, marked)) => {
+                if marked {
+                    h.pkt.ecn = CE;
+                }
+                // Unlimited FIFO (`with_aqm`): the push cannot fail.
+                let _ = self.queue.push(h.pkt);
+                self.arrivals.push_back(h.arrived);
+                true
+            }
+            None => {
+                self.cursor = self.cursor.max(at);
+                false
+            }
+        }
+    }
+
     /// The packet that starts service at `start`, once the AQM has seen the queue's
     /// `head`: tail drop serves it as it is (the common case, inlined); CoDel may drop heads
     /// (kept for [`RateStage::take_aqm_dropped`]) or mark the one it keeps; PIE learns its
@@ -540,7 +649,7 @@ impl RateStage {
     #[inline]
     fn aqm_dequeue(&mut self, start: Nanos, head: Pkt) -> Option<Pkt> {
         match &mut self.aqm {
-            Aqm::TailDrop => Some(head),
+            Aqm::TailDrop | Aqm::FqCodel(_) => Some(head), // FQ-CoDel chose it already
             Aqm::Pie(pie) => {
                 let sojourn = start.saturating_sub(self.arrivals[0]);
                 pie.on_dequeue(start, sojourn, self.queue.bytes() - u64::from(head.len));
@@ -1128,6 +1237,7 @@ pub(crate) mod tests {
 
     use crate::base::packet::{ECT0, NOT_ECT};
     use crate::link::codel::{CodelParams, DEFAULT_INTERVAL, DEFAULT_TARGET};
+    use crate::link::fq_codel::FqCodelParams;
     use crate::link::pie::PieParams;
 
     const MBIT20: RateSpec = RateSpec::Fixed { bps: 20_000_000 };
@@ -1283,5 +1393,126 @@ pub(crate) mod tests {
             (0.30..0.36).contains(&share),
             "dropped {share:.3} (a third is the excess)"
         );
+    }
+
+    fn fq_stage(limit: u32, ecn: bool) -> RateStage {
+        let p = FqCodelParams::new(CodelParams::new(
+            DEFAULT_TARGET,
+            DEFAULT_INTERVAL,
+            1500,
+            ecn,
+        ));
+        RateStage::new(MBIT20, Some(limit), None).with_aqm(Aqm::FqCodel(FqCodel::new(p)))
+    }
+
+    fn flow_pkt(id: u32, len: u32, flow: u16) -> Pkt {
+        Pkt {
+            flow,
+            ..pkt(id, len)
+        }
+    }
+
+    #[test]
+    fn fq_codel_serves_one_flow_exactly_as_the_fifo_does() {
+        // One flow, mixed sizes, arrivals bunched and spread, queues under CoDel's target:
+        // the same departures, to the nanosecond, as tail drop's.
+        let mut fifo = RateStage::new(MBIT20, Some(1000), None);
+        let mut fq = fq_stage(1000, false);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..400u32 {
+            let at = u64::from(i / 4) * 1_700_000 + u64::from(i % 4) * 1000; // bursts of 4
+            let p = flow_pkt(i, mixed_len(i), 7);
+            fifo.enqueue(at, p).unwrap();
+            fq.enqueue(at, p).unwrap();
+            fifo.poll(at, &mut |t, p| a.push((t, p)));
+            fq.poll(at, &mut |t, p| b.push((t, p)));
+            assert_eq!(fifo.depth_bytes(), fq.depth_bytes());
+        }
+        fifo.poll(NS_PER_S, &mut |t, p| a.push((t, p)));
+        fq.poll(NS_PER_S, &mut |t, p| b.push((t, p)));
+        assert_eq!(a.len(), 400);
+        assert_eq!(a, b);
+        assert_eq!(fifo.busy(NS_PER_S), fq.busy(NS_PER_S));
+        assert_eq!(fq.aqm_counters(), Some(AqmCounters::default()));
+    }
+
+    #[test]
+    fn fq_codel_lets_a_sparse_flow_pass_a_bulk_flows_standing_queue() {
+        // 300 packets of a bulk flow at 0 (a 180 ms queue at 0.6 ms each), then one packet
+        // of another flow at 50 ms: FQ-CoDel serves it next (a new flow), the FIFO last.
+        let run = |mut s: RateStage| {
+            for i in 0..300 {
+                s.enqueue(0, flow_pkt(i, 1500, 1)).unwrap();
+            }
+            s.enqueue(50 * NS_PER_MS, flow_pkt(300, 1500, 2)).unwrap();
+            let mut out = Vec::new();
+            s.poll(NS_PER_S, &mut |t, p| out.push((t, p)));
+            let sparse = out.iter().find(|(_, p)| p.id == 300).unwrap().0;
+            (sparse - 50 * NS_PER_MS, s.sojourn().max())
+        };
+        let (fifo_wait, _) = run(RateStage::new(MBIT20, Some(1000), None));
+        let (fq_wait, fq_max) = run(fq_stage(1000, true));
+        assert!(fifo_wait > 120 * NS_PER_MS, "fifo {fifo_wait}");
+        // the packet in service at 50 ms finishes by 50.6 ms, then the new flow's
+        assert!(fq_wait <= 1_200_000, "fq {fq_wait}");
+        assert!(
+            fq_max >= 170 * NS_PER_MS,
+            "the bulk flow still waits: {fq_max}"
+        );
+    }
+
+    #[test]
+    fn fq_codel_drops_a_bulk_flows_standing_queue_and_marks_it_with_ecn() {
+        let mut s = fq_stage(1000, false);
+        let (out, dropped) = burst(&mut s, 400, NOT_ECT);
+        assert_eq!(out.len() + dropped.len(), 400);
+        assert!(!dropped.is_empty());
+        let first = dropped[0].id;
+        assert!(
+            (170..=180).contains(&first),
+            "first dropped: {first}, as CoDel alone"
+        );
+        assert_eq!(
+            s.aqm_counters().unwrap().dropped_packets,
+            dropped.len() as u64
+        );
+        let mut ect = fq_stage(1000, true);
+        let (out, none) = burst(&mut ect, 400, ECT0);
+        assert!(none.is_empty() && out.len() == 400);
+        let marked = out.iter().filter(|(_, p)| p.ecn == CE).count() as u64;
+        assert!(marked > 0 && ect.aqm_counters().unwrap().marked_packets == marked);
+    }
+
+    #[test]
+    fn fq_codels_limit_drops_from_the_fattest_flow_and_take_where_reaches_every_flow() {
+        // 10 packets in all: 8 of flow 1, then 4 of flow 2; the limit evicts flow 1's heads.
+        let mut s = fq_stage(10, false);
+        for i in 0..8 {
+            s.enqueue(0, flow_pkt(i, 1500, 1)).unwrap();
+        }
+        for i in 8..12 {
+            s.enqueue(0, flow_pkt(i, 1000, 2)).unwrap();
+        }
+        let mut evicted = Vec::new();
+        assert!(s.has_aqm_dropped());
+        s.take_evicted(&mut evicted);
+        let ids: Vec<u32> = evicted.iter().map(|p| p.id).collect();
+        assert_eq!(
+            ids,
+            vec![1, 2],
+            "flow 1's oldest waiting packets (0 is in service)"
+        );
+        assert_eq!(s.depth_packets(), 10);
+        assert_eq!(s.depth_bytes(), 6 * 1500 + 4 * 1000);
+        assert_eq!(s.limit_bytes(1500), Some(10 * 1500));
+        let taken = s.take_where(0, |p| p.flow == 2);
+        assert_eq!(taken.len(), 4);
+        assert_eq!((s.depth_packets(), s.depth_bytes()), (6, 6 * 1500));
+        let mut out = Vec::new();
+        s.poll(NS_PER_S, &mut |t, p| out.push((t, p)));
+        let ids: Vec<u32> = out.iter().map(|(_, p)| p.id).collect();
+        assert_eq!(ids, vec![0, 3, 4, 5, 6, 7]);
+        assert_eq!(out.last().unwrap().0, 6 * 600_000, "back to back from 0");
+        assert_eq!((s.depth_packets(), s.depth_bytes()), (0, 0));
     }
 }

@@ -317,13 +317,14 @@ pub(super) fn direction_spec(
         aqm: d
             .aqm
             .as_ref()
-            .map(|a| aqm_spec(&format!("{field}.aqm"), a))
+            .map(|a| aqm_spec(&format!("{field}.aqm"), a, d.queue_bytes))
             .transpose()?,
     })
 }
 
-/// `[...aqm]`: the kind, and its target and interval within [`super::LIMITS`].
-fn aqm_spec(field: &str, a: &AqmFile) -> Result<AqmSpec> {
+/// `[...aqm]`: the kind, and its target and interval within [`super::LIMITS`]; FQ-CoDel's
+/// limit is in packets, so its queue takes no `queue_bytes`.
+fn aqm_spec(field: &str, a: &AqmFile, queue_bytes: Option<u64>) -> Result<AqmSpec> {
     for (name, v) in [("target_ms", a.target_ms), ("interval_ms", a.interval_ms)] {
         if let Some(v) = v {
             within(&format!("{field}.{name}"), &format!("aqm.{name}"), v)?;
@@ -341,9 +342,18 @@ fn aqm_spec(field: &str, a: &AqmFile) -> Result<AqmSpec> {
             t_update: ms(a.interval_ms, pie::DEFAULT_T_UPDATE),
             ecn: a.ecn,
         }),
+        "fq-codel" if queue_bytes.is_some() => bad(
+            format!("{field}.kind"),
+            "fq-codel limits its queue in packets (queue_packets); leave queue_bytes unset",
+        ),
+        "fq-codel" => Ok(AqmSpec::FqCodel {
+            target: ms(a.target_ms, codel::DEFAULT_TARGET),
+            interval: ms(a.interval_ms, codel::DEFAULT_INTERVAL),
+            ecn: a.ecn,
+        }),
         other => bad(
             format!("{field}.kind"),
-            format!("codel or pie (got {other:?})"),
+            format!("codel, pie or fq-codel (got {other:?})"),
         ),
     }
 }
