@@ -260,8 +260,9 @@ class Scenario(BaseModel):
         "reports an outage, and PDCP sends its copies of what it sent there again on leg 1 (leg 1 likewise, its "
         "copies sent to leg 2); 0: off"))] = 0.0
     aqm: Annotated[list[AqmKind] | None, BeforeValidator(_aqm), Field(description=(
-        "the queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289), pie (RFC 8033) or "
-        "fq-codel (RFC 8290: a CoDel per flow, served by deficit round robin, the leg's queue its packet limit); "
+        "the queue discipline of each downlink leg's rate stage (with a cell: of each of its device queues): "
+        "tail-drop, codel (RFC 8289), pie (RFC 8033) or "
+        "fq-codel (RFC 8290: a CoDel per flow, served by deficit round robin, the queue's limits its own); "
         "one value for every leg; None: tail drop everywhere"))] = None
     aqm_target_ms: Annotated[float | None, bounded("aqm_target_ms", description=(
         "the queue delay the AQM aims at, ms; None: the RFC's (CoDel and FQ-CoDel 5, PIE 15)"))] = None
@@ -384,11 +385,9 @@ class Scenario(BaseModel):
         return self
 
     def _aqm_fits(self, n: int) -> None:
-        """An AQM is per leg, on the legs' rate stages; its settings only with one."""
+        """An AQM is per leg, on the leg's rate stage or, with --link, on each of its cell's
+        device queues; its settings only with one."""
         if self.aqm is not None:
-            if self.link is not None:
-                raise ValueError("aqm: not with --link yet (a cell's per-device queues are tail-drop; the AQM runs "
-                                 "on the legs' rate stages)")
             if len(self.aqm) != n:
                 raise ValueError(f"aqm: one value for every leg, or one per leg ({n}), got {len(self.aqm)}")
         if self.aqm_kinds() == {"tail-drop"}:

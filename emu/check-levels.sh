@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/src"
 
 # Bottom to top; rooms on one level may not import each other either.
-declare -A level=([base]=0 [link]=1 [pdcp]=1 [cell]=1 [model]=1 [config]=2 [engine]=3 [io]=4 [replay]=4 [sim]=4)
+declare -A level=([base]=0 [qdisc]=1 [link]=2 [pdcp]=2 [cell]=2 [model]=2 [config]=3 [engine]=4 [io]=5 [replay]=5 [sim]=5)
 
 fail=0
 
@@ -82,4 +82,4 @@ done < <(find . -name '*.rs' ! -path './bin/*' ! -name lib.rs ! -name main.rs | 
 if ((fail)); then
     exit 1
 fi
-echo "check-levels: ok (base < link, pdcp, cell, model < config < engine < io, replay, sim)"
+echo "check-levels: ok (base < qdisc < link, pdcp, cell, model < config < engine < io, replay, sim)"

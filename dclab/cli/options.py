@@ -137,9 +137,10 @@ def scenario_options(f: F) -> F:
         click.option("--queue", "queue_packets", type=int,
                      help=f"Downlink rate-stage queue per leg in packets (1-1000000) [default {_shown('queue_packets')}]."),
         click.option("--aqm", metavar="KIND[,KIND...]",
-                     help="Queue discipline of each downlink leg's rate stage: tail-drop, codel (RFC 8289), pie "
-                          "(RFC 8033) or fq-codel (RFC 8290, a CoDel per flow; --queue is its packet limit); one "
-                          "for every leg, or one per leg, e.g. codel,tail-drop; not with --link [default tail-drop]."),
+                     help="Queue discipline of each downlink leg's rate stage, or with --link of each of its "
+                          "cell's device queues: tail-drop, codel (RFC 8289), pie (RFC 8033) or fq-codel (RFC "
+                          "8290, a CoDel per flow; the queue's limits are its own); one for every leg, or one per "
+                          "leg, e.g. codel,tail-drop [default tail-drop]."),
         click.option("--aqm-target", "aqm_target_ms", type=float, metavar="MS",
                      help="The queue delay the AQM aims at (0.1-10000) [default: CoDel and FQ-CoDel 5, PIE 15]."),
         click.option("--aqm-interval", "aqm_interval_ms", type=float, metavar="MS",

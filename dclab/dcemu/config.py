@@ -44,6 +44,8 @@ def cell_legs(s: Scenario, plan: FlowPlan) -> list[JsonObject]:
                           s.reorders_by_jitter)
         del down["queue_packets"]  # the cell has a queue per device
         down["cell"] = cell.cell(sum(1 for b in plan.bearers if b.legs is None or i + 1 in b.legs))
+        if (table := aqm(s, i)) is not None:
+            down["aqm"] = table  # dcemu runs it on each of the cell's device queues
         leg: JsonObject = {"name": f"leg{i + 1}", "downlink": down}
         if i > 0 and s.x2_delay is not None:
             leg["x2"] = x2(s)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 7
+STATS_VERSION = 8
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -75,7 +75,7 @@ class Direction(_Record):
     queue_bytes: int = 0
     in_flight: int = 0
     out_mbps: float = 0.0
-    aqm: Aqm | None = None  # version 6: absent for tail drop alone
+    aqm: Aqm | None = None  # version 6: absent for tail drop alone; a cell's devices' together (version 8)
     sojourn: Hist | None = None  # version 7: each served packet's wait in the rate stage's queue; absent for a cell
 
 
@@ -108,6 +108,8 @@ class Device(_Record):
     # blocks and the idle resource blocks): the rate flow control reads
     busy_ttis: int = 0
     busy_capacity_bits: int = 0
+    aqm: Aqm | None = None  # version 8: the device queue's AQM; absent for tail drop alone
+    sojourn: Hist | None = None  # version 8: each packet's wait before its service started (summary record)
     out_mbps: float = 0.0
 
 

@@ -6,15 +6,16 @@
 //! | level | rooms                        | what                                                    |
 //! |-------|------------------------------|---------------------------------------------------------|
 //! | 0     | [`base`]                     | time, packet descriptor, packet pool, histogram         |
-//! | 1     | [`link`], [`pdcp`], [`cell`] | link stages (queue, rate, delay, loss); PDCP tx, rx;    |
+//! | 1     | [`qdisc`]                    | queue disciplines: drop-tail, CoDel, PIE, FQ-CoDel      |
+//! | 2     | [`link`], [`pdcp`], [`cell`] | link stages (rate, delay, loss); PDCP tx, rx;           |
 //! |       |                              | an LTE cell's downlink (queues, scheduler, fading)      |
-//! | 1     | [`model`]                    | modelled endpoints of the simulation mode (RTT, cc, ...) |
-//! | 2     | [`config`]                   | scenario file schema, validation, model, trace files    |
-//! | 3     | [`engine`]                   | the engine built from a `Scenario`, classifier, records |
-//! | 4     | [`io`], [`replay`], [`sim`]  | the real-time driver; the offline `pdcp-replay` driver; |
+//! | 2     | [`model`]                    | modelled endpoints of the simulation mode (RTT, cc, ...) |
+//! | 3     | [`config`]                   | scenario file schema, validation, model, trace files    |
+//! | 4     | [`engine`]                   | the engine built from a `Scenario`, classifier, records |
+//! | 5     | [`io`], [`replay`], [`sim`]  | the real-time driver; the offline `pdcp-replay` driver; |
 //! |       |                              | the virtual-time driver with modelled endpoints         |
 //!
-//! `main.rs` and `src/bin/` sit on top. `base`, `link`, `pdcp`, `cell` and `engine` are
+//! `main.rs` and `src/bin/` sit on top. `base`, `qdisc`, `link`, `pdcp`, `cell` and `engine` are
 //! pure: every component takes `now` (nanoseconds of a clock it never reads) and reports its
 //! next deadline, and none of them touches files, so the same code runs in real time (`io`)
 //! and in virtual time (tests, `pdcp-replay`).
@@ -30,5 +31,6 @@ pub mod io;
 pub mod link;
 pub mod model;
 pub mod pdcp;
+pub mod qdisc;
 pub mod replay;
 pub mod sim;

@@ -19,7 +19,7 @@ pub struct Pkt {
     /// Bearer index.
     pub bearer: u16,
     /// A hash of the packet's 5-tuple (`engine/classifier.rs`), the same for every packet
-    /// of a connection: FQ-CoDel's flow queue (`link/fq_codel.rs`).
+    /// of a connection: FQ-CoDel's flow queue (`qdisc/fq_codel.rs`).
     pub flow: u16,
     /// The IP header's ECN field (RFC 3168): `NOT_ECT`, `ECT1`, `ECT0` or `CE`; a queue's
     /// AQM sets `CE` on an ECN-capable packet instead of dropping it.

@@ -1,5 +1,6 @@
-//! One LTE cell's downlink: a drop-tail queue per device at the base station, a scheduler
-//! every TTI, and per device a capacity that follows its fading channel.
+//! One LTE cell's downlink: a queue per device at the base station (drop-tail, or under an
+//! AQM: `qdisc/managed.rs`), a scheduler every TTI, and per device a capacity that follows
+//! its fading channel.
 //!
 //! # Timing
 //! TTI `n` covers `[n·tti, (n+1)·tti)`. A packet enqueued at `t` can first be scheduled
@@ -10,6 +11,11 @@
 //! (RLC segmentation: the head keeps the bits it already got); it leaves the queue in the
 //! TTI that serves its last byte and is emitted at that TTI's end, `(n+1)·tti`. Bits left
 //! over in a TTI (the last RB of a device is rarely full) are lost, as padding.
+//!
+//! A packet's service starts at the start of the first TTI that gives it bits: that is
+//! when its wait (sojourn) is measured and when an AQM sees it (CoDel may drop it and the
+//! heads behind it, the TTI's bits then serving what follows or going to padding; PIE
+//! judges at arrival; FQ-CoDel chooses which flow's packet starts).
 //!
 //! `enqueue` first runs every TTI the clock has passed, so the queue limits see the exact
 //! depth, and `poll` emits packets with their exact instants: the output does not depend
@@ -38,8 +44,10 @@ use super::nr::{NrCarrier, NrSpec};
 use super::phy::Phy;
 use super::rlc::RlcSpec;
 use super::scheduler::{Demand, Scheduler, SchedulerSpec};
+use crate::base::histogram::Histogram;
 use crate::base::packet::Pkt;
 use crate::base::time::{Nanos, NS_PER_MS};
+use crate::qdisc::{AqmCounters, AqmSpec, Managed, Refused, AQM_MTU};
 
 /// Default per-device queue limit at the base station: 512 kB (512 000 bytes).
 pub const DEFAULT_QUEUE_BYTES: u64 = 512_000;
@@ -57,6 +65,8 @@ pub struct DeviceSpec {
     pub queue_packets: Option<u32>,
     /// Line-of-sight blockage (`None`: never blocked).
     pub blockage: Option<BlockageSpec>,
+    /// The queue's active queue management (`None`: tail drop alone).
+    pub aqm: Option<AqmSpec>,
 }
 
 impl DeviceSpec {
@@ -69,6 +79,7 @@ impl DeviceSpec {
             queue_bytes: Some(DEFAULT_QUEUE_BYTES),
             queue_packets: None,
             blockage: None,
+            aqm: None,
         }
     }
 
@@ -308,6 +319,11 @@ fn blockage_seed(fading_seed: u64) -> u64 {
     device_seed(fading_seed, 7)
 }
 
+/// A device's AQM seed (PIE's draws), from its fading seed (a stream of its own).
+fn aqm_seed(fading_seed: u64) -> u64 {
+    device_seed(fading_seed, 11)
+}
+
 /// The HARQ draws' seed: a stream past every device's (a cell has at most 1000).
 fn harq_seed(cell_seed: u64) -> u64 {
     device_seed(cell_seed, 1 << 20)
@@ -316,9 +332,10 @@ fn harq_seed(cell_seed: u64) -> u64 {
 #[derive(Debug)]
 struct Device {
     mean_sinr: f64,
-    limit_bytes: Option<u64>,
-    limit_packets: Option<u32>,
-    queue: VecDeque<Pkt>,
+    /// The queue at the base station, under its discipline.
+    q: Managed,
+    /// Whether the head's service has started (the AQM has seen it).
+    in_service: bool,
     /// Bits of the head already served.
     head_sent_bits: u64,
     /// Bits queued at the start of the TTI being run.
@@ -339,9 +356,11 @@ pub struct Cell {
     harq: Option<Harq>,
     /// Scratch: the HARQ blocks due in the TTI being run.
     due: Vec<Pending>,
-    /// Packets lost with a block that failed its last transmission, for the owner of the
-    /// packet pool ([`Cell::reclaim`]).
+    /// Packets lost with a block that failed its last transmission, or dropped by a queue's
+    /// AQM or its FQ-CoDel limit, for the owner of the packet pool ([`Cell::reclaim`]).
     lost: Vec<Pkt>,
+    /// Packets FQ-CoDel's limit dropped since [`Cell::take_evicted`] last asked.
+    evicted: (u64, u64),
     /// Index of the next TTI to run.
     next_tti: u64,
     /// The TTI index the scheduler's averages are at.
@@ -369,11 +388,12 @@ impl Cell {
             .enumerate()
             .map(|(i, d)| Device {
                 mean_sinr: db_to_linear(d.mean_sinr_db),
-                limit_bytes: d.queue_bytes,
-                limit_packets: d.queue_packets,
-                queue: VecDeque::with_capacity(
-                    d.queue_packets.map_or(256, |l| (l as usize).min(16 * 1024)),
-                ),
+                q: match d.aqm {
+                    None => Managed::new(d.queue_packets, d.queue_bytes),
+                    Some(a) => Managed::new(d.queue_packets, d.queue_bytes)
+                        .with_aqm(a.build(AQM_MTU, aqm_seed(device_seed(seed, i)))),
+                },
+                in_service: false,
                 head_sent_bits: 0,
                 need_bits: 0,
                 fading: Fading::new(d.fading, d.doppler_hz, spec.tti, device_seed(seed, i)),
@@ -404,6 +424,7 @@ impl Cell {
             }),
             due: Vec::new(),
             lost: Vec::new(),
+            evicted: (0, 0),
             phy,
             next_tti: 0,
             sched_tti: 0,
@@ -416,29 +437,41 @@ impl Cell {
         })
     }
 
-    /// Queues `p` for `device` at `now`; `Err(p)` = tail drop (a limit would be exceeded).
+    /// Queues `p` for `device` at `now`, or says why not: a limit would be exceeded (tail
+    /// drop, counted as the device's drop), or PIE dropped it (counted by the AQM). Under
+    /// FQ-CoDel the limit drops the fattest flow's head instead ([`Cell::take_evicted`]).
     /// Panics if `device` is out of range.
-    pub fn enqueue(&mut self, now: Nanos, device: usize, p: Pkt) -> Result<(), Pkt> {
+    pub fn enqueue(&mut self, now: Nanos, device: usize, p: Pkt) -> Result<(), Refused> {
         self.advance(now);
         let d = &mut self.devices[device];
         let c = &mut d.counters;
         c.packets_in += 1;
         c.bytes_in += p.len as u64;
-        let over_packets = d
-            .limit_packets
-            .is_some_and(|l| c.queue_packets + 1 > l as u64);
-        let over_bytes = d
-            .limit_bytes
-            .is_some_and(|l| c.queue_bytes + p.len as u64 > l);
-        if over_packets || over_bytes {
-            c.dropped_packets += 1;
-            c.dropped_bytes += p.len as u64;
-            return Err(p);
+        let was_empty = d.q.is_empty();
+        match d.q.enqueue(now, p) {
+            Ok(_) => {}
+            Err(r) => {
+                if let Refused::Full(p) = r {
+                    c.dropped_packets += 1;
+                    c.dropped_bytes += p.len as u64;
+                }
+                return Err(r);
+            }
         }
-        c.queue_packets += 1;
-        c.queue_bytes += p.len as u64;
-        d.queue.push_back(p);
-        if d.queue.len() == 1 {
+        if d.q.has_dropped() {
+            let mut evicted = Vec::new();
+            d.q.take_evicted(&mut evicted);
+            for p in evicted {
+                c.dropped_packets += 1;
+                c.dropped_bytes += p.len as u64;
+                self.evicted.0 += 1;
+                self.evicted.1 += p.len as u64;
+                self.lost.push(p);
+            }
+        }
+        c.queue_packets = d.q.packets() as u64;
+        c.queue_bytes = d.q.bytes();
+        if was_empty {
             if !self.busy() {
                 // The cell wakes up: the first TTI that starts at or after `now`.
                 let first = now.div_ceil(self.tti);
@@ -448,6 +481,22 @@ impl Cell {
             self.backlogged += 1;
         }
         Ok(())
+    }
+
+    /// The packets (and bytes) FQ-CoDel's limit dropped from the devices' queues since the
+    /// last call: queue drops of packets the queue had taken.
+    pub fn take_evicted(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.evicted)
+    }
+
+    /// What `device`'s AQM dropped and marked (`None` for tail drop alone).
+    pub fn aqm_counters(&self, device: usize) -> Option<AqmCounters> {
+        self.devices[device].q.aqm_counters()
+    }
+
+    /// How long each of `device`'s packets waited before its service started, ns.
+    pub fn sojourn(&self, device: usize) -> &Histogram {
+        self.devices[device].q.sojourn()
     }
 
     /// The end of the next TTI to run while any queue holds data (or the instant of a
@@ -484,8 +533,7 @@ impl Cell {
 
     /// `device`'s queue limit in bytes (a packet limit at `mtu` bytes a packet).
     pub fn queue_limit_bytes(&self, device: usize, mtu: u64) -> Option<u64> {
-        let d = &self.devices[device];
-        crate::base::limit_in_bytes(d.limit_bytes, d.limit_packets, mtu)
+        self.devices[device].q.limit_bytes(mtu)
     }
 
     /// Takes every packet queued for `device` at `now` (a head partly sent is taken
@@ -493,14 +541,15 @@ impl Cell {
     pub fn take_queue(&mut self, now: Nanos, device: usize) -> Vec<Pkt> {
         self.advance(now);
         let d = &mut self.devices[device];
-        if d.queue.is_empty() {
+        if d.q.is_empty() {
             return Vec::new();
         }
         self.backlogged -= 1;
         d.head_sent_bits = 0;
+        d.in_service = false;
         d.counters.queue_bytes = 0;
         d.counters.queue_packets = 0;
-        d.queue.drain(..).collect()
+        d.q.take_where(|_| true)
     }
 
     pub fn counters(&self, device: usize) -> &DeviceCounters {
@@ -600,9 +649,23 @@ impl Cell {
                 }
                 _ => None,
             };
-            // Serve the head, segment by segment.
+            // Serve the head, segment by segment; a head whose service starts in this TTI
+            // meets the AQM at the TTI's start.
             let mut credit = bits;
-            while let Some(&p) = dev.queue.front() {
+            while credit > 0 || dev.in_service {
+                let Some((mut p, _)) = dev.q.head() else {
+                    if dev.q.refill(start) {
+                        continue; // FQ-CoDel chose the next packet
+                    }
+                    break;
+                };
+                if !dev.in_service {
+                    match dev.q.start(start) {
+                        Some(h) => p = h,
+                        None => break, // CoDel dropped every packet queued
+                    }
+                    dev.in_service = true;
+                }
                 let rest = p.len as u64 * 8 - dev.head_sent_bits;
                 if credit < rest {
                     dev.head_sent_bits += credit;
@@ -610,9 +673,8 @@ impl Cell {
                 }
                 credit -= rest;
                 dev.head_sent_bits = 0;
-                dev.queue.pop_front();
-                c.queue_packets -= 1;
-                c.queue_bytes -= p.len as u64;
+                dev.in_service = false;
+                dev.q.pop();
                 match held.as_mut() {
                     Some(list) => list.push(p),
                     None => {
@@ -621,9 +683,14 @@ impl Cell {
                         self.ready.push_back((end, d, p));
                     }
                 }
-                if dev.queue.is_empty() {
-                    self.backlogged -= 1;
-                }
+            }
+            if dev.q.has_dropped() {
+                dev.q.take_dropped(&mut self.lost); // counted by the AQM
+            }
+            c.queue_packets = dev.q.packets() as u64;
+            c.queue_bytes = dev.q.bytes();
+            if dev.need_bits > 0 && dev.q.is_empty() {
+                self.backlogged -= 1;
             }
             if let (Some(h), Some(pkts)) = (self.harq.as_mut(), held) {
                 let block = Pending {
@@ -701,6 +768,7 @@ fn lose(c: &mut DeviceCounters, lost: &mut Vec<Pkt>, pkts: &[Pkt]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::packet::NOT_ECT;
     use crate::base::time::NS_PER_S;
 
     const MS: Nanos = NS_PER_MS;
@@ -953,7 +1021,10 @@ mod tests {
         let mut cell = Cell::new(&spec, 1).unwrap();
         cell.enqueue(0, 0, pkt(0, 1500)).unwrap();
         cell.enqueue(0, 0, pkt(1, 1000)).unwrap();
-        assert_eq!(cell.enqueue(0, 0, pkt(2, 501)), Err(pkt(2, 501)));
+        assert_eq!(
+            cell.enqueue(0, 0, pkt(2, 501)),
+            Err(Refused::Full(pkt(2, 501)))
+        );
         cell.enqueue(0, 0, pkt(3, 500)).unwrap();
         let c = cell.counters(0);
         assert_eq!(
@@ -980,6 +1051,114 @@ mod tests {
         cell.enqueue(0, 0, pkt(0, 10)).unwrap();
         cell.enqueue(0, 0, pkt(1, 10)).unwrap();
         assert!(cell.enqueue(0, 0, pkt(2, 10)).is_err());
+    }
+
+    /// One device at a flat 10 dB in 1.4 MHz, its queue 512 kB under `aqm`, offered
+    /// 1500-byte packets at `load` times what it serves (unresponsive) for `ttis` TTIs:
+    /// the packets out, what the AQM dropped and the p99 sojourn, ms.
+    fn overload(aqm: Option<AqmSpec>, ecn: u8, load: f64, ttis: u64) -> (u64, u64, f64) {
+        let mut d = flat(10.0);
+        d.aqm = aqm;
+        let spec = CellSpec::new(1.4, SchedulerSpec::RoundRobin, vec![d]);
+        let mut cell = Cell::new(&spec, 1).unwrap();
+        let phy = cell.phy();
+        let bits = phy.tb_bits(phy.cqi(db_to_linear(10.0)), cell.n_rb(), 0);
+        let per_tti = load * bits as f64 / (1500.0 * 8.0);
+        let (mut id, mut credit) = (0, 0.0);
+        for n in 0..ttis {
+            credit += per_tti;
+            while credit >= 1.0 {
+                let mut p = pkt(id, 1500);
+                p.ecn = ecn;
+                let _ = cell.enqueue(n * MS, 0, p);
+                id += 1;
+                credit -= 1.0;
+            }
+            cell.poll((n + 1) * MS, &mut |_, _, _| {});
+        }
+        let mut dropped = 0;
+        cell.reclaim(&mut |_| dropped += 1);
+        let aqm_dropped = cell.aqm_counters(0).map_or(0, |a| a.dropped_packets);
+        assert_eq!(dropped, aqm_dropped, "every AQM drop's buffer handed back");
+        let p99 = cell.sojourn(0).quantile(0.99) as f64 / 1e6;
+        (cell.counters(0).packets_out, aqm_dropped, p99)
+    }
+
+    fn codel() -> AqmSpec {
+        AqmSpec::Codel {
+            target: 5 * MS,
+            interval: 100 * MS,
+            ecn: true,
+        }
+    }
+
+    #[test]
+    fn codel_on_a_device_queue_holds_its_sojourn_where_tail_drop_lets_it_fill() {
+        // About 1.06 Mbit/s served (a 1500-byte packet every 11.3 ms), 25 % more offered:
+        // tail drop fills the 512 kB queue (341 packets, 3.8 s); CoDel holds the p99 wait
+        // under twice its 5 ms target plus an interval (it measured 48 ms: a packet's own
+        // service time is twice the target).
+        let (out_td, _, p99_td) = overload(None, NOT_ECT, 1.25, 20_000);
+        let (out_codel, dropped, p99_codel) = overload(Some(codel()), NOT_ECT, 1.25, 20_000);
+        assert!(p99_td > 3000.0, "tail drop p99 {p99_td} ms");
+        assert!(p99_codel < 2.0 * 5.0 + 100.0, "CoDel p99 {p99_codel} ms");
+        assert!(dropped > 0);
+        // the cell stays busy: CoDel costs it (almost) nothing
+        assert!(
+            out_codel as f64 > 0.97 * out_td as f64,
+            "{out_codel} against {out_td}"
+        );
+    }
+
+    #[test]
+    fn codel_on_a_device_queue_marks_ecn_capable_packets_instead() {
+        let (_, dropped, p99) = overload(Some(codel()), crate::base::packet::ECT0, 1.25, 20_000);
+        assert_eq!(dropped, 0);
+        // Marks do not slow an unresponsive sender: the queue still fills, now with
+        // marked packets (a responsive one would slow down).
+        assert!(p99 > 3000.0, "{p99}");
+    }
+
+    #[test]
+    fn a_packets_sojourn_ends_at_the_first_tti_that_gives_it_bits() {
+        let spec = CellSpec::new(1.4, SchedulerSpec::RoundRobin, vec![unlimited(flat(10.0))]);
+        let mut cell = Cell::new(&spec, 1).unwrap();
+        cell.enqueue(300_000, 0, pkt(0, 100)).unwrap(); // first TTI: 1 ms
+        cell.poll(3 * MS, &mut |_, _, _| {});
+        let h = cell.sojourn(0);
+        assert_eq!((h.count(), h.max()), (1, 700_000));
+        assert!(cell.aqm_counters(0).is_none());
+    }
+
+    #[test]
+    fn fq_codel_on_a_device_queue_takes_its_queue_whole_and_limits_in_bytes() {
+        let mut d = flat(10.0);
+        d.queue_bytes = Some(6000);
+        d.aqm = Some(AqmSpec::FqCodel {
+            target: 5 * MS,
+            interval: 100 * MS,
+            ecn: true,
+        });
+        let spec = CellSpec::new(1.4, SchedulerSpec::RoundRobin, vec![d]);
+        let mut cell = Cell::new(&spec, 1).unwrap();
+        for i in 0..6 {
+            let p = Pkt {
+                flow: 1,
+                ..pkt(i, 1500)
+            };
+            assert!(
+                cell.enqueue(0, 0, p).is_ok(),
+                "taken; the limit evicts from the flow"
+            );
+        }
+        // 6,000 bytes waiting is the limit: the fifth and sixth evict the oldest
+        assert_eq!(cell.take_evicted(), (2, 3000));
+        assert_eq!(cell.counters(0).dropped_packets, 2);
+        assert_eq!(cell.counters(0).queue_bytes, 6000);
+        let taken: Vec<u32> = cell.take_queue(0, 0).iter().map(|p| p.id).collect();
+        assert_eq!(taken, vec![2, 3, 4, 5]);
+        assert_eq!(cell.counters(0).queue_packets, 0);
+        assert!(cell.next_deadline().is_none(), "the cell idles");
     }
 
     /// A reproducible workload: bursts of mixed sizes to three devices, with idle gaps.

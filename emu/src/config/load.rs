@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_directions_aqm_is_read_with_the_rfcs_defaults_and_checked() {
-        use crate::link::direction::AqmSpec;
+        use crate::qdisc::AqmSpec;
         let leg = "[[legs]]\nname='a'\n[legs.downlink.aqm]\n";
         let s = parse(&format!("{leg}kind = 'codel'"), Path::new(".")).unwrap();
         assert_eq!(
@@ -251,21 +251,18 @@ mod tests {
                 ecn: true
             })
         );
-        let bytes = "[[legs]]\nname='a'\n[legs.downlink]\nqueue_bytes = 100000\n[legs.downlink.aqm]\nkind = 'fq-codel'";
-        assert!(
-            err(bytes).contains("legs[0].downlink.aqm.kind: fq-codel limits its queue in packets")
-        );
         assert!(err(&format!("{leg}kind = 'codel'\ntarget_ms = 0"))
             .contains("legs[0].downlink.aqm.target_ms: must be between 0.1"));
         assert!(
             err(&format!("{leg}kind = 'codel'\nquantum = 3")).contains("unknown field `quantum`")
         );
-        let cell = "[[legs]]\nname='a'\n[legs.downlink.cell]\ndevices = [{ mean_sinr_db = 10 }]\n[legs.downlink.aqm]\nkind = 'codel'";
-        assert!(
-            err(cell).contains("legs[0].downlink.aqm: an AQM manages a rate stage's queue"),
-            "{}",
-            err(cell)
-        );
+        // on a cell's downlink, it manages every device's queue
+        let cell = "[[legs]]\nname='a'\n[legs.downlink.cell]\ndevices = [{ mean_sinr_db = 10 }]\n[legs.downlink.aqm]\nkind = 'pie'";
+        let s = parse(cell, Path::new(".")).unwrap();
+        let devices = &s.legs[0].cell.as_ref().unwrap().spec.devices;
+        assert!(devices
+            .iter()
+            .all(|d| matches!(d.aqm, Some(AqmSpec::Pie { .. }))));
     }
 
     #[test]

@@ -426,8 +426,7 @@ pub struct DirectionFile {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AqmFile {
-    /// "codel", "pie" or "fq-codel" (its queue's `queue_packets` is its packet limit; it
-    /// takes no `queue_bytes`).
+    /// "codel", "pie" or "fq-codel" (the queue's limits are FQ-CoDel's).
     pub kind: String,
     /// The delay it aims at (CoDel's and FQ-CoDel's target, 5 ms; PIE's QDELAY_REF, 15 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]

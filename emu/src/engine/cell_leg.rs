@@ -12,9 +12,9 @@ use crate::base::time::Nanos;
 use crate::cell::{Cell, CellCounters, DeviceCounters};
 use crate::config::CellLeg;
 use crate::link::{
-    sub_seed, AqmCounters, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel,
-    Served,
+    sub_seed, DelayDist, LinkCounters, LinkDirection, LinkSpec, LinkTail, LossModel, Served,
 };
+use crate::qdisc::{AqmCounters, Refused};
 
 #[derive(Debug)]
 pub struct CellDirection {
@@ -38,7 +38,9 @@ impl CellDirection {
     }
 
     /// Offers `p` (to its bearer's device) at `now`; `false` = tail-dropped at the
-    /// device's queue, or its bearer has no device here (counted as a queue drop).
+    /// device's queue, or its bearer has no device here (counted as a queue drop), or the
+    /// queue's AQM dropped it (counted by the AQM). What FQ-CoDel's limit dropped of the
+    /// queued packets counts as the queue's drops.
     pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
@@ -48,12 +50,22 @@ impl CellDirection {
             .get(p.bearer as usize)
             .copied()
             .flatten();
-        let ok = device.is_some_and(|d| self.cell.enqueue(now, d, p).is_ok());
-        if !ok {
-            self.counters.dropped_queue_packets += 1;
-            self.counters.dropped_queue_bytes += p.len as u64;
+        let r = match device {
+            Some(d) => self.cell.enqueue(now, d, p),
+            None => Err(Refused::Full(p)),
+        };
+        let (packets, bytes) = self.cell.take_evicted();
+        self.counters.dropped_queue_packets += packets;
+        self.counters.dropped_queue_bytes += bytes;
+        match r {
+            Ok(()) => true,
+            Err(Refused::Full(p)) => {
+                self.counters.dropped_queue_packets += 1;
+                self.counters.dropped_queue_bytes += p.len as u64;
+                false
+            }
+            Err(Refused::Aqm(_)) => false,
         }
-        ok
     }
 
     pub fn next_deadline(&self) -> Option<Nanos> {
@@ -199,11 +211,19 @@ impl Downlink {
         }
     }
 
-    /// What the leg's AQM dropped and marked (a cell has none).
+    /// What the leg's AQM dropped and marked: a cell's, its device queues' together.
     pub fn aqm_counters(&self) -> Option<AqmCounters> {
         match self {
             Downlink::Link(l) => l.aqm_counters(),
-            Downlink::Cell(_) => None,
+            Downlink::Cell(c) => {
+                let cell = c.cell();
+                (0..cell.n_devices())
+                    .filter_map(|d| cell.aqm_counters(d))
+                    .reduce(|mut a, b| {
+                        a += b;
+                        a
+                    })
+            }
         }
     }
 

@@ -14,14 +14,15 @@ use crate::base::histogram::Histogram;
 use crate::base::time::{Nanos, NS_PER_MS};
 use crate::base::HistSummary;
 use crate::cell::DeviceCounters;
-use crate::link::{AqmCounters, LinkCounters, LinkDirection};
+use crate::link::{LinkCounters, LinkDirection};
 use crate::pdcp::hold::{HoldCounters, SduHold};
 use crate::pdcp::{PdcpRx, RxCounters};
+use crate::qdisc::AqmCounters;
 
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
 /// (`dclab/dcemu/records.py`, `STATS_VERSION`) refuses versions it does not know.
-pub const STATS_VERSION: u32 = 7;
+pub const STATS_VERSION: u32 = 8;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
@@ -90,6 +91,15 @@ pub struct DeviceRecord {
     pub counters: DeviceCounters,
     /// Bytes out of the cell over the interval, Mbit/s.
     pub out_mbps: f64,
+    /// What the device queue's AQM dropped and marked, cumulative (version 8; absent for
+    /// tail drop alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmCounters>,
+    /// How long the device's packets waited in its queue before their service started (the
+    /// first TTI that gave them bits), over the run, with buckets: in the summary record
+    /// only (version 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sojourn: Option<HistSummary>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -104,7 +114,7 @@ pub struct DirRecord {
     /// Bytes out of the leg over the interval (PDCP header included on downlink), Mbit/s.
     pub out_mbps: f64,
     /// What the rate stage's AQM dropped and marked, cumulative (version 6; absent for
-    /// tail drop alone).
+    /// tail drop alone); for a cell's downlink, its devices' queues' together (version 8).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aqm: Option<AqmCounters>,
     /// How long the packets that started service waited in the rate stage's queue, over
@@ -299,6 +309,7 @@ impl LegRecord {
                 &l.device_bearers,
                 &mut l.prev_device_bytes,
                 &mbps,
+                summary,
             )),
         };
         LegRecord {
@@ -373,12 +384,13 @@ impl DirRecord {
 impl CellRecord {
     /// A cell leg's downlink: device `d` carries bearer `bearers[d]`; `prev_bytes[d]` holds
     /// its bytes out at the previous record and is moved on; `mbps` turns bytes over the
-    /// interval into Mbit/s.
+    /// interval into Mbit/s; the devices' sojourns only in the `summary` record.
     pub fn of(
         c: &CellDirection,
         bearers: &[String],
         prev_bytes: &mut [u64],
         mbps: impl Fn(u64) -> f64,
+        summary: bool,
     ) -> CellRecord {
         CellRecord {
             rat: match c.cell().phy() {
@@ -400,6 +412,8 @@ impl CellRecord {
                         bearer: bearers[d].clone(),
                         counters,
                         out_mbps,
+                        aqm: c.cell().aqm_counters(d),
+                        sojourn: summary.then(|| c.cell().sojourn(d).summary_us()),
                     }
                 })
                 .collect(),

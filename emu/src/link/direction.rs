@@ -8,19 +8,13 @@
 
 use serde::Serialize;
 
-use super::codel::{Codel, CodelParams};
 use super::delay::{DelayDist, DelayStage};
-use super::fq_codel::{FqCodel, FqCodelParams};
 use super::loss::{Loss, LossModel};
-use super::pie::{Pie, PieParams};
-use super::rate::{Aqm, RateSpec, RateStage, Refused};
-use super::AqmCounters;
-
-/// The largest packet an AQM reckons with (its backlog rules): an Ethernet MTU.
-const AQM_MTU: u64 = 1500;
+use super::rate::{RateSpec, RateStage};
 use crate::base::histogram::Histogram;
 use crate::base::packet::{Pkt, PktId};
 use crate::base::time::Nanos;
+use crate::qdisc::{AqmCounters, AqmSpec, Refused, AQM_MTU};
 
 /// Everything that shapes one direction of one leg.
 #[derive(Debug, Clone)]
@@ -39,61 +33,6 @@ pub struct LinkSpec {
     pub loss_before_rate: bool,
     /// The rate stage's active queue management (`None`: tail drop alone).
     pub aqm: Option<AqmSpec>,
-}
-
-/// An AQM for a rate stage's queue, its times in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum AqmSpec {
-    Codel {
-        target: Nanos,
-        interval: Nanos,
-        ecn: bool,
-    },
-    Pie {
-        target: Nanos,
-        t_update: Nanos,
-        ecn: bool,
-    },
-    /// FQ-CoDel with RFC 8290's flows and quantum; the queue's packet limit is its limit
-    /// (`RateStage::with_aqm`).
-    FqCodel {
-        target: Nanos,
-        interval: Nanos,
-        ecn: bool,
-    },
-}
-
-impl AqmSpec {
-    /// The AQM itself, for packets of at most `mtu` bytes; PIE draws from `seed`.
-    fn build(self, mtu: u64, seed: u64) -> Aqm {
-        match self {
-            AqmSpec::Codel {
-                target,
-                interval,
-                ecn,
-            } => Aqm::Codel(Codel::new(CodelParams::new(target, interval, mtu, ecn))),
-            AqmSpec::Pie {
-                target,
-                t_update,
-                ecn,
-            } => {
-                let p = PieParams {
-                    target,
-                    t_update,
-                    ..PieParams::new(mtu, ecn)
-                };
-                Aqm::Pie(Pie::new(p, 0, seed))
-            }
-            AqmSpec::FqCodel {
-                target,
-                interval,
-                ecn,
-            } => {
-                let codel = CodelParams::new(target, interval, mtu, ecn);
-                Aqm::FqCodel(FqCodel::new(FqCodelParams::new(codel)))
-            }
-        }
-    }
 }
 
 impl LinkSpec {

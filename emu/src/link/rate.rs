@@ -34,7 +34,7 @@
 //!
 //! # FQ-CoDel
 //! With [`Aqm::FqCodel`] the waiting packets sit in FQ-CoDel's flow queues
-//! (`link/fq_codel.rs`), not in the FIFO, which then holds only the packet in service:
+//! (`qdisc/fq_codel.rs`), not in the FIFO, which then holds only the packet in service:
 //! each time the server frees, the next packet is chosen among the flows at that instant
 //! (the previous departure, or the arrival that ends an idle spell), and the stage's
 //! packet limit is FQ-CoDel's, which drops from the fattest flow's head
@@ -44,15 +44,11 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::codel::{Codel, Fifo, Queued};
-use super::fq_codel::FqCodel;
-use super::pie::{Pie, Verdict};
-use super::queue::DropTail;
 use super::trace::{RateTrace, OPPORTUNITY_BYTES};
-use super::AqmCounters;
 use crate::base::histogram::Histogram;
-use crate::base::packet::{Pkt, CE};
+use crate::base::packet::Pkt;
 use crate::base::time::{Nanos, NS_PER_MS};
+use crate::qdisc::{Aqm, AqmCounters, Managed, Refused};
 
 /// Work units per byte (bit·1e9 per byte).
 pub(crate) const UNITS_PER_BYTE: u128 = 8 * 1_000_000_000;
@@ -250,57 +246,12 @@ enum Served {
     Pending(Option<Nanos>),
 }
 
-/// The active queue management of a rate stage's queue (tail drop at its limits applies
-/// with CoDel and PIE; FQ-CoDel keeps its own packet limit). CoDel decides when the head
-/// would start service, PIE when a packet arrives, FQ-CoDel which flow's head starts
-/// service and then its CoDel as CoDel does; each marks an ECN-capable packet CE where it
-/// may (`link/codel.rs`, `link/pie.rs`, `link/fq_codel.rs`).
-#[derive(Debug)]
-pub enum Aqm {
-    TailDrop,
-    Codel(Codel),
-    Pie(Pie),
-    FqCodel(FqCodel),
-}
-
-/// Why a packet was refused at the queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// A limit would be exceeded (tail drop).
-    Full(Pkt),
-    /// The AQM dropped it on arrival (PIE).
-    Aqm(Pkt),
-}
-
-/// The stage's queue as CoDel pops it: packets with their arrival instants.
-struct StageFifo<'a> {
-    queue: &'a mut DropTail,
-    arrivals: &'a mut VecDeque<Nanos>,
-}
-
-impl Fifo for StageFifo<'_> {
-    fn pop(&mut self) -> Option<Queued> {
-        let pkt = self.queue.pop()?;
-        let arrived = self.arrivals.pop_front().unwrap_or(pkt.born);
-        Some(Queued {
-            pkt,
-            arrived,
-            ect: pkt.ect(),
-        })
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.queue.bytes()
-    }
-}
-
 /// A rate-limited FIFO link; see the module docs for the exact semantics.
 #[derive(Debug)]
 pub struct RateStage {
     sched: Sched,
-    queue: DropTail,
-    /// Arrival instant of each queued packet, parallel to `queue`.
-    arrivals: VecDeque<Nanos>,
+    /// The queue, its discipline and its packets' waits.
+    q: Managed,
     /// Departed packets not yet handed out by `poll`, in departure order.
     ready: VecDeque<(Nanos, Pkt)>,
     /// Whether the queue head has started service (its `work` is then meaningful).
@@ -322,28 +273,13 @@ pub struct RateStage {
     busy_done: Nanos,
     /// Start of the busy period in progress.
     busy_since: Option<Nanos>,
-    aqm: Aqm,
-    /// Packets the AQM dropped at dequeue, for the owner to count and free
-    /// ([`RateStage::take_aqm_dropped`]).
-    aqm_dropped: Vec<Pkt>,
-    /// Queued packets FQ-CoDel dropped at its limit ([`RateStage::take_evicted`]).
-    evicted: Vec<Pkt>,
-    /// FQ-CoDel: when the last packet arrived to an empty stage (service cannot start
-    /// before it).
-    fq_since: Nanos,
-    /// How long each packet that started service had waited in the queue (ns): the
-    /// sojourn CoDel judges, kept whatever the queue's discipline.
-    sojourn: Histogram,
 }
 
 impl RateStage {
     pub fn new(spec: RateSpec, limit_packets: Option<u32>, limit_bytes: Option<u64>) -> Self {
-        let queue = DropTail::new(limit_packets, limit_bytes);
-        let cap = limit_packets.map_or(128, |l| (l as usize).min(16 * 1024));
         RateStage {
             sched: Sched::new(spec),
-            queue,
-            arrivals: VecDeque::with_capacity(cap),
+            q: Managed::new(limit_packets, limit_bytes),
             ready: VecDeque::with_capacity(64),
             in_service: false,
             work: 0,
@@ -355,73 +291,50 @@ impl RateStage {
             served_bytes: 0,
             busy_done: 0,
             busy_since: None,
-            aqm: Aqm::TailDrop,
-            aqm_dropped: Vec::new(),
-            evicted: Vec::new(),
-            fq_since: 0,
-            sojourn: Histogram::default(),
         }
     }
 
     /// Each served packet's wait in the queue before its service started, ns (cumulative).
     pub fn sojourn(&self) -> &Histogram {
-        &self.sojourn
+        self.q.sojourn()
     }
 
-    /// The stage with `aqm` managing its queue. FQ-CoDel takes over the FIFO's packet
-    /// limit, counted as the FIFO counts it (the packet in service included), and the
-    /// FIFO then holds only the packet in service; without one it keeps its own (RFC
-    /// 8290's 10,240). A byte limit is not FQ-CoDel's (the scenario refuses one).
-    pub fn with_aqm(mut self, mut aqm: Aqm) -> Self {
-        if let Aqm::FqCodel(fq) = &mut aqm {
-            if let Some(l) = self.queue.limit_packets {
-                fq.set_limit_packets(l.saturating_sub(1).max(1));
-            }
-            self.queue = DropTail::new(None, None);
-        }
-        self.aqm = aqm;
+    /// The stage with `aqm` managing its queue ([`Managed::with_aqm`]).
+    pub fn with_aqm(mut self, aqm: Aqm) -> Self {
+        self.q = self.q.with_aqm(aqm);
         self
     }
 
     pub fn aqm(&self) -> &Aqm {
-        &self.aqm
+        self.q.aqm()
     }
 
     /// What the AQM dropped and marked (`None` for tail drop alone).
     pub fn aqm_counters(&self) -> Option<AqmCounters> {
-        match &self.aqm {
-            Aqm::TailDrop => None,
-            Aqm::Codel(c) => Some(c.counters),
-            Aqm::Pie(p) => Some(p.counters),
-            Aqm::FqCodel(f) => Some(f.counters().codel),
-        }
+        self.q.aqm_counters()
     }
 
     /// Moves the packets the AQM dropped at dequeue since the last call into `out`.
     pub fn take_aqm_dropped(&mut self, out: &mut Vec<Pkt>) {
-        out.append(&mut self.aqm_dropped);
+        self.q.take_dropped(out);
     }
 
     /// Moves the queued packets FQ-CoDel dropped at its packet limit since the last call
-    /// into `out` (the limit's drops: tail drop's, for a queue that drops from the fattest
-    /// flow).
+    /// into `out` ([`Managed::take_evicted`]).
     pub fn take_evicted(&mut self, out: &mut Vec<Pkt>) {
-        out.append(&mut self.evicted);
+        self.q.take_evicted(out);
     }
 
     /// Whether the AQM dropped packets that `take_aqm_dropped` or `take_evicted` has not
     /// taken.
     pub fn has_aqm_dropped(&self) -> bool {
-        !self.aqm_dropped.is_empty() || !self.evicted.is_empty()
+        self.q.has_dropped()
     }
 
     /// The queue's limit in bytes: its byte limit, or its packet limit at `mtu` bytes
     /// each, whichever is lower (`None`: unlimited).
     pub fn limit_bytes(&self, mtu: u64) -> Option<u64> {
-        if let Aqm::FqCodel(f) = &self.aqm {
-            return crate::base::limit_in_bytes(None, Some(f.limit_packets() + 1), mtu);
-        }
-        crate::base::limit_in_bytes(self.queue.limit_bytes, self.queue.limit_packets, mtu)
+        self.q.limit_bytes(mtu)
     }
 
     /// Bytes served so far.
@@ -436,36 +349,9 @@ impl RateStage {
 
     /// Queues `p` arriving at `now`, or says why not: a limit would be exceeded (tail
     /// drop), or PIE dropped it.
-    pub fn enqueue(&mut self, now: Nanos, mut p: Pkt) -> Result<(), Refused> {
+    pub fn enqueue(&mut self, now: Nanos, p: Pkt) -> Result<(), Refused> {
         self.advance(now);
-        match &mut self.aqm {
-            Aqm::Pie(pie) => match pie.on_enqueue(now, self.queue.bytes(), p.len, p.ect()) {
-                Verdict::Enqueue => {}
-                Verdict::Mark => p.ecn = CE,
-                Verdict::Drop => return Err(Refused::Aqm(p)),
-            },
-            Aqm::FqCodel(fq) => {
-                let idle = self.queue.is_empty();
-                if idle && fq.packets() == 0 {
-                    self.fq_since = now;
-                }
-                let q = Queued {
-                    pkt: p,
-                    arrived: now,
-                    ect: p.ect(),
-                };
-                self.evicted
-                    .extend(fq.enqueue(q, u32::from(p.flow)).iter().map(|q| q.pkt));
-                if idle {
-                    self.advance(now); // the server is free: start it and learn its next event
-                }
-                return Ok(());
-            }
-            Aqm::TailDrop | Aqm::Codel(_) => {}
-        }
-        self.queue.push(p).map_err(Refused::Full)?;
-        self.arrivals.push_back(now);
-        if self.queue.len() == 1 {
+        if self.q.enqueue(now, p)? {
             self.advance(now); // it is the head: start it and learn its next event
         }
         Ok(())
@@ -513,28 +399,15 @@ impl RateStage {
     /// service is lost; the next starts at `now`).
     pub fn take_where(&mut self, now: Nanos, take: impl Fn(&Pkt) -> bool) -> Vec<Pkt> {
         self.advance(now);
-        let head_taken = self.in_service && self.queue.front().is_some_and(&take);
-        let mut taken_at = Vec::with_capacity(self.queue.len());
-        let mut out = self.queue.take_where(|p| {
-            let t = take(p);
-            taken_at.push(t);
-            t
-        });
-        let mut i = 0;
-        self.arrivals.retain(|_| {
-            i += 1;
-            !taken_at[i - 1]
-        });
-        if let Aqm::FqCodel(fq) = &mut self.aqm {
-            out.extend(fq.take_where(&take));
-        }
+        let head_taken = self.in_service && self.q.head().is_some_and(|(p, _)| take(&p));
+        let out = self.q.take_where(take);
         if head_taken {
             self.in_service = false;
             self.work = 0;
             self.carry = 0;
             self.cursor = self.cursor.max(now);
         }
-        if self.queue.is_empty() && self.fq_packets() == 0 {
+        if self.q.is_empty() {
             if let Some(b) = self.busy_since.take() {
                 self.busy_done += now.saturating_sub(b);
             }
@@ -545,59 +418,51 @@ impl RateStage {
 
     /// Packets queued, including the one in service.
     pub fn depth_packets(&self) -> u32 {
-        self.queue.len() as u32 + self.fq_packets()
+        self.q.packets()
     }
 
     /// Bytes queued, including the packet in service (whole, however much is served).
     pub fn depth_bytes(&self) -> u64 {
-        self.queue.bytes()
-            + match &self.aqm {
-                Aqm::FqCodel(f) => f.bytes(),
-                _ => 0,
-            }
-    }
-
-    /// Packets waiting in FQ-CoDel's flow queues (0 with any other discipline).
-    fn fq_packets(&self) -> u32 {
-        match &self.aqm {
-            Aqm::FqCodel(f) => f.packets(),
-            _ => 0,
-        }
+        self.q.bytes()
     }
 
     /// Serves the queue up to `now`, moving departed packets to `ready`.
     fn advance(&mut self, now: Nanos) {
         self.next_event = None;
         loop {
-            let Some(&p) = self.queue.front() else {
-                if self.next_from_flows() {
+            let Some((mut p, arrived)) = self.q.head() else {
+                // FQ-CoDel chooses the next packet when the server is free
+                if self.q.refill(self.cursor) {
                     continue;
                 }
                 return;
             };
-            let mut p = p;
             if !self.in_service {
-                let start = self.arrivals[0].max(self.cursor);
+                let start = arrived.max(self.cursor);
                 if start > now {
                     self.next_event = Some(start);
                     return;
                 }
-                match self.aqm_dequeue(start, p) {
+                match self.q.start(start) {
                     Some(head) => p = head,
-                    None => continue, // all dropped: the queue is empty
+                    None => {
+                        // CoDel dropped every packet queued: the busy period ends at `start`
+                        if let Some(b) = self.busy_since.take() {
+                            self.busy_done += start.saturating_sub(b);
+                        }
+                        self.cursor = self.cursor.max(start);
+                        continue;
+                    }
                 }
-                self.sojourn.record(start.saturating_sub(self.arrivals[0]));
                 self.start_head(start, p.len);
             }
             match self.serve_head(now) {
                 Served::Departed(t) => {
-                    self.queue.pop();
-                    self.arrivals.pop_front();
+                    self.q.pop();
                     self.in_service = false;
                     self.ready.push_back((t, p));
                     self.served_bytes += p.len as u64;
-                    let next_starts_now = self.arrivals.front().is_some_and(|&a| a <= t);
-                    if !next_starts_now {
+                    if !self.q.head_arrived_by(t) {
                         if let Some(b) = self.busy_since.take() {
                             self.busy_done += t.saturating_sub(b);
                         }
@@ -606,77 +471,6 @@ impl RateStage {
                 Served::Pending(t) => {
                     self.next_event = t;
                     return;
-                }
-            }
-        }
-    }
-
-    /// FQ-CoDel, with the server free: moves the packet it chooses at the instant service
-    /// can start (the last departure, or the arrival to an empty stage) into the FIFO,
-    /// CE-marked if its flow's CoDel marked it; `false` when there is none (any other
-    /// discipline, nothing queued, or CoDel dropped every packet queued).
-    #[inline(never)] // off `advance`'s path for the other disciplines (a smaller frame)
-    fn next_from_flows(&mut self) -> bool {
-        let Aqm::FqCodel(fq) = &mut self.aqm else {
-            return false;
-        };
-        if fq.packets() == 0 {
-            return false;
-        }
-        let at = self.cursor.max(self.fq_since);
-        let dropped = &mut self.aqm_dropped;
-        match fq.dequeue(at, |q| dropped.push(q.pkt)) {
-            Some((mut h, marked)) => {
-                if marked {
-                    h.pkt.ecn = CE;
-                }
-                // Unlimited FIFO (`with_aqm`): the push cannot fail.
-                let _ = self.queue.push(h.pkt);
-                self.arrivals.push_back(h.arrived);
-                true
-            }
-            None => {
-                self.cursor = self.cursor.max(at);
-                false
-            }
-        }
-    }
-
-    /// The packet that starts service at `start`, once the AQM has seen the queue's
-    /// `head`: tail drop serves it as it is (the common case, inlined); CoDel may drop heads
-    /// (kept for [`RateStage::take_aqm_dropped`]) or mark the one it keeps; PIE learns its
-    /// sojourn. `None`: CoDel dropped every packet queued (the busy period ends at `start`).
-    #[inline]
-    fn aqm_dequeue(&mut self, start: Nanos, head: Pkt) -> Option<Pkt> {
-        match &mut self.aqm {
-            Aqm::TailDrop | Aqm::FqCodel(_) => Some(head), // FQ-CoDel chose it already
-            Aqm::Pie(pie) => {
-                let sojourn = start.saturating_sub(self.arrivals[0]);
-                pie.on_dequeue(start, sojourn, self.queue.bytes() - u64::from(head.len));
-                Some(head)
-            }
-            Aqm::Codel(codel) => {
-                let dropped = &mut self.aqm_dropped;
-                let mut fifo = StageFifo {
-                    queue: &mut self.queue,
-                    arrivals: &mut self.arrivals,
-                };
-                match codel.dequeue(start, &mut fifo, |q| dropped.push(q.pkt)) {
-                    Some((mut h, marked)) => {
-                        if marked {
-                            h.pkt.ecn = CE;
-                        }
-                        self.queue.push_front(h.pkt);
-                        self.arrivals.push_front(h.arrived);
-                        Some(h.pkt)
-                    }
-                    None => {
-                        if let Some(b) = self.busy_since.take() {
-                            self.busy_done += start.saturating_sub(b);
-                        }
-                        self.cursor = self.cursor.max(start);
-                        None
-                    }
                 }
             }
         }
@@ -1235,10 +1029,10 @@ pub(crate) mod tests {
 
     // -- AQM on the stage ------------------------------------------------------------------
 
-    use crate::base::packet::{ECT0, NOT_ECT};
-    use crate::link::codel::{CodelParams, DEFAULT_INTERVAL, DEFAULT_TARGET};
-    use crate::link::fq_codel::FqCodelParams;
-    use crate::link::pie::PieParams;
+    use crate::base::packet::{CE, ECT0, NOT_ECT};
+    use crate::qdisc::codel::{Codel, CodelParams, DEFAULT_INTERVAL, DEFAULT_TARGET};
+    use crate::qdisc::fq_codel::{FqCodel, FqCodelParams};
+    use crate::qdisc::pie::{Pie, PieParams};
 
     const MBIT20: RateSpec = RateSpec::Fixed { bps: 20_000_000 };
 

@@ -24,8 +24,9 @@ use crate::config::schema::{
     LossFile, NrFile, RateValue, RlcFile, ScenarioFile, TraceFile,
 };
 use crate::config::trace_file;
-use crate::link::direction::AqmSpec;
-use crate::link::{codel, pie, DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
+use crate::link::{DelayDist, LinkSpec, LossModel, RateSpec, RateTrace};
+use crate::qdisc::AqmSpec;
+use crate::qdisc::{codel, pie};
 
 /// Every leg of the file, in order (names unique, traces read through `traces`).
 pub(super) fn legs(file: &ScenarioFile, base: &Path, traces: &mut TraceCache) -> Result<Vec<Leg>> {
@@ -317,14 +318,13 @@ pub(super) fn direction_spec(
         aqm: d
             .aqm
             .as_ref()
-            .map(|a| aqm_spec(&format!("{field}.aqm"), a, d.queue_bytes))
+            .map(|a| aqm_spec(&format!("{field}.aqm"), a))
             .transpose()?,
     })
 }
 
-/// `[...aqm]`: the kind, and its target and interval within [`super::LIMITS`]; FQ-CoDel's
-/// limit is in packets, so its queue takes no `queue_bytes`.
-fn aqm_spec(field: &str, a: &AqmFile, queue_bytes: Option<u64>) -> Result<AqmSpec> {
+/// `[...aqm]`: the kind, and its target and interval within [`super::LIMITS`].
+pub(super) fn aqm_spec(field: &str, a: &AqmFile) -> Result<AqmSpec> {
     for (name, v) in [("target_ms", a.target_ms), ("interval_ms", a.interval_ms)] {
         if let Some(v) = v {
             within(&format!("{field}.{name}"), &format!("aqm.{name}"), v)?;
@@ -342,10 +342,6 @@ fn aqm_spec(field: &str, a: &AqmFile, queue_bytes: Option<u64>) -> Result<AqmSpe
             t_update: ms(a.interval_ms, pie::DEFAULT_T_UPDATE),
             ecn: a.ecn,
         }),
-        "fq-codel" if queue_bytes.is_some() => bad(
-            format!("{field}.kind"),
-            "fq-codel limits its queue in packets (queue_packets); leave queue_bytes unset",
-        ),
         "fq-codel" => Ok(AqmSpec::FqCodel {
             target: ms(a.target_ms, codel::DEFAULT_TARGET),
             interval: ms(a.interval_ms, codel::DEFAULT_INTERVAL),
@@ -362,12 +358,12 @@ fn aqm_spec(field: &str, a: &AqmFile, queue_bytes: Option<u64>) -> Result<AqmSpe
 /// stage, so the rate-stage fields must keep their defaults.
 pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<CellSpec> {
     let defaults = DirectionFile::default();
-    if d.aqm.is_some() {
-        bad(
-            format!("{field}.aqm"),
-            "an AQM manages a rate stage's queue; a cell's per-device queues have none yet",
-        )?;
-    }
+    // The downlink's AQM manages each device's queue.
+    let aqm = d
+        .aqm
+        .as_ref()
+        .map(|a| aqm_spec(&format!("{field}.aqm"), a))
+        .transpose()?;
     if d.trace.is_some() {
         bad(
             format!("{field}.trace"),
@@ -454,7 +450,7 @@ pub(super) fn cell_spec(field: &str, d: &DirectionFile, c: &CellFile) -> Result<
         .devices
         .iter()
         .enumerate()
-        .map(|(i, d)| device_spec(&format!("{f}.devices[{i}]"), d))
+        .map(|(i, d)| device_spec(&format!("{f}.devices[{i}]"), d, aqm))
         .collect::<Result<Vec<_>>>()?;
     let harq = match (&c.harq, nr.is_some()) {
         (Some(h), _) => Some(harq_spec(&format!("{f}.harq"), h)?),
@@ -666,7 +662,7 @@ fn from_s(s: f64) -> crate::base::time::Nanos {
     (s * 1e9).round() as crate::base::time::Nanos
 }
 
-fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
+fn device_spec(f: &str, d: &CellDeviceFile, aqm: Option<AqmSpec>) -> Result<DeviceSpec> {
     within(
         &format!("{f}.mean_sinr_db"),
         "device.mean_sinr_db",
@@ -706,5 +702,6 @@ fn device_spec(f: &str, d: &CellDeviceFile) -> Result<DeviceSpec> {
         queue_bytes: d.queue_bytes,
         queue_packets: d.queue_packets,
         blockage,
+        aqm,
     })
 }

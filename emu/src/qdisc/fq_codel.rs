@@ -8,7 +8,8 @@
 //! the instant of each. Following the RFC (section 4) and where it leaves a choice Linux's
 //! `sch_fq_codel`:
 //! - enqueue: a flow queue that was empty joins the tail of the new flows with a deficit
-//!   of one quantum; beyond `limit_packets` in all, a packet is dropped from the head of the
+//!   of one quantum; beyond `limit_packets` in all (or `limit_bytes`, as Linux's
+//!   `memory_limit`), a packet is dropped from the head of the
 //!   queue holding the most bytes (RFC section 4.1; Linux drops up to half of it at once);
 //! - dequeue: the head of the new flows, else of the old; a flow whose deficit is spent gets
 //!   another quantum and goes to the tail of the old flows; a flow CoDel leaves empty goes
@@ -18,10 +19,10 @@
 
 use std::collections::VecDeque;
 
-use super::super::base::packet::Pkt;
-use super::super::base::time::Nanos;
 use super::codel::{Codel, CodelParams, Fifo, Queued};
 use super::AqmCounters;
+use crate::base::packet::Pkt;
+use crate::base::time::Nanos;
 
 /// RFC 8290's defaults (section 5, and Linux's): 1024 flow queues, a quantum of 1514
 /// bytes (an Ethernet frame), 10240 packets in all.
@@ -34,6 +35,8 @@ pub struct FqCodelParams {
     pub flows: u32,
     pub quantum: u32,
     pub limit_packets: u32,
+    /// Bytes queued in all (`None`: no byte limit; Linux's `memory_limit` counts memory).
+    pub limit_bytes: Option<u64>,
     pub codel: CodelParams,
 }
 
@@ -43,6 +46,7 @@ impl FqCodelParams {
             flows: DEFAULT_FLOWS,
             quantum: DEFAULT_QUANTUM,
             limit_packets: DEFAULT_LIMIT_PACKETS,
+            limit_bytes: None,
             codel,
         }
     }
@@ -144,8 +148,14 @@ impl FqCodel {
         self.p.limit_packets
     }
 
-    pub fn set_limit_packets(&mut self, limit: u32) {
-        self.p.limit_packets = limit;
+    /// Bytes queued in all, beyond which the fattest flow's head is dropped.
+    pub fn limit_bytes(&self) -> Option<u64> {
+        self.p.limit_bytes
+    }
+
+    pub fn set_limits(&mut self, packets: u32, bytes: Option<u64>) {
+        self.p.limit_packets = packets;
+        self.p.limit_bytes = bytes;
     }
 
     /// Removes every queued packet `take` selects, keeping each flow's order; a flow left
@@ -203,7 +213,9 @@ impl FqCodel {
         self.packets += 1;
         self.bytes += u64::from(q.pkt.len);
         let mut dropped = Vec::new();
-        while self.packets > self.p.limit_packets {
+        while self.packets > self.p.limit_packets
+            || self.p.limit_bytes.is_some_and(|l| self.bytes > l)
+        {
             let fattest = (0..self.queues.len())
                 .max_by_key(|&k| (self.queues[k].bytes, std::cmp::Reverse(k)));
             let Some(k) = fattest else { break };
@@ -275,9 +287,9 @@ impl FqCodel {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::base::time::NS_PER_MS;
     use super::super::codel::{DEFAULT_INTERVAL, DEFAULT_TARGET};
     use super::*;
+    use crate::base::time::NS_PER_MS;
 
     const MS: Nanos = NS_PER_MS;
 
@@ -365,6 +377,29 @@ mod tests {
             diff <= 2 * u64::from(DEFAULT_QUANTUM),
             "{big} against {small}"
         );
+    }
+
+    #[test]
+    fn over_the_byte_limit_the_fattest_flow_loses_its_head_too() {
+        let mut q = FqCodel::new(FqCodelParams {
+            limit_bytes: Some(10_000),
+            ..FqCodelParams::new(CodelParams::new(
+                DEFAULT_TARGET,
+                DEFAULT_INTERVAL,
+                1514,
+                false,
+            ))
+        });
+        for k in 0..6 {
+            assert!(q.enqueue(pkt(k, 1500, 0), 1).is_empty()); // 9,000 bytes
+        }
+        let dropped = q.enqueue(pkt(6, 1200, 0), 2); // 10,200 > 10,000
+        assert_eq!(
+            dropped.iter().map(|d| d.pkt.id).collect::<Vec<_>>(),
+            vec![0]
+        );
+        assert_eq!((q.packets(), q.bytes()), (6, 8_700));
+        assert_eq!(q.counters().overlimit_bytes, 1500);
     }
 
     #[test]

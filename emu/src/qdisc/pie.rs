@@ -23,8 +23,8 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::super::base::time::{Nanos, NS_PER_MS, NS_PER_S};
 use super::AqmCounters;
+use crate::base::time::{Nanos, NS_PER_MS, NS_PER_S};
 
 /// RFC 8033's defaults (section 5, "Implementation and Deployment"): 15 ms, 15 ms, 0.125 Hz,
 /// 1.25 Hz, 150 ms, and 10 % for marking.

@@ -13,9 +13,9 @@
 //! (`include/net/codel_impl.h`): the marked packet is delivered and the schedule advances
 //! as for a drop. The square root is taken exactly (the RFC allows Newton's step).
 
-use super::super::base::packet::Pkt;
-use super::super::base::time::{Nanos, NS_PER_MS};
 use super::AqmCounters;
+use crate::base::packet::Pkt;
+use crate::base::time::{Nanos, NS_PER_MS};
 
 /// RFC 8289's defaults (section 4.2/4.3): 5 ms and 100 ms.
 pub const DEFAULT_TARGET: Nanos = 5 * NS_PER_MS;
