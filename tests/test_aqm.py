@@ -172,3 +172,24 @@ def test_codel_on_a_cells_device_queue_keeps_it_short(tmp_path):
     assert td > 1000 and codel < 2 * 5 + 100, out
     summary, _ = summary_and_flows(tmp_path / "codel")
     assert summary.legs[0].downlink.aqm is not None and summary.legs[0].downlink.aqm.dropped_packets == codel_drops
+
+
+@pytest.mark.root
+def test_an_ecn_capable_quic_stack_is_marked_where_aioquic_is_dropped(tmp_path):
+    """A 10 MB download through CoDel (ECN on) on both legs: quinn sends ECT(0), so CoDel
+    marks (20 kept runs of quic-go and quinn: 3-17 marks, no drop); the capability and
+    the run's environment say so."""
+    from dclab.dcemu.records import read_stats
+    from dclab.endpoints import get_stack
+
+    assert get_stack("quinn").capabilities.ecn == "library" and get_stack("aioquic").capabilities.ecn == "none"
+    assert get_stack("tcp").capabilities.ecn == "sysctl"
+    r = run_dclab("run", "throughput", "--stack", "quinn", "--size", "10MB", "--queue", "1000", "--aqm", "codel",
+                  "--out", str(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr
+    summary = read_stats(next((tmp_path / "rep-01").glob("dcemu-stats.jsonl*"))).summary()
+    assert summary is not None
+    aqm = [leg.downlink.aqm for leg in summary.legs]
+    assert all(a is not None and a.marked_packets >= 1 and a.dropped_packets == 0 for a in aqm), aqm
+    env = orjson.loads((tmp_path / "rep-01" / "environment.json").read_bytes())
+    assert env["ecn"] == {"quinn": "library"}

@@ -164,7 +164,7 @@ def remedy(cause: Cause, t_reordering_ms: float | None = None) -> str:
         "socket_drops": "--udp-buffer large",
         "queue_drops": "a larger --queue, or a --split matched to the legs' rates",
         "aqm_drops": ("--aqm-ecn with an ECN-capable stack (a mark instead of a drop), or a longer --aqm-target; "
-                      "under PDCP each drop is a gap the receiver waits for"),
+                      "where PDCP reorders (two legs), each drop is also a gap its receiver waits for"),
         "aqm_marks": "the sender's reaction to ECN (its qlog, or ss -tni)",
         "t_reordering": f"a shorter --t-reordering{now}, or a --split matched to the legs",
         "sn_misread": "--sn-bits 18 (NR PDCP's long SN, 4 times the room of 16 bits)",

@@ -237,6 +237,11 @@ class Capabilities:
     # Aggregates at the transport layer: a subflow (MPTCP) or path (multipath QUIC) from
     # each of ClientSpec.paths; a flow on a ``paths`` bearer needs it
     multipath: bool = False
+    # ECN (RFC 3168, RFC 9000 section 13.4): "library", the stack marks its packets ECT(0)
+    # and feeds CE back by itself, always (its library's default; no knob here); "sysctl",
+    # kernel TCP, on with --ecn (net.ipv4.tcp_ecn 1); "none", not ECN-capable (an AQM drops
+    # where it would mark). Checked by a run through CoDel (docs/explanation/stacks.md).
+    ecn: Literal["none", "library", "sysctl"] = "none"
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,7 @@ class BinaryStack(JsonClientStack):
         streams=("parallel", "sequential"),
         ranges=True,
         preconnect=True,
+        ecn="library",  # quic-go, quinn and noq send ECT(0) and report CE by default
     )
     binary: Path
     tool: str  # the build tool `make build` needs for it (go, cargo)

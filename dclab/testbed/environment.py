@@ -75,4 +75,5 @@ def _machine_and_code() -> JsonObject:
 
 
 def environment(stacks: list[Stack], settings: dict[str, str]) -> JsonObject:
-    return {**_machine_and_code(), "stacks": {s.name: s.version() for s in stacks}, "host_settings": settings}
+    return {**_machine_and_code(), "stacks": {s.name: s.version() for s in stacks},
+            "ecn": {s.name: s.capabilities.ecn for s in stacks}, "host_settings": settings}

@@ -112,6 +112,7 @@ class MptcpStack(TcpStack):
         max_objects=MAX_OBJECTS,
         streams=("parallel", "sequential"),
         multipath=True,
+        ecn="sysctl",
     )
 
     def missing(self) -> list[str]:

@@ -208,7 +208,8 @@ class Ngtcp2Stack(Stack):
     transport = "udp"
     ccs = CCS
     capabilities = Capabilities(
-        max_connections=MAX_CONNECTIONS, max_objects=MAX_OBJECTS, streams=("parallel",), resumption=True, zero_rtt=True
+        max_connections=MAX_CONNECTIONS, max_objects=MAX_OBJECTS, streams=("parallel",), resumption=True, zero_rtt=True,
+        ecn="library",  # the example client and server mark ECT(0) and echo CE
     )
 
     def missing(self) -> list[str]:

@@ -325,6 +325,7 @@ class TcpStack(Stack):
         streams=("parallel", "sequential"),
         resumption=True,
         zero_rtt=True,
+        ecn="sysctl",
     )
 
     def check(self, cc: str | None, workload: Workload | None = None) -> str:
