@@ -84,24 +84,28 @@ $(QUICGO): $(wildcard $(QUICGO_SRC)/*.go) $(QUICGO_SRC)/go.mod $(QUICGO_SRC)/go.
 	@why=$$(scripts/have_go.sh) || { echo "the quic-go stack: $$why; see dclab doctor"; exit 1; }
 	cd $(QUICGO_SRC) && go build -trimpath -o $(CURDIR)/$@ .
 
+# The quinn and noq programs share one target directory: their lock files pin the same
+# versions of most dependencies (tokio, rustls, ring, ...), which cargo then builds once.
+RS_TARGET := build/rs-target
+
 $(QUINN): $(wildcard $(QUINN_SRC)/src/*.rs) $(RS_COMMON_FILES) $(QUINN_SRC)/build.rs $(QUINN_SRC)/Cargo.toml $(QUINN_SRC)/Cargo.lock
-	$(CARGO) build --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
-	install -D -m755 build/quinn-target/release/dclab-quinn $@
+	$(CARGO) build --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir $(RS_TARGET)
+	install -D -m755 $(RS_TARGET)/release/dclab-quinn $@
 
 $(NOQ): $(wildcard $(NOQ_SRC)/src/*.rs) $(RS_COMMON_FILES) $(NOQ_SRC)/build.rs $(NOQ_SRC)/Cargo.toml $(NOQ_SRC)/Cargo.lock
-	$(CARGO) build --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
-	install -D -m755 build/noq-target/release/dclab-noq $@
+	$(CARGO) build --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir $(RS_TARGET)
+	install -D -m755 $(RS_TARGET)/release/dclab-noq $@
 
 # Static checks: formatting, lints, types, and no import running up a level.
 check: setup
 	cd emu && $(CARGO) fmt --check
 	cd emu && $(CARGO) clippy --release --locked --all-targets -- -D warnings
 	cd $(QUINN_SRC) && $(CARGO) fmt --check
-	$(CARGO) clippy --release --locked --all-targets --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target -- -D warnings
+	$(CARGO) clippy --release --locked --all-targets --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir $(RS_TARGET) -- -D warnings
 	cd $(NOQ_SRC) && $(CARGO) fmt --check
-	$(CARGO) clippy --release --locked --all-targets --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target -- -D warnings
+	$(CARGO) clippy --release --locked --all-targets --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir $(RS_TARGET) -- -D warnings
 	cd $(RS_COMMON) && $(CARGO) fmt --check
-	$(CARGO) clippy --release --locked --all-targets --manifest-path $(RS_COMMON)/Cargo.toml --target-dir build/quinn-target -- -D warnings
+	$(CARGO) clippy --release --locked --all-targets --manifest-path $(RS_COMMON)/Cargo.toml --target-dir $(RS_TARGET) -- -D warnings
 	@test -z "$$(gofmt -l $(QUICGO_SRC))" || { gofmt -l $(QUICGO_SRC); echo "gofmt: reformat the files above"; exit 1; }
 	cd $(QUICGO_SRC) && go vet ./...
 	bash emu/check-levels.sh
@@ -112,14 +116,14 @@ check: setup
 
 # dcemu's tests run optimised with debug_assert! and overflow checks on (profile `checked`);
 # as root they include those #[ignore]d for needing root (namespaces, TUN devices). The
-# quinn and noq programs' tests (and their shared crate's, in quinn's target directory) use
-# their release profile, so they reuse the dependencies `build` built.
+# quinn and noq programs' tests (and their shared crate's) use their release profile in
+# their target directory, so they reuse the dependencies `build` built.
 ROOT_TESTS := $(if $(filter 0,$(shell id -u)),--include-ignored)
 test: build $(QUICGO) check
 	cd emu && $(CARGO) test --profile checked --locked -- $(ROOT_TESTS)
-	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir build/quinn-target
-	$(CARGO) test --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir build/noq-target
-	$(CARGO) test --release --locked --manifest-path $(RS_COMMON)/Cargo.toml --target-dir build/quinn-target
+	$(CARGO) test --release --locked --manifest-path $(QUINN_SRC)/Cargo.toml --target-dir $(RS_TARGET)
+	$(CARGO) test --release --locked --manifest-path $(NOQ_SRC)/Cargo.toml --target-dir $(RS_TARGET)
+	$(CARGO) test --release --locked --manifest-path $(RS_COMMON)/Cargo.toml --target-dir $(RS_TARGET)
 	$(PY) -m pytest -q --durations=20 tests
 
 # The documentation site (mkdocs.yml; docs/hooks.py generates the pages that must follow the

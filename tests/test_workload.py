@@ -226,8 +226,11 @@ def test_registry():
 def test_declared_capabilities():
     caps = {name: get_stack(name).capabilities for name in STACKS}
     assert caps["aioquic"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), True, True, serve=True)
-    assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), False, False)
-    assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), True, True, (), False, False)
+    assert caps["tcp"] == Capabilities(64, 10_000, ("parallel", "sequential"), True, True, (), False, False, ecn="sysctl")
+    assert caps["ngtcp2"] == Capabilities(64, 100, ("parallel",), True, True, (), False, False, ecn="library")
+    assert {name: c.ecn for name, c in caps.items()} == {
+        "aioquic": "none", "aioquic-2020": "none", "ngtcp2": "library", "noq": "library", "quic-go": "library",
+        "quinn": "library", "tcp": "sysctl", "mptcp": "sysctl"}
     assert caps["aioquic-2020"] == Capabilities(64, 10_000, ("parallel", "sequential"), fixed_datagram=1280)
 
 
