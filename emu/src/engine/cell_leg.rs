@@ -57,15 +57,7 @@ impl CellDirection {
         let (packets, bytes) = self.cell.take_evicted();
         self.counters.dropped_queue_packets += packets;
         self.counters.dropped_queue_bytes += bytes;
-        match r {
-            Ok(()) => true,
-            Err(Refused::Full(p)) => {
-                self.counters.dropped_queue_packets += 1;
-                self.counters.dropped_queue_bytes += p.len as u64;
-                false
-            }
-            Err(Refused::Aqm(_)) => false,
-        }
+        self.counters.offered(r)
     }
 
     pub fn next_deadline(&self) -> Option<Nanos> {

@@ -71,6 +71,27 @@ pub struct LinkCounters {
     pub dropped_loss_bytes: u64,
 }
 
+impl LinkCounters {
+    /// Counts a packet the queue dropped at its limit (tail drop, or FQ-CoDel's eviction).
+    pub fn queue_drop(&mut self, p: &Pkt) {
+        self.dropped_queue_packets += 1;
+        self.dropped_queue_bytes += u64::from(p.len);
+    }
+
+    /// Counts what the queue did with an offered packet; `true` if it took it. An AQM's
+    /// drop is counted by the AQM (`aqm_counters`).
+    pub fn offered(&mut self, r: Result<(), Refused>) -> bool {
+        match r {
+            Ok(()) => true,
+            Err(Refused::Full(p)) => {
+                self.queue_drop(&p);
+                false
+            }
+            Err(Refused::Aqm(_)) => false,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct LinkDirection {
     rate: RateStage,
@@ -231,15 +252,7 @@ impl LinkDirection {
         }
         let r = self.rate.enqueue(now, p);
         self.collect_aqm_drops();
-        match r {
-            Ok(()) => true,
-            Err(Refused::Full(p)) => {
-                self.counters.dropped_queue_packets += 1;
-                self.counters.dropped_queue_bytes += p.len as u64;
-                false
-            }
-            Err(Refused::Aqm(_)) => false, // counted by the AQM (`aqm_counters`)
-        }
+        self.counters.offered(r)
     }
 
     /// What the queue's AQM dropped and marked (`None` for tail drop alone).
@@ -263,8 +276,7 @@ impl LinkDirection {
         }
         self.rate.take_evicted(&mut self.aqm_dropped); // FQ-CoDel's limit: the queue's drops
         for p in self.aqm_dropped.drain(..) {
-            self.counters.dropped_queue_packets += 1;
-            self.counters.dropped_queue_bytes += u64::from(p.len);
+            self.counters.queue_drop(&p);
             self.tail.discard(p.id);
         }
     }
