@@ -194,6 +194,19 @@ BOUNDS: dict[str, Bound] = {
         "Linux BBR overflows the 100-packet leg queues again and again (361 drops and 13 t-Reordering expiries in "
         "one 10 MB run): how many drops open PDCP gaps decides the run, 17.4-35.9 spread over the range; the bound "
         "fails a collapse only")),  # 10 (5 busy): 17.4-25.4-35.9
+    # -- responsiveness under load (tests/test_responsiveness_run.py): 20 Mbit/s legs, 1000-packet
+    # queues, a bulk TCP CUBIC flow, two 100 kB TCP downloads and a ping probe beside it -----
+    # 1000 packets of 1322 bytes at 20 Mbit/s are 529 ms of queue; the flow's window stops short of it
+    "responsiveness.tail_drop_sojourn_p99_ms": Bound(lo=352, hi=452, what="each leg's p99 queue wait, tail drop"),  # 12 (5 busy): 386-415-419
+    "responsiveness.tail_drop_short_s": Bound(lo=1.52, hi=1.73, what="median short download, tail drop"),  # 12 (5 busy): 1.60-1.63-1.64
+    "responsiveness.tail_drop_rtt_p50_ms": Bound(lo=262, hi=305, what="probe's median round trip, tail drop"),  # 12 (5 busy): 278-281-288
+    # CoDel (ECN) at the master leg alone: within 2 x its 5 ms target plus a 100 ms interval on both legs
+    "responsiveness.codel_master_sojourn_p99_ms": Bound(lo=21.3, hi=31.2, what="master's p99 queue wait"),  # 12 (5 busy): 24.1-26.2-28.3
+    "responsiveness.codel_master_secondary_sojourn_p99_ms": Bound(lo=21.0, hi=31.4, what="secondary p99 wait"),  # 12 (5 busy): 24.1-26.2-28.3
+    "responsiveness.codel_master_short_s": Bound(lo=0.19, hi=0.24, what="median short, CoDel master"),  # 12 (5 busy): 0.206-0.209-0.223
+    "responsiveness.codel_master_rtt_p99_ms": Bound(lo=34.0, hi=47.0, what="probe p99 RTT, CoDel master"),  # 12 (5 busy): 38.4-40.1-42.7
+    "responsiveness.short_speedup": Bound(lo=6.9, hi=8.5, what="median short download, tail drop over CoDel"),  # 12 (5 busy): 7.33-7.66-7.87
+    "responsiveness.rpm_gain": Bound(lo=7.6, hi=9.8, what="round trips per minute, CoDel over tail drop"),  # 12 (5 busy): 8.23-8.50-9.01
     # -- the simulation (deterministic for a seed) and validate-smoke's emulated side ---------
     "sim.aioquic_large_10mb_mbps": Bound(lo=34.0, ceiling=QUIC_CEILING),  # 10 (5 busy): 35.75 each
     "sim.fairness_total_mbps": Bound(lo=34.1, ceiling=QUIC_CEILING),  # 10 (5 busy): 35.91 each

@@ -74,10 +74,10 @@ def test_paper_campaign_is_the_whole_matrix():
                        ("ngtcp2", "cubic", "large")}
     sweeps = {(r.experiment, r.sweep) for r in runs}
     # Not the paper's: those of the mquic and LTE studies (streams: the LTE study's experiment 4) and of the
-    # fidelity campaign (docs/fidelity.md) and EN-DC's (docs/endc.md).
+    # fidelity campaign (docs/fidelity.md), EN-DC's (docs/endc.md) and the AQM campaign's (queue).
     not_the_papers = ("none", "conns", "iw", "radio", "distance", "distance-mean", "streams", "t-reordering",
                       "pdcp-processing", "nr-distance", "lte-distance", "nr-distance-matched",
-                      "lte-distance-matched", "x2-delay", "report-period", "target-delay", "fallback-ms")
+                      "lte-distance-matched", "x2-delay", "report-period", "target-delay", "fallback-ms", "queue")
     for name in [n for n in SWEEPS if n not in not_the_papers]:
         assert ("throughput", name) in sweeps
         assert ("fairness", name) in sweeps or name == "size"

@@ -124,6 +124,8 @@ SWEEPS: dict[str, SweepDef] = {
                  lambda v: {"target_delay": v}),
         SweepDef("fallback-ms", "outage fallback: ms without service before an outage (0: off)", [0, 2, 5, 10, 20],
                  lambda v: {"fallback_ms": v}),
+        # Each leg's queue limit, packets (the default 100; the AQM study's 1000, docs/explanation/aqm.md).
+        SweepDef("queue", "each leg's queue limit (packets)", [100, 300, 1000], lambda v: {"queue_packets": int(v)}),
         # throughput --streams (the LTE study's experiment 4: 1 to 16 streams on one connection).
         SweepDef("streams", "concurrent streams on one connection (N)", [1, 2, 4, 8, 16], lambda v: {"streams": int(v)}),
     ]

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from ..dcemu.records import Stats
 from ..endpoints.base import TransferResult, Workload
+from .ping import Probe
 
 
 class Bed(Protocol):
@@ -41,6 +42,15 @@ class Bed(Protocol):
     def run_clients(self, timeout_s: float, qlog: bool = False, flows: list[str] | None = None,
                     workloads: dict[str, Workload] | None = None,
                     persistent: bool = False) -> dict[str, TransferResult]: ...  # fmt: skip
+
+    def ping(self, interval_s: float) -> Probe:
+        """A latency probe from the client to the server until stopped (``ping.py``);
+        the real-time testbed's only."""
+        ...
+
+    def stop_clients(self) -> None:
+        """Ends every running client now; the real-time testbed's only."""
+        ...
 
     def finish(self) -> Sequence[Stats]:
         """Ends the bed and returns dcemu's records (``dcemu/records.py``)."""

@@ -25,6 +25,7 @@ from ..flowplan import FlowPlan
 from ..paths import CLIENT_ADDR, SERVER_ADDR
 from ..scenario import Scenario
 from .hostconfig import TCP_ECN, HostConfig
+from .ping import Probe
 
 
 def rmem_for(host: HostConfig) -> dict[str, int]:
@@ -105,6 +106,13 @@ class SimBed:
         self.client_udp_drops = sum(r.host_drops for r in summary.flows if r.transport == "quic")
         results = {r.name: self._transfer(r) for r in summary.flows}
         return {f.name: results[f.name] for f in chosen}
+
+    def ping(self, interval_s: float) -> Probe:
+        raise NotImplementedError("the simulation has no latency probe (an experiment that pings does not declare "
+                                  "``simulates``)")
+
+    def stop_clients(self) -> None:
+        raise NotImplementedError("the simulation's clients run to their end in one call")
 
     def _transfer(self, r: SimFlow) -> TransferResult:
         start = r.start_ms / 1e3

@@ -30,6 +30,7 @@ from .certs import make_certs
 from .hostconfig import HostConfig, HostLock, Journal, read_sysctl, recover, write_sysctl
 from .inspection import Inspection, write_guide
 from .netns import Namespaces, kill_in, kill_inode, sh, stop_process, udp_rcvbuf_errors, wait_listening
+from .ping import Probe, ping_args
 from .socket_sampler import SocketSampler
 from .udp_drops import DropSampler
 
@@ -285,6 +286,18 @@ class Testbed:
         if died:
             raise PartDied(died)
         return {f.name: results[f.name] for f in chosen}
+
+    def ping(self, interval_s: float) -> Probe:
+        """A latency probe from the client to the server, one echo every ``interval_s``
+        until ``Probe.stop`` (``ping.py``)."""
+        probe = Probe(self.ns.exec(self.ns.client, *ping_args(SERVER_ADDR, interval_s)), time.time(), interval_s)
+        self._journal_pid(probe.proc.pid)
+        return probe
+
+    def stop_clients(self) -> None:
+        """Ends every client now (everything in the client namespace is killed): for a
+        workload measured until the experiment says, not until a timeout."""
+        kill_in(self.ns.client)
 
     def _stats_ms(self, wall: float) -> float | None:
         return (wall - self.start_wall) * 1e3 if self.start_wall is not None else None
