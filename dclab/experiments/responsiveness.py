@@ -108,6 +108,7 @@ class Responsiveness(Experiment[ResponsivenessOptions]):
         idle = bed.ping(interval)
         time.sleep(IDLE_S)
         idle_rtts = [e.rtt_ms for e in idle.stop() if e.rtt_ms is not None]
+        idle_rtt = statistics.median(idle_rtts) if idle_rtts else None
         bulk: dict[str, TransferResult] = {}
         start = time.time()
         thread = threading.Thread(target=lambda: bulk.update(bed.run_clients(self._bulk_timeout(o), flows=["bulk"])),
@@ -136,7 +137,7 @@ class Responsiveness(Experiment[ResponsivenessOptions]):
                      for at, r in shorts]
         write_json(bed.workdir / PROBE, ProbeRecord(
             t_s=[e.sent_wall - start for e in echoes], rtt_ms=[e.rtt_ms for e in echoes], shorts=downloads,
-            window_s=(since - start, until - start), idle_rtt_ms=statistics.median(idle_rtts) if idle_rtts else None))
+            window_s=(since - start, until - start), idle_rtt_ms=idle_rtt))
         window = summarize(echoes, since, until)
         queues = leg_queues(records)
         done = [d.completion_s for d in downloads if d.ok and d.completion_s is not None]
@@ -157,7 +158,7 @@ class Responsiveness(Experiment[ResponsivenessOptions]):
         result.metrics = {
             "short_s": statistics.median(done) if done else None, "short_max_s": max(done) if done else None,
             "rtt_p50_ms": window.rtt_p50_ms, "rtt_p99_ms": window.rtt_p99_ms, "rpm": window.rpm,
-            "echo_loss": window.loss, "idle_rtt_ms": statistics.median(idle_rtts) if idle_rtts else None,
+            "echo_loss": window.loss, "idle_rtt_ms": idle_rtt,
             "sojourn_p99_ms": max(waits) if waits else None, "load_mbps": load,
             "aqm_dropped": float(sum(q.aqm_dropped for q in queues)),
             "aqm_marked": float(sum(q.aqm_marked for q in queues)),
