@@ -87,11 +87,15 @@ def test_both_ends_capture_every_packet_dcemu_read_and_wrote(tmp_path):
     assert directions(server_end) == (engine["packets_in_down"], engine["packets_out_up"])
     assert directions(client_end) == (engine["packets_out_down"], engine["packets_in_up"])
     assert engine["packets_in_down"] >= 1_000_000 / 1252  # 1 MB in datagrams of at most 1252 bytes
-    # The first downlink packet at each end: apart by its leg's delay (10 ms, std 1 ms) and its
-    # 0.5 ms at 20 Mbit/s; within four standard deviations, and a millisecond for dcemu's own work.
+    # The first downlink packet at each end: apart by its leg's delay (10 ms, std 1 ms, within
+    # four standard deviations) and its 0.5 ms at 20 Mbit/s, plus how late the runtime wrote
+    # it. Both stamps are the runtime's own clock reads: the read's is the engine's arrival
+    # time, the write's is recorded in `runtime.lateness`, so the run's worst lateness bounds
+    # that packet's (a busy core once made it 4.6 ms, docs/explanation/testing.md).
     first_in = next(t for t, p in server_end if p[12:16] == SERVER)
     first_out = next(t for t, p in client_end if p[12:16] == SERVER)
-    assert 0.0065 <= first_out - first_in <= 0.0155, first_out - first_in
+    worst_late_s = summary_line["runtime"]["lateness"]["max_us"] / 1e6
+    assert 0.0065 <= first_out - first_in <= 0.0145 + worst_late_s, (first_out - first_in, worst_late_s)
     # Per leg: the downlink packets that left it; together, every packet the legs carried.
     summary = StatsRecords.of_file(rep / "dcemu-stats.jsonl").summary()
     assert summary is not None
