@@ -80,10 +80,15 @@ class CellLink:
         """The mean capacity one device alone gets (the table above)."""
         return CAPACITY_MBPS[self.level]
 
+    @property
+    def queue_bytes(self) -> int:
+        """Each device's queue at the cell."""
+        return QUEUE_BYTES
+
     def device(self) -> dict[str, object]:
         """One device of the cell, as dcemu's [[legs.downlink.cell.devices]] entry."""
         return {"mean_sinr_db": sinr_db(self.distance_m), "doppler_hz": DOPPLER_HZ, "fading": "rayleigh",
-                "queue_bytes": QUEUE_BYTES}
+                "queue_bytes": self.queue_bytes}
 
     def cell(self, devices: int) -> dict[str, object]:
         """dcemu's ``[legs.downlink.cell]`` with ``devices`` devices at this level."""

@@ -98,10 +98,15 @@ class NrLink:
         """What one device alone gets, about: the carrier's mean less HARQ's resent tenth."""
         return round(SENT_MBPS[self.level] * (1 - BLER), 1)
 
+    @property
+    def queue_bytes(self) -> int:
+        """Each device's queue at the cell."""
+        return QUEUE_BYTES
+
     def device(self) -> dict[str, object]:
         d, los = LEVELS[self.level]
         return {"mean_sinr_db": sinr_db(d, los), "doppler_hz": DOPPLER_HZ, "fading": "rayleigh",
-                "queue_bytes": QUEUE_BYTES}
+                "queue_bytes": self.queue_bytes}
 
     def cell(self, devices: int) -> dict[str, object]:
         """dcemu's ``[legs.downlink.cell]`` with ``devices`` devices at this level."""

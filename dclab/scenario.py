@@ -147,6 +147,9 @@ def _sn_events(v: object) -> object:
 
 
 AqmKind = Literal["tail-drop", "codel", "pie", "fq-codel"]
+# The queue delay each AQM aims at unless --aqm-target says otherwise: its RFC's, as the
+# core's defaults are (emu/src/qdisc/).
+AQM_TARGET_MS: dict[AqmKind, float] = {"codel": 5.0, "fq-codel": 5.0, "pie": 15.0}
 
 
 def _aqm(v: object) -> object:
@@ -265,7 +268,8 @@ class Scenario(BaseModel):
         "fq-codel (RFC 8290: a CoDel per flow, served by deficit round robin, the queue's limits its own); "
         "one value for every leg; None: tail drop everywhere"))] = None
     aqm_target_ms: Annotated[float | None, bounded("aqm_target_ms", description=(
-        "the queue delay the AQM aims at, ms; None: the RFC's (CoDel and FQ-CoDel 5, PIE 15)"))] = None
+        "the queue delay the AQM aims at, ms; None: the RFC's (CoDel and FQ-CoDel "
+        f"{AQM_TARGET_MS['codel']:g}, PIE {AQM_TARGET_MS['pie']:g})"))] = None
     aqm_interval_ms: Annotated[float | None, bounded("aqm_interval_ms", description=(
         "CoDel's interval (how long the delay must stay above target before a drop), PIE's update period, "
         "ms; None: the RFC's (CoDel and FQ-CoDel 100, PIE 15)"))] = None

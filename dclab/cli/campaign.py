@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..campaign import plan as cp
+from ..campaign import timing
 from ..campaign.cluster import CLUSTER_OVERHEAD_S
 from ..campaign.dispatch import Where, runner_for
 from ..campaign.locks import Busy, campaign_lock
@@ -45,8 +46,7 @@ def store_at(path: Path, readonly: bool = False) -> Store:
         raise click.ClickException(str(e)) from None
 
 
-def hours(s: float) -> str:
-    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min"
+hours = timing.hours_text
 
 
 def print_plan(c: cp.Campaign, runs: list[cp.PlannedRun], todo: list[cp.PlannedRun], store: Store | None,
@@ -330,12 +330,36 @@ def _load(name: str, reps: int | None, shard: str | None, create: bool = True,
 @click.option("--full", is_flag=True, help="List every value of every sweep.")
 @click.option("--workers", type=click.IntRange(1, 10000),
               help="Also estimate the wall time on this many worker machines (`campaign run --scheduler`).")
+@click.option("--measured", is_flag=True,
+              help="Instead: the planner's model (uncalibrated) against the time the stored runs took, per "
+                   "experiment, group and sweep.")
 @max_runs_option
 def campaign_plan(name: str, reps: int | None, shard: str | None, full: bool, groups: tuple[str, ...],
-                  workers: int | None, max_runs: int) -> None:
+                  workers: int | None, measured: bool, max_runs: int) -> None:
     """Print the runs of campaign NAME and an estimate of the real time they take."""
     c, store, runs, todo = _load(name, reps, shard, create=False, groups=groups, max_runs=max_runs)
-    print_plan(c, runs, todo, store, full, workers)
+    if measured:
+        print_timings(c, runs, store)
+    else:
+        print_plan(c, runs, todo, store, full, workers)
+
+
+def print_timings(c: cp.Campaign, runs: list[cp.PlannedRun], store: Store | None) -> None:
+    ts = timing.timings(runs, timing.measured(store) if store else {})
+    if not ts:
+        raise click.ClickException(f"campaign {c.name}: no stored run says how long it took "
+                                   f"({campaign_dir(c.name) / 'store.sqlite'}); run it first")
+    t = Table(title=f"campaign {c.name}: the planner's model against the stored runs' times", show_header=True)
+    for col in ("experiment", "group", "sweep", "runs", "estimate", "measured", "estimate / measured"):
+        t.add_column(col)
+    for x in [*ts, timing.total(ts)]:
+        t.add_row(x.experiment, x.group, x.sweep, str(x.runs), hours(x.estimate_s), hours(x.measured_s), f"{x.ratio:.2f}")
+    Console().print(t)
+    all_ = timing.total(ts)
+    verdict = "within" if timing.within(all_.estimate_s, all_.measured_s) else "outside"
+    click.echo(f"{all_.runs} of the {len(runs)} planned runs measured: estimate {hours(all_.estimate_s)}, measured "
+               f"{hours(all_.measured_s)} (each run's elapsed_s summed): {verdict} {timing.TOLERANCE:.0%} "
+               f"(or {timing.SLACK_S:g} s) of it")
 
 
 @campaign.command("run")
