@@ -22,7 +22,9 @@ MAY_BE_ABSENT = {"runtime", "cell", "uplink", "rx", "dropped_count_exhausted", "
                  # split other than delay-target holds nothing unnumbered
                  "flow", "secondary", "hold",
                  # a queue with tail drop alone has no AQM; a cell's downlink no rate stage's sojourn
-                 "aqm", "sojourn"}
+                 "aqm", "sojourn",
+                 # per flow deliveries: in the summary record only, and none beyond dcemu's limit
+                 "flows", "flows_beyond"}
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

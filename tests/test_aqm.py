@@ -138,6 +138,10 @@ def test_with_ecn_codel_marks_what_it_would_drop_and_pdcp_never_waits(tmp_path):
     assert marked > 0 and sum(leg.downlink.aqm.dropped_packets for leg in ecn[0].legs) == 0
     (flow,) = ecn[1]
     assert flow["ce_marks"] == marked and 0 < flow["ecn_reductions"] <= marked and flow["packets_lost"] == 0
+    # dcemu's own count of what it handed the client: the marks the modelled receiver saw
+    (delivered,) = ecn[0].flows
+    assert (delivered.protocol, delivered.ce_packets) == (6, marked) and delivered.ect_packets > 0
+    assert [(f.ce_packets, f.ect_packets) for f in drop[0].flows] == [(0, 0)]  # no ECN: nothing ECN-capable
     assert ecn[0].bearers[0].rx.timer_expiries == 0
     goodput = [x[2]["metrics"]["goodput_mbps"] for x in (drop, ecn)]
     assert goodput[1] > 1.1 * goodput[0], goodput
@@ -191,5 +195,8 @@ def test_an_ecn_capable_quic_stack_is_marked_where_aioquic_is_dropped(tmp_path):
     assert summary is not None
     aqm = [leg.downlink.aqm for leg in summary.legs]
     assert all(a is not None and a.marked_packets >= 1 and a.dropped_packets == 0 for a in aqm), aqm
+    # its receiver saw the marks: each reached the client once, unless PDCP discarded it
+    (flow,) = [f for f in summary.flows if f.protocol == 17]
+    assert 1 <= flow.ce_packets <= sum(a.marked_packets for a in aqm if a is not None), summary.flows
     env = orjson.loads((tmp_path / "rep-01" / "environment.json").read_bytes())
     assert env["ecn"] == {"quinn": "library"}

@@ -33,8 +33,12 @@ def test_every_record_a_simulation_writes_has_exactly_the_modelled_fields(tmp_pa
         for i, d in enumerate(stats):
             assert mismatches(d) == [], f"{name} record {i}"
             seen |= kinds_seen(d)
+        # every downlink packet handed to the client is in one flow's count
+        summary = stats[-1]
+        assert summary["flows"] and "flows_beyond" not in summary
+        assert sum(f["packets"] for f in summary["flows"]) == summary["engine"]["packets_out_down"]
         assert len(StatsRecords.of_file(out / "rep-01" / "dcemu-stats.jsonl.gz", drop_last_of_type="sim")) == len(stats)
-    assert {"Leg", "Direction", "Bearer", "Rx", "Hist", "Cell", "Device", "Engine"} <= seen
+    assert {"Leg", "Direction", "Bearer", "Rx", "Hist", "Cell", "Device", "Engine", "DeliveredFlow"} <= seen
 
 
 def test_a_leg_with_codel_reports_its_drops_in_the_modelled_fields(tmp_path):

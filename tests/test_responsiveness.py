@@ -10,9 +10,9 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from dclab.analysis.responsiveness import Echo, leg_queues, percentile, summarize, trimmed_mean
+from dclab.analysis.responsiveness import Echo, ce_seen, leg_queues, percentile, summarize, trimmed_mean
 from dclab.cli import app
-from dclab.dcemu.records import Aqm, Cell, Device, Direction, Hist, Leg, Stats
+from dclab.dcemu.records import Aqm, Cell, DeliveredFlow, Device, Direction, Hist, Leg, Stats
 from dclab.experiments import get_experiment
 from dclab.scenario import Scenario
 from dclab.testbed.ping import parse, ping_args
@@ -62,6 +62,19 @@ def test_percentile_and_trimmed_mean():
     assert trimmed_mean([5.0]) == 5.0
     with pytest.raises(ValueError):
         percentile([], 0.5)
+
+
+def test_the_ce_marks_a_flows_receivers_saw_sum_its_connections():
+    flows = [DeliveredFlow(protocol=6, server_port=4433, client_port=40000, packets=900, ect_packets=880, ce_packets=20),
+             DeliveredFlow(protocol=6, server_port=4434, client_port=40001, packets=70, ect_packets=68, ce_packets=2),
+             DeliveredFlow(protocol=6, server_port=4434, client_port=40002, packets=70, ect_packets=69, ce_packets=1),
+             DeliveredFlow(protocol=1, packets=50)]
+    summary = Stats(type="summary", version=9, t_ms=200.0, flows=flows)
+    assert (ce_seen([summary], 4433), ce_seen([summary], 4434), ce_seen([summary], 9999)) == (20, 3, 0)
+    # a dcemu from before it counted per flow, no summary, no port: unknown, not zero
+    assert ce_seen([Stats(type="summary", version=8, t_ms=200.0)], 4433) is None
+    assert ce_seen([Stats(type="interval", version=9, t_ms=100.0)], 4433) is None
+    assert ce_seen([summary], None) is None
 
 
 def test_each_legs_queue_from_the_summary_record():

@@ -41,6 +41,7 @@ def test_tail_drop_lets_each_legs_queue_reach_its_limit(runs):
     d = result(runs["tail-drop"])
     m, legs = d["metrics"], d["details"]["legs"]
     assert [leg["aqm_dropped"] + leg["aqm_marked"] for leg in legs] == [0, 0]  # no discipline, no AQM counts
+    assert m["ce_bulk"] == m["ce_short"] == 0  # so no receiver saw a mark
     # 1000 packets of 1322 bytes (1320 and the PDCP header) at 20 Mbit/s wait 529 ms
     check_bound("responsiveness.tail_drop_sojourn_p99_ms", m["sojourn_p99_ms"])
     check_bound("responsiveness.tail_drop_short_s", m["short_s"])
@@ -58,6 +59,9 @@ def test_codel_at_the_master_alone_holds_both_legs_of_one_flow(runs):
     m, (master, secondary) = d["metrics"], d["details"]["legs"]
     assert master["aqm_marked"] > 0 and master["aqm_dropped"] == 0  # TCP asked for ECN: marks, no drops
     assert secondary["aqm_marked"] == secondary["aqm_dropped"] == 0 and secondary["dropped_full"] == 0
+    # The receivers saw the marks: each marked packet reached the client once, unless PDCP
+    # discarded it; the bulk flow, which keeps the queue, gets most of them.
+    assert 0 < m["ce_bulk"] and m["ce_bulk"] + m["ce_short"] <= master["aqm_marked"], m
     # Within 2 x CoDel's 5 ms target plus one 100 ms interval's burst (the yardstick),
     # on the managed leg and, through the one flow's window, on the other.
     check_bound("responsiveness.codel_master_sojourn_p99_ms", master["sojourn_p99_ms"])

@@ -126,6 +126,16 @@ def leg_queues(records: Sequence[Stats]) -> list[LegQueue]:
     return out
 
 
+def ce_seen(records: Sequence[Stats], server_port: int | None) -> int | None:
+    """The CE marks the receivers of every connection to ``server_port`` saw: the marked
+    packets dcemu handed to the client, from the last summary record's flows. None without
+    a summary or a port, or from a dcemu before it counted them (version 9)."""
+    summary = next((r for r in reversed(records) if r.type == "summary"), None)
+    if summary is None or summary.version < 9 or server_port is None:
+        return None
+    return sum(f.ce_packets for f in summary.flows if f.server_port == server_port)
+
+
 class ShortDownload(BaseModel):
     """One short download under load, seconds on the run's clock (from the bulk flow's
     start): requested at ``start_s``; its first and last byte after the request."""

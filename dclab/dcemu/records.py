@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # The version of the records this dclab reads; dcemu writes it in every record
 # (``STATS_VERSION`` in emu/src/engine/record.rs). Records from before it was written
 # have none: 1.
-STATS_VERSION = 8
+STATS_VERSION = 9
 STATS_FILES = ("dcemu-stats.jsonl", "dcemu-stats.jsonl.gz")  # emulated runs write the first, simulated the second
 
 
@@ -265,6 +265,24 @@ class Runtime(_Record):
     tun_joined_writes: int = 0
 
 
+class FlowEcn(_Record):
+    """Downlink packets handed to the client, those ECN-capable and those marked CE
+    (``delivered::FlowEcn``)."""
+
+    packets: int = 0
+    ect_packets: int = 0
+    ce_packets: int = 0
+
+
+class DeliveredFlow(FlowEcn):
+    """One flow's deliveries (``delivered::FlowEcnRecord``), from the server's side:
+    protocol 6 TCP, 17 UDP, 1 ICMP (no ports)."""
+
+    protocol: int = 0
+    server_port: int = 0
+    client_port: int = 0
+
+
 class Stats(_Record):
     """One record: an interval's, or the summary at the end (same shape)."""
 
@@ -275,6 +293,8 @@ class Stats(_Record):
     legs: list[Leg] = []
     bearers: list[Bearer] = []
     engine: Engine = Engine()
+    flows: list[DeliveredFlow] = []  # version 9, summary record only: per flow, what reached the client
+    flows_beyond: FlowEcn | None = None  # flows past dcemu's 256, and non-IPv4 packets; absent when none
     runtime: Runtime | None = None
 
     def bearer(self, name: str) -> Bearer | None:

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from ..analysis import figures
 from ..analysis.metrics import pdcp_summary, window_means
-from ..analysis.responsiveness import ProbeRecord, ShortDownload, leg_queues, run_figure, summarize
+from ..analysis.responsiveness import ProbeRecord, ShortDownload, ce_seen, leg_queues, run_figure, summarize
 from ..analysis.stand_in import stack_label
 from ..analysis.stored_run import StoredRun
 from ..endpoints.base import TransferResult, Workload
@@ -174,6 +174,9 @@ class Responsiveness(Experiment[ResponsivenessOptions]):
             "sojourn_p99_ms": max(waits) if waits else None, "load_mbps": load,
             "aqm_dropped": float(sum(q.aqm_dropped for q in queues)),
             "aqm_marked": float(sum(q.aqm_marked for q in queues)),
+            # what the receivers saw of those marks (a marked packet PDCP discarded never arrives)
+            "ce_bulk": _num(ce_seen(records, plan.flow("bulk").port)),
+            "ce_short": _num(ce_seen(records, plan.flow("short").port)),
         }
         result.flows = [FlowResult.of(plan, "bulk", None, load), FlowResult.of(plan, "short", None)]
         result.details = {"probe": window, "legs": queues, "short": o.short,
@@ -252,3 +255,8 @@ def standing_wait_s(s: Scenario, leg: int) -> float:
         return cell.queue_bytes * 8 / (max(cell.capacity_mbps, 0.1) * 1e6)
     rate_mbps = total_capacity_mbps(s) / s.legs if s.trace else s.bw[leg]
     return s.queue_packets * 1500 * 8 / (max(rate_mbps, 0.1) * 1e6)
+
+
+def _num(n: int | None) -> float | None:
+    return None if n is None else float(n)
+

@@ -13,6 +13,7 @@ use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
 use super::flow_control::{CopyFate, FlowControl, FlowLeg};
 use super::processing::FixedDelay;
+use super::delivered::DeliveredFlows;
 use super::record::{EngineCounters, Record};
 use super::secondary::{Divert, SecondaryNode, Target};
 use super::state::{BearerState, LegState};
@@ -84,6 +85,8 @@ pub struct Engine {
     exit: Option<FixedDelay<Output>>,
     records: Vec<Record>,
     counters: EngineCounters,
+    /// The downlink's deliveries per flow (the summary record's `flows`).
+    delivered_flows: DeliveredFlows,
     /// Some: every downlink packet leaving a leg is noted here (`take_leg_exits`).
     leg_exits: Option<Vec<LegExit>>,
 }
@@ -215,6 +218,7 @@ impl Engine {
             exit: (s.pdcp.processing > 0).then(|| FixedDelay::new(s.pdcp.processing)),
             records: Vec::new(),
             counters: EngineCounters::default(),
+            delivered_flows: DeliveredFlows::default(),
             leg_exits: None,
         })
     }
@@ -601,6 +605,7 @@ impl Engine {
             pool,
             outputs,
             counters,
+            delivered_flows,
             header_bytes,
             ..
         } = self;
@@ -610,13 +615,17 @@ impl Engine {
             delivered_packets,
             ..
         } = &mut bearers[b];
+        let mut to_client = ToClient {
+            outputs,
+            counters,
+            flows: delivered_flows,
+        };
         if let Some(rx) = rx.as_mut() {
             rx.poll(t, &mut |ev| {
                 on_rx_event(
                     ev,
                     pool,
-                    outputs,
-                    counters,
+                    &mut to_client,
                     delivered_bytes,
                     delivered_packets,
                     *header_bytes,
@@ -831,11 +840,17 @@ impl Engine {
             pool,
             outputs,
             counters,
+            delivered_flows,
             header_bytes,
             leg_exits,
             ..
         } = self;
         let hdr = *header_bytes;
+        let mut to_client = ToClient {
+            outputs,
+            counters,
+            flows: delivered_flows,
+        };
         legs[l].down.poll(t, &mut |at, pkt| {
             apply_mark(pool, &pkt);
             if let Some(taps) = leg_exits.as_mut() {
@@ -866,8 +881,7 @@ impl Engine {
                         on_rx_event(
                             ev,
                             pool,
-                            outputs,
-                            counters,
+                            &mut to_client,
                             delivered_bytes,
                             delivered_packets,
                             hdr,
@@ -877,12 +891,7 @@ impl Engine {
                 None => {
                     *delivered_bytes += (pkt.len - hdr) as u64;
                     *delivered_packets += 1;
-                    counters.packets_out_down += 1;
-                    outputs.push_back(Output {
-                        dir: Dir::Down,
-                        id: pkt.id,
-                        at,
-                    });
+                    to_client.deliver(at, pkt.id, pool.get(pkt.id));
                 }
             }
         });
@@ -1005,7 +1014,12 @@ impl Engine {
         let dt = t.saturating_sub(self.last_stats);
         let mut engine = self.counters.clone();
         engine.buffers_in_use = self.pool.in_use() as u64;
-        Record::of(kind, t, dt, &mut self.legs, &mut self.bearers, engine)
+        let mut r = Record::of(kind, t, dt, &mut self.legs, &mut self.bearers, engine);
+        if kind == "summary" {
+            r.flows = self.delivered_flows.records();
+            r.flows_beyond = Some(self.delivered_flows.beyond()).filter(|b| b.packets > 0);
+        }
+        r
     }
 
     pub fn counters(&self) -> &EngineCounters {
@@ -1055,8 +1069,7 @@ fn apply_mark(pool: &mut PacketPool, pkt: &Pkt) {
 fn on_rx_event(
     ev: RxEvent<Pkt>,
     pool: &mut PacketPool,
-    outputs: &mut VecDeque<Output>,
-    counters: &mut EngineCounters,
+    to_client: &mut ToClient,
     delivered_bytes: &mut u64,
     delivered_packets: &mut u64,
     hdr: u32,
@@ -1065,14 +1078,29 @@ fn on_rx_event(
         RxEvent::Deliver { at, item, .. } => {
             *delivered_bytes += (item.len - hdr) as u64;
             *delivered_packets += 1;
-            counters.packets_out_down += 1;
-            outputs.push_back(Output {
-                dir: Dir::Down,
-                id: item.id,
-                at,
-            });
+            to_client.deliver(at, item.id, pool.get(item.id));
         }
         RxEvent::Discard { item, .. } => pool.free(item.id),
+    }
+}
+
+/// Where a downlink packet leaves the emulated network for the client: the driver's
+/// outputs, counted in all and per flow.
+struct ToClient<'a> {
+    outputs: &'a mut VecDeque<Output>,
+    counters: &'a mut EngineCounters,
+    flows: &'a mut DeliveredFlows,
+}
+
+impl ToClient<'_> {
+    fn deliver(&mut self, at: Nanos, id: PktId, ip: &[u8]) {
+        self.counters.packets_out_down += 1;
+        self.flows.delivered(ip);
+        self.outputs.push_back(Output {
+            dir: Dir::Down,
+            id,
+            at,
+        });
     }
 }
 

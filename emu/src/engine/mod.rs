@@ -4,6 +4,7 @@
 
 pub mod cell_leg;
 pub mod classifier;
+pub mod delivered;
 // The room is named after its main part; classifier and records sit beside it.
 #[allow(clippy::module_inception)]
 pub mod engine;

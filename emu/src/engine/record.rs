@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::cell_leg::{CellDirection, Downlink};
+use super::delivered::{FlowEcn, FlowEcnRecord};
 use super::flow_control::FlowRecord;
 use super::secondary::SnRecord;
 use super::state::{BearerState, LegState};
@@ -22,7 +23,7 @@ use crate::qdisc::AqmCounters;
 /// The version of these records' shape, written in each: a change to any struct here
 /// (a field added, renamed or removed) raises it, and the harness's typed reader
 /// (`dclab/dcemu/records.py`, `STATS_VERSION`) refuses versions it does not know.
-pub const STATS_VERSION: u32 = 8;
+pub const STATS_VERSION: u32 = 9;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
@@ -38,6 +39,14 @@ pub struct Record {
     pub legs: Vec<LegRecord>,
     pub bearers: Vec<BearerRecord>,
     pub engine: EngineCounters,
+    /// Summary record only (version 9): per flow, the downlink packets handed to the client,
+    /// those ECN-capable and those marked CE, in the order the flows first delivered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowEcnRecord>,
+    /// Summary record only: flows past `delivered::MAX_FLOWS` and non-IPv4 packets together
+    /// (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows_beyond: Option<FlowEcn>,
     /// Filled in by the real-time runtime (absent in virtual time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeRecord>,
@@ -279,6 +288,8 @@ impl Record {
                 .map(|b| BearerRecord::of(b, &leg_names, summary, mbps))
                 .collect(),
             engine,
+            flows: Vec::new(),
+            flows_beyond: None,
             runtime: None,
         }
     }
