@@ -57,7 +57,11 @@ def test_tail_drop_lets_each_legs_queue_reach_its_limit(runs):
 def test_codel_at_the_master_alone_holds_both_legs_of_one_flow(runs):
     d = result(runs["codel-master"])
     m, (master, secondary) = d["metrics"], d["details"]["legs"]
-    assert master["aqm_marked"] > 0 and master["aqm_dropped"] == 0  # TCP asked for ECN: marks, no drops
+    # TCP asked for ECN: CoDel marks the data. It still drops what is not ECN-capable (RFC
+    # 3168: a SYN-ACK, a pure ACK, a retransmission) when one reaches the head while it is
+    # dropping: 0-2 such drops per run in the aqm campaign's TCP runs with ECN, and one in 22
+    # runs of this test. At most those of each of the 3 connections.
+    assert master["aqm_marked"] > 0 and master["aqm_dropped"] <= 3 * 3, master
     assert secondary["aqm_marked"] == secondary["aqm_dropped"] == 0 and secondary["dropped_full"] == 0
     # The receivers saw the marks: each marked packet reached the client once, unless PDCP
     # discarded it; the bulk flow, which keeps the queue, gets most of them.

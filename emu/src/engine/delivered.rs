@@ -133,7 +133,14 @@ mod tests {
             ce_packets: 2,
         };
         assert_eq!(r[0].counts, want);
-        assert_eq!((r[1].server_port, r[1].counts.packets, r[1].counts.ce_packets), (4434, 1, 0));
+        assert_eq!(
+            (
+                r[1].server_port,
+                r[1].counts.packets,
+                r[1].counts.ce_packets
+            ),
+            (4434, 1, 0)
+        );
         assert_eq!(d.beyond(), FlowEcn::default());
     }
 

@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 
 use super::cell_leg::{CellDirection, Downlink};
 use super::classifier::{Classifier, Dir};
+use super::delivered::DeliveredFlows;
 use super::flow_control::{CopyFate, FlowControl, FlowLeg};
 use super::processing::FixedDelay;
-use super::delivered::DeliveredFlows;
 use super::record::{EngineCounters, Record};
 use super::secondary::{Divert, SecondaryNode, Target};
 use super::state::{BearerState, LegState};
