@@ -38,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from measured import BOUNDS, DATA, NOISE_MARGIN, REGRESSION, margin, noise  # noqa: E402
+from measured import BOUNDS, DATA, NOISE_MARGIN, REGRESSION, grid_reach, margin, noise  # noqa: E402
 
 BUSY_LIMIT_S = 4 * 3600  # the spinning process ends by itself after this, whatever happens here
 SPIN = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
@@ -96,11 +96,14 @@ def read_junit(path: Path, round_no: int, busy: bool, outcomes: dict[str, Outcom
             o.failures.append((round_no, busy, (bad.get("message") or "").splitlines()[0][:160] if bad.get("message") else bad.tag))
 
 
-def suggest(values: list[float]) -> tuple[float, float, bool, bool]:
-    """The lo and hi the runs allow, and whether each would let a 20 % regression pass."""
+def suggest(name: str, values: list[float]) -> tuple[float, float, bool, bool]:
+    """The lo and hi the runs allow, and whether each would let a 20 % regression pass. A
+    histogram quantile's reach the bucket next beyond its runs (tests/measured.py, grid_reach)."""
     sigma, med = noise(values), statistics.median(values)
     lo = min(0.95 * min(values), min(values) - NOISE_MARGIN * sigma)
     hi = max(1.05 * max(values), max(values) + NOISE_MARGIN * sigma)
+    if (reach := grid_reach(name, values)) is not None:
+        lo, hi = min(lo, reach[0]), max(hi, reach[1])
     return lo, hi, lo < (1 - REGRESSION) * med, hi > (1 + REGRESSION) * med
 
 
@@ -126,7 +129,7 @@ def report(records: list[dict], outcomes: dict[str, Outcome]) -> None:
         vs = [r["value"] for r in recs]
         b = BOUNDS.get(name)
         m = margin(b, vs) if b is not None and len(vs) > 1 else math.nan
-        lo, hi, lo_wide, hi_wide = suggest(vs)
+        lo, hi, lo_wide, hi_wide = suggest(name, vs)
         sides = [f"lo {lo:.4g}" + (" (spread too wide)" if lo_wide else "") if b is None or b.lo is not None else "",
                  f"hi {hi:.4g}" + (" (spread too wide)" if hi_wide else "") if b is None or b.hi is not None else ""]
         print(f"{name:52s} {len(vs):3d} {sum(r['busy'] for r in recs):4d} {min(vs):9.4g} {statistics.median(vs):9.4g} "

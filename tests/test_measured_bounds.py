@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from measured import BOUNDS, MIN_BUSY, MIN_RUNS, NOISE_MARGIN, REGRESSION, Bound, kept, kept_runs, margin
+from measured import BOUNDS, MIN_BUSY, MIN_RUNS, NOISE_MARGIN, REGRESSION, Bound, Kept, grid_bucket, grid_reach, kept, kept_runs, margin, on_grid
 
 
 def bound_problems(name: str, b: Bound, runs: list) -> list[str]:
@@ -27,6 +27,14 @@ def bound_problems(name: str, b: Bound, runs: list) -> list[str]:
     elif (m := margin(b, values)) < NOISE_MARGIN:
         problems.append(f"{name}: its worst kept run lies {m:.2f} of the runs' noise inside {b}, "
                         f"{NOISE_MARGIN:g} needed: an unchanged tree would fail it")
+    if (reach := grid_reach(name, values)) is not None:
+        below, above = reach
+        if b.lo is not None and b.lo > below:
+            problems.append(f"{name}: a histogram quantile; lo {b.lo:g} refuses {below:.4g}, the value of the bucket "
+                            "next below its lowest kept run")
+        if b.hi is not None and b.hi < above:
+            problems.append(f"{name}: a histogram quantile; hi {b.hi:g} refuses {above:.4g}, the value of the bucket "
+                            "next above its highest kept run")
     median = statistics.median(values)
     t = b.tolerance
     if t > REGRESSION and not b.what:
@@ -109,3 +117,24 @@ def test_a_bound_within_its_runs_noise_is_refused():
     assert bound_problems("x", Bound(lo=34.0), runs(same)) == []
     assert "outside" in bound_problems("x", Bound(lo=36.0), runs(same))[0]
     assert margin(Bound(hi=40.0), same) == float("inf") and margin(Bound(lo=35.75), same) == float("-inf")
+
+
+def test_the_grid_is_dcemus_histogram():
+    """tests/measured.py's mirror of emu/src/base/histogram.rs, against values dcemu reported
+    (tests/data/measured.jsonl): 8 buckets per octave, each reported by its middle."""
+    assert grid_bucket(5) == (5, 6)
+    assert grid_bucket(16) == (16, 18) and grid_bucket(31) == (30, 32) and grid_bucket(32) == (32, 36)
+    for ms in (385.875967, 419.430399, 24.117247, 26.214399, 28.311551, 192.937983):
+        assert on_grid(ms, 1e6)
+    assert not on_grid(414.857131, 1e6) and not on_grid(278.0, 1e6)  # capped at the largest; a probe's RTT
+
+
+def test_a_histogram_quantiles_bound_admits_the_next_bucket():
+    runs = [385.875967] * 6 + [419.430399] * 6
+    reach = grid_reach("x.sojourn_p99_ms", runs)
+    assert reach is not None and round(reach[0], 3) == 352.322 and round(reach[1], 3) == 452.985
+    assert grid_reach("x.rtt_p50_ms", [278.0, 281.5, 288.0]) is None  # not bucket middles
+    assert grid_reach("x.mbps", runs) is None  # not a time
+    kept = [Kept(v, busy=True) for v in runs]
+    assert any("next above" in p for p in bound_problems("x.sojourn_p99_ms", Bound(lo=340, hi=452), kept))
+    assert not any("histogram" in p for p in bound_problems("x.sojourn_p99_ms", Bound(lo=340, hi=455), kept))
