@@ -352,10 +352,10 @@ def print_timings(c: cp.Campaign, runs: list[cp.PlannedRun], store: Store | None
     t = Table(title=f"campaign {c.name}: the planner's model against the stored runs' times", show_header=True)
     for col in ("experiment", "group", "sweep", "runs", "estimate", "measured", "estimate / measured"):
         t.add_column(col)
-    for x in [*ts, timing.total(ts)]:
+    all_ = timing.total(ts)
+    for x in [*ts, all_]:
         t.add_row(x.experiment, x.group, x.sweep, str(x.runs), hours(x.estimate_s), hours(x.measured_s), f"{x.ratio:.2f}")
     Console().print(t)
-    all_ = timing.total(ts)
     verdict = "within" if timing.within(all_.estimate_s, all_.measured_s) else "outside"
     click.echo(f"{all_.runs} of the {len(runs)} planned runs measured: estimate {hours(all_.estimate_s)}, measured "
                f"{hours(all_.measured_s)} (each run's elapsed_s summed): {verdict} {timing.TOLERANCE:.0%} "
