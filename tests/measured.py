@@ -315,9 +315,14 @@ def grid_bucket(ns: int) -> tuple[int, int]:
     """The histogram's bucket holding ``ns`` nanoseconds, as [lower, upper)."""
     if ns < 2 * GRID_SUB:
         return ns, ns + 1
-    width = 1 << (ns.bit_length() - 1 - 3)
+    width = 1 << (ns.bit_length() - GRID_SUB.bit_length())  # an octave's width over GRID_SUB
     lower = ns // width * width
     return lower, lower + width
+
+
+def _middle(bucket: tuple[int, int]) -> int:
+    """What the histogram reports for a quantile in ``bucket`` (uncapped)."""
+    return (bucket[0] + bucket[1] - 1) // 2
 
 
 def grid_scale(name: str) -> float | None:
@@ -329,16 +334,15 @@ def on_grid(value: float, scale: float) -> bool:
     """Whether ``value`` (in units of ``scale`` ns) is the middle of its bucket, as the
     histogram reports an uncapped quantile (to the microsecond of dcemu's records)."""
     ns = round(value * scale)
-    lower, upper = grid_bucket(ns)
-    return abs(ns - (lower + upper - 1) // 2) <= 1000 and upper - lower > 2000
+    bucket = grid_bucket(ns)
+    return abs(ns - _middle(bucket)) <= 1000 and bucket[1] - bucket[0] > 2000
 
 
 def grid_neighbour(value: float, scale: float, up: bool) -> float:
     """The value the histogram reports for the bucket next above (or below) the one holding
     ``value``: that bucket's middle."""
     lower, upper = grid_bucket(round(value * scale))
-    lower, upper = grid_bucket(upper) if up else grid_bucket(lower - 1)
-    return (lower + upper - 1) // 2 / scale
+    return _middle(grid_bucket(upper) if up else grid_bucket(lower - 1)) / scale
 
 
 def grid_reach(name: str, values: list[float]) -> tuple[float, float] | None:
