@@ -21,9 +21,10 @@ from typed_rows import runs
 
 from dclab.analysis import figures
 from dclab.analysis.figure_info import AxesInfo, FigureInfo
-from dclab.campaign.report import build_report, sweep_label
+from dclab.campaign.report import build_report, markdown_table, sweep_label
 from dclab.campaign.store import RunRecord, Store
 from dclab.cli.results import plot, report, results
+from dclab.experiments.base import Table
 
 FLOWS = ["dc", "sc1", "sc2"]
 V1_SCHEMA = (Path(__file__).parent / "data" / "store_v1_schema.sql").read_text()
@@ -312,6 +313,31 @@ def test_report_tables_hold_the_means(store, built):
             assert cells[6] == f"{statistics.fmean(r['metrics']['jfi'] for r in rs):.3f}"
             assert cells[7] == "-", "runs stored without the links' JFI"
             assert cells[8] == "2"
+
+
+def test_tables_md_holds_the_pages_tables(built):
+    """tables.md quotes every data table of the page cell for cell, under its sweep's
+    heading, so the docs can cite a campaign without typing a number in."""
+    p = parse(built)
+    md = (built.parent / "tables.md").read_text()
+    tables = [[[c.strip() for c in line.strip().strip("|").split(" | ")] for line in block.splitlines()
+               if line.startswith("|") and not line.startswith("|---")]
+              for block in md.split("\n\n") if block.startswith("| ")]
+    html_tables = [p.tables["data throughput"], p.tables["data fairness"]]  # the experiments' tables
+    assert html_tables and len(tables) == len(html_tables)
+    for t in html_tables:
+        assert t in tables, t[0]
+    for heading in ("throughput: batch", "fairness: split"):
+        assert f"\n## {heading}\n" in md
+    assert "mean ± std over the runs" in md.splitlines()[2]
+
+
+def test_markdown_cells_cannot_break_a_row():
+    t = Table(["value", "series", "a|b"], [["1", "x|y\nz", "2"], ["2", "q", "-"]], [False, True])
+    lines = markdown_table(t).splitlines()
+    assert lines[0] == "| value | series | a\\|b |" and lines[1] == "|---|---|--:|"
+    assert lines[2] == "| 1 | x\\|y\\nz | 2 |"
+    assert lines[3] == "| 2 (no successful run) | q | - |"
 
 
 def test_a_store_from_before_the_change_reports_the_same(built, tmp_path):

@@ -115,6 +115,25 @@ def test_completion_downloads_are_each_runs_long_and_short_downloads_by_series()
         ("tcp aggregation=mptcp", 200_000, 0.2), ("tcp aggregation=mptcp", 200_000, 0.3)]
 
 
+def test_the_tables_put_the_aggregations_side_by_side_per_value():
+    """The first table of each part is what a reader compares: one row per swept value, one
+    column per aggregation, mean ± std and the runs behind it; a failed run counts in no
+    cell, and a value with no successful run is marked."""
+    def row(key: str, agg: str, value: float, g: float | None, stack: str = "tcp") -> dict:
+        return {"run_key": key, "ok": g is not None, "stack": stack, "cc": "cubic", "host_config": stack,
+                "sweep": "loss", "param": "loss", "value": f"{value:g}", "value_num": value,
+                "options": {"aggregation": agg}, "scenario": {}, "metrics": {} if g is None else {"goodput_mbps": g}}
+    rows = runs([row("a", "pdcp", 0, 30.0), row("b", "pdcp", 0, 32.0), row("c", "mptcp", 0, 36.0, "mptcp"),
+                 row("d", "mptcp", 0, None, "mptcp"), row("e", "pdcp", 0.2, 9.5), row("f", "mptcp", 0.2, None, "mptcp"),
+                 row("g", "pdcp", 0.5, None)], "split-layer")
+    (caption, t), (caption2, full) = EXPERIMENT.sweep_tables(rows)
+    assert caption == "alone: goodput (Mbit/s) by aggregation, mean ± std (n runs)" and caption2 == "alone"
+    assert t.columns == ["value", "mptcp (mptcp cubic)", "pdcp (tcp cubic)"]
+    assert t.rows == [["0", "36.00 ± 0.00 (1)", "31.00 ± 1.41 (2)"], ["0.2", "-", "9.50 ± 0.00 (1)"], ["0.5", "-", "-"]]
+    assert t.failed == [False, False, True]
+    assert full.columns[:3] == ["value", "series", "goodput (Mbit/s)"]
+
+
 def _rep(out: Path) -> dict:
     return json.loads((out / "rep-01" / "result.json").read_text())
 

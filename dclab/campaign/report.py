@@ -164,6 +164,24 @@ def html_table(t: Table, cls: str) -> str:
     return "".join(out)
 
 
+def _md_cell(text: str) -> str:
+    """A table cell's text for Markdown: a pipe would end the cell (a line break is escaped)."""
+    return printable(text).replace("|", "\\|")
+
+
+def markdown_table(t: Table) -> str:
+    """An experiment's table as GitHub-flavoured Markdown, rows with no successful run
+    marked, so a page of the docs can quote a campaign's figures as measured."""
+    out = ["| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
+           "|" + "|".join("---" if i == 0 or c == "series" else "--:" for i, c in enumerate(t.columns)) + "|"]
+    for row, failed in zip(t.rows, t.failed, strict=True):
+        cells = [_md_cell(c) for c in row]
+        if failed and cells:
+            cells[0] += " (no successful run)"
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def _flatten(d: JsonObject, prefix: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in d.items():
@@ -307,7 +325,8 @@ def _stacks_compared(rows: Sequence[AnyRun], out_dir: Path) -> str:
 
 
 def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path | None = None) -> Path:
-    """Writes ``out_dir/index.html`` and its PNG figures; returns the page's path. With a
+    """Writes ``out_dir/index.html``, its PNG figures and ``tables.md`` (the page's tables
+    in Markdown, for a page of the docs to quote); returns the page's path. With a
     ``reference`` file (``fidelity.py``) the page gets a fidelity section; a bad file is
     refused (ScenarioError) before anything is written."""
     points = fidelity.load_reference(reference) if reference is not None else None
@@ -322,6 +341,9 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
     ok = sum(1 for r in rows if r.ok)
 
     body: list[str] = []
+    tables_md = [f"# {printable(title)}\n\nStore `{store.path}`: {len(rows)} runs, {ok} successful, "
+                 f"{len(rows) - ok} failed; generated {now}. Each cell is the mean ± std over the runs "
+                 f"counted in `n`.\n"]
     toc: list[str] = []
     series_body: list[str] = []
     for experiment, sweep, rs in groups:
@@ -333,11 +355,14 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         body.append(f'<h2 id="{_e(name)}">{_e(heading)}</h2>\n'
                     f'<p class="meta">parameter: {_e(", ".join(params) or "-")}; {len(rs)} runs, '
                     f"{len(rs) - nok} failed</p>\n")
+        tables_md.append(f"\n## {printable(heading)}\n\nParameter: {printable(', '.join(params) or '-')}; "
+                         f"{len(rs)} runs, {len(rs) - nok} failed.\n")
         exp = experiments().get(experiment)
         if exp is None:
             fig = figures.empty_figure(out_dir / f"{name}.png", heading, f"experiment {experiment!r} is not installed here")
             body.append(_img(fig.name, heading, f"fig-sweep fig-{experiment}", heading))
             body.append(f"<p>Experiment {_e(experiment)} is not installed here: no table.</p>\n")
+            tables_md.append(f"\nExperiment {printable(experiment)} is not installed here: no table.\n")
             continue
         located = [r.model_copy(update={"run_path": resolve_run_dir(r.run_dir, base)}) for r in rs]
         for fig, caption in exp.sweep_figures(located, out_dir, name, heading, sweep_label(rs)):
@@ -345,7 +370,9 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         for caption, table in exp.sweep_tables(rs):
             if caption:
                 body.append(f'<p class="meta">{_e(caption)}</p>\n')
+                tables_md.append(f"\n{printable(caption[:1].upper() + caption[1:])}:\n")
             body.append(html_table(table, experiment))
+            tables_md.append("\n" + markdown_table(table))
 
         labels = figures.series_of(rs)
         for r in _chosen_runs(rs):
@@ -387,4 +414,5 @@ def build_report(store: Store | Path, out_dir: Path, title: str, reference: Path
         parts.append('<h2 id="runs">Runs and machines</h2>\n')
         parts.append(_runs_summary(rows, typed.unreadable))
     parts.append("</body>\n</html>\n")
+    write_output(out_dir / "tables.md", "".join(tables_md), "report")
     return write_output(out_dir / "index.html", "".join(parts), "report")

@@ -181,13 +181,14 @@ def figure(pngs: tuple[Path, ...], as_json: bool) -> None:
                    "[source]): adds a fidelity section, dclab beside them with the ratio.")
 def report(campaign: str | None, store_path: Path | None, out: Path | None, title: str | None,
            reference: Path | None) -> None:
-    """Build the HTML report of CAMPAIGN: index.html and its PNG figures.
+    """Build the HTML report of CAMPAIGN: index.html, its PNG figures and tables.md.
 
     Per (experiment, sweep) the experiment's figure and the table behind it (mean, std, n
     of its metrics), time series of the first and last value of each sweep, the environment
     the runs recorded (kernel, host settings, versions, commit) and the runs per machine;
     with --reference, a fidelity section. The page is plain HTML with relative image links:
-    copy the directory anywhere."""
+    copy the directory anywhere. tables.md holds the same tables in Markdown, for a page of
+    documentation to quote."""
     from ..campaign.report import build_report
 
     store = open_store(campaign, store_path)

@@ -433,15 +433,37 @@ class SplitLayer(Experiment[SplitLayerOptions]):
         return out
 
     def sweep_tables(self, rows: Sequence[Run]) -> list[tuple[str, Table]]:
-        """Per value (or condition) and aggregation: every metric that has values (mean ±
-        std), alone and against TCP apart."""
+        """The aggregations side by side (goodput alone, Jain's index against TCP: mean ±
+        std (n) per value and aggregation), then per value (or condition) and aggregation
+        every metric that has values, alone and against TCP apart."""
         none = all(r.sweep == "none" for r in rows)
         out = []
-        for caption, part in (("alone", [r for r in rows if not _fair(r)]),
-                              ("against a TCP flow on each leg", [r for r in rows if _fair(r)])):
+        for caption, part, metric in (("alone", [r for r in rows if not _fair(r)], "goodput_mbps"),
+                                      ("against a TCP flow on each leg", [r for r in rows if _fair(r)], "jfi")):
             if part:
-                out.append((caption, self._table(_view(part, none))))
+                view = _view(part, none)
+                axis = next(m for m in self.metrics if m.name == metric)
+                out.append((f"{caption}: {axis.axis} by aggregation, mean ± std (n runs)",
+                            self._side_by_side(view, axis)))
+                out.append((caption, self._table(view)))
         return out
+
+    @staticmethod
+    def _side_by_side(rows: Sequence[Run], metric: Metric) -> Table:
+        """One row per value, one column per series: the comparison a reader looks for."""
+        cells = {(d.at.value, d.at.series): d for d in figures.metric_table(rows, metric.name)}
+        values = list(dict.fromkeys(k[0] for k in cells))
+        series = sorted({k[1] for k in cells})
+        body, failed = [], []
+        for v in values:
+            row = [v or "-"]
+            for se in series:
+                d = cells.get((v, se))
+                row.append("-" if d is None or d.mean is None
+                           else f"{_fmt(d.mean, metric.digits)} ± {_fmt(d.std, metric.digits)} ({d.n})")
+            body.append(row)
+            failed.append(all(cells.get((v, se)) is None or cells[(v, se)].mean is None for se in series))
+        return Table(["value", *series], body, failed)
 
     def _table(self, rows: Sequence[Run]) -> Table:
         names = [m for m in self.metrics if any(r.metric(m.name) is not None for r in rows)]
