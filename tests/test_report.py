@@ -21,7 +21,7 @@ from typed_rows import runs
 
 from dclab.analysis import figures
 from dclab.analysis.figure_info import AxesInfo, FigureInfo
-from dclab.campaign.report import build_report, markdown_table, sweep_label
+from dclab.campaign.report import build_report, html_table, markdown_table, sweep_label
 from dclab.campaign.store import RunRecord, Store
 from dclab.cli.results import plot, report, results
 from dclab.experiments.base import Table
@@ -338,6 +338,15 @@ def test_markdown_cells_cannot_break_a_row():
     assert lines[0] == "| value | series | a\\|b |" and lines[1] == "|---|---|--:|"
     assert lines[2] == "| 1 | x\\|y\\nz | 2 |"
     assert lines[3] == "| 2 (no successful run) | q | - |"
+
+
+def test_a_tables_naming_columns_are_set_as_text():
+    """A table names its rows with as many leading columns as it says: a value-by-aggregation
+    table has one, and its value columns are set right in both the page and tables.md."""
+    t = Table(["value", "mptcp", "pdcp"], [["1", "2.00 ± 0.10 (5)", "-"]], [False], text_columns=1)
+    assert markdown_table(t).splitlines()[1] == "|---|--:|--:|"
+    html = html_table(t, "x")
+    assert html.count('class="text"') == 2 and "<th>mptcp</th>" in html and "<td>2.00 ± 0.10 (5)</td>" in html
 
 
 def test_a_store_from_before_the_change_reports_the_same(built, tmp_path):

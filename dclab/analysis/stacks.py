@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..scenario import Scenario
 from .figures import Run, _save, empty_figure, plt
+from .grid import mean_std_text, pivot
 from .metrics import mean_std
 
 
@@ -116,21 +117,16 @@ def comparison_table(rows: Sequence[Run], headlines: dict[str, Headline]) -> tup
     pts = points(rows, headlines)
     header = ["stack"] + [f"{p.label()}, {headlines[p.experiment].label}"
                           + (f" ({headlines[p.experiment].unit})" if headlines[p.experiment].unit else "") for p in pts]
-    out = []
     names = labels(rows)
-    for st in stacks(rows):
-        line = [st]
-        for p in pts:
-            h = headlines[p.experiment]
-            m, s, n, total = cell(rows, st, p, h, names)
-            if total == 0:
-                line.append("-")
-            elif m is None:
-                line.append(f"failed (0/{total})")
-            else:
-                line.append(f"{m:.{h.digits}f} ± {s or 0:.{h.digits}f} ({n}/{total})")
-        out.append(line)
-    return header, out
+
+    def text(st: str, p: Point) -> str | None:
+        h = headlines[p.experiment]
+        m, s, n, total = cell(rows, st, p, h, names)
+        if total == 0:
+            return None
+        return f"failed (0/{total})" if m is None else mean_std_text(m, s or 0, h.digits, n, total)
+
+    return header, pivot(stacks(rows), pts, text)[0]
 
 
 def comparison_figure(rows: Sequence[Run], headlines: dict[str, Headline], path: Path, title: str) -> Path:

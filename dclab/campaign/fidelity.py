@@ -128,4 +128,4 @@ def fidelity_table(compared: list[Compared]) -> Table:
                      p.source or "-"])
         failed.append(c.n == 0)
     return Table(["point", "series", "metric", "dclab mean", "std", "n", "failed", "published", "dclab / published",
-                  "source"], rows, failed)
+                  "source"], rows, failed, text_columns=3)

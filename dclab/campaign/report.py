@@ -153,11 +153,12 @@ def sweep_figure(experiment: str, rows: Sequence[AnyRun], path: Path, title: str
 
 
 def html_table(t: Table, cls: str) -> str:
-    """An experiment's table: the first two columns (value, series) as text."""
-    head = "".join(f'<th class="text">{_e(c)}</th>' if i < 2 else f"<th>{_e(c)}</th>" for i, c in enumerate(t.columns))
+    """An experiment's table, its naming columns (``Table.text_columns``) as text."""
+    k = t.text_columns
+    head = "".join(f'<th class="text">{_e(c)}</th>' if i < k else f"<th>{_e(c)}</th>" for i, c in enumerate(t.columns))
     out = [f'<table class="data {_e(cls)}"><tr>{head}</tr>']
     for row, failed in zip(t.rows, t.failed, strict=True):
-        cells = "".join(f'<td class="text">{_e(c)}</td>' if i < 2 else f"<td>{_e(c)}</td>" for i, c in enumerate(row))
+        cells = "".join(f'<td class="text">{_e(c)}</td>' if i < k else f"<td>{_e(c)}</td>" for i, c in enumerate(row))
         tr = '<tr class="failed">' if failed else "<tr>"
         out.append(f"{tr}{cells}</tr>")
     out.append("</table>\n")
@@ -173,7 +174,7 @@ def markdown_table(t: Table) -> str:
     """An experiment's table as GitHub-flavoured Markdown, rows with no successful run
     marked, so a page of the docs can quote a campaign's figures as measured."""
     out = ["| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
-           "|" + "|".join("---" if i == 0 or c == "series" else "--:" for i, c in enumerate(t.columns)) + "|"]
+           "|" + "|".join("---" if i < t.text_columns else "--:" for i in range(len(t.columns))) + "|"]
     for row, failed in zip(t.rows, t.failed, strict=True):
         cells = [_md_cell(c) for c in row]
         if failed and cells:
@@ -317,7 +318,8 @@ def _stacks_compared(rows: Sequence[AnyRun], out_dir: Path) -> str:
         return ""
     fig = stacks.comparison_figure(rows, heads, out_dir / "stacks-compared.png", "every stack at every point")
     header, lines = stacks.comparison_table(rows, heads)
-    table = Table(header, lines, [all(c == "-" or c.startswith("failed") for c in line[1:]) for line in lines])
+    table = Table(header, lines, [all(c == "-" or c.startswith("failed") for c in line[1:]) for line in lines],
+                  text_columns=1)
     return ('<h2 id="stacks">Stacks compared</h2>\n'
             '<p class="meta">Each stack\'s headline metric (mean ± standard deviation, successful runs / runs) '
             "at every point of the campaign; a run's stack is its first (DC) flow's.</p>\n"

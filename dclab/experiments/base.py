@@ -352,11 +352,13 @@ class Summary(BaseModel):
 @dataclass(frozen=True)
 class Table:
     """A table for the report: header cells and rows of text; ``failed`` marks rows with
-    no successful run."""
+    no successful run; the first ``text_columns`` columns name the row (set left, as
+    text) and the rest hold values."""
 
     columns: list[str]
     rows: list[list[str]]
     failed: list[bool]
+    text_columns: int = 2
 
 
 OptionsT = TypeVar("OptionsT", bound=Options)
@@ -471,7 +473,7 @@ class Experiment(ABC, Generic[OptionsT]):
             ms = summary.metrics[m.name]
             row += [_fmt(ms.mean, m.digits), _fmt(ms.std, m.digits)]
         row.append(f"{summary.reps - summary.failed}/{summary.reps}")
-        return Table(cols, [row], [summary.failed == summary.reps])
+        return Table(cols, [row], [summary.failed == summary.reps], text_columns=3)
 
     def headline(self, summary: Summary) -> str:
         """The line ``dclab run`` ends with."""

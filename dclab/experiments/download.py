@@ -302,7 +302,7 @@ def timing_table(rows: list[timings.TimingRow], series: bool) -> Table:
         cells += [_fmt(r.startup_s.median, 3)] if startup else []
         out.append(cells)
         failed.append(not r.n)
-    return Table(cols, out, failed)
+    return Table(cols, out, failed, text_columns=2 if series else 1)
 
 
 EXPERIMENT = Download()

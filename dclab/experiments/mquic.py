@@ -349,7 +349,7 @@ def paper_tables(rows: Sequence[Run]) -> list[tuple[str, Table]]:
             body.append(cells)
             failed.append(all(not (row.n if (row := tables[c].get(size)) else 0) for c in ccs))
         out.append((f"{where}{variant}: mquic's improvement (%) per controller, as the paper's Tables 6-9",
-                    Table(cols, body, failed)))
+                    Table(cols, body, failed, text_columns=1)))
     return out
 
 

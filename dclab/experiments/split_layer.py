@@ -37,6 +37,7 @@ from pydantic import Field, ValidationInfo, model_validator
 
 from ..analysis import completion, figures
 from ..analysis.downloads import Download
+from ..analysis.grid import mean_std_text, pivot
 from ..analysis.metrics import PdcpSummary, jain, leg_window_means, pdcp_summary
 from ..analysis.run_events import RunFacts
 from ..analysis.stored_run import StoredRun, number
@@ -371,7 +372,7 @@ class SplitLayer(Experiment[SplitLayerOptions]):
                          f"{sum(v is not None for v in ms.runs)}/{summary.reps}"])
             failed.append(ms.mean is None)
         return Table([f"{summary.options.get('aggregation')} ({summary.stack} {summary.cc})", "mean", "std", "runs"],
-                     rows, failed)
+                     rows, failed, text_columns=1)
 
     def run_title(self, scenario: Scenario, options: SplitLayerOptions, result: RepResult) -> str:
         stack = options.flow_stack()
@@ -452,18 +453,14 @@ class SplitLayer(Experiment[SplitLayerOptions]):
     def _side_by_side(rows: Sequence[Run], metric: Metric) -> Table:
         """One row per value, one column per series: the comparison a reader looks for."""
         cells = {(d.at.value, d.at.series): d for d in figures.metric_table(rows, metric.name)}
-        values = list(dict.fromkeys(k[0] for k in cells))
+
+        def text(value: str, series: str) -> str | None:
+            d = cells.get((value, series))
+            return None if d is None or d.mean is None else mean_std_text(d.mean, d.std, metric.digits, d.n)
+
         series = sorted({k[1] for k in cells})
-        body, failed = [], []
-        for v in values:
-            row = [v or "-"]
-            for se in series:
-                d = cells.get((v, se))
-                row.append("-" if d is None or d.mean is None
-                           else f"{_fmt(d.mean, metric.digits)} ± {_fmt(d.std, metric.digits)} ({d.n})")
-            body.append(row)
-            failed.append(all(cells.get((v, se)) is None or cells[(v, se)].mean is None for se in series))
-        return Table(["value", *series], body, failed)
+        body, failed = pivot(list(dict.fromkeys(k[0] for k in cells)), series, text, label=lambda v: v or "-")
+        return Table(["value", *series], body, failed, text_columns=1)
 
     def _table(self, rows: Sequence[Run]) -> Table:
         names = [m for m in self.metrics if any(r.metric(m.name) is not None for r in rows)]
@@ -474,7 +471,7 @@ class SplitLayer(Experiment[SplitLayerOptions]):
             cells = [key[0] or "-", key[1]]
             for m in names:
                 d = tables[m.name].get(key)
-                cells.append("-" if d is None or d.mean is None else f"{_fmt(d.mean, m.digits)} ± {_fmt(d.std, m.digits)}")
+                cells.append("-" if d is None or d.mean is None else mean_std_text(d.mean, d.std, m.digits))
             n = max((tables[m.name][key].n for m in names if key in tables[m.name]), default=0)
             body.append([*cells, str(n)])
             failed.append(n == 0)
