@@ -76,7 +76,9 @@ def guide(run_dir: Path) -> str | None:
             k = rel[0]
             lines += ["  Decrypt the QUIC and TLS packets of a capture with one of them:",
                       f"    wireshark -o tls.keylog_file:{k} {pcaps[0].name}",
-                      f"    tshark -r {pcaps[0].name} -o tls.keylog_file:{k} -Y http3   # or -Y http2 for TCP"]
+                      f"    tshark -r {pcaps[0].name} -o tls.keylog_file:{k} -o udp.try_heuristic_first:TRUE -Y http3",
+                      "    (or -Y http2 for TCP; try_heuristic_first keeps tshark from reading QUIC as whatever",
+                      "    protocol it knows the client's port by, e.g. EtherCAT on 34980)"]
         lines += [""]
     if qlogs:
         lines += [f"qlog files ({len(qlogs)}):"] + [f"  {p.relative_to(run_dir)}" for p in qlogs[:20]]
