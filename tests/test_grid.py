@@ -1,6 +1,6 @@
 """The shared pivot of repeated measurements (dclab/analysis/grid.py)."""
 
-from dclab.analysis.grid import mean_std_text, pivot
+from dclab.analysis.grid import NoValue, mean_std_text, pivot
 
 
 def test_a_cell_says_mean_spread_and_runs():
@@ -14,3 +14,10 @@ def test_a_pivot_labels_its_rows_and_marks_those_without_a_value():
     lines, empty = pivot(["a", "b"], [1, 2], lambda r, c: values[(r, c)], label=str.upper)
     assert lines == [["A", "x", "-"], ["B", "-", "-"]]
     assert empty == [False, True]
+
+
+def test_a_cell_whose_runs_gave_no_value_shows_why_and_counts_as_empty():
+    values = {("a", 1): NoValue("failed (0/2)"), ("a", 2): None, ("b", 1): "x", ("b", 2): NoValue("failed (0/1)")}
+    lines, empty = pivot(["a", "b"], [1, 2], lambda r, c: values[(r, c)])
+    assert lines == [["a", "failed (0/2)", "-"], ["b", "x", "failed (0/1)"]]
+    assert empty == [True, False]

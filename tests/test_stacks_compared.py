@@ -34,18 +34,26 @@ ROWS = [
 def test_a_row_per_stack_and_a_column_per_point_default_first():
     assert stacks.stack_of(ROWS[-1]) == "quinn"
     assert stacks.opponents(ROWS) == "sc1=tcp,sc2=tcp"
-    header, lines = stacks.comparison_table(ROWS, HEADS)
+    header, lines, failed = stacks.comparison_table(ROWS, HEADS)
+    assert failed == [False, False]
     assert header == ["stack", "throughput: default scenario (batch 100), goodput (Mbit/s)",
                       "throughput: batch 500, goodput (Mbit/s)", "fairness: none 0, JFI"]  # fmt: skip
     assert lines == [["quic-go", "25.00 ± 0.00 (1/1)", "failed (0/1)", "-"],
                      ["quinn", "32.00 ± 2.83 (2/2)", "20.00 ± 0.00 (1/1)", "0.800 ± 0.000 (1/1)"]]  # fmt: skip
 
 
+def test_a_stack_whose_every_run_failed_is_flagged_failed():
+    rows = [*ROWS[:3], row("b3", "throughput", "quic-go", 100, 0.0, ok=False), *ROWS[4:]]
+    _, lines, failed = stacks.comparison_table(rows, HEADS)
+    assert lines[0] == ["quic-go", "failed (0/1)", "failed (0/1)", "-"]
+    assert failed == [True, False]
+
+
 def test_one_stack_with_two_controllers_is_two_rows_never_pooled():
     rows = [row("x1", "throughput", "tcp", 100, 30.0, cc="cubic"), row("x2", "throughput", "tcp", 100, 10.0, cc="reno"),
             row("y1", "throughput", "quinn", 100, 20.0, cc="cubic")]  # fmt: skip
     assert stacks.stacks(rows) == ["quinn", "tcp cubic", "tcp reno"]
-    _, lines = stacks.comparison_table(rows, HEADS)
+    _, lines, _ = stacks.comparison_table(rows, HEADS)
     assert [line[1] for line in lines] == ["20.00 ± 0.00 (1/1)", "30.00 ± 0.00 (1/1)", "10.00 ± 0.00 (1/1)"]
 
 

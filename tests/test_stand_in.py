@@ -233,7 +233,7 @@ def test_the_label_is_in_the_sweep_table_and_the_figures_legend(tmp_path, monkey
 
 def test_the_label_is_in_the_stacks_comparison(tmp_path, monkeypatch):
     heads = {"throughput": stacks.Headline("goodput_mbps", "goodput", "Mbit/s")}
-    header, lines = stacks.comparison_table(runs(ROWS), heads)
+    header, lines, _ = stacks.comparison_table(runs(ROWS), heads)
     assert [line[0] for line in lines] == ["ngtcp2 (aioquic model)", "tcp"]
     legend = legend_of(lambda: stacks.comparison_figure(runs(ROWS), heads, tmp_path / "c.png", "stacks"), monkeypatch)
     assert legend[:2] == ["ngtcp2 (aioquic model)", "tcp"]

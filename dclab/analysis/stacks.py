@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..scenario import Scenario
 from .figures import Run, _save, empty_figure, plt
-from .grid import mean_std_text, pivot
+from .grid import NoValue, mean_std_text, pivot
 from .metrics import mean_std
 
 
@@ -112,21 +112,22 @@ def cell(rows: Sequence[Run], stack: str, p: Point, h: Headline,
     return ms.mean, ms.std, len(vals), len(at)
 
 
-def comparison_table(rows: Sequence[Run], headlines: dict[str, Headline]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: one row per stack, one column per point, ``mean ± std (n)``."""
+def comparison_table(rows: Sequence[Run], headlines: dict[str, Headline]) -> tuple[list[str], list[list[str]], list[bool]]:
+    """Header, rows (one per stack, one column per point, ``mean ± std (n)``) and per row
+    whether none of its runs succeeded at any point."""
     pts = points(rows, headlines)
     header = ["stack"] + [f"{p.label()}, {headlines[p.experiment].label}"
                           + (f" ({headlines[p.experiment].unit})" if headlines[p.experiment].unit else "") for p in pts]
     names = labels(rows)
 
-    def text(st: str, p: Point) -> str | None:
+    def text(st: str, p: Point) -> str | NoValue | None:
         h = headlines[p.experiment]
         m, s, n, total = cell(rows, st, p, h, names)
         if total == 0:
             return None
-        return f"failed (0/{total})" if m is None else mean_std_text(m, s or 0, h.digits, n, total)
+        return NoValue(f"failed (0/{total})") if m is None else mean_std_text(m, s or 0, h.digits, n, total)
 
-    return header, pivot(stacks(rows), pts, text)[0]
+    return header, *pivot(stacks(rows), pts, text)
 
 
 def comparison_figure(rows: Sequence[Run], headlines: dict[str, Headline], path: Path, title: str) -> Path:

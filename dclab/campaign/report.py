@@ -317,9 +317,7 @@ def _stacks_compared(rows: Sequence[AnyRun], out_dir: Path) -> str:
     if len(stacks.stacks([r for r in rows if r.experiment in heads])) < 2:
         return ""
     fig = stacks.comparison_figure(rows, heads, out_dir / "stacks-compared.png", "every stack at every point")
-    header, lines = stacks.comparison_table(rows, heads)
-    table = Table(header, lines, [all(c == "-" or c.startswith("failed") for c in line[1:]) for line in lines],
-                  text_columns=1)
+    table = Table(*stacks.comparison_table(rows, heads), text_columns=1)
     return ('<h2 id="stacks">Stacks compared</h2>\n'
             '<p class="meta">Each stack\'s headline metric (mean ± standard deviation, successful runs / runs) '
             "at every point of the campaign; a run's stack is its first (DC) flow's.</p>\n"
