@@ -16,7 +16,7 @@ from record_checks import mismatches
 
 from dclab.dcemu.records import StatsRecords
 from dclab.endpoints import get_stack
-from dclab.testbed.inspection import CLIENT_PCAP, GUIDE, SERVER_PCAP, Inspection, guide
+from dclab.testbed.inspection import CLIENT_PCAP, GUIDE, SERVER_PCAP, Inspection, decode_as, guide
 
 SERVER, CLIENT = b"\xc6\x12\x00\x01", b"\xc6\x12\x00\x02"  # 198.18.0.1, 198.18.0.2
 TSHARK = shutil.which("tshark")
@@ -50,9 +50,10 @@ def test_the_guide_names_what_is_there_and_how_to_open_it(tmp_path):
     (tmp_path / "client" / "tls-keys.log").write_text("CLIENT_TRAFFIC_SECRET_0 aa bb\n")
     (tmp_path / "server" / "qlog-server").mkdir(parents=True)
     (tmp_path / "server" / "qlog-server" / "abc.qlog").write_text("{}")
-    text = guide(tmp_path)
+    text = guide(tmp_path, [4434, 4433])
     assert text is not None
-    assert "tshark -r client-end.pcap -o tls.keylog_file:client/tls-keys.log" in text
+    assert ("tshark -r client-end.pcap -o tls.keylog_file:client/tls-keys.log -d udp.port==4433,quic "
+            "-d tcp.port==4433,tls -d udp.port==4434,quic -d tcp.port==4434,tls -Y http3") in text
     assert "server/qlog-server/abc.qlog" in text and "qvis" in text
     assert Inspection(pcap=True).emulator_args(tmp_path) == (
         "--pcap", str(tmp_path / CLIENT_PCAP), "--pcap-server", str(tmp_path / SERVER_PCAP),
@@ -105,17 +106,17 @@ def test_both_ends_capture_every_packet_dcemu_read_and_wrote(tmp_path):
         assert [t for t, _ in got] == sorted(t for t, _ in got)  # written in the order they left the leg
     text = (rep / GUIDE).read_text()
     assert CLIENT_PCAP in text and "client/tls-keys.log" in text and "qlog" in text
+    ports = [f["port"] for f in json.loads((rep / "result.json").read_text())["flows"]]
+    assert " ".join(decode_as(ports)) in text  # the guide reads the run's own server ports
     assert list((rep / "client" / "qlog-client").glob("*.qlog")) and list((rep / "server" / "qlog-server").glob("*.qlog"))
 
 
 def decrypted(pcap: Path, keylog: Path | None, display: str, fields: list[str]) -> list[list[str]]:
-    # tshark picks a UDP or TCP dissector by port before it tries QUIC's or TLS's heuristics,
-    # so a client port it knows hides the flow: 34980 (EtherCAT) once turned a whole HTTP/3
-    # capture into "ecatf" and failed this check on an unchanged tree. The server's port,
-    # which the run's result names, is decoded as QUIC and TLS instead.
-    ports = {f["port"] for f in json.loads((pcap.parent / "result.json").read_text())["flows"]}
+    # the servers' ports, as the run's result names them, decoded as the guide decodes them
+    # (decode_as says why: a client port of 34980 once failed this check on an unchanged tree)
+    ports = [f["port"] for f in json.loads((pcap.parent / "result.json").read_text())["flows"]]
     args = [TSHARK, "-r", str(pcap), "-Y", display, "-T", "fields", *[x for f in fields for x in ("-e", f)],
-            *[x for port in sorted(ports) for x in ("-d", f"udp.port=={port},quic", "-d", f"tcp.port=={port},tls")]]
+            *decode_as(ports)]
     if keylog is not None:
         args += ["-o", f"tls.keylog_file:{keylog}"]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)

@@ -17,6 +17,7 @@ the guide it leaves in the run directory saying how to open each file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -51,9 +52,18 @@ class Inspection:
                 "--pcap-legs", str(workdir / LEGS_DIR))
 
 
-def guide(run_dir: Path) -> str | None:
+def decode_as(ports: Iterable[int]) -> list[str]:
+    """tshark's arguments that read the servers' ``ports`` as QUIC (UDP) and TLS (TCP).
+    tshark picks a dissector by port before it tries QUIC's heuristic, so a client port it
+    knows hides the flow (34980, EtherCAT's, once turned a whole HTTP/3 capture into
+    "ecatf"); naming the servers' ports leaves nothing to chance."""
+    return [x for port in sorted(set(ports)) for x in ("-d", f"udp.port=={port},quic", "-d", f"tcp.port=={port},tls")]
+
+
+def guide(run_dir: Path, ports: Sequence[int] = ()) -> str | None:
     """How to open what inspection left in ``run_dir`` (and its subdirectories, one level:
-    the ends' ``client``/``server`` folders); None when it left nothing."""
+    the ends' ``client``/``server`` folders); None when it left nothing. ``ports``: the
+    run's server ports, which the tshark command decodes as QUIC and TLS."""
     run_dir = Path(run_dir)
     pcaps = [p for p in (run_dir / CLIENT_PCAP, run_dir / SERVER_PCAP) if p.is_file()]
     legs = sorted((run_dir / LEGS_DIR).glob("*.pcap"))
@@ -74,11 +84,13 @@ def guide(run_dir: Path) -> str | None:
         lines += ["TLS key logs (NSS key log format):"] + [f"  {r}" for r in rel]
         if pcaps:
             k = rel[0]
+            tshark = ["tshark", "-r", pcaps[0].name, "-o", f"tls.keylog_file:{k}", *decode_as(ports), "-Y", "http3"]
             lines += ["  Decrypt the QUIC and TLS packets of a capture with one of them:",
                       f"    wireshark -o tls.keylog_file:{k} {pcaps[0].name}",
-                      f"    tshark -r {pcaps[0].name} -o tls.keylog_file:{k} -o udp.try_heuristic_first:TRUE -Y http3",
-                      "    (or -Y http2 for TCP; try_heuristic_first keeps tshark from reading QUIC as whatever",
-                      "    protocol it knows the client's port by, e.g. EtherCAT on 34980)"]
+                      "    " + " ".join(tshark),
+                      "    (or -Y http2 for TCP; the -d options read the servers' ports as QUIC and TLS, so",
+                      "    tshark does not read a flow as whatever it knows the client's port by, e.g.",
+                      "    EtherCAT on 34980; in Wireshark: Decode As)"]
         lines += [""]
     if qlogs:
         lines += [f"qlog files ({len(qlogs)}):"] + [f"  {p.relative_to(run_dir)}" for p in qlogs[:20]]
@@ -93,9 +105,9 @@ def guide(run_dir: Path) -> str | None:
     return "\n".join(lines)
 
 
-def write_guide(run_dir: Path) -> Path | None:
+def write_guide(run_dir: Path, ports: Sequence[int] = ()) -> Path | None:
     """Writes ``GUIDE`` into ``run_dir`` when inspection left anything; returns its path."""
-    text = guide(run_dir)
+    text = guide(run_dir, ports)
     if text is None:
         return None
     path = Path(run_dir) / GUIDE

@@ -126,7 +126,7 @@ class Testbed:
         Safe to call twice."""
         self.finish()
         if self.inspect:
-            write_guide(self.workdir)
+            write_guide(self.workdir, [f.port for f in self.plan.flows if f.port is not None])
         self._exit.close()  # namespaces, journal undo (sysctls), host lock, in reverse
 
     # -- setup -------------------------------------------------------------------------
