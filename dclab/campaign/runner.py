@@ -207,8 +207,10 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
                 while True:
                     while len(flying) < 2 * jobs and (item := next(pending, None)) is not None:
                         i, run = item
-                        flying[pool.submit(_perform_apart, c.name, run, incoming_of(runs_dir / run.key))] = (i, run)
+                        # Counted before it is submitted: a Ctrl-C inside submit() can come after
+                        # the pool took the run, which then runs to its end in a worker.
                         unplaced.add(run.key)
+                        flying[pool.submit(_perform_apart, c.name, run, incoming_of(runs_dir / run.key))] = (i, run)
                     if not flying:
                         return out
                     finished, _ = wait(flying, return_when=FIRST_COMPLETED)
@@ -217,15 +219,24 @@ def run_parallel(c: Campaign, store: Store, todo: list[PlannedRun], progress: Pr
                         consecutive = _store_apart(store, f, run, i, len(todo), runs_dir, progress, out, consecutive)
                         unplaced.discard(run.key)
             except BaseException:
-                # Waits for the runs in flight (a Ctrl-C reached their processes too, so they end
-                # at once) and drops the rest; only then are their directories left alone.
+                # Waits for the runs in flight and drops those not yet handed out; only then are
+                # their directories left alone. A Ctrl-C reaches the pool's processes too, but one
+                # whose run it ended may still take a run the pool had already passed it and run
+                # that to its end (a fresh clone's CI once found one left in runs/.KEY.incoming).
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     finally:
         # The pool's processes have ended: what the runs in flight left is not a result,
-        # nor is a finished run's that the interruption caught before it was moved into place.
+        # nor is a finished run's that the interruption caught before it was moved into place,
+        # or after that but before its row was stored (``place`` comes first, so that a row
+        # never names a directory that is not there).
         for key in unplaced:
             shutil.rmtree(incoming_of(runs_dir / key), ignore_errors=True)
+        if placed := [k for k in unplaced if (runs_dir / k).exists()]:
+            stored = store.keys()
+            for key in placed:
+                if key not in stored:
+                    shutil.rmtree(runs_dir / key, ignore_errors=True)
 
 
 def die_with(parent: int) -> None:
