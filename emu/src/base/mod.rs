@@ -3,6 +3,8 @@
 
 pub mod ecn;
 pub mod histogram;
+#[cfg(test)]
+pub(crate) mod ks;
 pub mod limit;
 pub mod packet;
 pub mod pool;

@@ -179,8 +179,8 @@ impl Fading {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::ks::{ks_statistic as ks, KS_CRIT_001};
     use crate::base::time::NS_PER_MS;
-    use statrs::distribution::{ContinuousCDF, Exp};
 
     /// J0 by its integral (1/π)∫₀^π cos(x sin θ) dθ; the trapezoid rule is spectrally
     /// accurate for this smooth periodic integrand.
@@ -225,19 +225,6 @@ mod tests {
             .collect()
     }
 
-    /// KS statistic of `v` against `cdf`.
-    fn ks(mut v: Vec<f64>, cdf: impl Fn(f64) -> f64) -> f64 {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        let n = v.len() as f64;
-        v.iter()
-            .enumerate()
-            .map(|(i, &x)| {
-                let f = cdf(x);
-                (f - i as f64 / n).max((i + 1) as f64 / n - f)
-            })
-            .fold(0.0, f64::max)
-    }
-
     #[test]
     fn rayleigh_has_unit_power_and_a_rayleigh_envelope() {
         let p = path(100.0, 42, 400_000);
@@ -246,12 +233,12 @@ mod tests {
         // Every 100th sample (ρ^100 ≈ 4e-5 at 100 Hz: independent for the test) against
         // the Rayleigh CDF of unit mean power, P(|h| <= r) = 1 - exp(-r²).
         let env: Vec<f64> = p.iter().step_by(100).map(|g| g.0.hypot(g.1)).collect();
-        let exp1 = Exp::new(1.0).unwrap();
-        let crit = 1.9495 / (env.len() as f64).sqrt(); // alpha = 0.001
-        let d = ks(env.clone(), |r| exp1.cdf(r * r));
+        let exp1 = |x: f64| 1.0 - (-x.max(0.0)).exp(); // Exp(1)'s CDF
+        let crit = KS_CRIT_001 / (env.len() as f64).sqrt();
+        let d = ks(env.clone(), |r| exp1(r * r));
         assert!(d < crit, "KS D = {d} >= {crit}");
         // The check has teeth: a Rayleigh of 1.5x the power is rejected.
-        let d_wrong = ks(env, |r| exp1.cdf(r * r / 1.5));
+        let d_wrong = ks(env, |r| exp1(r * r / 1.5));
         assert!(d_wrong > 2.0 * crit, "KS D = {d_wrong} should reject");
     }
 
